@@ -1,0 +1,16 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+  name: "DispatchStore",
+  platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+  products: [
+    .library(name: "DispatchStore", targets: ["DispatchStore"]),
+  ],
+  targets: [
+    .target(name: "DispatchStore"),
+    .executableTarget(name: "FlightBooking", dependencies: ["DispatchStore"], path: "Examples/FlightBooking"),
+    .testTarget(name: "DispatchStoreTests", dependencies: ["DispatchStore"]),
+  ],
+  swiftLanguageModes: [.v6]
+)

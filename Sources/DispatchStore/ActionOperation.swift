@@ -1,0 +1,231 @@
+import Synchronization
+
+/// The work a ``Reducer`` returns for one action: a block that mutates the store's model and then calls
+/// ``finish()``, possibly later and on another thread.
+///
+/// ```swift
+/// ActionOperation(action: action, store: store) { operation, action, store in
+///   store.updateModel { $0.count += 1 }
+///   operation.finish()
+/// }
+/// ```
+///
+/// An operation may depend on others (``addDependency(_:)``): starting it starts its dependencies first, and its
+/// block runs once they all succeeded.
+///
+/// > Important: The block must eventually call ``finish()`` or ``finish(throwing:)`` exactly once; later calls
+/// > are ignored. If the operation is released without finishing, its transaction fails with
+/// > ``ActionOperationError/releasedWithoutFinishing(storeIdentifier:)`` instead of hanging the dispatch. To
+/// > finish later, keep a reference to the operation (capture it in your asynchronous work).
+public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendable {
+  /// The work of an operation: it receives the operation (to finish it), the action and the store.
+  public typealias Block = @Sendable (ActionOperation<Model, Action>, Action, Store<Model, Action>) -> Void
+
+  /// The action this operation handles.
+  public let action: Action
+  /// The store whose model this operation changes.
+  public let store: Store<Model, Action>
+
+  private let block: Block
+  private let state = Mutex(State())
+
+  /// Creates an operation; it runs when the dispatcher (or an operation depending on it) starts it.
+  /// - Parameters:
+  ///   - action: The action being handled.
+  ///   - store: The store whose model the block changes.
+  ///   - block: The work; it must call `finish()` or `finish(throwing:)` on the operation it receives.
+  public init(action: Action, store: Store<Model, Action>, block: @escaping Block) {
+    self.action = action
+    self.store = store
+    self.block = block
+  }
+
+  deinit {
+    let handlers = state.withLock { state -> Handlers? in
+      switch state.phase {
+      case .pending, .finished: return nil
+      case .waiting, .running:
+        state.phase = .finished(failed: true)
+        return state.takeHandlers()
+      }
+    }
+    handlers?.notify(ActionOperationError.releasedWithoutFinishing(storeIdentifier: store.identifier))
+  }
+
+  /// Marks the operation as successfully finished.
+  ///
+  /// > Important: Call it exactly once, from any thread; later calls are ignored.
+  public func finish() {
+    complete(with: nil)
+  }
+
+  /// Marks the operation as failed; the dispatch that ran it fails with this error.
+  /// - Parameter error: Why the operation failed.
+  ///
+  /// > Important: Call it at most once instead of ``finish()``; later calls are ignored.
+  public func finish(throwing error: any Error) {
+    complete(with: error)
+  }
+
+  /// Whether the operation has finished, successfully or not.
+  public var isFinished: Bool {
+    state.withLock { state in
+      if case .finished = state.phase { return true }
+      return false
+    }
+  }
+
+  /// Makes this operation run only after `operation` finished successfully.
+  ///
+  /// If `operation` fails, this operation fails with ``ActionOperationError/dependencyFailed(storeIdentifier:)``
+  /// without running its block. Starting this operation starts its dependencies that have not started yet.
+  /// - Parameter operation: An operation that must finish first. It may belong to another store.
+  ///
+  /// > Important: Add dependencies before the operation is returned to the dispatcher. Adding one to a started
+  /// > operation, or one that would form a cycle, is a programming error and traps.
+  public func addDependency<OtherModel, OtherAction>(_ operation: ActionOperation<OtherModel, OtherAction>) {
+    precondition(
+      !operation.dependsOn(ObjectIdentifier(self)),
+      "DispatchStore: adding this dependency would make the operations wait for each other forever.")
+    state.withLock { state in
+      guard case .pending = state.phase else {
+        preconditionFailure("DispatchStore: addDependency(_:) was called on an operation that already started.")
+      }
+      state.dependencies.append(operation)
+    }
+  }
+
+  // MARK: - Implementation
+
+  enum Phase {
+    case pending
+    case waiting(remaining: Int, failed: Bool)
+    case running
+    case finished(failed: Bool)
+  }
+
+  struct State {
+    var phase = Phase.pending
+    var error: (any Error)?
+    var dependencies: [any OperationStarting] = []
+    var handlers = Handlers()
+
+    mutating func takeHandlers() -> Handlers {
+      defer { handlers = Handlers() }
+      return handlers
+    }
+  }
+
+  private func complete(with error: (any Error)?) {
+    let handlers = state.withLock { state -> Handlers? in
+      switch state.phase {
+      case .finished: return nil
+      case .pending, .waiting, .running:
+        state.phase = .finished(failed: error != nil)
+        state.error = error
+        return state.takeHandlers()
+      }
+    }
+    handlers?.notify(error)
+  }
+
+  private func runBlock() {
+    block(self, action, store)
+  }
+}
+
+// MARK: - Starting and dependencies (internal)
+
+/// Something that reacts to an operation finishing; the dispatcher's runs and dependent operations are.
+protocol OperationCompletionHandler: AnyObject, Sendable {
+  /// Called once, after the operation's internal lock was released.
+  func operationFinished(token: Int, error: (any Error)?)
+}
+
+/// The type-erased face of an ``ActionOperation`` that other operations and the dispatcher use.
+protocol OperationStarting: AnyObject, Sendable {
+  /// Registers `handler`, then starts the operation if it has not started; a finished operation calls `handler`
+  /// at once.
+  func start(notifying handler: (any OperationCompletionHandler)?, token: Int)
+  /// Whether this operation, directly or through its dependencies, depends on the given operation.
+  func dependsOn(_ operation: ObjectIdentifier) -> Bool
+}
+
+/// The handlers of one operation: one inline slot, since an operation almost always has exactly one.
+struct Handlers {
+  private var first: (handler: any OperationCompletionHandler, token: Int)?
+  private var others: [(handler: any OperationCompletionHandler, token: Int)] = []
+
+  mutating func append(_ handler: any OperationCompletionHandler, token: Int) {
+    if first == nil { first = (handler, token) } else { others.append((handler, token)) }
+  }
+
+  func notify(_ error: (any Error)?) {
+    if let first { first.handler.operationFinished(token: first.token, error: error) }
+    for other in others { other.handler.operationFinished(token: other.token, error: error) }
+  }
+}
+
+extension ActionOperation: OperationStarting, OperationCompletionHandler {
+  enum StartAction {
+    case none
+    case run
+    case startDependencies([any OperationStarting])
+    case alreadyFinished((any Error)?)
+  }
+
+  func start(notifying handler: (any OperationCompletionHandler)?, token: Int) {
+    let action = state.withLock { state -> StartAction in
+      switch state.phase {
+      case .finished:
+        return .alreadyFinished(state.error)
+      case .waiting, .running:
+        if let handler { state.handlers.append(handler, token: token) }
+        return .none
+      case .pending:
+        if let handler { state.handlers.append(handler, token: token) }
+        if state.dependencies.isEmpty {
+          state.phase = .running
+          return .run
+        }
+        state.phase = .waiting(remaining: state.dependencies.count, failed: false)
+        return .startDependencies(state.dependencies)
+      }
+    }
+    switch action {
+    case .none: break
+    case .run: runBlock()
+    case .startDependencies(let dependencies):
+      for dependency in dependencies { dependency.start(notifying: self, token: 0) }
+    case .alreadyFinished(let error): handler?.operationFinished(token: token, error: error)
+    }
+  }
+
+  func dependsOn(_ operation: ObjectIdentifier) -> Bool {
+    if ObjectIdentifier(self) == operation { return true }
+    let dependencies = state.withLock { $0.dependencies }
+    return dependencies.contains { $0.dependsOn(operation) }
+  }
+
+  enum AfterDependency { case wait, run, fail }
+
+  /// A dependency finished.
+  func operationFinished(token: Int, error: (any Error)?) {
+    let next = state.withLock { state -> AfterDependency in
+      guard case .waiting(let remaining, let failed) = state.phase else { return .wait }
+      let nowFailed = failed || error != nil
+      if remaining > 1 {
+        state.phase = .waiting(remaining: remaining - 1, failed: nowFailed)
+        return .wait
+      }
+      if nowFailed { return .fail }
+      state.phase = .running
+      return .run
+    }
+    switch next {
+    case .wait: break
+    case .run: runBlock()
+    case .fail: finish(throwing: ActionOperationError.dependencyFailed(storeIdentifier: store.identifier))
+    }
+  }
+}

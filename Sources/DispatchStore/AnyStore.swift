@@ -1,0 +1,13 @@
+/// The type-erased view of a ``Store`` that middleware and registry look-ups see.
+///
+/// Only ``Store`` conforms; cast to `Store<Model, Action>` to reach the typed model.
+public protocol AnyStore: AnyObject, Sendable {
+  /// The identifier the store is registered under.
+  var identifier: String { get }
+  /// The type of the actions the store handles.
+  var actionType: any ActionType.Type { get }
+  /// The type of the store's model.
+  var modelType: any ModelType.Type { get }
+  /// A snapshot of the store's model, type-erased.
+  var anyModel: any ModelType { get }
+}

@@ -1,0 +1,87 @@
+/// The reasons a dispatch, or a change to a dispatcher's registry, can fail.
+///
+/// Every failure reaches the dispatch's completion (or is thrown by the `async` form); none is only logged.
+public enum DispatchError: Error, Sendable, CustomStringConvertible {
+  /// No registered store has the given identifier.
+  case unknownStore(identifier: String)
+  /// A store is already registered under the given identifier.
+  case duplicateStoreIdentifier(String)
+  /// The store with the given identifier handles a different action type than the one dispatched.
+  case actionTypeMismatch(storeIdentifier: String, expected: String, dispatched: String)
+  /// No registered store handles actions of the given type.
+  case noRespondingStore(actionType: String)
+  /// The stores' wait lists form a cycle; the identifiers list the cycle, first store repeated at the end.
+  case waitCycle([String])
+  /// A store's wait list names an identifier no registered store has.
+  case unknownWaitTarget(storeIdentifier: String, waitsFor: String)
+  /// A `.sync` dispatch was issued from inside an operation running on the same dispatcher.
+  case reentrantSynchronousDispatch(actionType: String)
+  /// One or more operations failed; every other store of the dispatch still completed.
+  case operationsFailed([OperationFailure])
+
+  /// A readable explanation of the failure.
+  public var description: String {
+    switch self {
+    case .unknownStore(let identifier):
+      return "No store is registered with identifier \"\(identifier)\"."
+    case .duplicateStoreIdentifier(let identifier):
+      return "A store is already registered with identifier \"\(identifier)\"."
+    case .actionTypeMismatch(let storeIdentifier, let expected, let dispatched):
+      return "Store \"\(storeIdentifier)\" handles \(expected), not \(dispatched)."
+    case .noRespondingStore(let actionType):
+      return "No registered store handles actions of type \(actionType)."
+    case .waitCycle(let cycle):
+      return "The stores wait for each other in a cycle: \(cycle.joined(separator: " -> "))."
+    case .unknownWaitTarget(let storeIdentifier, let waitsFor):
+      return "Store \"\(storeIdentifier)\" waits for \"\(waitsFor)\", but no store has that identifier."
+    case .reentrantSynchronousDispatch(let actionType):
+      return "A .sync dispatch of \(actionType) was issued from inside a running operation of the same dispatcher; "
+        + "use .async, .serial or .mainThread to dispatch from an operation."
+    case .operationsFailed(let failures):
+      return "\(failures.count) operation(s) failed: "
+        + failures.map { "\"\($0.storeIdentifier)\": \($0.error)" }.joined(separator: "; ")
+    }
+  }
+}
+
+/// One store's failed operation within a dispatch.
+public struct OperationFailure: Sendable, CustomStringConvertible {
+  /// The identifier of the store whose operation failed.
+  public let storeIdentifier: String
+  /// The transaction in which the operation ran.
+  public let transactionID: TransactionID
+  /// The error the operation finished with.
+  public let error: any Error
+
+  /// Creates a failure record.
+  /// - Parameters:
+  ///   - storeIdentifier: The identifier of the store whose operation failed.
+  ///   - transactionID: The transaction in which the operation ran.
+  ///   - error: The error the operation finished with.
+  public init(storeIdentifier: String, transactionID: TransactionID, error: any Error) {
+    self.storeIdentifier = storeIdentifier
+    self.transactionID = transactionID
+    self.error = error
+  }
+
+  /// A readable summary of the failure.
+  public var description: String { "\(storeIdentifier) [\(transactionID)]: \(error)" }
+}
+
+/// The ways an ``ActionOperation`` can fail without its block calling `finish(throwing:)`.
+public enum ActionOperationError: Error, Sendable, Equatable, CustomStringConvertible {
+  /// The operation was released before its block called `finish()`.
+  case releasedWithoutFinishing(storeIdentifier: String)
+  /// An operation this one depends on failed, so this one's block did not run.
+  case dependencyFailed(storeIdentifier: String)
+
+  /// A readable explanation of the failure.
+  public var description: String {
+    switch self {
+    case .releasedWithoutFinishing(let storeIdentifier):
+      return "The operation for store \"\(storeIdentifier)\" was released without calling finish()."
+    case .dependencyFailed(let storeIdentifier):
+      return "A dependency of the operation for store \"\(storeIdentifier)\" failed, so it did not run."
+    }
+  }
+}

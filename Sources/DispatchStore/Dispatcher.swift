@@ -1,0 +1,161 @@
+import Foundation
+import Synchronization
+
+/// Routes actions to the stores registered with it, runs their operations in one of four ``Mode``s, and lets
+/// middleware see every transaction.
+///
+/// ```swift
+/// let dispatcher = Dispatcher()
+/// try dispatcher.register(store: counter)
+/// dispatcher.dispatch(action: CounterAction.increase(by: 1), mode: .serial) { result in
+///   print(result)
+/// }
+/// ```
+///
+/// > Important: A dispatcher is safe to use from any thread. It never calls reducers, operations, observers or
+/// > middleware while holding one of its locks, so they may all dispatch again (see ``Mode`` for the one rule on
+/// > `.sync`).
+public final class Dispatcher: Sendable {
+  /// How a dispatch runs.
+  public enum Mode: Sendable, Hashable, CaseIterable {
+    /// Starts at once on a background thread; separate dispatches may run concurrently. The default.
+    case async
+    /// Runs on the calling thread and returns when every store's operation finished and the completion ran.
+    ///
+    /// > Important: Issued from inside a running operation of the same dispatcher, it fails at once with
+    /// > ``DispatchError/reentrantSynchronousDispatch(actionType:)`` and runs nothing (Flux forbids cascading
+    /// > dispatches). From observers, middleware and other threads it is allowed.
+    case sync
+    /// Joins the dispatcher's single FIFO lane: it starts after every earlier `.serial` dispatch finished.
+    case serial
+    /// Joins the dispatcher's main-thread FIFO lane: operations start on its ``MainQueue``, one dispatch after
+    /// another; the completion runs there too.
+    case mainThread
+  }
+
+  /// The dispatcher most apps use.
+  public static let `default` = Dispatcher()
+
+  /// The thread `.mainThread` dispatches and main-thread observer notifications run on.
+  public let mainQueue: MainQueue
+
+  let registry = Mutex(Registry())
+  let serialLane: Lane
+  let mainLane: Lane
+
+  /// Creates an independent dispatcher with its own stores, middleware and lanes.
+  /// - Parameter mainQueue: Where `.mainThread` work runs; the library's own run-loop thread unless you choose
+  ///   the process main thread (on Apple platforms).
+  public init(mainQueue: MainQueue = .libraryThread) {
+    self.mainQueue = mainQueue
+    self.serialLane = Lane(executor: .queue(DispatchQueue(label: "DispatchStore.serial")))
+    self.mainLane = Lane(executor: .main(mainQueue))
+  }
+
+  // MARK: - Stores
+
+  /// Registers `store` so that dispatched actions of its action type reach it.
+  /// - Parameter store: The store to add.
+  /// - Throws: ``DispatchError/duplicateStoreIdentifier(_:)`` if a store already uses its identifier; the
+  ///   registry is left unchanged.
+  public func register<Model, Action>(store: Store<Model, Action>) throws(DispatchError) {
+    let added = registry.withLock { registry -> Bool in
+      guard registry.stores[store.identifier] == nil else { return false }
+      registry.stores[store.identifier] = store
+      let key = ObjectIdentifier(Action.self)
+      let existing = registry.route(for: Action.self)?.stores ?? []
+      registry.routes[key] = Route<Action>(stores: existing + [store])
+      return true
+    }
+    guard added else { throw .duplicateStoreIdentifier(store.identifier) }
+    store.state.withLock { $0.mainQueue = mainQueue }
+  }
+
+  /// Removes the store registered under `identifier`, and only that store.
+  /// - Parameter identifier: The identifier of the store to remove.
+  /// - Returns: The removed store, or `nil` if none was registered under `identifier`.
+  @discardableResult
+  public func unregister(identifier: String) -> (any AnyStore)? {
+    registry.withLock { registry in
+      guard let store = registry.stores.removeValue(forKey: identifier) else { return nil }
+      let key = ObjectIdentifier(store.actionType)
+      registry.routes[key] = registry.routes[key]?.removing(identifier: identifier)
+      return store
+    }
+  }
+
+  /// The store registered under `identifier`.
+  /// - Parameter identifier: A store identifier.
+  /// - Returns: The store, or `nil` if none is registered under `identifier`.
+  public func store(with identifier: String) -> (any AnyStore)? {
+    registry.withLock { $0.stores[identifier] }
+  }
+
+  /// The store registered under `identifier`, with its model and action types.
+  /// - Parameters:
+  ///   - identifier: A store identifier.
+  ///   - type: The store's type.
+  /// - Returns: The store, or `nil` if none is registered under `identifier` or it has other types.
+  public func store<Model, Action>(with identifier: String, as type: Store<Model, Action>.Type) -> Store<Model, Action>? {
+    store(with: identifier) as? Store<Model, Action>
+  }
+
+  /// The identifiers of every registered store, sorted.
+  public var storeIdentifiers: [String] {
+    registry.withLock { Array($0.stores.keys) }.sorted()
+  }
+
+  // MARK: - Middleware
+
+  /// Adds `middleware` after the middleware already registered; it sees every transaction started from now on.
+  /// - Parameter middleware: The middleware to add. Registering the same instance twice has no effect.
+  public func register(middleware: any Middleware) {
+    registry.withLock { registry in
+      guard !registry.middleware.contains(where: { $0 === middleware }) else { return }
+      registry.middleware.append(middleware)
+    }
+  }
+
+  /// Removes `middleware`; transactions already running still call it once more at most.
+  /// - Parameter middleware: A middleware instance passed to ``register(middleware:)``.
+  public func unregister(middleware: any Middleware) {
+    registry.withLock { registry in
+      registry.middleware.removeAll { $0 === middleware }
+    }
+  }
+}
+
+/// The dispatcher's registry, behind its one lock.
+struct Registry {
+  var stores: [String: any AnyStore] = [:]
+  /// The stores handling each action type, keyed by `ObjectIdentifier(Action.self)`; each value is a `Route`
+  /// of that action type.
+  var routes: [ObjectIdentifier: any AnyRoute] = [:]
+  var middleware: [any Middleware] = []
+
+  /// The route of `Action`, if any store handles it.
+  func route<Action: ActionType>(for action: Action.Type) -> Route<Action>? {
+    guard let route = routes[ObjectIdentifier(action)] else { return nil }
+    // Safe: routes are keyed by their action type (see `Dispatcher.register(store:)`).
+    return unsafeDowncast(route, to: Route<Action>.self)
+  }
+}
+
+/// A type-erased ``Route``, so that routes of different action types share one dictionary.
+protocol AnyRoute: AnyObject, Sendable {
+  /// Returns this route without the store registered under `identifier`.
+  func removing(identifier: String) -> any AnyRoute
+}
+
+/// The stores that handle actions of type `Action`, in registration order; immutable, replaced on change.
+final class Route<Action: ActionType>: AnyRoute {
+  let stores: [any ActionHandler<Action>]
+
+  init(stores: [any ActionHandler<Action>]) {
+    self.stores = stores
+  }
+
+  func removing(identifier: String) -> any AnyRoute {
+    Route(stores: stores.filter { $0.identifier != identifier })
+  }
+}

@@ -1,0 +1,30 @@
+/// A first-in, first-out queue with amortised O(1) `append` and `popFirst`.
+///
+/// An array and a head index: popped slots are released at once and the storage is compacted when more than
+/// half of it is dead, so a long-lived queue does not grow without bound.
+struct FIFOQueue<Element> {
+  private var storage: [Element?] = []
+  private var head = 0
+
+  var isEmpty: Bool { head == storage.count }
+  var count: Int { storage.count - head }
+
+  mutating func append(_ element: Element) {
+    storage.append(element)
+  }
+
+  mutating func popFirst() -> Element? {
+    guard head < storage.count else { return nil }
+    let element = storage[head]
+    storage[head] = nil
+    head += 1
+    if head == storage.count {
+      storage.removeAll(keepingCapacity: true)
+      head = 0
+    } else if head > 32 && head * 2 > storage.count {
+      storage.removeFirst(head)
+      head = 0
+    }
+    return element
+  }
+}

@@ -1,0 +1,60 @@
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// Per-thread bookkeeping: which dispatchers are running an operation on this thread (to refuse re-entrant
+/// `.sync` dispatch) and whether this thread is the library's main run-loop thread.
+///
+/// Each instance is reachable only from its own thread through a pthread key, so it needs no lock; it is not
+/// `Sendable` and never leaves its thread.
+final class ThreadContext {
+  /// Identifiers of the dispatchers whose operations are starting on this thread, innermost last.
+  var runningDispatchers: [ObjectIdentifier] = []
+  /// The run-loop thread this thread is, if it is one.
+  var mainRunLoopThread: MainRunLoopThread?
+
+  /// The calling thread's context, created on first use and released when the thread exits.
+  static var current: ThreadContext {
+    if let pointer = pthread_getspecific(key) {
+      return Unmanaged<ThreadContext>.fromOpaque(pointer).takeUnretainedValue()
+    }
+    let context = ThreadContext()
+    pthread_setspecific(key, Unmanaged.passRetained(context).toOpaque())
+    return context
+  }
+
+  /// Runs `body` with `dispatcher` marked as running an operation on this thread.
+  @inline(__always)
+  func withRunning<R>(_ dispatcher: ObjectIdentifier, _ body: () throws -> R) rethrows -> R {
+    runningDispatchers.append(dispatcher)
+    defer { runningDispatchers.removeLast() }
+    return try body()
+  }
+
+  /// Runs `body` with no dispatcher marked as running, for user callbacks that are not operations (observers).
+  @inline(__always)
+  func withoutRunningDispatchers<R>(_ body: () throws -> R) rethrows -> R {
+    if runningDispatchers.isEmpty { return try body() }
+    let saved = runningDispatchers
+    runningDispatchers = []
+    defer { runningDispatchers = saved }
+    return try body()
+  }
+
+  private static let key: pthread_key_t = {
+    var key = pthread_key_t()
+    let status = pthread_key_create(&key) { pointer in
+      #if canImport(Darwin)
+        Unmanaged<ThreadContext>.fromOpaque(pointer).release()
+      #else
+        if let pointer { Unmanaged<ThreadContext>.fromOpaque(pointer).release() }
+      #endif
+    }
+    precondition(status == 0, "DispatchStore: pthread_key_create failed with \(status)")
+    return key
+  }()
+}

@@ -1,0 +1,45 @@
+/// Sees every transaction a ``Dispatcher`` runs: before the reducer is asked for an operation, and after the
+/// operation finished.
+///
+/// ```swift
+/// final class Tracer: Middleware {
+///   func didDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {
+///     print(transaction)
+///   }
+/// }
+/// try dispatcher.register(middleware: Tracer())
+/// ```
+///
+/// > Important: Middleware is called on the thread running the transaction, possibly several at once, and never
+/// > under a library lock. Both methods run once per transaction.
+public protocol Middleware: AnyObject, Sendable {
+  /// Called before the store's reducer is asked for an operation.
+  /// - Parameters:
+  ///   - transaction: The transaction about to run; its duration and error are `nil`.
+  ///   - action: The dispatched action.
+  ///   - store: The store about to handle it.
+  func willDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore)
+
+  /// Called after the store's operation finished, successfully or not.
+  /// - Parameters:
+  ///   - transaction: The finished transaction, with its duration and its error if it failed.
+  ///   - action: The dispatched action.
+  ///   - store: The store that handled it; its model is the one the operation left.
+  func didDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore)
+}
+
+extension Middleware {
+  /// Does nothing.
+  /// - Parameters:
+  ///   - transaction: The transaction about to run.
+  ///   - action: The dispatched action.
+  ///   - store: The store about to handle it.
+  public func willDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {}
+
+  /// Does nothing.
+  /// - Parameters:
+  ///   - transaction: The finished transaction.
+  ///   - action: The dispatched action.
+  ///   - store: The store that handled it.
+  public func didDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {}
+}

@@ -1,0 +1,73 @@
+/// Turns a store's actions into operations; subclass it for each store.
+///
+/// ```swift
+/// final class CounterReducer: Reducer<Counter, CounterAction> {
+///   override func operation(
+///     for action: CounterAction, in store: Store<Counter, CounterAction>
+///   ) -> ActionOperation<Counter, CounterAction> {
+///     ActionOperation(action: action, store: store) { operation, action, store in
+///       switch action {
+///       case .increase(let amount): store.updateModel { $0.count += amount }
+///       case .reset: store.updateModel { $0.count = 0 }
+///       }
+///       operation.finish()
+///     }
+///   }
+/// }
+/// ```
+///
+/// > Important: A reducer is called from whichever thread runs the dispatch, possibly several at once. Keep
+/// > subclasses free of mutable state, or protect it yourself. (`@unchecked Sendable` because the class is open:
+/// > the base class has no state at all.)
+open class Reducer<Model: ModelType, Action: ActionType>: @unchecked Sendable {
+  /// Creates a reducer.
+  public init() {}
+
+  /// Returns the operation that handles `action` for `store`.
+  ///
+  /// The default returns an operation that fails with ``ReducerError/notImplemented(storeIdentifier:)``: override
+  /// it.
+  /// - Parameters:
+  ///   - action: The dispatched action.
+  ///   - store: The store the operation changes.
+  /// - Returns: An operation that changes `store`'s model and then finishes.
+  open func operation(for action: Action, in store: Store<Model, Action>) -> ActionOperation<Model, Action> {
+    ActionOperation(action: action, store: store) { operation, _, store in
+      operation.finish(throwing: ReducerError.notImplemented(storeIdentifier: store.identifier))
+    }
+  }
+
+  /// Whether observers hear about the change `action` made; `true` unless overridden.
+  /// - Parameters:
+  ///   - action: The action whose operation finished.
+  ///   - store: The store it changed.
+  /// - Returns: `false` to keep this change quiet.
+  open func shouldNotifyObservers(for action: Action, in store: Store<Model, Action>) -> Bool {
+    true
+  }
+
+  /// The identifiers of the stores that must finish handling `action` before this store's operation starts
+  /// (Flux `waitFor`); empty unless overridden.
+  ///
+  /// A listed store that does not handle the action is not waited for. A cycle, or an identifier that no
+  /// registered store has, fails the whole dispatch before any operation runs.
+  /// - Parameter action: The dispatched action.
+  /// - Returns: Store identifiers to wait for.
+  open func waitList(for action: Action) -> [String] {
+    []
+  }
+}
+
+/// Errors raised by ``Reducer``'s default implementations.
+public enum ReducerError: Error, Sendable, Equatable, CustomStringConvertible {
+  /// The store's reducer does not override `operation(for:in:)`.
+  case notImplemented(storeIdentifier: String)
+
+  /// A readable explanation of the failure.
+  public var description: String {
+    switch self {
+    case .notImplemented(let storeIdentifier):
+      return "The reducer of store \"\(storeIdentifier)\" does not override operation(for:in:)."
+    }
+  }
+}

@@ -1,0 +1,133 @@
+extension Store {
+  /// Registers `observer` to hear about every change an operation makes to the model.
+  ///
+  /// The store holds `observer` weakly: once it is deallocated, `onChange` is no longer called. Registering the
+  /// same observer again replaces its previous registration.
+  /// - Parameters:
+  ///   - observer: The object whose lifetime bounds the registration; also the key for ``unregister(observer:)``.
+  ///   - delivery: Where `onChange` runs: on the main thread (default) or synchronously on the finishing thread.
+  ///   - onChange: Called once per operation that changed the model, in order, with the new model and the action.
+  ///
+  /// > Important: Notifications never overlap for one store and one delivery. `onChange` may dispatch further
+  /// > actions; `.sync` dispatch is allowed from observers.
+  public func register(
+    observer: AnyObject,
+    delivery: ObserverDelivery = .mainThread,
+    onChange: @escaping @Sendable (Model, Action) -> Void
+  ) {
+    let entry = ObserverEntry(object: observer, delivery: delivery, onChange: onChange)
+    state.withLock { state in
+      state.mainThreadObservers.removeAll { $0.id == entry.id }
+      state.synchronousObservers.removeAll { $0.id == entry.id }
+      switch delivery {
+      case .mainThread: state.mainThreadObservers.append(entry)
+      case .synchronous: state.synchronousObservers.append(entry)
+      }
+    }
+  }
+
+  /// Stops notifying `observer`.
+  /// - Parameter observer: An object passed to ``register(observer:delivery:onChange:)``.
+  ///
+  /// > Important: A main-thread notification already scheduled when you unregister may still arrive; call this
+  /// > from the main thread to rule that out.
+  public func unregister(observer: AnyObject) {
+    let id = ObjectIdentifier(observer)
+    state.withLock { state in
+      state.mainThreadObservers.removeAll { $0.id == id }
+      state.synchronousObservers.removeAll { $0.id == id }
+    }
+  }
+
+  /// The number of registered observers whose object is still alive.
+  public var observerCount: Int {
+    let entries = state.withLock { $0.mainThreadObservers + $0.synchronousObservers }
+    return entries.reduce(0) { $0 + ($1.isAlive ? 1 : 0) }
+  }
+
+  /// Called by the dispatcher after an operation of this store finished: announces the change, if any.
+  func announceChange(for action: Action) {
+    let shouldNotify = reducer.shouldNotifyObservers(for: action, in: self)
+    let synchronous = state.withLock { state -> StoreChange<Model, Action>? in
+      guard state.version != state.announcedVersion else { return nil }
+      state.announcedVersion = state.version
+      guard shouldNotify else { return nil }
+      if !state.mainThreadObservers.isEmpty {
+        let change = StoreChange(model: state.model, action: action, observers: state.mainThreadObservers)
+        // Scheduled under the lock so that main-thread notifications keep the order of the changes; scheduling
+        // only appends to the main queue, it runs no user code.
+        state.mainQueue.schedule { [self] in
+          ThreadContext.current.withoutRunningDispatchers { deliver(change) }
+        }
+      }
+      guard !state.synchronousObservers.isEmpty else { return nil }
+      let change = StoreChange(model: state.model, action: action, observers: state.synchronousObservers)
+      if state.isDeliveringSynchronously {
+        state.pendingSynchronous.append(change)
+        return nil
+      }
+      state.isDeliveringSynchronously = true
+      return change
+    }
+    guard var change = synchronous else { return }
+    ThreadContext.current.withoutRunningDispatchers {
+      while true {
+        deliver(change)
+        let next = state.withLock { state -> StoreChange<Model, Action>? in
+          if let next = state.pendingSynchronous.popFirst() { return next }
+          state.isDeliveringSynchronously = false
+          return nil
+        }
+        guard let next else { return }
+        change = next
+      }
+    }
+  }
+
+  private func deliver(_ change: StoreChange<Model, Action>) {
+    var deadEntries: [ObserverEntry<Model, Action>] = []
+    for entry in change.observers {
+      // Holding the object keeps it alive while its callback runs.
+      guard let object = entry.object else {
+        deadEntries.append(entry)
+        continue
+      }
+      entry.onChange(change.model, change.action)
+      withExtendedLifetime(object) {}
+    }
+    guard !deadEntries.isEmpty else { return }
+    // Compared by identity: loading a weak reference under the lock could end an object's life there.
+    state.withLock { state in
+      state.mainThreadObservers.removeAll { entry in deadEntries.contains { $0 === entry } }
+      state.synchronousObservers.removeAll { entry in deadEntries.contains { $0 === entry } }
+    }
+  }
+}
+
+/// One change to announce: the model after it, the action that made it, and who to tell.
+struct StoreChange<Model: ModelType, Action: ActionType>: Sendable {
+  let model: Model
+  let action: Action
+  let observers: [ObserverEntry<Model, Action>]
+}
+
+/// One observer registration.
+///
+/// `@unchecked Sendable`: every stored property is immutable except the weak reference, which the Swift runtime
+/// reads and zeroes atomically; the object is only loaded to test liveness and to keep it alive during a callback,
+/// never used, so its own (possibly non-`Sendable`) state is never touched from another thread.
+final class ObserverEntry<Model: ModelType, Action: ActionType>: @unchecked Sendable {
+  weak var object: AnyObject?
+  let id: ObjectIdentifier
+  let delivery: ObserverDelivery
+  let onChange: @Sendable (Model, Action) -> Void
+
+  init(object: AnyObject, delivery: ObserverDelivery, onChange: @escaping @Sendable (Model, Action) -> Void) {
+    self.object = object
+    self.id = ObjectIdentifier(object)
+    self.delivery = delivery
+    self.onChange = onChange
+  }
+
+  var isAlive: Bool { object != nil }
+}

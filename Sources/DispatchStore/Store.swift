@@ -1,0 +1,83 @@
+import Synchronization
+
+/// Holds one value-type model, changed only by the operations its ``Reducer`` returns for dispatched actions.
+///
+/// ```swift
+/// let counter = Store(identifier: "counter", model: Counter(), reducer: CounterReducer())
+/// try Dispatcher.default.register(store: counter)
+/// Dispatcher.default.dispatch(action: CounterAction.increase(by: 1), mode: .sync)
+/// print(counter.model.count)  // 1
+/// ```
+///
+/// > Important: A store is safe to use from any thread. ``model`` is a consistent snapshot and each
+/// > ``updateModel(_:)`` is atomic.
+public final class Store<Model: ModelType, Action: ActionType>: Sendable {
+  /// The identifier the store is registered and addressed under.
+  public let identifier: String
+  /// The reducer that turns actions into operations.
+  public let reducer: Reducer<Model, Action>
+
+  let state: Mutex<StoreState<Model, Action>>
+
+  /// Creates a store.
+  /// - Parameters:
+  ///   - identifier: A name unique within the dispatcher the store is registered with.
+  ///   - model: The initial model.
+  ///   - reducer: The reducer that handles this store's actions.
+  public init(identifier: String, model: Model = Model(), reducer: Reducer<Model, Action>) {
+    self.identifier = identifier
+    self.reducer = reducer
+    self.state = Mutex(StoreState(model: model))
+  }
+
+  /// A snapshot of the current model.
+  public var model: Model {
+    state.withLock { $0.model }
+  }
+
+  /// Changes the model atomically: no other update or read interleaves with `body`.
+  ///
+  /// Call it from the operations your reducer returns. Observers hear about the change when the operation
+  /// finishes.
+  /// - Parameter body: Mutates the model in place and may return a value.
+  /// - Returns: What `body` returned.
+  /// - Throws: What `body` threw; the mutations it made before throwing are kept.
+  ///
+  /// > Important: `body` runs under the store's lock: keep it short, and do not read or update this store from
+  /// > inside it (that traps: the lock is not recursive).
+  @discardableResult
+  public func updateModel<Result>(_ body: (inout Model) throws -> Result) rethrows -> Result {
+    try state.withLock { state in
+      defer { state.version &+= 1 }
+      return try body(&state.model)
+    }
+  }
+}
+
+/// The shared mutable state of a ``Store``, kept behind its one lock.
+struct StoreState<Model: ModelType, Action: ActionType> {
+  var model: Model
+  /// Incremented by every ``Store/updateModel(_:)``.
+  var version: UInt64 = 0
+  /// The version observers last heard about (or that a reducer chose not to announce).
+  var announcedVersion: UInt64 = 0
+  var mainThreadObservers: [ObserverEntry<Model, Action>] = []
+  var synchronousObservers: [ObserverEntry<Model, Action>] = []
+  /// Synchronous notifications waiting for the thread that is delivering them.
+  var pendingSynchronous = FIFOQueue<StoreChange<Model, Action>>()
+  var isDeliveringSynchronously = false
+  var mainQueue = MainQueue.libraryThread
+
+  init(model: Model) {
+    self.model = model
+  }
+}
+
+extension Store: AnyStore {
+  /// The type of the actions this store handles.
+  public var actionType: any ActionType.Type { Action.self }
+  /// The type of this store's model.
+  public var modelType: any ModelType.Type { Model.self }
+  /// A snapshot of the model, type-erased.
+  public var anyModel: any ModelType { model }
+}

@@ -1,0 +1,133 @@
+import Foundation
+import Synchronization
+
+/// A thread owned by the library that runs a `RunLoop`, used as the "main thread" of `.mainThread` dispatch and
+/// of observer notifications.
+///
+/// A Linux command-line tool or server never runs the process main thread's loop, so `DispatchQueue.main` and
+/// `@MainActor` work would never run there. This thread runs its own loop from the first ``schedule(_:)`` on, in
+/// any process. Work scheduled on it runs one item at a time, in the order it was scheduled.
+///
+/// ```swift
+/// MainRunLoopThread.shared.schedule {
+///   precondition(MainRunLoopThread.shared.isCurrent)
+/// }
+/// ```
+///
+/// > Important: Never block this thread waiting for work that is itself scheduled on it (for example a `.sync`
+/// > dispatch whose operation finishes on the main run-loop thread): that work cannot run until you return.
+public final class MainRunLoopThread: Sendable {
+  /// The thread used by every ``Dispatcher`` unless it is given another.
+  public static let shared = MainRunLoopThread(name: "DispatchStore.main")
+
+  /// The thread's name, as shown by debuggers.
+  public let name: String
+
+  /// Creates a new run-loop thread; it starts on first use.
+  /// - Parameter name: The thread's name, as shown by debuggers.
+  public init(name: String) {
+    self.name = name
+  }
+
+  /// Whether the calling thread is this run-loop thread.
+  public var isCurrent: Bool {
+    ThreadContext.current.mainRunLoopThread === self
+  }
+
+  /// Schedules `work` to run on this thread after the work scheduled before it.
+  ///
+  /// - Parameter work: The closure to run. It runs on this thread even when called from it (it is then queued,
+  ///   not run inline).
+  public func schedule(_ work: @escaping @Sendable () -> Void) {
+    let action = state.withLock { state -> WakeAction in
+      state.pending.append(work)
+      switch state.phase {
+      case .notStarted:
+        state.phase = .starting
+        return .start
+      case .starting, .draining:
+        return .none
+      case .idle(let runLoop):
+        state.phase = .draining
+        return .wake(runLoop)
+      }
+    }
+    switch action {
+    case .none: break
+    case .start: startThread()
+    case .wake(let runLoop): wake(runLoop.value)
+    }
+  }
+
+  /// Runs `work` on this thread: at once if called from it, otherwise scheduled.
+  /// - Parameter work: The closure to run.
+  public func execute(_ work: @escaping @Sendable () -> Void) {
+    if isCurrent { work() } else { schedule(work) }
+  }
+
+  // MARK: - Implementation
+
+  /// A `RunLoop` reference that is only ever used to add a timer, which Foundation allows from any thread.
+  struct RunLoopReference: @unchecked Sendable {
+    let value: RunLoop
+  }
+
+  enum Phase {
+    case notStarted
+    case starting
+    /// The loop is waiting for input; scheduling must wake it.
+    case idle(RunLoopReference)
+    /// A drain is running or already requested; new work is picked up by it.
+    case draining
+  }
+
+  enum WakeAction {
+    case none
+    case start
+    case wake(RunLoopReference)
+  }
+
+  struct State {
+    var phase = Phase.notStarted
+    var pending = FIFOQueue<@Sendable () -> Void>()
+  }
+
+  private let state = Mutex(State())
+
+  private func startThread() {
+    let thread = Thread { [self] in
+      ThreadContext.current.mainRunLoopThread = self
+      let runLoop = RunLoop.current
+      // A timer far in the future keeps the loop alive when no work is pending.
+      runLoop.add(Timer(timeInterval: 1_000_000_000, repeats: true) { _ in }, forMode: .default)
+      drain(runLoop: RunLoopReference(value: runLoop))
+      while true {
+        _ = runLoop.run(mode: .default, before: .distantFuture)
+      }
+    }
+    thread.name = name
+    thread.stackSize = 1 << 20
+    thread.start()
+  }
+
+  /// Runs every pending item, then marks the loop idle.
+  private func drain(runLoop: RunLoopReference) {
+    while true {
+      let next = state.withLock { state -> (@Sendable () -> Void)? in
+        if let work = state.pending.popFirst() { return work }
+        state.phase = .idle(runLoop)
+        return nil
+      }
+      guard let next else { return }
+      next()
+    }
+  }
+
+  /// Wakes the loop by adding a timer that fires at once; Linux's Foundation has no other public wake-up.
+  private func wake(_ runLoop: RunLoop) {
+    runLoop.add(
+      Timer(timeInterval: 0, repeats: false) { [self] _ in
+        drain(runLoop: RunLoopReference(value: RunLoop.current))
+      }, forMode: .default)
+  }
+}

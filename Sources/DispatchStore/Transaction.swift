@@ -1,0 +1,33 @@
+/// One store's handling of one dispatched action, as middleware sees it.
+///
+/// `willDispatch` receives a transaction whose ``duration`` and ``error`` are `nil`; `didDispatch` receives the
+/// same transaction with its duration, and its error if the operation failed.
+public struct Transaction: Sendable, Identifiable, CustomStringConvertible {
+  /// The unique, time-sortable identifier of this transaction.
+  public let id: TransactionID
+  /// The identifier of the store handling the action.
+  public let storeIdentifier: String
+  /// The dispatched action.
+  public let action: any ActionType
+  /// How long the operation took from start to finish; `nil` until it finished.
+  public internal(set) var duration: Duration?
+  /// The error the operation failed with; `nil` while running and when it succeeded.
+  public internal(set) var error: (any Error)?
+
+  init(id: TransactionID, storeIdentifier: String, action: any ActionType) {
+    self.id = id
+    self.storeIdentifier = storeIdentifier
+    self.action = action
+  }
+
+  /// Whether the operation finished without an error.
+  public var succeeded: Bool { duration != nil && error == nil }
+
+  /// A one-line summary: identifier, store, action, and duration or error where known.
+  public var description: String {
+    var text = "[\(id)] \(storeIdentifier) <- \(action)"
+    if let duration { text += " (\(duration))" }
+    if let error { text += " failed: \(error)" }
+    return text
+  }
+}

@@ -1,0 +1,52 @@
+import Foundation
+import Synchronization
+
+/// A unique, time-sortable identifier of one store's handling of one action.
+///
+/// The raw value is the wall-clock time in nanoseconds since 1970 at which the transaction began, nudged forward
+/// where needed so that identifiers made in one process are strictly increasing: sorting identifiers sorts
+/// transactions by start time, and no two are equal.
+public struct TransactionID: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+  /// Nanoseconds since 00:00:00 UTC on 1 January 1970.
+  public let rawValue: UInt64
+
+  /// Creates an identifier from its raw value, for example one read from a recording.
+  /// - Parameter rawValue: Nanoseconds since 00:00:00 UTC on 1 January 1970.
+  public init(rawValue: UInt64) {
+    self.rawValue = rawValue
+  }
+
+  /// Makes a new identifier, later than every identifier made before it in this process.
+  /// - Returns: A fresh identifier.
+  public static func next() -> TransactionID {
+    var spec = timespec()
+    clock_gettime(CLOCK_REALTIME, &spec)
+    let now = UInt64(spec.tv_sec) &* 1_000_000_000 &+ UInt64(spec.tv_nsec)
+    var last = lastIssued.load(ordering: .relaxed)
+    while true {
+      let candidate = max(now, last &+ 1)
+      let (exchanged, original) = lastIssued.compareExchange(
+        expected: last, desired: candidate, ordering: .relaxed)
+      if exchanged { return TransactionID(rawValue: candidate) }
+      last = original
+    }
+  }
+
+  /// The moment the transaction began.
+  public var date: Date { Date(timeIntervalSince1970: Double(rawValue) / 1_000_000_000) }
+
+  /// A fixed-width hexadecimal form, so that sorting the strings sorts the identifiers.
+  public var description: String {
+    let hex = String(rawValue, radix: 16)
+    return String(repeating: "0", count: 16 - hex.count) + hex
+  }
+
+  /// Orders identifiers by the time they were made.
+  /// - Parameters:
+  ///   - lhs: An identifier.
+  ///   - rhs: Another identifier.
+  /// - Returns: Whether `lhs` was made before `rhs`.
+  public static func < (lhs: TransactionID, rhs: TransactionID) -> Bool { lhs.rawValue < rhs.rawValue }
+
+  private static let lastIssued = Atomic<UInt64>(0)
+}
