@@ -1,0 +1,432 @@
+import Dispatch
+import DispatchStore
+import Synchronization
+import Testing
+
+@Suite("Dispatcher", .timeLimit(.minutes(1)))
+struct DispatcherTests {
+  // MARK: Routing and registry
+
+  @Test func routesActionToEveryStoreOfItsTypeAndNoOther() throws {
+    let dispatcher = Dispatcher()
+    let first = makeCounterStore("first")
+    let second = makeCounterStore("second")
+    let textReducer = TextReducer()
+    let text = Store(identifier: "text", model: Text(), reducer: textReducer)
+    try dispatcher.register(store: first)
+    try dispatcher.register(store: text)
+    try dispatcher.register(store: second)
+
+    #expect(dispatchSync(dispatcher, CounterAction.increase(2)).isSuccess)
+
+    #expect(first.model.count == 2)
+    #expect(second.model.count == 2)
+    #expect(text.model.value == "")
+    #expect(textReducer.calls.load(ordering: .relaxed) == 0)
+  }
+
+  @Test func dispatchesToOneStoreByIdentifier() throws {
+    let dispatcher = Dispatcher()
+    let first = makeCounterStore("first")
+    let second = makeCounterStore("second")
+    try dispatcher.register(store: first)
+    try dispatcher.register(store: second)
+
+    #expect(dispatchSync(dispatcher, CounterAction.increase(5), storeIdentifier: "second").isSuccess)
+
+    #expect(first.model.count == 0)
+    #expect(second.model.count == 5)
+  }
+
+  @Test func failsDispatchToUnknownStore() {
+    let dispatcher = Dispatcher()
+    let error = dispatchSync(dispatcher, CounterAction.increase(1), storeIdentifier: "missing").dispatchError
+    guard case .unknownStore(let identifier) = error else {
+      Issue.record("expected unknownStore, got \(String(describing: error))")
+      return
+    }
+    #expect(identifier == "missing")
+  }
+
+  @Test func failsDispatchToStoreOfAnotherActionType() throws {
+    let dispatcher = Dispatcher()
+    try dispatcher.register(store: Store(identifier: "text", model: Text(), reducer: TextReducer()))
+    let error = dispatchSync(dispatcher, CounterAction.increase(1), storeIdentifier: "text").dispatchError
+    guard case .actionTypeMismatch(let identifier, _, _) = error else {
+      Issue.record("expected actionTypeMismatch, got \(String(describing: error))")
+      return
+    }
+    #expect(identifier == "text")
+  }
+
+  @Test func failsDispatchThatNoStoreHandles() throws {
+    let dispatcher = Dispatcher()
+    try dispatcher.register(store: Store(identifier: "text", model: Text(), reducer: TextReducer()))
+    let error = dispatchSync(dispatcher, CounterAction.increase(1)).dispatchError
+    guard case .noRespondingStore = error else {
+      Issue.record("expected noRespondingStore, got \(String(describing: error))")
+      return
+    }
+  }
+
+  @Test func rejectsSecondStoreWithSameIdentifier() throws {
+    let dispatcher = Dispatcher()
+    let original = makeCounterStore("counter")
+    try dispatcher.register(store: original)
+    #expect(throws: DispatchError.self) {
+      try dispatcher.register(store: Store(identifier: "counter", model: Text(), reducer: TextReducer()))
+    }
+    #expect(dispatcher.store(with: "counter") === original)
+    #expect(dispatcher.storeIdentifiers == ["counter"])
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+    #expect(original.model.count == 1)
+  }
+
+  @Test func unregisterRemovesExactlyThatStore() throws {
+    let dispatcher = Dispatcher()
+    let kept = makeCounterStore("kept")
+    let removed = makeCounterStore("removed")
+    try dispatcher.register(store: kept)
+    try dispatcher.register(store: removed)
+
+    #expect(dispatcher.unregister(identifier: "removed") === removed)
+    #expect(dispatcher.unregister(identifier: "removed") == nil)
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+
+    #expect(kept.model.count == 1)
+    #expect(removed.model.count == 0)
+    #expect(dispatcher.store(with: "kept", as: Store<Counter, CounterAction>.self) === kept)
+    #expect(dispatcher.store(with: "removed") == nil)
+    // The identifier is free again.
+    try dispatcher.register(store: makeCounterStore("removed"))
+  }
+
+  // MARK: Modes
+
+  @Test func syncReturnsAfterOperationsFinishingOnOtherThreadsAndCompletion() throws {
+    let dispatcher = Dispatcher()
+    let stores = (0..<3).map { makeCounterStore("s\($0)") }
+    for store in stores { try dispatcher.register(store: store) }
+    let completions = Atomic<Int>(0)
+
+    dispatcher.dispatch(action: CounterAction.increaseLater(4), mode: .sync) { result in
+      #expect(result.isSuccess)
+      #expect(stores.allSatisfy { $0.model.count == 4 })
+      completions.add(1, ordering: .relaxed)
+    }
+
+    #expect(completions.load(ordering: .relaxed) == 1)
+    #expect(stores.allSatisfy { $0.model.count == 4 })
+  }
+
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func completionRunsExactlyOnceAfterEveryStoreFinished(mode: Dispatcher.Mode) async throws {
+    let dispatcher = Dispatcher()
+    let stores = (0..<4).map { makeCounterStore("s\($0)") }
+    for store in stores { try dispatcher.register(store: store) }
+    let results = Collector<Bool>()
+
+    dispatcher.dispatch(action: CounterAction.increaseLater(1), mode: mode) { result in
+      results.append(result.isSuccess && stores.allSatisfy { $0.model.count == 1 })
+    }
+    // A later dispatch on the same lane completes after the first one.
+    try await dispatcher.dispatch(action: CounterAction.noop, mode: mode == .sync ? .async : mode)
+
+    #expect(await results.wait(for: 1) == [true])
+    if mode != .async {
+      // Nothing else can arrive for the first dispatch: its lane is past it.
+      #expect(results.values == [true])
+    }
+  }
+
+  @Test func serialRunsOneActionAtATimeInDispatchOrder() async throws {
+    let dispatcher = Dispatcher()
+    let inFlight = Atomic<Int>(0)
+    let maximum = Atomic<Int>(0)
+    let store = makeCounterStore("serial", onStart: { _, _ in
+      let now = inFlight.add(1, ordering: .sequentiallyConsistent).newValue
+      maximum.max(now, ordering: .sequentiallyConsistent)
+    })
+    // Count down when finishing: the operation's block increments, its completion runs on another thread.
+    let observed = Collector<Int>()
+    try dispatcher.register(store: store)
+    let count = 200
+    for value in 1...count {
+      dispatcher.dispatch(action: CounterAction.increaseLater(value), mode: .serial) { result in
+        #expect(result.isSuccess)
+        inFlight.subtract(1, ordering: .sequentiallyConsistent)
+        observed.append(value)
+      }
+    }
+
+    let order = await observed.wait(for: count)
+    #expect(order == Array(1...count))
+    #expect(maximum.load(ordering: .sequentiallyConsistent) == 1)
+    #expect(store.model.log == (1...count).map { "serial+\($0)" })
+  }
+
+  @Test func mainThreadRunsOperationsInOrderOnTheLibraryRunLoopThread() async throws {
+    let dispatcher = Dispatcher()
+    let onMain = Collector<Bool>()
+    let store = makeCounterStore("main", onStart: { _, _ in onMain.append(MainRunLoopThread.shared.isCurrent) })
+    try dispatcher.register(store: store)
+    let completions = Collector<Int>()
+    for value in 1...50 {
+      dispatcher.dispatch(action: CounterAction.increaseLater(value), mode: .mainThread) { _ in
+        completions.append(MainRunLoopThread.shared.isCurrent ? value : -value)
+      }
+    }
+
+    #expect(await completions.wait(for: 50) == Array(1...50))
+    #expect(await onMain.wait(for: 50).allSatisfy { $0 })
+    #expect(store.model.log == (1...50).map { "main+\($0)" })
+    #expect(!MainRunLoopThread.shared.isCurrent)
+  }
+
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func concurrentDispatchFromManyThreadsLosesNothing(mode: Dispatcher.Mode) async throws {
+    let dispatcher = Dispatcher()
+    let first = makeCounterStore("first")
+    let second = makeCounterStore("second")
+    try dispatcher.register(store: first)
+    try dispatcher.register(store: second)
+    let threads = 8
+    let perThread = 250
+    let completions = Collector<Bool>()
+
+    DispatchQueue.concurrentPerform(iterations: threads) { thread in
+      for index in 0..<perThread {
+        let action: CounterAction = index.isMultiple(of: 2) ? .increase(thread + 1) : .increaseLater(thread + 1)
+        dispatcher.dispatch(action: action, mode: mode) { result in completions.append(result.isSuccess) }
+      }
+    }
+
+    let results = await completions.wait(for: threads * perThread)
+    #expect(results.count == threads * perThread)
+    #expect(results.allSatisfy { $0 })
+    let expected = (1...threads).reduce(0, +) * perThread
+    #expect(first.model.count == expected)
+    #expect(second.model.count == expected)
+    #expect(first.model.log.count == threads * perThread)
+  }
+
+  // MARK: Failures
+
+  @Test func failedOperationFailsDispatchWhileOtherStoresComplete() throws {
+    let dispatcher = Dispatcher()
+    let healthy = makeCounterStore("healthy")
+    let failing = Store(
+      identifier: "failing", model: Counter(),
+      reducer: CounterReducer(onStart: { _, _ in }))
+    try dispatcher.register(store: healthy)
+    try dispatcher.register(store: failing)
+
+    // `.fail` fails every store; dispatch it to one store, and a mixed pair through a custom store.
+    let error = dispatchSync(dispatcher, CounterAction.fail, storeIdentifier: "failing").dispatchError
+    guard case .operationsFailed(let failures) = error else {
+      Issue.record("expected operationsFailed, got \(String(describing: error))")
+      return
+    }
+    #expect(failures.map(\.storeIdentifier) == ["failing"])
+    #expect(failures.first?.error as? TestFailure == TestFailure(reason: "fail in failing"))
+
+    // The dispatcher stays usable.
+    #expect(dispatchSync(dispatcher, CounterAction.increase(3)).isSuccess)
+    #expect(healthy.model.count == 3)
+    #expect(failing.model.count == 3)
+  }
+
+  @Test func oneFailingStoreDoesNotStopTheOthers() throws {
+    let dispatcher = Dispatcher()
+    let stores = ["a", "b", "c"].map { name in
+      makeCounterStore(name)
+    }
+    // Store "b2" fails every action.
+    let failing = Store(identifier: "b2", model: Counter(), reducer: FailingReducer())
+    for store in stores { try dispatcher.register(store: store) }
+    try dispatcher.register(store: failing)
+
+    let error = dispatchSync(dispatcher, CounterAction.increase(1)).dispatchError
+    guard case .operationsFailed(let failures) = error else {
+      Issue.record("expected operationsFailed, got \(String(describing: error))")
+      return
+    }
+    #expect(failures.map(\.storeIdentifier) == ["b2"])
+    #expect(stores.allSatisfy { $0.model.count == 1 })
+  }
+
+  @Test(arguments: [Dispatcher.Mode.sync, .serial, .mainThread, .async])
+  func operationReleasedWithoutFinishingFailsInsteadOfHanging(mode: Dispatcher.Mode) async throws {
+    let dispatcher = Dispatcher()
+    let store = makeCounterStore("abandoned")
+    try dispatcher.register(store: store)
+
+    let result = await withCheckedContinuation { continuation in
+      dispatcher.dispatch(action: CounterAction.abandon, mode: mode) { continuation.resume(returning: $0) }
+    }
+    guard case .operationsFailed(let failures) = result.dispatchError else {
+      Issue.record("expected operationsFailed, got \(result)")
+      return
+    }
+    #expect(
+      failures.first?.error as? ActionOperationError == .releasedWithoutFinishing(storeIdentifier: "abandoned"))
+    // The lane is free again.
+    try await dispatcher.dispatch(action: CounterAction.increase(1), mode: mode)
+    #expect(store.model.count == 1)
+  }
+
+  // MARK: Re-entrancy
+
+  @Test func syncDispatchFromInsideOperationFailsAndRunsNothing() throws {
+    let dispatcher = Dispatcher()
+    let inner = Mutex<Result<Void, DispatchError>?>(nil)
+    let other = makeCounterStore("other")
+    let outer = Store(
+      identifier: "outer", model: Text(),
+      reducer: DispatchingReducer { _ in
+        dispatcher.dispatch(action: CounterAction.increase(1), mode: .sync) { result in
+          inner.withLock { $0 = result }
+        }
+      })
+    try dispatcher.register(store: outer)
+    try dispatcher.register(store: other)
+
+    #expect(dispatchSync(dispatcher, TextAction.append("x")).isSuccess)
+
+    guard case .reentrantSynchronousDispatch = inner.withLock({ $0 })?.dispatchError else {
+      Issue.record("expected reentrantSynchronousDispatch, got \(String(describing: inner.withLock { $0 }))")
+      return
+    }
+    #expect(other.model.count == 0)
+    #expect(outer.model.value == "x")
+  }
+
+  @Test(arguments: [Dispatcher.Mode.async, .serial, .mainThread])
+  func nonSyncDispatchFromInsideOperationIsQueuedAndRunsAfter(mode: Dispatcher.Mode) async throws {
+    let dispatcher = Dispatcher()
+    let other = makeCounterStore("other")
+    let results = Collector<Result<Void, DispatchError>>()
+    let outer = Store(
+      identifier: "outer", model: Text(),
+      reducer: DispatchingReducer { _ in
+        dispatcher.dispatch(action: CounterAction.increase(1), mode: mode) { results.append($0) }
+      })
+    try dispatcher.register(store: outer)
+    try dispatcher.register(store: other)
+
+    try await dispatcher.dispatch(action: TextAction.append("x"), mode: mode)
+    let inner = await results.wait(for: 1)
+    #expect(inner.allSatisfy { $0.isSuccess })
+    #expect(other.model.count == 1)
+  }
+
+  @Test func syncDispatchFromSynchronousObserverIsAllowed() throws {
+    let dispatcher = Dispatcher()
+    let source = makeCounterStore("source")
+    let target = Store(identifier: "target", model: Text(), reducer: TextReducer())
+    try dispatcher.register(store: source)
+    try dispatcher.register(store: target)
+    let token = ObserverToken()
+    let inner = Mutex<Result<Void, DispatchError>?>(nil)
+    source.register(observer: token, delivery: .synchronous) { model, _ in
+      dispatcher.dispatch(action: TextAction.append("\(model.count)"), mode: .sync) { result in
+        inner.withLock { $0 = result }
+      }
+    }
+
+    #expect(dispatchSync(dispatcher, CounterAction.increase(7)).isSuccess)
+
+    #expect(inner.withLock { $0 }?.isSuccess == true)
+    #expect(target.model.value == "7")
+    withExtendedLifetime(token) {}
+  }
+
+  @Test func syncDispatchIntoAnotherDispatcherFromOperationIsAllowed() throws {
+    let outerDispatcher = Dispatcher()
+    let innerDispatcher = Dispatcher()
+    let innerStore = makeCounterStore("inner")
+    try innerDispatcher.register(store: innerStore)
+    let outer = Store(
+      identifier: "outer", model: Text(),
+      reducer: DispatchingReducer { _ in
+        innerDispatcher.dispatch(action: CounterAction.increase(2), mode: .sync)
+      })
+    try outerDispatcher.register(store: outer)
+
+    #expect(dispatchSync(outerDispatcher, TextAction.append("x")).isSuccess)
+    #expect(innerStore.model.count == 2)
+  }
+
+  // MARK: Sequences and async
+
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func dispatchesActionSequenceInOrder(mode: Dispatcher.Mode) async throws {
+    let dispatcher = Dispatcher()
+    let store = makeCounterStore("seq")
+    let text = Store(identifier: "text", model: Text(), reducer: TextReducer())
+    try dispatcher.register(store: store)
+    try dispatcher.register(store: text)
+
+    try await dispatcher.dispatch(
+      actions: [CounterAction.increaseLater(1), TextAction.append("a"), CounterAction.increase(2),
+                CounterAction.increaseLater(3)],
+      mode: mode)
+
+    #expect(store.model.log == ["seq+1", "seq+2", "seq+3"])
+    #expect(text.model.value == "a")
+  }
+
+  @Test func actionSequenceStopsAtFirstFailure() async throws {
+    let dispatcher = Dispatcher()
+    let store = makeCounterStore("seq")
+    try dispatcher.register(store: store)
+
+    await #expect(throws: DispatchError.self) {
+      try await dispatcher.dispatch(
+        actions: [CounterAction.increase(1), CounterAction.fail, CounterAction.increase(10)], mode: .serial)
+    }
+    #expect(store.model.count == 1)
+  }
+
+  @Test func asyncFormThrowsTypedError() async {
+    let dispatcher = Dispatcher()
+    do {
+      try await dispatcher.dispatch(storeIdentifier: "nope", action: CounterAction.increase(1))
+      Issue.record("expected an error")
+    } catch {
+      guard case .unknownStore(let identifier) = error else {
+        Issue.record("expected unknownStore, got \(error)")
+        return
+      }
+      #expect(identifier == "nope")
+    }
+  }
+}
+
+/// Fails every action.
+final class FailingReducer: Reducer<Counter, CounterAction>, @unchecked Sendable {
+  override func operation(
+    for action: CounterAction, in store: Store<Counter, CounterAction>
+  ) -> ActionOperation<Counter, CounterAction> {
+    ActionOperation(action: action, store: store) { operation, _, _ in
+      operation.finish(throwing: TestFailure(reason: "always"))
+    }
+  }
+}
+
+/// Runs `body` inside its operation, then appends the text and finishes.
+final class DispatchingReducer: Reducer<Text, TextAction>, @unchecked Sendable {
+  let body: @Sendable (TextAction) -> Void
+
+  init(body: @escaping @Sendable (TextAction) -> Void) {
+    self.body = body
+  }
+
+  override func operation(for action: TextAction, in store: Store<Text, TextAction>) -> ActionOperation<Text, TextAction> {
+    ActionOperation(action: action, store: store) { [body] operation, action, store in
+      body(action)
+      if case .append(let text) = action { store.updateModel { $0.value += text } }
+      operation.finish()
+    }
+  }
+}

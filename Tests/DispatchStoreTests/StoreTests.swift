@@ -1,0 +1,157 @@
+import Dispatch
+import DispatchStore
+import Synchronization
+import Testing
+
+@Suite("Store", .timeLimit(.minutes(1)))
+struct StoreTests {
+  @Test func updateModelIsAtomicUnderConcurrentUpdates() {
+    let store = makeCounterStore("atomic")
+    DispatchQueue.concurrentPerform(iterations: 8) { _ in
+      for _ in 0..<10_000 { store.updateModel { $0.count += 1 } }
+    }
+    #expect(store.model.count == 80_000)
+  }
+
+  @Test func updateModelReturnsAndRethrows() {
+    let store = makeCounterStore("rethrow")
+    let doubled = store.updateModel { model -> Int in
+      model.count = 21
+      return model.count * 2
+    }
+    #expect(doubled == 42)
+    #expect(throws: TestFailure.self) {
+      try store.updateModel { model in
+        model.count = 1
+        throw TestFailure(reason: "stop")
+      }
+    }
+    #expect(store.model.count == 1)
+  }
+
+  @Test func synchronousObserversHearEachChangeOnceInOrderBeforeCompletion() throws {
+    let dispatcher = Dispatcher()
+    let store = makeCounterStore("observed")
+    try dispatcher.register(store: store)
+    let token = ObserverToken()
+    let heard = Mutex<[Int]>([])
+    let actions = Mutex<[CounterAction]>([])
+    store.register(observer: token, delivery: .synchronous) { model, action in
+      heard.withLock { $0.append(model.count) }
+      actions.withLock { $0.append(action) }
+    }
+
+    for amount in 1...5 {
+      dispatcher.dispatch(action: CounterAction.increaseLater(amount), mode: .sync) { _ in
+        // Synchronous observers ran before the completion.
+        #expect(heard.withLock { $0.last } == (1...amount).reduce(0, +))
+      }
+    }
+    #expect(dispatchSync(dispatcher, CounterAction.noop).isSuccess)
+
+    #expect(heard.withLock { $0 } == [1, 3, 6, 10, 15])
+    #expect(actions.withLock { $0 } == (1...5).map { CounterAction.increaseLater($0) })
+    withExtendedLifetime(token) {}
+  }
+
+  @Test func mainThreadObserversHearChangesInOrderOnTheMainRunLoopThread() async throws {
+    let dispatcher = Dispatcher()
+    let store = makeCounterStore("observed")
+    try dispatcher.register(store: store)
+    let token = ObserverToken()
+    let heard = Collector<Int>()
+    store.register(observer: token) { model, _ in
+      heard.append(MainRunLoopThread.shared.isCurrent ? model.count : -1)
+    }
+
+    for _ in 1...20 {
+      try await dispatcher.dispatch(action: CounterAction.increase(1), mode: .async)
+    }
+
+    #expect(await heard.wait(for: 20) == Array(1...20))
+    withExtendedLifetime(token) {}
+  }
+
+  @Test func concurrentChangesAreEachAnnouncedOnceAndInOrder() async throws {
+    let dispatcher = Dispatcher()
+    let store = makeCounterStore("busy")
+    try dispatcher.register(store: store)
+    let token = ObserverToken()
+    let heard = Collector<Int>()
+    store.register(observer: token, delivery: .synchronous) { model, _ in heard.append(model.count) }
+    let done = Collector<Bool>()
+
+    DispatchQueue.concurrentPerform(iterations: 4) { _ in
+      for _ in 0..<100 {
+        dispatcher.dispatch(action: CounterAction.increase(1), mode: .async) { done.append($0.isSuccess) }
+      }
+    }
+    _ = await done.wait(for: 400)
+
+    let counts = heard.values
+    // Each notification carries a later model than the one before: no reordering, no repeats.
+    #expect(zip(counts, counts.dropFirst()).allSatisfy { $0 < $1 })
+    #expect(counts.last == 400)
+    withExtendedLifetime(token) {}
+  }
+
+  @Test func observersAreHeldWeakly() throws {
+    let dispatcher = Dispatcher()
+    let store = makeCounterStore("weak")
+    try dispatcher.register(store: store)
+    let calls = Atomic<Int>(0)
+    var token: ObserverToken? = ObserverToken()
+    store.register(observer: token!, delivery: .synchronous) { _, _ in calls.add(1, ordering: .relaxed) }
+    #expect(store.observerCount == 1)
+
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+    token = nil
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+
+    #expect(calls.load(ordering: .relaxed) == 1)
+    #expect(store.observerCount == 0)
+  }
+
+  @Test func unregisteredObserverIsNotCalled() throws {
+    let dispatcher = Dispatcher()
+    let store = makeCounterStore("unregister")
+    try dispatcher.register(store: store)
+    let token = ObserverToken()
+    let calls = Atomic<Int>(0)
+    store.register(observer: token, delivery: .synchronous) { _, _ in calls.add(1, ordering: .relaxed) }
+    // Registering again replaces the first registration instead of adding a second.
+    store.register(observer: token, delivery: .synchronous) { _, _ in calls.add(10, ordering: .relaxed) }
+
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+    store.unregister(observer: token)
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+
+    #expect(calls.load(ordering: .relaxed) == 10)
+    withExtendedLifetime(token) {}
+  }
+
+  @Test func observersAreNotCalledWhenNothingChangedOrReducerDeclines() throws {
+    let dispatcher = Dispatcher()
+    let store = makeCounterStore("quiet", notify: { action in action != .increase(100) })
+    try dispatcher.register(store: store)
+    let token = ObserverToken()
+    let heard = Mutex<[Int]>([])
+    store.register(observer: token, delivery: .synchronous) { model, _ in heard.withLock { $0.append(model.count) } }
+
+    #expect(dispatchSync(dispatcher, CounterAction.noop).isSuccess)
+    #expect(dispatchSync(dispatcher, CounterAction.increase(100)).isSuccess)
+    #expect(dispatchSync(dispatcher, CounterAction.noop).isSuccess)
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+
+    #expect(heard.withLock { $0 } == [101])
+    withExtendedLifetime(token) {}
+  }
+
+  @Test func exposesTypeErasedModel() {
+    let store: any AnyStore = makeCounterStore("erased")
+    #expect(store.identifier == "erased")
+    #expect(store.anyModel as? Counter == Counter())
+    #expect(ObjectIdentifier(store.actionType) == ObjectIdentifier(CounterAction.self))
+    #expect(ObjectIdentifier(store.modelType) == ObjectIdentifier(Counter.self))
+  }
+}

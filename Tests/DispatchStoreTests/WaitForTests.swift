@@ -1,0 +1,147 @@
+import DispatchStore
+import Synchronization
+import Testing
+
+@Suite("waitFor", .timeLimit(.minutes(1)))
+struct WaitForTests {
+  /// Records which stores started, in order, across threads.
+  final class StartLog: Sendable {
+    let starts = Mutex<[String]>([])
+    func record(_ store: Store<Counter, CounterAction>) {
+      // What the store saw of the stores it waits for is part of the log.
+      starts.withLock { $0.append(store.identifier) }
+    }
+  }
+
+  @Test(arguments: [Dispatcher.Mode.sync, .async, .serial, .mainThread])
+  func dispatchesToStoresInWaitForOrder(mode: Dispatcher.Mode) async throws {
+    let dispatcher = Dispatcher()
+    let log = StartLog()
+    // Registered in reverse so that registration order cannot explain the result.
+    let price = makeCounterStore("price", waits: { _ in ["country", "city"] }, onStart: { _, s in log.record(s) })
+    let city = makeCounterStore("city", waits: { _ in ["country"] }, onStart: { _, s in log.record(s) })
+    let country = makeCounterStore("country", onStart: { _, s in log.record(s) })
+    for store in [price, city, country] { try dispatcher.register(store: store) }
+
+    // Operations finish later, on other threads: waiting must still hold.
+    try await dispatcher.dispatch(action: CounterAction.increaseLater(1), mode: mode)
+
+    #expect(log.starts.withLock { $0 } == ["country", "city", "price"])
+    #expect([country, city, price].allSatisfy { $0.model.count == 1 })
+  }
+
+  @Test func dependentSeesTheModelOfTheStoreItWaitedFor() throws {
+    let dispatcher = Dispatcher()
+    let seen = Mutex<Int?>(nil)
+    let first = makeCounterStore("first")
+    let second = makeCounterStore(
+      "second", waits: { _ in ["first"] }, onStart: { _, _ in seen.withLock { $0 = first.model.count } })
+    try dispatcher.register(store: second)
+    try dispatcher.register(store: first)
+
+    #expect(dispatchSync(dispatcher, CounterAction.increaseLater(9)).isSuccess)
+    #expect(seen.withLock { $0 } == 9)
+  }
+
+  @Test func longChainRunsInOrder() async throws {
+    let dispatcher = Dispatcher()
+    let log = StartLog()
+    let count = 500
+    for index in (0..<count).reversed() {
+      let waits = index == 0 ? [] : ["s\(index - 1)"]
+      try dispatcher.register(
+        store: makeCounterStore("s\(index)", waits: { _ in waits }, onStart: { _, s in log.record(s) }))
+    }
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+    #expect(log.starts.withLock { $0 } == (0..<count).map { "s\($0)" })
+  }
+
+  @Test func waitingOnStoreThatDoesNotRespondIsSatisfiedAtOnce() throws {
+    let dispatcher = Dispatcher()
+    let counter = makeCounterStore("counter", waits: { _ in ["text", "other"] })
+    let other = makeCounterStore("other")
+    try dispatcher.register(store: counter)
+    try dispatcher.register(store: other)
+    try dispatcher.register(store: Store(identifier: "text", model: Text(), reducer: TextReducer()))
+
+    // "text" handles another action type; "other" is registered but not targeted by this dispatch.
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1), storeIdentifier: "counter").isSuccess)
+    #expect(counter.model.count == 1)
+    #expect(other.model.count == 0)
+  }
+
+  @Test func selfWaitFailsWithCycleAndRunsNothing() throws {
+    let dispatcher = Dispatcher()
+    let selfish = makeCounterStore("selfish", waits: { _ in ["selfish"] })
+    let bystander = makeCounterStore("bystander")
+    try dispatcher.register(store: selfish)
+    try dispatcher.register(store: bystander)
+
+    let error = dispatchSync(dispatcher, CounterAction.increase(1)).dispatchError
+    guard case .waitCycle(let cycle) = error else {
+      Issue.record("expected waitCycle, got \(String(describing: error))")
+      return
+    }
+    #expect(cycle == ["selfish", "selfish"])
+    #expect(selfish.model.count == 0)
+    #expect(bystander.model.count == 0)
+    #expect((selfish.reducer as? CounterReducer)?.asked.withLock { $0 }.isEmpty == true)
+    #expect((bystander.reducer as? CounterReducer)?.asked.withLock { $0 }.isEmpty == true)
+  }
+
+  @Test func multiStoreCycleFailsNamingTheCycleAndRunsNothing() throws {
+    let dispatcher = Dispatcher()
+    let a = makeCounterStore("a", waits: { _ in ["b"] })
+    let b = makeCounterStore("b", waits: { _ in ["c"] })
+    let c = makeCounterStore("c", waits: { _ in ["a"] })
+    let free = makeCounterStore("free")
+    let middleware = RecordingMiddleware()
+    dispatcher.register(middleware: middleware)
+    for store in [a, b, c, free] { try dispatcher.register(store: store) }
+
+    let error = dispatchSync(dispatcher, CounterAction.increase(1)).dispatchError
+    guard case .waitCycle(let cycle) = error else {
+      Issue.record("expected waitCycle, got \(String(describing: error))")
+      return
+    }
+    // The cycle is reported in "waits for" order, starting anywhere on it, first store repeated at the end.
+    #expect(cycle.count == 4)
+    #expect(cycle.first == cycle.last)
+    let rotations = [["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"]]
+    #expect(rotations.contains(Array(cycle.dropLast())))
+    #expect([a, b, c, free].allSatisfy { $0.model.count == 0 })
+    #expect(middleware.events.withLock { $0 }.isEmpty)
+    #expect(error?.description.contains("->") == true)
+  }
+
+  @Test func unknownWaitTargetFailsAndRunsNothing() throws {
+    let dispatcher = Dispatcher()
+    let store = makeCounterStore("store", waits: { _ in ["ghost"] })
+    try dispatcher.register(store: store)
+
+    let error = dispatchSync(dispatcher, CounterAction.increase(1)).dispatchError
+    guard case .unknownWaitTarget(let identifier, let waitsFor) = error else {
+      Issue.record("expected unknownWaitTarget, got \(String(describing: error))")
+      return
+    }
+    #expect(identifier == "store")
+    #expect(waitsFor == "ghost")
+    #expect(store.model.count == 0)
+  }
+
+  @Test func failedStoreStillReleasesTheStoresWaitingForIt() throws {
+    let dispatcher = Dispatcher()
+    let failing = Store(identifier: "failing", model: Counter(), reducer: FailingReducer())
+    let dependent = makeCounterStore("dependent", waits: { _ in ["failing"] })
+    try dispatcher.register(store: failing)
+    try dispatcher.register(store: dependent)
+
+    let error = dispatchSync(dispatcher, CounterAction.increase(1)).dispatchError
+    guard case .operationsFailed(let failures) = error else {
+      Issue.record("expected operationsFailed, got \(String(describing: error))")
+      return
+    }
+    #expect(failures.map(\.storeIdentifier) == ["failing"])
+    #expect(dependent.model.count == 1)
+  }
+}
