@@ -41,7 +41,7 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   }
 
   deinit {
-    let handlers = state.withLock { state -> Handlers? in
+    let handlers = state.withLock(owner: self) { state -> Handlers? in
       switch state.phase {
       case .pending, .finished: return nil
       case .waiting, .running:
@@ -69,7 +69,7 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
 
   /// Whether the operation has finished, successfully or not.
   public var isFinished: Bool {
-    state.withLock { state in
+    state.withLock(owner: self) { state in
       if case .finished = state.phase { return true }
       return false
     }
@@ -87,7 +87,7 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
     precondition(
       !operation.dependsOn(ObjectIdentifier(self)),
       "DispatchStore: adding this dependency would make the operations wait for each other forever.")
-    state.withLock { state in
+    state.withLock(owner: self) { state in
       guard case .pending = state.phase else {
         preconditionFailure("DispatchStore: addDependency(_:) was called on an operation that already started.")
       }
@@ -117,7 +117,7 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   }
 
   private func complete(with error: (any Error)?) {
-    let handlers = state.withLock { state -> Handlers? in
+    let handlers = state.withLock(owner: self) { state -> Handlers? in
       switch state.phase {
       case .finished: return nil
       case .pending, .waiting, .running:
@@ -175,7 +175,7 @@ extension ActionOperation: OperationStarting, OperationCompletionHandler {
   }
 
   func start(notifying handler: (any OperationCompletionHandler)?, token: Int) {
-    let action = state.withLock { state -> StartAction in
+    let action = state.withLock(owner: self) { state -> StartAction in
       switch state.phase {
       case .finished:
         return .alreadyFinished(state.error)
@@ -203,7 +203,7 @@ extension ActionOperation: OperationStarting, OperationCompletionHandler {
 
   func dependsOn(_ operation: ObjectIdentifier) -> Bool {
     if ObjectIdentifier(self) == operation { return true }
-    let dependencies = state.withLock { $0.dependencies }
+    let dependencies = state.withLock(owner: self) { $0.dependencies }
     return dependencies.contains { $0.dependsOn(operation) }
   }
 
@@ -211,7 +211,7 @@ extension ActionOperation: OperationStarting, OperationCompletionHandler {
 
   /// A dependency finished.
   func operationFinished(token: Int, error: (any Error)?) {
-    let next = state.withLock { state -> AfterDependency in
+    let next = state.withLock(owner: self) { state -> AfterDependency in
       guard case .waiting(let remaining, let failed) = state.phase else { return .wait }
       let nowFailed = failed || error != nil
       if remaining > 1 {

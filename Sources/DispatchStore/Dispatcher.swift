@@ -59,7 +59,7 @@ public final class Dispatcher: Sendable {
   /// - Throws: ``DispatchError/duplicateStoreIdentifier(_:)`` if a store already uses its identifier; the
   ///   registry is left unchanged.
   public func register<Model, Action>(store: Store<Model, Action>) throws(DispatchError) {
-    let added = registry.withLock { registry -> Bool in
+    let added = registry.withLock(owner: self) { registry -> Bool in
       guard registry.stores[store.identifier] == nil else { return false }
       registry.stores[store.identifier] = store
       let key = ObjectIdentifier(Action.self)
@@ -68,7 +68,7 @@ public final class Dispatcher: Sendable {
       return true
     }
     guard added else { throw .duplicateStoreIdentifier(store.identifier) }
-    store.state.withLock { $0.mainQueue = mainQueue }
+    store.state.withLock(owner: store) { $0.mainQueue = mainQueue }
   }
 
   /// Removes the store registered under `identifier`, and only that store.
@@ -76,7 +76,7 @@ public final class Dispatcher: Sendable {
   /// - Returns: The removed store, or `nil` if none was registered under `identifier`.
   @discardableResult
   public func unregister(identifier: String) -> (any AnyStore)? {
-    registry.withLock { registry in
+    registry.withLock(owner: self) { registry in
       guard let store = registry.stores.removeValue(forKey: identifier) else { return nil }
       let key = ObjectIdentifier(store.actionType)
       registry.routes[key] = registry.routes[key]?.removing(identifier: identifier)
@@ -88,7 +88,7 @@ public final class Dispatcher: Sendable {
   /// - Parameter identifier: A store identifier.
   /// - Returns: The store, or `nil` if none is registered under `identifier`.
   public func store(with identifier: String) -> (any AnyStore)? {
-    registry.withLock { $0.stores[identifier] }
+    registry.withLock(owner: self) { $0.stores[identifier] }
   }
 
   /// The store registered under `identifier`, with its model and action types.
@@ -102,7 +102,7 @@ public final class Dispatcher: Sendable {
 
   /// The identifiers of every registered store, sorted.
   public var storeIdentifiers: [String] {
-    registry.withLock { Array($0.stores.keys) }.sorted()
+    registry.withLock(owner: self) { Array($0.stores.keys) }.sorted()
   }
 
   // MARK: - Middleware
@@ -110,7 +110,7 @@ public final class Dispatcher: Sendable {
   /// Adds `middleware` after the middleware already registered; it sees every transaction started from now on.
   /// - Parameter middleware: The middleware to add. Registering the same instance twice has no effect.
   public func register(middleware: any Middleware) {
-    registry.withLock { registry in
+    registry.withLock(owner: self) { registry in
       guard !registry.middleware.contains(where: { $0 === middleware }) else { return }
       registry.middleware.append(middleware)
     }
@@ -119,7 +119,7 @@ public final class Dispatcher: Sendable {
   /// Removes `middleware`; transactions already running still call it once more at most.
   /// - Parameter middleware: A middleware instance passed to ``register(middleware:)``.
   public func unregister(middleware: any Middleware) {
-    registry.withLock { registry in
+    registry.withLock(owner: self) { registry in
       registry.middleware.removeAll { $0 === middleware }
     }
   }

@@ -16,7 +16,7 @@ extension Store {
     onChange: @escaping @Sendable (Model, Action) -> Void
   ) {
     let entry = ObserverEntry(object: observer, delivery: delivery, onChange: onChange)
-    state.withLock { state in
+    state.withLock(owner: self) { state in
       state.mainThreadObservers.removeAll { $0.id == entry.id }
       state.synchronousObservers.removeAll { $0.id == entry.id }
       switch delivery {
@@ -33,7 +33,7 @@ extension Store {
   /// > from the main thread to rule that out.
   public func unregister(observer: AnyObject) {
     let id = ObjectIdentifier(observer)
-    state.withLock { state in
+    state.withLock(owner: self) { state in
       state.mainThreadObservers.removeAll { $0.id == id }
       state.synchronousObservers.removeAll { $0.id == id }
     }
@@ -41,14 +41,14 @@ extension Store {
 
   /// The number of registered observers whose object is still alive.
   public var observerCount: Int {
-    let entries = state.withLock { $0.mainThreadObservers + $0.synchronousObservers }
+    let entries = state.withLock(owner: self) { $0.mainThreadObservers + $0.synchronousObservers }
     return entries.reduce(0) { $0 + ($1.isAlive ? 1 : 0) }
   }
 
   /// Called by the dispatcher after an operation of this store finished: announces the change, if any.
   func announceChange(for action: Action) {
     let shouldNotify = reducer.shouldNotifyObservers(for: action, in: self)
-    let synchronous = state.withLock { state -> StoreChange<Model, Action>? in
+    let synchronous = state.withLock(owner: self) { state -> StoreChange<Model, Action>? in
       guard state.version != state.announcedVersion else { return nil }
       state.announcedVersion = state.version
       guard shouldNotify else { return nil }
@@ -73,7 +73,7 @@ extension Store {
     ThreadContext.current.withoutRunningDispatchers {
       while true {
         deliver(change)
-        let next = state.withLock { state -> StoreChange<Model, Action>? in
+        let next = state.withLock(owner: self) { state -> StoreChange<Model, Action>? in
           if let next = state.pendingSynchronous.popFirst() { return next }
           state.isDeliveringSynchronously = false
           return nil
@@ -97,7 +97,7 @@ extension Store {
     }
     guard !deadEntries.isEmpty else { return }
     // Compared by identity: loading a weak reference under the lock could end an object's life there.
-    state.withLock { state in
+    state.withLock(owner: self) { state in
       state.mainThreadObservers.removeAll { entry in deadEntries.contains { $0 === entry } }
       state.synchronousObservers.removeAll { entry in deadEntries.contains { $0 === entry } }
     }

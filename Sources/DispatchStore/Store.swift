@@ -32,7 +32,7 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
 
   /// A snapshot of the current model.
   public var model: Model {
-    state.withLock { $0.model }
+    state.withLock(owner: self) { $0.model }
   }
 
   /// Changes the model atomically: no other update or read interleaves with `body`.
@@ -47,7 +47,7 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
   /// > inside it (that traps: the lock is not recursive).
   @discardableResult
   public func updateModel<Result>(_ body: (inout Model) throws -> Result) rethrows -> Result {
-    try state.withLock { state in
+    try state.withLock(owner: self) { state in
       defer { state.version &+= 1 }
       return try body(&state.model)
     }

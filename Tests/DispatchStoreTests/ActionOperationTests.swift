@@ -1,6 +1,5 @@
 import Dispatch
 import DispatchStore
-import Synchronization
 import Testing
 
 @Suite("ActionOperation", .timeLimit(.minutes(1)))
@@ -8,7 +7,7 @@ struct ActionOperationTests {
   /// A reducer whose operation depends on a helper operation built in `operation(for:in:)`.
   final class ChainedReducer: Reducer<Counter, CounterAction>, @unchecked Sendable {
     let helperFails: Bool
-    let order = Mutex<[String]>([])
+    let order = Locked<[String]>([])
 
     init(helperFails: Bool) {
       self.helperFails = helperFails

@@ -279,7 +279,7 @@ struct DispatcherTests {
 
   @Test func syncDispatchFromInsideOperationFailsAndRunsNothing() throws {
     let dispatcher = Dispatcher()
-    let inner = Mutex<Result<Void, DispatchError>?>(nil)
+    let inner = Locked<Result<Void, DispatchError>?>(nil)
     let other = makeCounterStore("other")
     let outer = Store(
       identifier: "outer", model: Text(),
@@ -327,7 +327,7 @@ struct DispatcherTests {
     try dispatcher.register(store: source)
     try dispatcher.register(store: target)
     let token = ObserverToken()
-    let inner = Mutex<Result<Void, DispatchError>?>(nil)
+    let inner = Locked<Result<Void, DispatchError>?>(nil)
     source.register(observer: token, delivery: .synchronous) { model, _ in
       dispatcher.dispatch(action: TextAction.append("\(model.count)"), mode: .sync) { result in
         inner.withLock { $0 = result }

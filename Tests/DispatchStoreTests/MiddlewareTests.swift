@@ -1,5 +1,4 @@
 import DispatchStore
-import Synchronization
 import Testing
 
 @Suite("Middleware", .timeLimit(.minutes(1)))
@@ -7,7 +6,7 @@ struct MiddlewareTests {
   @Test func willDispatchRunsBeforeReducerAndDidDispatchAfterFinishOnceEach() throws {
     let dispatcher = Dispatcher()
     let middleware = RecordingMiddleware()
-    let reducerSawWill = Mutex<Bool?>(nil)
+    let reducerSawWill = Locked<Bool?>(nil)
     let store = makeCounterStore(
       "store",
       onStart: { _, _ in

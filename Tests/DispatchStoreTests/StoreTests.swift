@@ -34,8 +34,8 @@ struct StoreTests {
     let store = makeCounterStore("observed")
     try dispatcher.register(store: store)
     let token = ObserverToken()
-    let heard = Mutex<[Int]>([])
-    let actions = Mutex<[CounterAction]>([])
+    let heard = Locked<[Int]>([])
+    let actions = Locked<[CounterAction]>([])
     store.register(observer: token, delivery: .synchronous) { model, action in
       heard.withLock { $0.append(model.count) }
       actions.withLock { $0.append(action) }
@@ -135,7 +135,7 @@ struct StoreTests {
     let store = makeCounterStore("quiet", notify: { action in action != .increase(100) })
     try dispatcher.register(store: store)
     let token = ObserverToken()
-    let heard = Mutex<[Int]>([])
+    let heard = Locked<[Int]>([])
     store.register(observer: token, delivery: .synchronous) { model, _ in heard.withLock { $0.append(model.count) } }
 
     #expect(dispatchSync(dispatcher, CounterAction.noop).isSuccess)

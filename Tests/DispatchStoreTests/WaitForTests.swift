@@ -1,12 +1,11 @@
 import DispatchStore
-import Synchronization
 import Testing
 
 @Suite("waitFor", .timeLimit(.minutes(1)))
 struct WaitForTests {
   /// Records which stores started, in order, across threads.
   final class StartLog: Sendable {
-    let starts = Mutex<[String]>([])
+    let starts = Locked<[String]>([])
     func record(_ store: Store<Counter, CounterAction>) {
       // What the store saw of the stores it waits for is part of the log.
       starts.withLock { $0.append(store.identifier) }
@@ -32,7 +31,7 @@ struct WaitForTests {
 
   @Test func dependentSeesTheModelOfTheStoreItWaitedFor() throws {
     let dispatcher = Dispatcher()
-    let seen = Mutex<Int?>(nil)
+    let seen = Locked<Int?>(nil)
     let first = makeCounterStore("first")
     let second = makeCounterStore(
       "second", waits: { _ in ["first"] }, onStart: { _, _ in seen.withLock { $0 = first.model.count } })

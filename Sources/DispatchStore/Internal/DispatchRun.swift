@@ -49,7 +49,7 @@ final class DispatchRun<Action: ActionType>: OperationCompletionHandler {
     placement: Placement,
     onComplete: (@Sendable (Result<Void, DispatchError>) -> Void)?
   ) -> Result<DispatchRun, DispatchError> {
-    let (route, stores, middleware) = dispatcher.registry.withLock { registry in
+    let (route, stores, middleware) = dispatcher.registry.withLock(owner: dispatcher) { registry in
       (registry.route(for: Action.self), registry.stores, registry.middleware)
     }
     let targets: [any ActionHandler<Action>]
@@ -108,20 +108,20 @@ final class DispatchRun<Action: ActionType>: OperationCompletionHandler {
 
   /// Starts every store that waits for nobody.
   func start() {
-    let initial = state.withLock { state in state.nodes.indices.filter { state.nodes[$0].remainingWaits == 0 } }
+    let initial = state.withLock(owner: self) { state in state.nodes.indices.filter { state.nodes[$0].remainingWaits == 0 } }
     startWhenPlaced(initial)
   }
 
   /// Blocks the calling thread until the run completed; returns at once if it already has.
   func waitForResult() -> Result<Void, DispatchError> {
-    let semaphore = state.withLock { state -> DispatchSemaphore? in
+    let semaphore = state.withLock(owner: self) { state -> DispatchSemaphore? in
       guard state.result == nil else { return nil }
       let semaphore = DispatchSemaphore(value: 0)
       state.waiter = semaphore
       return semaphore
     }
     semaphore?.wait()
-    return state.withLock { $0.result! }
+    return state.withLock(owner: self) { $0.result! }
   }
 
   // MARK: - Starting operations
@@ -138,7 +138,7 @@ final class DispatchRun<Action: ActionType>: OperationCompletionHandler {
   /// Starts `nodes` and any that become ready meanwhile on this thread, unless another thread is already doing
   /// so (it then starts them too, in order).
   private func startNow(_ nodes: [Int]) {
-    var next = state.withLock { state -> Int? in
+    var next = state.withLock(owner: self) { state -> Int? in
       state.ready.append(contentsOf: nodes)
       guard !state.isStarting else { return nil }
       state.isStarting = true
@@ -146,7 +146,7 @@ final class DispatchRun<Action: ActionType>: OperationCompletionHandler {
     }
     while let node = next {
       startOperation(node)
-      next = state.withLock { state -> Int? in
+      next = state.withLock(owner: self) { state -> Int? in
         if state.ready.isEmpty {
           state.isStarting = false
           return nil
@@ -158,7 +158,7 @@ final class DispatchRun<Action: ActionType>: OperationCompletionHandler {
 
   private func startOperation(_ index: Int) {
     let transaction = TransactionID.next()
-    let node = state.withLock { state -> Node in
+    let node = state.withLock(owner: self) { state -> Node in
       state.nodes[index].transaction = Transaction(
         id: transaction, storeIdentifier: state.nodes[index].store.identifier, action: action)
       state.nodes[index].started = .now
@@ -176,9 +176,9 @@ final class DispatchRun<Action: ActionType>: OperationCompletionHandler {
 
   func operationFinished(token index: Int, error: (any Error)?) {
     let finished = ContinuousClock.now
-    let store = state.withLock { $0.nodes[index].store }
+    let store = state.withLock(owner: self) { $0.nodes[index].store }
     store.announceChange(for: action)
-    let transaction = state.withLock { state -> Transaction in
+    let transaction = state.withLock(owner: self) { state -> Transaction in
       state.nodes[index].transaction.duration = finished - state.nodes[index].started
       state.nodes[index].transaction.error = error
       return state.nodes[index].transaction
@@ -186,7 +186,7 @@ final class DispatchRun<Action: ActionType>: OperationCompletionHandler {
     for middleware in middleware {
       middleware.didDispatch(transaction: transaction, action: action, in: store)
     }
-    let (ready, result) = state.withLock { state -> ([Int], Result<Void, DispatchError>?) in
+    let (ready, result) = state.withLock(owner: self) { state -> ([Int], Result<Void, DispatchError>?) in
       if let error {
         state.failures.append(
           (index, OperationFailure(storeIdentifier: store.identifier, transactionID: transaction.id, error: error)))
@@ -208,7 +208,7 @@ final class DispatchRun<Action: ActionType>: OperationCompletionHandler {
   }
 
   private func complete(with result: Result<Void, DispatchError>) {
-    let waiter = state.withLock { state -> DispatchSemaphore? in
+    let waiter = state.withLock(owner: self) { state -> DispatchSemaphore? in
       state.result = result
       return state.waiter
     }

@@ -32,7 +32,7 @@ final class Lane: Sendable {
 
   /// Appends `job`; it starts once every earlier job is done.
   func enqueue(_ job: @escaping Job) {
-    let startNow = state.withLock { state -> Bool in
+    let startNow = state.withLock(owner: self) { state -> Bool in
       if state.isBusy {
         state.pending.append(job)
         return false
@@ -50,7 +50,7 @@ final class Lane: Sendable {
   }
 
   private func jobDone() {
-    let next = state.withLock { state -> Job? in
+    let next = state.withLock(owner: self) { state -> Job? in
       if let next = state.pending.popFirst() { return next }
       state.isBusy = false
       return nil

@@ -39,7 +39,7 @@ public final class MainRunLoopThread: Sendable {
   /// - Parameter work: The closure to run. It runs on this thread even when called from it (it is then queued,
   ///   not run inline).
   public func schedule(_ work: @escaping @Sendable () -> Void) {
-    let action = state.withLock { state -> WakeAction in
+    let action = state.withLock(owner: self) { state -> WakeAction in
       state.pending.append(work)
       switch state.phase {
       case .notStarted:
@@ -113,7 +113,7 @@ public final class MainRunLoopThread: Sendable {
   /// Runs every pending item, then marks the loop idle.
   private func drain(runLoop: RunLoopReference) {
     while true {
-      let next = state.withLock { state -> (@Sendable () -> Void)? in
+      let next = state.withLock(owner: self) { state -> (@Sendable () -> Void)? in
         if let work = state.pending.popFirst() { return work }
         state.phase = .idle(runLoop)
         return nil

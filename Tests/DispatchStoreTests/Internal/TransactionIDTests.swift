@@ -1,13 +1,12 @@
 import Dispatch
 import DispatchStore
 import Foundation
-import Synchronization
 import Testing
 
 @Suite("TransactionID")
 struct TransactionIDTests {
   @Test func identifiersAreUniqueAndIncreasingAcrossThreads() {
-    let perThread = Mutex<[[TransactionID]]>(Array(repeating: [], count: 4))
+    let perThread = Locked<[[TransactionID]]>(Array(repeating: [], count: 4))
     DispatchQueue.concurrentPerform(iterations: 4) { thread in
       let ids = (0..<5_000).map { _ in TransactionID.next() }
       perThread.withLock { $0[thread] = ids }

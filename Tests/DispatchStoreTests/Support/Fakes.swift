@@ -27,7 +27,7 @@ final class CounterReducer: Reducer<Counter, CounterAction>, @unchecked Sendable
   let waits: @Sendable (CounterAction) -> [String]
   let onStart: @Sendable (CounterAction, Store<Counter, CounterAction>) -> Void
   let notify: @Sendable (CounterAction) -> Bool
-  let asked = Mutex<[CounterAction]>([])
+  let asked = Locked<[CounterAction]>([])
 
   init(
     waits: @escaping @Sendable (CounterAction) -> [String] = { _ in [] },
@@ -116,8 +116,8 @@ final class RecordingMiddleware: Middleware {
     case did(store: String, id: TransactionID, failed: Bool)
   }
 
-  let events = Mutex<[Event]>([])
-  let transactions = Mutex<[Transaction]>([])
+  let events = Locked<[Event]>([])
+  let transactions = Locked<[Transaction]>([])
 
   func willDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {
     events.withLock { $0.append(.will(store: store.identifier, id: transaction.id)) }
@@ -136,7 +136,7 @@ final class Collector<Value: Sendable>: Sendable {
     var waiters: [(count: Int, continuation: CheckedContinuation<[Value], Never>)] = []
   }
 
-  private let state = Mutex(State())
+  private let state = Locked(State())
 
   func append(_ value: Value) {
     let ready = state.withLock { state -> [(CheckedContinuation<[Value], Never>, [Value])] in
@@ -183,7 +183,7 @@ extension Result where Success == Void, Failure == DispatchError {
 func dispatchSync<Action: ActionType>(
   _ dispatcher: Dispatcher, _ action: Action, storeIdentifier: String? = nil
 ) -> Result<Void, DispatchError> {
-  let result = Mutex<Result<Void, DispatchError>?>(nil)
+  let result = Locked<Result<Void, DispatchError>?>(nil)
   dispatcher.dispatch(storeIdentifier: storeIdentifier, action: action, mode: .sync) { value in
     result.withLock { $0 = value }
   }
