@@ -22,7 +22,7 @@ extension Dispatcher {
     storeIdentifier: String? = nil,
     action: Action,
     mode: Mode = .async,
-    then completion: Completion? = nil
+    then completion: Completion?
   ) {
     switch mode {
     case .sync:
@@ -59,6 +59,20 @@ extension Dispatcher {
     }
   }
 
+  /// Dispatches `action` without waiting for, or hearing about, its result.
+  ///
+  /// Failures still happen (and reach middleware); use ``dispatch(storeIdentifier:action:mode:then:)`` or the
+  /// `async` form to receive them. In an `async` context this name resolves to the `async` form: write
+  /// `try await`.
+  /// - Parameters:
+  ///   - storeIdentifier: The one store to send the action to; `nil` (the default) sends it to every store that
+  ///     handles `Action`.
+  ///   - action: The action to dispatch.
+  ///   - mode: How the dispatch runs; `.async` by default.
+  public func dispatch<Action: ActionType>(storeIdentifier: String? = nil, action: Action, mode: Mode = .async) {
+    dispatch(storeIdentifier: storeIdentifier, action: action, mode: mode, then: nil)
+  }
+
   /// Dispatches `actions` one after another: each starts after the previous one's stores all finished.
   ///
   /// Stops at the first action that fails; `completion` then receives its error and the later actions are not
@@ -67,7 +81,7 @@ extension Dispatcher {
   ///   - actions: The actions, of any action types, in order.
   ///   - mode: How each dispatch runs; `.async` by default.
   ///   - completion: Runs once, after the last action finished or the first one failed.
-  public func dispatch(actions: [any ActionType], mode: Mode = .async, then completion: Completion? = nil) {
+  public func dispatch(actions: [any ActionType], mode: Mode = .async, then completion: Completion?) {
     dispatchSequence(actions[...], mode: mode, completion: completion)
   }
 
@@ -141,8 +155,10 @@ extension Dispatcher {
     return run(storeIdentifier: storeIdentifier, action: action, placement: .anyThread, onComplete: nil)
   }
 
-  /// Starts a run. With no `onComplete` it waits for the run and returns its result; otherwise it returns
-  /// `.success` once started, or the failure that prevented starting (`onComplete` is then not called).
+  /// Starts a run.
+  ///
+  /// With no `onComplete` it waits for the run and returns its result; otherwise it returns `.success` once
+  /// started, or the failure that prevented starting (`onComplete` is then not called).
   private func run<Action: ActionType>(
     storeIdentifier: String?,
     action: Action,

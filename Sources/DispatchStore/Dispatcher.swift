@@ -96,7 +96,8 @@ public final class Dispatcher: Sendable {
   ///   - identifier: A store identifier.
   ///   - type: The store's type.
   /// - Returns: The store, or `nil` if none is registered under `identifier` or it has other types.
-  public func store<Model, Action>(with identifier: String, as type: Store<Model, Action>.Type) -> Store<Model, Action>? {
+  public func store<Model, Action>(with identifier: String, as type: Store<Model, Action>.Type) -> Store<Model, Action>?
+  {
     store(with: identifier) as? Store<Model, Action>
   }
 

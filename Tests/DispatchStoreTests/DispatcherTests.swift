@@ -143,10 +143,12 @@ struct DispatcherTests {
     let dispatcher = Dispatcher()
     let inFlight = Atomic<Int>(0)
     let maximum = Atomic<Int>(0)
-    let store = makeCounterStore("serial", onStart: { _, _ in
-      let now = inFlight.add(1, ordering: .sequentiallyConsistent).newValue
-      maximum.max(now, ordering: .sequentiallyConsistent)
-    })
+    let store = makeCounterStore(
+      "serial",
+      onStart: { _, _ in
+        let now = inFlight.add(1, ordering: .sequentiallyConsistent).newValue
+        maximum.max(now, ordering: .sequentiallyConsistent)
+      })
     // Count down when finishing: the operation's block increments, its completion runs on another thread.
     let observed = Collector<Int>()
     try dispatcher.register(store: store)
@@ -368,8 +370,10 @@ struct DispatcherTests {
     try dispatcher.register(store: text)
 
     try await dispatcher.dispatch(
-      actions: [CounterAction.increaseLater(1), TextAction.append("a"), CounterAction.increase(2),
-                CounterAction.increaseLater(3)],
+      actions: [
+        CounterAction.increaseLater(1), TextAction.append("a"), CounterAction.increase(2),
+        CounterAction.increaseLater(3),
+      ],
       mode: mode)
 
     #expect(store.model.log == ["seq+1", "seq+2", "seq+3"])
@@ -422,7 +426,9 @@ final class DispatchingReducer: Reducer<Text, TextAction>, @unchecked Sendable {
     self.body = body
   }
 
-  override func operation(for action: TextAction, in store: Store<Text, TextAction>) -> ActionOperation<Text, TextAction> {
+  override func operation(for action: TextAction, in store: Store<Text, TextAction>) -> ActionOperation<
+    Text, TextAction
+  > {
     ActionOperation(action: action, store: store) { [body] operation, action, store in
       body(action)
       if case .append(let text) = action { store.updateModel { $0.value += text } }

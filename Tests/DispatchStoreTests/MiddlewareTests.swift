@@ -19,7 +19,8 @@ struct MiddlewareTests {
 
     let events = middleware.events.withLock { $0 }
     #expect(events.count == 2)
-    guard case .will(let willStore, let willID) = events.first, case .did(let didStore, let didID, let failed) = events.last
+    guard case .will(let willStore, let willID) = events.first,
+      case .did(let didStore, let didID, let failed) = events.last
     else {
       Issue.record("unexpected events \(events)")
       return

@@ -85,7 +85,8 @@ final class DispatchRun<Action: ActionType>: OperationCompletionHandler {
     let nodes = targets.indices.map { index in
       Node(
         store: targets[index],
-        transaction: Transaction(id: TransactionID(rawValue: 0), storeIdentifier: targets[index].identifier, action: action),
+        transaction: Transaction(
+          id: TransactionID(rawValue: 0), storeIdentifier: targets[index].identifier, action: action),
         remainingWaits: waitCounts[index], dependents: dependents[index])
     }
     return .success(
@@ -108,7 +109,9 @@ final class DispatchRun<Action: ActionType>: OperationCompletionHandler {
 
   /// Starts every store that waits for nobody.
   func start() {
-    let initial = state.withLock(owner: self) { state in state.nodes.indices.filter { state.nodes[$0].remainingWaits == 0 } }
+    let initial = state.withLock(owner: self) { state in
+      state.nodes.indices.filter { state.nodes[$0].remainingWaits == 0 }
+    }
     startWhenPlaced(initial)
   }
 

@@ -9,7 +9,7 @@ public struct MainQueue: Sendable {
 
   let kind: Kind
 
-  /// The library's own run-loop thread, ``MainRunLoopThread/shared``; works in any process. The default.
+  /// The library's own run-loop thread, ``MainRunLoopThread/shared``: works in any process; the default.
   public static var libraryThread: MainQueue { MainQueue(kind: .runLoopThread(.shared)) }
 
   /// A run-loop thread of your own.

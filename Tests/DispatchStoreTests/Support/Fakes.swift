@@ -98,7 +98,9 @@ enum TextAction: ActionType {
 final class TextReducer: Reducer<Text, TextAction>, @unchecked Sendable {
   let calls = Atomic<Int>(0)
 
-  override func operation(for action: TextAction, in store: Store<Text, TextAction>) -> ActionOperation<Text, TextAction> {
+  override func operation(for action: TextAction, in store: Store<Text, TextAction>) -> ActionOperation<
+    Text, TextAction
+  > {
     calls.add(1, ordering: .relaxed)
     return ActionOperation(action: action, store: store) { operation, action, store in
       switch action {
