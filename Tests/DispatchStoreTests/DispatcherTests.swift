@@ -343,6 +343,36 @@ struct DispatcherTests {
     withExtendedLifetime(token) {}
   }
 
+  @Test(arguments: [Dispatcher.Mode.async, .serial, .mainThread])
+  func syncDispatchFromCompletionAndMiddlewareIsAllowed(mode: Dispatcher.Mode) async throws {
+    let dispatcher = Dispatcher()
+    let counter = makeCounterStore("counter")
+    let text = Store(identifier: "text", model: Text(), reducer: TextReducer())
+    try dispatcher.register(store: counter)
+    try dispatcher.register(store: text)
+    final class SyncInDidDispatch: Middleware {
+      let dispatcher: Dispatcher
+      let results = Collector<Result<Void, DispatchError>>()
+      init(dispatcher: Dispatcher) { self.dispatcher = dispatcher }
+      func didDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {
+        guard store.identifier == "counter" else { return }
+        dispatcher.dispatch(action: TextAction.append("m"), mode: .sync) { [results] in results.append($0) }
+      }
+    }
+    let middleware = SyncInDidDispatch(dispatcher: dispatcher)
+    dispatcher.register(middleware: middleware)
+    let fromCompletion = Collector<Result<Void, DispatchError>>()
+
+    // `.increase` finishes inside the operation's block, so both callbacks run within its extent.
+    dispatcher.dispatch(action: CounterAction.increase(1), mode: mode) { _ in
+      dispatcher.dispatch(action: TextAction.append("c"), mode: .sync) { fromCompletion.append($0) }
+    }
+
+    #expect(await fromCompletion.wait(for: 1).allSatisfy { $0.isSuccess })
+    #expect(await middleware.results.wait(for: 1).allSatisfy { $0.isSuccess })
+    #expect(text.model.value == "mc")
+  }
+
   @Test func syncDispatchIntoAnotherDispatcherFromOperationIsAllowed() throws {
     let outerDispatcher = Dispatcher()
     let innerDispatcher = Dispatcher()

@@ -178,6 +178,14 @@ final class DispatchRun<Action: ActionType>: OperationCompletionHandler {
   // MARK: - Finishing
 
   func operationFinished(token index: Int, error: (any Error)?) {
+    // `finish()` is often called from inside the operation's block: what follows (observers, middleware, the
+    // completion) is not part of the operation, so `.sync` dispatch is allowed there.
+    ThreadContext.current.withoutRunningDispatchers {
+      afterOperationFinished(index, error: error)
+    }
+  }
+
+  private func afterOperationFinished(_ index: Int, error: (any Error)?) {
     let finished = ContinuousClock.now
     let store = state.withLock(owner: self) { $0.nodes[index].store }
     store.announceChange(for: action)
