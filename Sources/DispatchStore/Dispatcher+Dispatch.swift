@@ -35,27 +35,9 @@ extension Dispatcher {
         if case .failure = failure { completion?(failure) }
       }
     case .serial:
-      serialLane.enqueue { [self] done in
-        let failure = run(storeIdentifier: storeIdentifier, action: action, placement: .anyThread) { result in
-          completion?(result)
-          done()
-        }
-        if case .failure = failure {
-          completion?(failure)
-          done()
-        }
-      }
+      enqueue(on: serialLane, placement: .anyThread, storeIdentifier: storeIdentifier, action: action, completion)
     case .mainThread:
-      mainLane.enqueue { [self] done in
-        let failure = run(storeIdentifier: storeIdentifier, action: action, placement: .main(mainQueue)) { result in
-          completion?(result)
-          done()
-        }
-        if case .failure = failure {
-          completion?(failure)
-          done()
-        }
-      }
+      enqueue(on: mainLane, placement: .main(mainQueue), storeIdentifier: storeIdentifier, action: action, completion)
     }
   }
 
@@ -144,6 +126,26 @@ extension Dispatcher {
 
   private func dispatchOne<Action: ActionType>(_ action: Action, mode: Mode, then completion: @escaping Completion) {
     dispatch(action: action, mode: mode, then: completion)
+  }
+
+  /// Runs the dispatch as `lane`'s next job; the lane moves on once the completion ran.
+  private func enqueue<Action: ActionType>(
+    on lane: Lane,
+    placement: DispatchRun<Action>.Placement,
+    storeIdentifier: String?,
+    action: Action,
+    _ completion: Completion?
+  ) {
+    lane.enqueue { [self] done in
+      let failure = run(storeIdentifier: storeIdentifier, action: action, placement: placement) { result in
+        completion?(result)
+        done()
+      }
+      if case .failure = failure {
+        completion?(failure)
+        done()
+      }
+    }
   }
 
   private func dispatchSynchronously<Action: ActionType>(

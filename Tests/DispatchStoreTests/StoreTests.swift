@@ -5,9 +5,9 @@ import Testing
 
 @Suite("Store", .timeLimit(.minutes(1)))
 struct StoreTests {
-  @Test func updateModelIsAtomicUnderConcurrentUpdates() {
+  @Test func updateModelIsAtomicUnderConcurrentUpdates() async {
     let store = makeCounterStore("atomic")
-    DispatchQueue.concurrentPerform(iterations: 8) { _ in
+    await concurrently(iterations: 8) { _ in
       for _ in 0..<10_000 { store.updateModel { $0.count += 1 } }
     }
     #expect(store.model.count == 80_000)
@@ -81,7 +81,7 @@ struct StoreTests {
     store.register(observer: token, delivery: .synchronous) { model, _ in heard.append(model.count) }
     let done = Collector<Bool>()
 
-    DispatchQueue.concurrentPerform(iterations: 4) { _ in
+    await concurrently(iterations: 4) { _ in
       for _ in 0..<100 {
         dispatcher.dispatch(action: CounterAction.increase(1), mode: .async) { done.append($0.isSuccess) }
       }

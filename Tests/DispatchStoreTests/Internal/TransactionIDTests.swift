@@ -5,9 +5,9 @@ import Testing
 
 @Suite("TransactionID")
 struct TransactionIDTests {
-  @Test func identifiersAreUniqueAndIncreasingAcrossThreads() {
+  @Test func identifiersAreUniqueAndIncreasingAcrossThreads() async {
     let perThread = Locked<[[TransactionID]]>(Array(repeating: [], count: 4))
-    DispatchQueue.concurrentPerform(iterations: 4) { thread in
+    await concurrently(iterations: 4) { thread in
       let ids = (0..<5_000).map { _ in TransactionID.next() }
       perThread.withLock { $0[thread] = ids }
     }

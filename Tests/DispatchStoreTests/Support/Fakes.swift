@@ -191,3 +191,14 @@ func dispatchSync<Action: ActionType>(
   }
   return result.withLock { $0! }
 }
+
+/// Runs `body` on `iterations` threads at once, off Swift's cooperative pool (which blocking would starve), and
+/// returns when every iteration returned.
+func concurrently(iterations: Int, _ body: @escaping @Sendable (Int) -> Void) async {
+  await withCheckedContinuation { continuation in
+    DispatchQueue.global().async {
+      DispatchQueue.concurrentPerform(iterations: iterations, execute: body)
+      continuation.resume()
+    }
+  }
+}

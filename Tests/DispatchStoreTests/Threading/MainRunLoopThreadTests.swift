@@ -9,7 +9,7 @@ struct MainRunLoopThreadTests {
     let thread = MainRunLoopThread(name: "test.main")
     let seen = Collector<Int>()
     #expect(!thread.isCurrent)
-    DispatchQueue.concurrentPerform(iterations: 1) { _ in
+    await concurrently(iterations: 1) { _ in
       for value in 0..<1_000 {
         thread.schedule { seen.append(thread.isCurrent ? value : -1) }
       }
