@@ -120,9 +120,12 @@ public final class Dispatcher: Sendable {
   /// Removes `middleware`; transactions already running still call it once more at most.
   /// - Parameter middleware: A middleware instance passed to ``register(middleware:)``.
   public func unregister(middleware: any Middleware) {
-    registry.withLock(owner: self) { registry in
+    let removed = registry.withLock(owner: self) { registry in
+      let removed = registry.middleware.filter { $0 === middleware }
       registry.middleware.removeAll { $0 === middleware }
+      return removed
     }
+    withExtendedLifetime(removed) {}  // Released here, after the lock.
   }
 }
 

@@ -16,14 +16,15 @@ extension Store {
     onChange: @escaping @Sendable (Model, Action) -> Void
   ) {
     let entry = ObserverEntry(object: observer, delivery: delivery, onChange: onChange)
-    state.withLock(owner: self) { state in
-      state.mainThreadObservers.removeAll { $0.id == entry.id }
-      state.synchronousObservers.removeAll { $0.id == entry.id }
+    let replaced = state.withLock(owner: self) { state in
+      let replaced = state.removeObservers { $0.id == entry.id }
       switch delivery {
       case .mainThread: state.mainThreadObservers.append(entry)
       case .synchronous: state.synchronousObservers.append(entry)
       }
+      return replaced
     }
+    withExtendedLifetime(replaced) {}  // Released here, after the lock: a closure's captures may end here.
   }
 
   /// Stops notifying `observer`.
@@ -33,10 +34,8 @@ extension Store {
   /// > from the main thread to rule that out.
   public func unregister(observer: AnyObject) {
     let id = ObjectIdentifier(observer)
-    state.withLock(owner: self) { state in
-      state.mainThreadObservers.removeAll { $0.id == id }
-      state.synchronousObservers.removeAll { $0.id == id }
-    }
+    let removed = state.withLock(owner: self) { $0.removeObservers { $0.id == id } }
+    withExtendedLifetime(removed) {}  // Released here, after the lock.
   }
 
   /// The number of registered observers whose object is still alive.
@@ -97,10 +96,23 @@ extension Store {
     }
     guard !deadEntries.isEmpty else { return }
     // Compared by identity: loading a weak reference under the lock could end an object's life there.
-    state.withLock(owner: self) { state in
-      state.mainThreadObservers.removeAll { entry in deadEntries.contains { $0 === entry } }
-      state.synchronousObservers.removeAll { entry in deadEntries.contains { $0 === entry } }
+    let removed = state.withLock(owner: self) { state in
+      state.removeObservers { entry in deadEntries.contains { $0 === entry } }
     }
+    withExtendedLifetime(removed) {}  // Released here, after the lock.
+  }
+}
+
+extension StoreState {
+  /// Removes the observers matching `predicate` and returns them, so that the caller releases them (and whatever
+  /// their closures captured) after the lock.
+  mutating func removeObservers(
+    where predicate: (ObserverEntry<Model, Action>) -> Bool
+  ) -> [ObserverEntry<Model, Action>] {
+    let removed = mainThreadObservers.filter(predicate) + synchronousObservers.filter(predicate)
+    mainThreadObservers.removeAll(where: predicate)
+    synchronousObservers.removeAll(where: predicate)
+    return removed
   }
 }
 
