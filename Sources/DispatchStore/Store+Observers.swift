@@ -15,7 +15,7 @@ extension Store {
     delivery: ObserverDelivery = .mainThread,
     onChange: @escaping @Sendable (Model, Action) -> Void
   ) {
-    let entry = ObserverEntry(object: observer, delivery: delivery, onChange: onChange)
+    let entry = ObserverEntry(object: observer, onChange: onChange)
     let replaced = state.withLock(owner: self) { state in
       let replaced = state.removeObservers { $0.id == entry.id }
       switch delivery {
@@ -131,13 +131,11 @@ struct StoreChange<Model: ModelType, Action: ActionType>: Sendable {
 final class ObserverEntry<Model: ModelType, Action: ActionType>: @unchecked Sendable {
   weak var object: AnyObject?
   let id: ObjectIdentifier
-  let delivery: ObserverDelivery
   let onChange: @Sendable (Model, Action) -> Void
 
-  init(object: AnyObject, delivery: ObserverDelivery, onChange: @escaping @Sendable (Model, Action) -> Void) {
+  init(object: AnyObject, onChange: @escaping @Sendable (Model, Action) -> Void) {
     self.object = object
     self.id = ObjectIdentifier(object)
-    self.delivery = delivery
     self.onChange = onChange
   }
 

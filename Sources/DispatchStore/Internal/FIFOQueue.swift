@@ -6,9 +6,6 @@ struct FIFOQueue<Element> {
   private var storage: [Element?] = []
   private var head = 0
 
-  var isEmpty: Bool { head == storage.count }
-  var count: Int { storage.count - head }
-
   mutating func append(_ element: Element) {
     storage.append(element)
   }
