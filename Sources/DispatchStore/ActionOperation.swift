@@ -27,7 +27,7 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   public let store: Store<Model, Action>
 
   private let block: Block
-  private let state = Mutex(State())
+  private let state = Mutex(OperationState())
 
   /// Creates an operation; it runs when the dispatcher (or an operation depending on it) starts it.
   /// - Parameters:
@@ -97,25 +97,6 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
 
   // MARK: - Implementation
 
-  enum Phase {
-    case pending
-    case waiting(remaining: Int, failed: Bool)
-    case running
-    case finished(failed: Bool)
-  }
-
-  struct State {
-    var phase = Phase.pending
-    var error: (any Error)?
-    var dependencies: [any OperationStarting] = []
-    var handlers = Handlers()
-
-    mutating func takeHandlers() -> Handlers {
-      defer { handlers = Handlers() }
-      return handlers
-    }
-  }
-
   private func complete(with error: (any Error)?) {
     let handlers = state.withLock(owner: self) { state -> Handlers? in
       switch state.phase {
@@ -167,15 +148,8 @@ struct Handlers {
 }
 
 extension ActionOperation: OperationStarting, OperationCompletionHandler {
-  enum StartAction {
-    case none
-    case run
-    case startDependencies([any OperationStarting])
-    case alreadyFinished((any Error)?)
-  }
-
   func start(notifying handler: (any OperationCompletionHandler)?, token: Int) {
-    let action = state.withLock(owner: self) { state -> StartAction in
+    let action = state.withLock(owner: self) { state -> OperationStartAction in
       switch state.phase {
       case .finished:
         return .alreadyFinished(state.error)
@@ -207,11 +181,9 @@ extension ActionOperation: OperationStarting, OperationCompletionHandler {
     return dependencies.contains { $0.dependsOn(operation) }
   }
 
-  enum AfterDependency { case wait, run, fail }
-
   /// A dependency finished.
   func operationFinished(token: Int, error: (any Error)?) {
-    let next = state.withLock(owner: self) { state -> AfterDependency in
+    let next = state.withLock(owner: self) { state -> OperationAfterDependency in
       guard case .waiting(let remaining, let failed) = state.phase else { return .wait }
       let nowFailed = failed || error != nil
       if remaining > 1 {
@@ -229,3 +201,36 @@ extension ActionOperation: OperationStarting, OperationCompletionHandler {
     }
   }
 }
+
+// MARK: - State (top level, not nested in the generic class, so that unspecialised code finds its metadata at once)
+
+enum OperationPhase {
+  case pending
+  case waiting(remaining: Int, failed: Bool)
+  case running
+  case finished(failed: Bool)
+}
+
+/// The mutable state of an ``ActionOperation``, behind its lock.
+struct OperationState {
+  var phase = OperationPhase.pending
+  var error: (any Error)?
+  var dependencies: [any OperationStarting] = []
+  var handlers = Handlers()
+
+  mutating func takeHandlers() -> Handlers {
+    defer { handlers = Handlers() }
+    return handlers
+  }
+}
+
+/// What `start(notifying:token:)` does once the lock is released.
+enum OperationStartAction {
+  case none
+  case run
+  case startDependencies([any OperationStarting])
+  case alreadyFinished((any Error)?)
+}
+
+/// What a finished dependency leads to once the lock is released.
+enum OperationAfterDependency { case wait, run, fail }

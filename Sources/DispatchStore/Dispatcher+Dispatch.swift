@@ -129,11 +129,11 @@ extension Dispatcher {
   }
 
   /// Runs the dispatch as `lane`'s next job; the lane moves on once the completion ran.
-  private func enqueue<Action: ActionType>(
+  private func enqueue(
     on lane: Lane,
-    placement: DispatchRun<Action>.Placement,
+    placement: DispatchRun.Placement,
     storeIdentifier: String?,
-    action: Action,
+    action: any ActionType,
     _ completion: Completion?
   ) {
     lane.enqueue { [self] done in
@@ -148,11 +148,9 @@ extension Dispatcher {
     }
   }
 
-  private func dispatchSynchronously<Action: ActionType>(
-    storeIdentifier: String?, action: Action
-  ) -> Result<Void, DispatchError> {
+  private func dispatchSynchronously(storeIdentifier: String?, action: any ActionType) -> Result<Void, DispatchError> {
     guard !ThreadContext.current.runningDispatchers.contains(ObjectIdentifier(self)) else {
-      return .failure(.reentrantSynchronousDispatch(actionType: String(reflecting: Action.self)))
+      return .failure(.reentrantSynchronousDispatch(actionType: String(reflecting: type(of: action))))
     }
     return run(storeIdentifier: storeIdentifier, action: action, placement: .anyThread, onComplete: nil)
   }
@@ -161,21 +159,21 @@ extension Dispatcher {
   ///
   /// With no `onComplete` it waits for the run and returns its result; otherwise it returns `.success` once
   /// started, or the failure that prevented starting (`onComplete` is then not called).
-  private func run<Action: ActionType>(
+  private func run(
     storeIdentifier: String?,
-    action: Action,
-    placement: DispatchRun<Action>.Placement,
+    action: any ActionType,
+    placement: DispatchRun.Placement,
     onComplete: Completion?
   ) -> Result<Void, DispatchError> {
-    let made = DispatchRun.make(
-      dispatcher: self, storeIdentifier: storeIdentifier, action: action, placement: placement,
-      onComplete: onComplete)
-    switch made {
-    case .failure(let error):
+    let run: DispatchRun
+    do {
+      run = try DispatchRun.make(
+        dispatcher: self, storeIdentifier: storeIdentifier, action: action, placement: placement,
+        onComplete: onComplete)
+    } catch {
       return .failure(error)
-    case .success(let run):
-      run.start()
-      return onComplete == nil ? run.waitForResult() : .success(())
     }
+    run.start()
+    return onComplete == nil ? run.waitForResult() : .success(())
   }
 }

@@ -62,9 +62,8 @@ public final class Dispatcher: Sendable {
     let added = registry.withLock(owner: self) { registry -> Bool in
       guard registry.stores[store.identifier] == nil else { return false }
       registry.stores[store.identifier] = store
-      let key = ObjectIdentifier(Action.self)
-      let existing = registry.route(for: Action.self)?.stores ?? []
-      registry.routes[key] = Route<Action>(stores: existing + [store])
+      // Appended in place: the array is copied only while a dispatch still holds the previous one.
+      registry.routes[ObjectIdentifier(Action.self), default: []].append(store)
       return true
     }
     guard added else { throw .duplicateStoreIdentifier(store.identifier) }
@@ -79,7 +78,8 @@ public final class Dispatcher: Sendable {
     registry.withLock(owner: self) { registry in
       guard let store = registry.stores.removeValue(forKey: identifier) else { return nil }
       let key = ObjectIdentifier(store.actionType)
-      registry.routes[key] = registry.routes[key]?.removing(identifier: identifier)
+      registry.routes[key]?.removeAll { $0 === store }
+      if registry.routes[key]?.isEmpty == true { registry.routes[key] = nil }
       return store
     }
   }
@@ -131,35 +131,8 @@ public final class Dispatcher: Sendable {
 
 /// The dispatcher's registry, behind its one lock.
 struct Registry {
-  var stores: [String: any AnyStore] = [:]
-  /// The stores handling each action type, keyed by `ObjectIdentifier(Action.self)`; each value is a `Route`
-  /// of that action type.
-  var routes: [ObjectIdentifier: any AnyRoute] = [:]
+  var stores: [String: any DispatchTarget] = [:]
+  /// The stores handling each action type, keyed by `ObjectIdentifier(Action.self)`, in registration order.
+  var routes: [ObjectIdentifier: [any DispatchTarget]] = [:]
   var middleware: [any Middleware] = []
-
-  /// The route of `Action`, if any store handles it.
-  func route<Action: ActionType>(for action: Action.Type) -> Route<Action>? {
-    guard let route = routes[ObjectIdentifier(action)] else { return nil }
-    // Safe: routes are keyed by their action type (see `Dispatcher.register(store:)`).
-    return unsafeDowncast(route, to: Route<Action>.self)
-  }
-}
-
-/// A type-erased ``Route``, so that routes of different action types share one dictionary.
-protocol AnyRoute: AnyObject, Sendable {
-  /// Returns this route without the store registered under `identifier`.
-  func removing(identifier: String) -> any AnyRoute
-}
-
-/// The stores that handle actions of type `Action`, in registration order; immutable, replaced on change.
-final class Route<Action: ActionType>: AnyRoute {
-  let stores: [any ActionHandler<Action>]
-
-  init(stores: [any ActionHandler<Action>]) {
-    self.stores = stores
-  }
-
-  func removing(identifier: String) -> any AnyRoute {
-    Route(stores: stores.filter { $0.identifier != identifier })
-  }
 }

@@ -22,6 +22,7 @@ extension Store {
       case .mainThread: state.mainThreadObservers.append(entry)
       case .synchronous: state.synchronousObservers.append(entry)
       }
+      registeredObservers.store(state.observerEntryCount, ordering: .relaxed)
       return replaced
     }
     withExtendedLifetime(replaced) {}  // Released here, after the lock: a closure's captures may end here.
@@ -34,7 +35,10 @@ extension Store {
   /// > from the main thread to rule that out.
   public func unregister(observer: AnyObject) {
     let id = ObjectIdentifier(observer)
-    let removed = state.withLock(owner: self) { $0.removeObservers { $0.id == id } }
+    let removed = state.withLock(owner: self) { state in
+      defer { registeredObservers.store(state.observerEntryCount, ordering: .relaxed) }
+      return state.removeObservers { $0.id == id }
+    }
     withExtendedLifetime(removed) {}  // Released here, after the lock.
   }
 
@@ -45,7 +49,7 @@ extension Store {
   }
 
   /// Called by the dispatcher after an operation of this store finished: announces the change, if any.
-  func announceChange(for action: Action) {
+  func announceChange(of action: Action) {
     let shouldNotify = reducer.shouldNotifyObservers(for: action, in: self)
     let synchronous = state.withLock(owner: self) { state -> StoreChange<Model, Action>? in
       guard state.version != state.announcedVersion else { return nil }
@@ -97,13 +101,17 @@ extension Store {
     guard !deadEntries.isEmpty else { return }
     // Compared by identity: loading a weak reference under the lock could end an object's life there.
     let removed = state.withLock(owner: self) { state in
-      state.removeObservers { entry in deadEntries.contains { $0 === entry } }
+      defer { registeredObservers.store(state.observerEntryCount, ordering: .relaxed) }
+      return state.removeObservers { entry in deadEntries.contains { $0 === entry } }
     }
     withExtendedLifetime(removed) {}  // Released here, after the lock.
   }
 }
 
 extension StoreState {
+  /// The number of observer entries, alive or not.
+  var observerEntryCount: Int { mainThreadObservers.count + synchronousObservers.count }
+
   /// Removes the observers matching `predicate` and returns them, so that the caller releases them (and whatever
   /// their closures captured) after the lock.
   mutating func removeObservers(

@@ -17,7 +17,12 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
   /// The reducer that turns actions into operations.
   public let reducer: Reducer<Model, Action>
 
-  let state: Mutex<StoreState<Model, Action>>
+  // Usable from inlinable code so that `updateModel` and `model` are specialised in the app's module: unspecialised,
+  // each call would look up the generic metadata of this mutex at run time.
+  @usableFromInline let state: Mutex<StoreState<Model, Action>>
+  /// The number of observer entries in `state`, kept beside it so that a store nobody observes skips the lock
+  /// when an operation finishes. Written under the lock; read without it.
+  let registeredObservers = Atomic(0)
 
   /// Creates a store.
   /// - Parameters:
@@ -31,6 +36,7 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
   }
 
   /// A snapshot of the current model.
+  @inlinable
   public var model: Model {
     state.withLock(owner: self) { $0.model }
   }
@@ -45,6 +51,7 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
   ///
   /// > Important: `body` runs under the store's lock: keep it short, and do not read or update this store from
   /// > inside it (that traps: the lock is not recursive).
+  @inlinable
   @discardableResult
   public func updateModel<Result>(_ body: (inout Model) throws -> Result) rethrows -> Result {
     try state.withLock(owner: self) { state in
@@ -55,10 +62,11 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
 }
 
 /// The shared mutable state of a ``Store``, kept behind its one lock.
+@usableFromInline
 struct StoreState<Model: ModelType, Action: ActionType> {
-  var model: Model
+  @usableFromInline var model: Model
   /// Incremented by every ``Store/updateModel(_:)``.
-  var version: UInt64 = 0
+  @usableFromInline var version: UInt64 = 0
   /// The version observers last heard about (or that a reducer chose not to announce).
   var announcedVersion: UInt64 = 0
   var mainThreadObservers: [ObserverEntry<Model, Action>] = []

@@ -231,6 +231,14 @@ struct DispatcherTests {
     }
     #expect(failures.map(\.storeIdentifier) == ["failing"])
     #expect(failures.first?.error as? TestFailure == TestFailure(reason: "fail in failing"))
+    // With no middleware the transaction id is assigned when the failure is reported: still a real, fresh id.
+    let before = TransactionID.next()
+    let second = dispatchSync(dispatcher, CounterAction.fail, storeIdentifier: "failing").dispatchError
+    guard case .operationsFailed(let secondFailures) = second, let id = secondFailures.first?.transactionID else {
+      Issue.record("expected operationsFailed, got \(String(describing: second))")
+      return
+    }
+    #expect(id > before)
 
     // The dispatcher stays usable.
     #expect(dispatchSync(dispatcher, CounterAction.increase(3)).isSuccess)

@@ -147,6 +147,21 @@ struct StoreTests {
     withExtendedLifetime(token) {}
   }
 
+  @Test func observerRegisteredAfterUnobservedChangesHearsTheNextChangeWithTheWholeModel() throws {
+    let dispatcher = Dispatcher()
+    let store = makeCounterStore("late")
+    try dispatcher.register(store: store)
+    // Nobody observes these: the store skips announcing them.
+    for _ in 0..<3 { #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess) }
+    let token = ObserverToken()
+    let heard = Locked<[Int]>([])
+    store.register(observer: token, delivery: .synchronous) { model, _ in heard.withLock { $0.append(model.count) } }
+    #expect(dispatchSync(dispatcher, CounterAction.increase(10)).isSuccess)
+    #expect(dispatchSync(dispatcher, CounterAction.noop).isSuccess)
+    #expect(heard.withLock { $0 } == [13])
+    withExtendedLifetime(token) {}
+  }
+
   @Test func exposesTypeErasedModel() {
     let store: any AnyStore = makeCounterStore("erased")
     #expect(store.identifier == "erased")

@@ -5,8 +5,9 @@ import Synchronization
 /// for finished, tells middleware, and reports one result when every operation finished.
 ///
 /// All mutable state is in `state`; user code (middleware, reducers, operations, observers, the completion) is
-/// only called after the lock was released.
-final class DispatchRun<Action: ActionType>: OperationCompletionHandler {
+/// only called after the lock was released. The run is not generic: the library is not specialised for the app's
+/// types, and generic state here would make every dispatch look its metadata up at run time.
+final class DispatchRun: OperationCompletionHandler {
   /// Where operations start.
   enum Placement: Sendable {
     /// On whichever thread makes them ready: the caller, or the thread that finished a store waited for.
@@ -16,26 +17,32 @@ final class DispatchRun<Action: ActionType>: OperationCompletionHandler {
   }
 
   struct Node: Sendable {
-    let store: any ActionHandler<Action>
-    var transaction: Transaction
-    var started = ContinuousClock.Instant.now
-    var remainingWaits: Int
-    var dependents: [Int]
+    let store: any DispatchTarget
+    /// Assigned when the operation starts if middleware will see the transaction, otherwise only if it fails:
+    /// with nobody watching, a dispatch reads no clock.
+    var transactionID: TransactionID?
+    var started: ContinuousClock.Instant?
+    var remainingWaits = 0
+    var dependents: [Int] = []
+
+    init(store: any DispatchTarget) {
+      self.store = store
+    }
   }
 
-  struct State {
-    var nodes: [Node]
+  struct State: Sendable {
+    var nodes: InlineFirstArray<Node>
     var unfinished: Int
     var failures: [(node: Int, failure: OperationFailure)] = []
     /// Nodes ready to start, taken by the thread in `isStarting`; this keeps long wait chains off the stack.
-    var ready: [Int] = []
+    var ready = ReadyQueue()
     var isStarting = false
     var result: Result<Void, DispatchError>?
     var waiter: DispatchSemaphore?
   }
 
   let dispatcherID: ObjectIdentifier
-  let action: Action
+  let action: any ActionType
   let middleware: [any Middleware]
   let placement: Placement
   let onComplete: (@Sendable (Result<Void, DispatchError>) -> Void)?
@@ -45,59 +52,61 @@ final class DispatchRun<Action: ActionType>: OperationCompletionHandler {
   static func make(
     dispatcher: Dispatcher,
     storeIdentifier: String?,
-    action: Action,
+    action: any ActionType,
     placement: Placement,
     onComplete: (@Sendable (Result<Void, DispatchError>) -> Void)?
-  ) -> Result<DispatchRun, DispatchError> {
-    let (route, stores, middleware) = dispatcher.registry.withLock(owner: dispatcher) { registry in
-      (registry.route(for: Action.self), registry.stores, registry.middleware)
+  ) throws(DispatchError) -> DispatchRun {
+    let actionType = ObjectIdentifier(type(of: action))
+    let (found, route, middleware) = dispatcher.registry.withLock(owner: dispatcher) { registry in
+      (storeIdentifier.map { registry.stores[$0] }, registry.routes[actionType] ?? [], registry.middleware)
     }
-    let targets: [any ActionHandler<Action>]
+    var nodes: InlineFirstArray<Node>
     if let storeIdentifier {
-      guard let store = stores[storeIdentifier] else { return .failure(.unknownStore(identifier: storeIdentifier)) }
-      guard let handler = store as? any ActionHandler<Action> else {
-        return .failure(
-          .actionTypeMismatch(
-            storeIdentifier: storeIdentifier, expected: String(reflecting: store.actionType),
-            dispatched: String(reflecting: Action.self)))
+      guard case .some(.some(let store)) = found else { throw .unknownStore(identifier: storeIdentifier) }
+      guard ObjectIdentifier(store.actionType) == actionType else {
+        throw .actionTypeMismatch(
+          storeIdentifier: storeIdentifier, expected: String(reflecting: store.actionType),
+          dispatched: String(reflecting: type(of: action)))
       }
-      targets = [handler]
+      nodes = InlineFirstArray(Node(store: store))
     } else {
-      guard let route, !route.stores.isEmpty else {
-        return .failure(.noRespondingStore(actionType: String(reflecting: Action.self)))
+      guard let first = route.first else {
+        throw .noRespondingStore(actionType: String(reflecting: type(of: action)))
       }
-      targets = route.stores
+      nodes = InlineFirstArray(Node(store: first))
+      for store in route.dropFirst() { nodes.append(Node(store: store)) }
     }
-    // Reducers' wait lists are user code: asked outside the registry lock.
-    let waitLists = targets.map { $0.waitList(for: action) }
-    var dependents = Array(repeating: [Int](), count: targets.count)
-    var waitCounts = Array(repeating: 0, count: targets.count)
-    if waitLists.contains(where: { !$0.isEmpty }) {
-      let graph = WaitGraph.make(
-        identifiers: targets.map(\.identifier), waitLists: waitLists, isRegistered: { stores[$0] != nil })
-      switch graph {
-      case .failure(let error): return .failure(error)
+    // Reducers' wait lists are user code: asked outside the registry lock. Arrays only when someone waits.
+    var waitLists: [[String]]?
+    for index in 0..<nodes.count {
+      let waits = nodes.read(at: index) { $0.store }.waitList(for: action)
+      guard !waits.isEmpty else { continue }
+      if waitLists == nil { waitLists = Array(repeating: [], count: nodes.count) }
+      waitLists?[index] = waits
+    }
+    if let waitLists {
+      let stores = dispatcher.registry.withLock(owner: dispatcher) { $0.stores }
+      let identifiers = (0..<nodes.count).map { nodes.read(at: $0) { $0.store.identifier } }
+      switch WaitGraph.make(identifiers: identifiers, waitLists: waitLists, isRegistered: { stores[$0] != nil }) {
+      case .failure(let error):
+        throw error
       case .success(let graph):
-        dependents = graph.dependents
-        waitCounts = graph.waitCounts
+        for index in 0..<nodes.count {
+          nodes.update(at: index) { node in
+            node.remainingWaits = graph.waitCounts[index]
+            node.dependents = graph.dependents[index]
+          }
+        }
       }
     }
-    let nodes = targets.indices.map { index in
-      Node(
-        store: targets[index],
-        transaction: Transaction(
-          id: TransactionID(rawValue: 0), storeIdentifier: targets[index].identifier, action: action),
-        remainingWaits: waitCounts[index], dependents: dependents[index])
-    }
-    return .success(
-      DispatchRun(
-        dispatcherID: ObjectIdentifier(dispatcher), action: action, middleware: middleware, placement: placement,
-        nodes: nodes, onComplete: onComplete))
+    return DispatchRun(
+      dispatcherID: ObjectIdentifier(dispatcher), action: action, middleware: middleware, placement: placement,
+      nodes: nodes, onComplete: onComplete)
   }
 
   private init(
-    dispatcherID: ObjectIdentifier, action: Action, middleware: [any Middleware], placement: Placement,
-    nodes: [Node], onComplete: (@Sendable (Result<Void, DispatchError>) -> Void)?
+    dispatcherID: ObjectIdentifier, action: any ActionType, middleware: [any Middleware], placement: Placement,
+    nodes: InlineFirstArray<Node>, onComplete: (@Sendable (Result<Void, DispatchError>) -> Void)?
   ) {
     self.dispatcherID = dispatcherID
     self.action = action
@@ -109,10 +118,12 @@ final class DispatchRun<Action: ActionType>: OperationCompletionHandler {
 
   /// Starts every store that waits for nobody.
   func start() {
-    let initial = state.withLock(owner: self) { state in
-      state.nodes.indices.filter { state.nodes[$0].remainingWaits == 0 }
+    state.withLock(owner: self) { state in
+      for index in 0..<state.nodes.count where state.nodes.read(at: index, \.remainingWaits) == 0 {
+        state.ready.append(index)
+      }
     }
-    startWhenPlaced(initial)
+    startReadyWhenPlaced()
   }
 
   /// Blocks the calling thread until the run completed; returns at once if it already has.
@@ -129,49 +140,53 @@ final class DispatchRun<Action: ActionType>: OperationCompletionHandler {
 
   // MARK: - Starting operations
 
-  private func startWhenPlaced(_ nodes: [Int]) {
-    guard !nodes.isEmpty else { return }
+  private func startReadyWhenPlaced() {
     if case .main(let mainQueue) = placement, !mainQueue.isCurrent {
-      mainQueue.schedule { [self] in startNow(nodes) }
+      mainQueue.schedule { [self] in startReady() }
     } else {
-      startNow(nodes)
+      startReady()
     }
   }
 
-  /// Starts `nodes` and any that become ready meanwhile on this thread, unless another thread is already doing
-  /// so (it then starts them too, in order).
-  private func startNow(_ nodes: [Int]) {
+  /// Starts the ready nodes, and any that become ready meanwhile, on this thread, unless another thread is
+  /// already doing so (it then starts them too, in order).
+  private func startReady() {
     var next = state.withLock(owner: self) { state -> Int? in
-      state.ready.append(contentsOf: nodes)
-      guard !state.isStarting else { return nil }
+      guard !state.isStarting, let first = state.ready.popFirst() else { return nil }
       state.isStarting = true
-      return state.ready.isEmpty ? nil : state.ready.removeFirst()
+      return first
     }
     while let node = next {
       startOperation(node)
       next = state.withLock(owner: self) { state -> Int? in
-        if state.ready.isEmpty {
-          state.isStarting = false
-          return nil
-        }
-        return state.ready.removeFirst()
+        if let next = state.ready.popFirst() { return next }
+        state.isStarting = false
+        return nil
       }
     }
   }
 
   private func startOperation(_ index: Int) {
-    let transaction = TransactionID.next()
-    let node = state.withLock(owner: self) { state -> Node in
-      state.nodes[index].transaction = Transaction(
-        id: transaction, storeIdentifier: state.nodes[index].store.identifier, action: action)
-      state.nodes[index].started = .now
-      return state.nodes[index]
-    }
-    for middleware in middleware {
-      middleware.willDispatch(transaction: node.transaction, action: action, in: node.store)
+    let store: any DispatchTarget
+    if middleware.isEmpty {
+      store = state.withLock(owner: self) { $0.nodes.read(at: index, \.store) }
+    } else {
+      let id = TransactionID.next()
+      let started = ContinuousClock.now
+      store = state.withLock(owner: self) { state in
+        state.nodes.update(at: index) { node in
+          node.transactionID = id
+          node.started = started
+          return node.store
+        }
+      }
+      let transaction = Transaction(id: id, storeIdentifier: store.identifier, action: action)
+      for middleware in middleware {
+        middleware.willDispatch(transaction: transaction, action: action, in: store)
+      }
     }
     ThreadContext.current.withRunning(dispatcherID) {
-      node.store.startOperation(for: action, notifying: self, token: index)
+      store.startOperation(for: action, notifying: self, token: index)
     }
   }
 
@@ -186,35 +201,44 @@ final class DispatchRun<Action: ActionType>: OperationCompletionHandler {
   }
 
   private func afterOperationFinished(_ index: Int, error: (any Error)?) {
-    let finished = ContinuousClock.now
-    let store = state.withLock(owner: self) { $0.nodes[index].store }
+    let finished = middleware.isEmpty ? nil : ContinuousClock.now
+    let (store, assignedID, started) = state.withLock(owner: self) { state in
+      state.nodes.read(at: index) { ($0.store, $0.transactionID, $0.started) }
+    }
     store.announceChange(for: action)
-    let transaction = state.withLock(owner: self) { state -> Transaction in
-      state.nodes[index].transaction.duration = finished - state.nodes[index].started
-      state.nodes[index].transaction.error = error
-      return state.nodes[index].transaction
-    }
-    for middleware in middleware {
-      middleware.didDispatch(transaction: transaction, action: action, in: store)
-    }
-    let (ready, result) = state.withLock(owner: self) { state -> ([Int], Result<Void, DispatchError>?) in
-      if let error {
-        state.failures.append(
-          (index, OperationFailure(storeIdentifier: store.identifier, transactionID: transaction.id, error: error)))
+    if let finished, let started, let id = assignedID {
+      var transaction = Transaction(id: id, storeIdentifier: store.identifier, action: action)
+      transaction.duration = finished - started
+      transaction.error = error
+      for middleware in middleware {
+        middleware.didDispatch(transaction: transaction, action: action, in: store)
       }
-      var ready: [Int] = []
-      for dependent in state.nodes[index].dependents {
-        state.nodes[dependent].remainingWaits -= 1
-        if state.nodes[dependent].remainingWaits == 0 { ready.append(dependent) }
+    }
+    let failureID = error == nil ? nil : (assignedID ?? TransactionID.next())
+    let (madeReady, result) = state.withLock(owner: self) { state -> (Bool, Result<Void, DispatchError>?) in
+      if let error, let failureID {
+        state.failures.append(
+          (index, OperationFailure(storeIdentifier: store.identifier, transactionID: failureID, error: error)))
+      }
+      var madeReady = false
+      for dependent in state.nodes.read(at: index, \.dependents) {
+        let remaining = state.nodes.update(at: dependent) { node in
+          node.remainingWaits -= 1
+          return node.remainingWaits
+        }
+        if remaining == 0 {
+          state.ready.append(dependent)
+          madeReady = true
+        }
       }
       state.unfinished -= 1
-      guard state.unfinished == 0 else { return (ready, nil) }
+      guard state.unfinished == 0 else { return (madeReady, nil) }
       let result: Result<Void, DispatchError> =
         state.failures.isEmpty
         ? .success(()) : .failure(.operationsFailed(state.failures.sorted { $0.node < $1.node }.map(\.failure)))
-      return (ready, result)
+      return (madeReady, result)
     }
-    startWhenPlaced(ready)
+    if madeReady { startReadyWhenPlaced() }
     if let result { complete(with: result) }
   }
 

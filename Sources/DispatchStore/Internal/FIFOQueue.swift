@@ -25,3 +25,5 @@ struct FIFOQueue<Element> {
     return element
   }
 }
+
+extension FIFOQueue: Sendable where Element: Sendable {}

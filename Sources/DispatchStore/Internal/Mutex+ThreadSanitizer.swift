@@ -16,7 +16,7 @@ extension Mutex where Value: ~Copyable {
   /// runtime is loaded, this tells it that the lock was acquired and released, keyed by `owner`'s address (the
   /// object that holds the mutex); otherwise it costs one predictable branch. Accesses made outside the lock are
   /// still reported.
-  @inline(__always)
+  @inlinable
   borrowing func withLock<Result: ~Copyable, E: Error>(
     owner: AnyObject,
     _ body: (inout sending Value) throws(E) -> sending Result
@@ -32,13 +32,14 @@ extension Mutex where Value: ~Copyable {
 }
 
 /// The ThreadSanitizer runtime's annotation functions, when this process runs under TSan.
+@usableFromInline
 struct ThreadSanitizerHooks: Sendable {
-  typealias Hook = @convention(c) (UnsafeRawPointer?) -> Void
+  @usableFromInline typealias Hook = @convention(c) (UnsafeRawPointer?) -> Void
 
-  let acquire: Hook
-  let release: Hook
+  @usableFromInline let acquire: Hook
+  @usableFromInline let release: Hook
 
-  static let shared: ThreadSanitizerHooks? = {
+  @usableFromInline static let shared: ThreadSanitizerHooks? = {
     #if canImport(Darwin)
       let handle = UnsafeMutableRawPointer(bitPattern: -2)  // RTLD_DEFAULT
     #else

@@ -1,0 +1,234 @@
+// Every dispatch path of DispatchStore, next to the toolchain mechanisms it is judged against.
+//
+// Each benchmark iteration builds its fixture before `startMeasurement()`, then runs `scaledIterations` actions:
+// figures marked `*` by the tool are per action. Run: swift package --package-path Benchmarks benchmark
+import Benchmark
+import CHeap
+import Dispatch
+import DispatchStore
+import Foundation
+import Synchronization
+
+let benchmarks: @Sendable () -> Void = {
+  Benchmark.defaultConfiguration = .init(
+    metrics: [.wallClock, .throughput, .mallocCountTotal],
+    timeUnits: .nanoseconds,
+    scalingFactor: .kilo,
+    maxDuration: .seconds(2),
+    maxIterations: 1_000
+  )
+  registerBaselines()
+  registerSynchronousDispatch()
+  registerLanes()
+  registerMemory()
+}
+
+// MARK: - Baselines
+
+func registerBaselines() {
+  Benchmark("Mutex.withLock(increment)") { benchmark in
+    let counter = Mutex(0)
+    benchmark.startMeasurement()
+    for _ in benchmark.scaledIterations {
+      counter.withLock { $0 += 1 }
+    }
+    benchmark.stopMeasurement()
+    precondition(counter.withLock { $0 } == benchmark.scaledIterations.count)
+  }
+
+  Benchmark("DispatchQueue.sync(increment)") { benchmark in
+    let queue = DispatchQueue(label: "baseline.sync")
+    let counter = Counter()
+    benchmark.startMeasurement()
+    for _ in benchmark.scaledIterations {
+      queue.sync { counter.value += 1 }
+    }
+    benchmark.stopMeasurement()
+    precondition(counter.value == benchmark.scaledIterations.count)
+  }
+
+  Benchmark("DispatchQueue.async(serial, actions: 1000)") { benchmark in
+    let queue = DispatchQueue(label: "baseline.serial")
+    let counter = Counter()
+    let done = DispatchSemaphore(value: 0)
+    let last = benchmark.scaledIterations.count - 1
+    benchmark.startMeasurement()
+    for index in benchmark.scaledIterations {
+      queue.async {
+        counter.value += 1
+        if index == last { done.signal() }
+      }
+    }
+    done.wait()
+    benchmark.stopMeasurement()
+    precondition(counter.value == benchmark.scaledIterations.count)
+  }
+
+  Benchmark("DispatchQueue.async(roundTrip)", configuration: .init(scalingFactor: .one, maxIterations: 20_000)) {
+    benchmark in
+    let queue = DispatchQueue(label: "baseline.hop")
+    let done = DispatchSemaphore(value: 0)
+    benchmark.startMeasurement()
+    queue.async { done.signal() }
+    done.wait()
+    benchmark.stopMeasurement()
+  }
+
+  Benchmark("MainRunLoopThread.schedule(roundTrip)", configuration: .init(scalingFactor: .one, maxIterations: 20_000)) {
+    benchmark in
+    let thread = MainRunLoopThread.shared
+    let done = DispatchSemaphore(value: 0)
+    thread.schedule { done.signal() }  // Starts the thread outside the measurement.
+    done.wait()
+    benchmark.startMeasurement()
+    thread.schedule { done.signal() }
+    done.wait()
+    benchmark.stopMeasurement()
+  }
+
+  Benchmark("OperationQueue.addOperation(maxConcurrent: 1, actions: 1000)") { benchmark in
+    let queue = OperationQueue()
+    queue.maxConcurrentOperationCount = 1
+    let counter = Counter()
+    benchmark.startMeasurement()
+    for _ in benchmark.scaledIterations {
+      queue.addOperation(BlockOperation { counter.value += 1 })
+    }
+    queue.waitUntilAllOperationsAreFinished()
+    benchmark.stopMeasurement()
+    precondition(counter.value == benchmark.scaledIterations.count)
+  }
+}
+
+/// A counter changed only on one serial queue at a time (the baselines' own serialisation protects it).
+final class Counter: @unchecked Sendable {
+  var value = 0
+}
+
+// MARK: - Synchronous dispatch
+
+func registerSynchronousDispatch() {
+  func syncDispatch(_ name: String, setup: @escaping @Sendable () -> Fixture) {
+    Benchmark("Dispatcher.dispatch(sync, \(name))") { benchmark in
+      let fixture = setup()
+      benchmark.startMeasurement()
+      for _ in benchmark.scaledIterations {
+        fixture.dispatcher.dispatch(action: TallyAction.increment, mode: .sync)
+      }
+      benchmark.stopMeasurement()
+      fixture.verify(benchmark.scaledIterations.count)
+    }
+  }
+
+  for count in [0, 1, 10] {
+    syncDispatch("observers: \(count)") {
+      var fixture = Fixture()
+      fixture.observe(count: count)
+      return fixture
+    }
+  }
+  for count in [1, 5] {
+    syncDispatch("middleware: \(count)") {
+      let fixture = Fixture()
+      fixture.addMiddleware(count: count)
+      return fixture
+    }
+  }
+  syncDispatch("stores: 1000, responding: 1") { Fixture(responding: 1, idle: 999) }
+  syncDispatch("stores: 100, responding: 100") { Fixture(responding: 100) }
+  syncDispatch("waitForChain: 10") { Fixture(responding: 10, chained: true) }
+
+  Benchmark("Dispatcher.dispatch(sync, finishesOnAnotherThread)") { benchmark in
+    let fixture = Fixture()
+    benchmark.startMeasurement()
+    for _ in benchmark.scaledIterations {
+      fixture.dispatcher.dispatch(action: TallyAction.incrementElsewhere, mode: .sync)
+    }
+    benchmark.stopMeasurement()
+    fixture.verify(benchmark.scaledIterations.count)
+  }
+}
+
+// MARK: - Lanes
+
+func registerLanes() {
+  Benchmark("Dispatcher.dispatch(serial, actions: 1000)") { benchmark in
+    let fixture = Fixture()
+    let done = DispatchSemaphore(value: 0)
+    let last = benchmark.scaledIterations.count - 1
+    benchmark.startMeasurement()
+    for index in benchmark.scaledIterations {
+      fixture.dispatcher.dispatch(action: TallyAction.increment, mode: .serial) { result in
+        precondition(result.isSuccess)
+        if index == last { done.signal() }
+      }
+    }
+    done.wait()
+    benchmark.stopMeasurement()
+    fixture.verify(benchmark.scaledIterations.count)
+  }
+
+  Benchmark("Dispatcher.dispatch(async, actions: 1000)") { benchmark in
+    let fixture = Fixture()
+    let done = DispatchSemaphore(value: 0)
+    let remaining = Atomic(benchmark.scaledIterations.count)
+    benchmark.startMeasurement()
+    for _ in benchmark.scaledIterations {
+      fixture.dispatcher.dispatch(action: TallyAction.increment, mode: .async) { result in
+        precondition(result.isSuccess)
+        if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { done.signal() }
+      }
+    }
+    done.wait()
+    benchmark.stopMeasurement()
+    fixture.verify(benchmark.scaledIterations.count)
+  }
+
+  Benchmark(
+    "Dispatcher.dispatch(mainThread, roundTrip)",
+    configuration: .init(scalingFactor: .one, maxIterations: 20_000)
+  ) { benchmark in
+    let fixture = Fixture()
+    let done = DispatchSemaphore(value: 0)
+    // Warm the library's main run-loop thread, so that its start is not measured.
+    fixture.dispatcher.dispatch(action: TallyAction.increment, mode: .mainThread) { _ in done.signal() }
+    done.wait()
+    benchmark.startMeasurement()
+    fixture.dispatcher.dispatch(action: TallyAction.increment, mode: .mainThread) { result in
+      precondition(result.isSuccess)
+      done.signal()
+    }
+    done.wait()
+    benchmark.stopMeasurement()
+    fixture.verify(2)
+  }
+}
+
+extension Result {
+  var isSuccess: Bool {
+    if case .success = self { return true }
+    return false
+  }
+}
+
+// MARK: - Memory
+
+func registerMemory() {
+  /// Live heap bytes (glibc's mallinfo2; 0 elsewhere), to attribute to the stores what the benchmark keeps alive.
+  func liveHeapBytes() -> Int { Int(cheap_live_bytes()) }
+  let bytesPerStore = BenchmarkMetric.custom("liveBytesPerStore", polarity: .prefersSmaller, useScalingFactor: false)
+
+  for count in [0, 10_000] {
+    Benchmark(
+      "Dispatcher.register(idleStores: \(count))",
+      configuration: .init(
+        metrics: [.peakMemoryResident, .mallocCountTotal, bytesPerStore], scalingFactor: .one, maxIterations: 20)
+    ) { benchmark in
+      let before = liveHeapBytes()
+      let fixture = Fixture(responding: 1, idle: count)
+      let after = liveHeapBytes()
+      if count > 0 { benchmark.measurement(bytesPerStore, (after - before) / count) }
+      blackHole(fixture)
+    }
+  }
+}

@@ -1,0 +1,97 @@
+import Benchmark
+import Dispatch
+import DispatchStore
+
+/// The model every benchmark store holds: one counter.
+struct Tally: ModelType, Equatable {
+  var count = 0
+}
+
+enum TallyAction: ActionType {
+  /// Adds one and finishes at once, on the dispatching thread.
+  case increment
+  /// Adds one on a global-queue thread and finishes there.
+  case incrementElsewhere
+}
+
+/// A reducer whose operation increments the counter; `waits` is its wait list for every action.
+final class TallyReducer: Reducer<Tally, TallyAction>, @unchecked Sendable {
+  let waits: [String]
+
+  init(waits: [String] = []) {
+    self.waits = waits
+  }
+
+  override func waitList(for action: TallyAction) -> [String] { waits }
+
+  override func operation(for action: TallyAction, in store: Store<Tally, TallyAction>) -> ActionOperation<
+    Tally, TallyAction
+  > {
+    ActionOperation(action: action, store: store) { operation, action, store in
+      switch action {
+      case .increment:
+        store.updateModel { $0.count += 1 }
+        operation.finish()
+      case .incrementElsewhere:
+        DispatchQueue.global().async {
+          store.updateModel { $0.count += 1 }
+          operation.finish()
+        }
+      }
+    }
+  }
+}
+
+/// An action no benchmark store handles, so that its stores are registered but never respond.
+enum OtherAction: ActionType {
+  case ping
+}
+
+final class OtherReducer: Reducer<Tally, OtherAction>, @unchecked Sendable {}
+
+/// A middleware that does nothing, as cheap as a real one can be.
+final class PassThroughMiddleware: Middleware {}
+
+/// An object to hold observer registrations.
+final class Observer: Sendable {}
+
+/// A dispatcher with `responding` stores that handle ``TallyAction`` and `idle` stores that do not.
+struct Fixture {
+  let dispatcher = Dispatcher()
+  var stores: [Store<Tally, TallyAction>] = []
+  var observers: [Observer] = []
+
+  init(responding: Int = 1, idle: Int = 0, chained: Bool = false) {
+    for index in 0..<responding {
+      let waits = chained && index > 0 ? ["tally-\(index - 1)"] : []
+      let store = Store(identifier: "tally-\(index)", model: Tally(), reducer: TallyReducer(waits: waits))
+      try! dispatcher.register(store: store)
+      stores.append(store)
+    }
+    let reducer = OtherReducer()
+    for index in 0..<idle {
+      try! dispatcher.register(store: Store(identifier: "idle-\(index)", model: Tally(), reducer: reducer))
+    }
+  }
+
+  /// Adds `count` observers to the first store, notified on the finishing thread.
+  mutating func observe(count: Int) {
+    for _ in 0..<count {
+      let observer = Observer()
+      stores[0].register(observer: observer, delivery: .synchronous) { model, _ in
+        blackHole(model.count)
+      }
+      observers.append(observer)
+    }
+  }
+
+  func addMiddleware(count: Int) {
+    for _ in 0..<count { dispatcher.register(middleware: PassThroughMiddleware()) }
+  }
+
+  /// Checks that the first store saw exactly `expected` increments, so that a broken path cannot look fast.
+  func verify(_ expected: Int) {
+    let count = stores[0].model.count
+    precondition(count == expected, "benchmark store counted \(count), expected \(expected)")
+  }
+}

@@ -1,0 +1,39 @@
+/// What a dispatch needs from a registered store, with the action type-erased.
+///
+/// Dispatch runs are not generic, so that the library's own (unspecialised) code never instantiates generic
+/// metadata on the hot path; the store casts the action back to its own type, which the registry guarantees.
+protocol DispatchTarget: AnyStore {
+  /// The store's wait list for `action` (calls the reducer).
+  func waitList(for action: any ActionType) -> [String]
+  /// Asks the reducer for an operation and starts it; `handler` hears when it finished.
+  func startOperation(for action: any ActionType, notifying handler: any OperationCompletionHandler, token: Int)
+  /// Announces the change the finished operation made, if any.
+  func announceChange(for action: any ActionType)
+}
+
+extension Store: DispatchTarget {
+  func waitList(for action: any ActionType) -> [String] {
+    reducer.waitList(for: ownAction(action))
+  }
+
+  func startOperation(for action: any ActionType, notifying handler: any OperationCompletionHandler, token: Int) {
+    reducer.operation(for: ownAction(action), in: self).start(notifying: handler, token: token)
+  }
+
+  func announceChange(for action: any ActionType) {
+    // With no observers there is nobody to tell; the version catches up at the next announcement.
+    guard registeredObservers.load(ordering: .relaxed) > 0 else { return }
+    announceChange(of: ownAction(action))
+  }
+
+  /// `action` as this store's action type, which it is: the registry routes only actions of that type here.
+  ///
+  /// Cheaper than `as!`, which runs the general dynamic cast on every dispatch.
+  private func ownAction(_ action: any ActionType) -> Action {
+    func project<Dispatched: ActionType>(_ action: Dispatched) -> Action {
+      precondition(Dispatched.self == Action.self, "DispatchStore: an action was routed to a store of another type")
+      return withUnsafePointer(to: action) { $0.withMemoryRebound(to: Action.self, capacity: 1) { $0.pointee } }
+    }
+    return project(action)
+  }
+}
