@@ -20,8 +20,10 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
   // Usable from inlinable code so that `updateModel` and `model` are specialised in the app's module: unspecialised,
   // each call would look up the generic metadata of this mutex at run time.
   @usableFromInline let state: Mutex<StoreState<Model, Action>>
-  /// The number of observer entries in `state`, kept beside it so that a store nobody observes skips the lock
-  /// when an operation finishes. Written under the lock; read without it.
+  /// The number of observer entries in `state`, readable without its lock.
+  ///
+  /// Kept beside the state so that a store nobody observes skips the lock when an operation finishes. Written
+  /// under the lock; read without it.
   let registeredObservers = Atomic(0)
 
   /// Creates a store.

@@ -68,7 +68,6 @@ public final class MainRunLoopThread: Sendable {
 
   // MARK: - Implementation
 
-  /// A `RunLoop` reference that is only ever used to add a timer, which Foundation allows from any thread.
   /// The thread's run loop, to be woken from other threads.
   ///
   /// `@unchecked Sendable`: only `CFRunLoopPerformBlock` and `CFRunLoopWakeUp` are called on it from other
@@ -128,7 +127,6 @@ public final class MainRunLoopThread: Sendable {
     }
   }
 
-  /// Wakes the loop by adding a timer that fires at once; Linux's Foundation has no other public wake-up.
   /// Runs a drain on the loop's thread: a block for its next pass, and a wake-up so that the pass happens now.
   ///
   /// Faster than adding a zero-interval `Timer` (which re-arms a timer fd from both threads): about half the
