@@ -16,13 +16,10 @@ let package = Package(
       dependencies: [
         .product(name: "Benchmark", package: "benchmark"),
         .product(name: "DispatchStore", package: "DispatchStore"),
-        "CHeap",
       ],
       path: "Benchmarks/DispatchBenchmarks",
       swiftSettings: [.swiftLanguageMode(.v6)],
       plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-    ),
-    // Reads glibc's heap statistics for the memory benchmark.
-    .target(name: "CHeap", path: "Sources/CHeap"),
+    )
   ]
 )

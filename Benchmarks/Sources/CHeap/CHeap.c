@@ -1,2 +1,0 @@
-// The module is header-only; SwiftPM needs one source file.
-#include "CHeap.h"
