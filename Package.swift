@@ -10,6 +10,8 @@ let package = Package(
   targets: [
     .target(name: "DispatchStore"),
     .executableTarget(name: "FlightBooking", dependencies: ["DispatchStore"], path: "Examples/FlightBooking"),
+    // `swift run todo`: the session-file todo list (Examples/TodoCLI).
+    .executableTarget(name: "todo", dependencies: ["DispatchStore"], path: "Examples/TodoCLI"),
     .testTarget(name: "DispatchStoreTests", dependencies: ["DispatchStore"]),
   ],
   swiftLanguageModes: [.v6]

@@ -49,8 +49,8 @@ extension Store {
   }
 
   /// Called by the dispatcher after an operation of this store finished: announces the change, if any.
-  func announceChange(of action: Action) {
-    let shouldNotify = reducer.shouldNotifyObservers(for: action, in: self)
+  func announceChange(of action: Action, askingReducer: Bool = true) {
+    let shouldNotify = askingReducer ? reducer.shouldNotifyObservers(for: action, in: self) : true
     let synchronous = state.withLock(owner: self) { state -> StoreChange<Model, Action>? in
       guard state.version != state.announcedVersion else { return nil }
       state.announcedVersion = state.version

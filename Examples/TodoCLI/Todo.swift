@@ -1,0 +1,65 @@
+import DispatchStore
+
+/// The whole state of the todo list.
+struct TodoList: ModelType, Codable, Equatable {
+  struct Item: Codable, Equatable {
+    var id: Int
+    var title: String
+    var done = false
+  }
+
+  var items: [Item] = []
+  var nextID = 1
+}
+
+enum TodoAction: ActionType, Codable, Equatable, CustomStringConvertible {
+  case add(String)
+  case complete(Int)
+
+  var description: String {
+    switch self {
+    case .add(let title): return "add \"\(title)\""
+    case .complete(let id): return "done \(id)"
+    }
+  }
+}
+
+enum TodoError: Error, CustomStringConvertible {
+  case noSuchItem(Int)
+  case alreadyDone(Int)
+  case emptyTitle
+
+  var description: String {
+    switch self {
+    case .noSuchItem(let id): return "there is no item \(id)"
+    case .alreadyDone(let id): return "item \(id) is already done"
+    case .emptyTitle: return "an item needs a title"
+    }
+  }
+}
+
+final class TodoReducer: Reducer<TodoList, TodoAction>, @unchecked Sendable {
+  override func operation(
+    for action: TodoAction, in store: Store<TodoList, TodoAction>
+  ) -> ActionOperation<TodoList, TodoAction> {
+    ActionOperation(action: action, store: store) { operation, action, store in
+      do {
+        try store.updateModel { list in
+          switch action {
+          case .add(let title):
+            guard !title.isEmpty else { throw TodoError.emptyTitle }
+            list.items.append(TodoList.Item(id: list.nextID, title: title))
+            list.nextID += 1
+          case .complete(let id):
+            guard let index = list.items.firstIndex(where: { $0.id == id }) else { throw TodoError.noSuchItem(id) }
+            guard !list.items[index].done else { throw TodoError.alreadyDone(id) }
+            list.items[index].done = true
+          }
+        }
+        operation.finish()
+      } catch {
+        operation.finish(throwing: error)
+      }
+    }
+  }
+}

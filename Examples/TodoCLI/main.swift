@@ -1,0 +1,132 @@
+// todo: a todo list whose state lives only in a DispatchStore session file.
+//
+// Each run loads the session, replays it into a fresh dispatcher (checking every recorded model), applies the new
+// command and appends it to the file. `undo` is time travel: it moves the recorder back one record.
+import DispatchStore
+import Foundation
+import Synchronization
+
+let usage = """
+  usage: todo [--session PATH] <command>
+
+  commands:
+    add TEXT     add an item
+    done N       mark item N as done
+    list         show the list (the default)
+    undo         go back one change (time travel; the next change replaces what was undone)
+    history      show every recorded change; > marks where the list is now
+    replay       replay the whole session and check every recorded state
+
+  The list lives only in a session file (JSON Lines, one line per change):
+    --session PATH, else $TODO_SESSION, else ~/.todo-session.jsonl
+  A corrupt session file is reported and left untouched.
+  """
+
+func fail(_ message: String) -> Never {
+  FileHandle.standardError.write(Data("todo: \(message)\n".utf8))
+  exit(1)
+}
+
+// MARK: - Arguments
+
+var arguments = Array(CommandLine.arguments.dropFirst())
+var sessionPath = ProcessInfo.processInfo.environment["TODO_SESSION"]
+if let flag = arguments.firstIndex(of: "--session") {
+  guard flag + 1 < arguments.count else { fail("--session needs a path\n\(usage)") }
+  sessionPath = arguments[flag + 1]
+  arguments.removeSubrange(flag...(flag + 1))
+}
+if arguments.contains("--help") || arguments.contains("-h") {
+  print(usage)
+  exit(0)
+}
+let sessionURL =
+  sessionPath.map { URL(fileURLWithPath: $0) }
+  ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".todo-session.jsonl")
+let command = arguments.first ?? "list"
+
+// MARK: - Load and replay the session
+
+let dispatcher = Dispatcher()
+let todos = Store(identifier: "todos", model: TodoList(), reducer: TodoReducer())
+try! dispatcher.register(store: todos)
+let recorder = RecorderMiddleware(maxNumberOfRecords: 1_000_000)
+dispatcher.register(middleware: recorder)
+var codecs = SessionCodecs()
+codecs.register(storeIdentifier: "todos", model: TodoList.self, action: TodoAction.self)
+
+var session: Session?
+if FileManager.default.fileExists(atPath: sessionURL.path) {
+  do {
+    session = try Session.load(from: sessionURL, codecs: codecs)
+  } catch {
+    fail("cannot use the session file \(sessionURL.path): \(error)\nThe file was left untouched.")
+  }
+}
+if let session {
+  if let line = session.truncatedLine {
+    FileHandle.standardError.write(
+      Data("todo: note: line \(line) of \(sessionURL.path) was incomplete (an interrupted write); dropped it\n".utf8))
+  }
+  do {
+    try recorder.replay(session, into: dispatcher)
+  } catch {
+    fail("the session does not replay: \(error)\nThe file was left untouched.")
+  }
+}
+do {
+  try recorder.attach(appendingTo: sessionURL, codecs: codecs)
+} catch {
+  fail("cannot write the session file \(sessionURL.path): \(error)")
+}
+
+// MARK: - Commands
+
+func printList() {
+  let items = todos.model.items
+  if items.isEmpty { print("Nothing to do.") }
+  for item in items { print("\(item.done ? "[x]" : "[ ]") \(item.id). \(item.title)") }
+}
+
+func apply(_ action: TodoAction) {
+  let outcome = Mutex<Result<Void, DispatchError>>(.success(()))
+  // `.sync` runs the completion before returning.
+  dispatcher.dispatch(action: action, mode: .sync) { result in outcome.withLock { $0 = result } }
+  if case .failure(let error) = outcome.withLock({ $0 }) {
+    if case .operationsFailed(let failures) = error, let failure = failures.first { fail("\(failure.error)") }
+    fail("\(error)")
+  }
+  if let error = recorder.persistenceError { fail("the change was made but not saved: \(error)") }
+}
+
+switch command {
+case "add":
+  let title = arguments.dropFirst().joined(separator: " ")
+  apply(.add(title))
+  print("Added \(todos.model.nextID - 1). \(title)")
+case "done":
+  guard arguments.count == 2, let id = Int(arguments[1]) else { fail("usage: todo done N") }
+  apply(.complete(id))
+  print("Done: \(id).")
+case "list":
+  printList()
+case "undo":
+  guard let undone = recorder.currentRecord else { fail("nothing to undo") }
+  do { try recorder.previousRecord() } catch { fail("\(error)") }
+  if let error = recorder.persistenceError { fail("undone but not saved: \(error)") }
+  print("Undid: \(undone.action)")
+  printList()
+case "history":
+  let records = recorder.records
+  if records.isEmpty { print("No changes yet.") }
+  if recorder.cursor < (records.first?.index ?? 0) { print("> (start)") }
+  for record in records {
+    let marker = record.index == recorder.cursor ? ">" : " "
+    print("\(marker) #\(record.index) \(record.action)  (\(record.timestamp.formatted(date: .numeric, time: .standard)))")
+  }
+case "replay":
+  print("Replayed \(session?.records.count ?? 0) changes from \(sessionURL.path): every recorded state matched.")
+  printList()
+default:
+  fail("unknown command \"\(command)\"\n\(usage)")
+}
