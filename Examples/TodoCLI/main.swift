@@ -122,7 +122,8 @@ case "history":
   if recorder.cursor < (records.first?.index ?? 0) { print("> (start)") }
   for record in records {
     let marker = record.index == recorder.cursor ? ">" : " "
-    print("\(marker) #\(record.index) \(record.action)  (\(record.timestamp.formatted(date: .numeric, time: .standard)))")
+    print(
+      "\(marker) #\(record.index) \(record.action)  (\(record.timestamp.formatted(date: .numeric, time: .standard)))")
   }
 case "replay":
   print("Replayed \(session?.records.count ?? 0) changes from \(sessionURL.path): every recorded state matched.")

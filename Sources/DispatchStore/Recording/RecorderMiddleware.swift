@@ -384,7 +384,9 @@ struct RecordHistory {
   /// Removes the records from `index` on; the next record gets `index`.
   mutating func removeAll(from index: Int) {
     guard index <= lastIndex else { return }
-    storage.removeSubrange((head + max(index, firstIndex) - firstIndex)...)
-    nextIndex = max(index, firstIndex)
+    let first = firstIndex
+    let kept = max(index, first)
+    storage.removeSubrange((head + kept - first)...)
+    nextIndex = kept
   }
 }

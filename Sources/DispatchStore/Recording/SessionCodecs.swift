@@ -63,7 +63,8 @@ public struct SessionCodecs: Sendable {
         guard let action = record.action as? Action, let model = record.model as? Model else {
           throw SessionError.encodingFailed(
             storeIdentifier: record.storeIdentifier,
-            reason: "expected \(Action.self) and \(Model.self), got \(type(of: record.action)) and \(type(of: record.model))")
+            reason:
+              "expected \(Action.self) and \(Model.self), got \(type(of: record.action)) and \(type(of: record.model))")
         }
         try container.encode(action, forKey: .action)
         try container.encode(model, forKey: .model)

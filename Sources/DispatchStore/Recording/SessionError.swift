@@ -59,7 +59,8 @@ public enum ReplayError: Error, Sendable, CustomStringConvertible {
     case .dispatchFailed(let index, let store, let action, let error):
       return "Record #\(index): dispatching \(action) to \"\(store)\" failed: \(error)"
     case .diverged(let index, let store, let action, let expected, let actual):
-      return "Record #\(index): after \(action), store \"\(store)\" diverged.\n  expected: \(expected)\n  actual:   \(actual)"
+      return
+        "Record #\(index): after \(action), store \"\(store)\" diverged.\n  expected: \(expected)\n  actual:   \(actual)"
     }
   }
 }

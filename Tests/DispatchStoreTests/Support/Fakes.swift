@@ -2,12 +2,12 @@ import Dispatch
 import DispatchStore
 import Synchronization
 
-struct Counter: ModelType, Equatable {
+struct Counter: ModelType, Equatable, Codable {
   var count = 0
   var log: [String] = []
 }
 
-enum CounterAction: ActionType, Equatable {
+enum CounterAction: ActionType, Equatable, Codable {
   case increase(Int)
   /// Increases on another thread, finishing there.
   case increaseLater(Int)
@@ -87,11 +87,11 @@ func makeCounterStore(
 }
 
 /// A second, unrelated action and model type.
-struct Text: ModelType, Equatable {
+struct Text: ModelType, Equatable, Codable {
   var value = ""
 }
 
-enum TextAction: ActionType {
+enum TextAction: ActionType, Equatable, Codable {
   case append(String)
 }
 

@@ -1,0 +1,146 @@
+import DispatchStore
+import Foundation
+import Testing
+
+/// A dispatcher with a counter store, a text store and a recorder.
+struct RecordedApp {
+  let dispatcher = Dispatcher()
+  let counter = makeCounterStore("counter")
+  let text = Store(identifier: "text", model: Text(), reducer: TextReducer())
+  let recorder: RecorderMiddleware
+
+  init(maxNumberOfRecords: Int = 10_000) {
+    recorder = RecorderMiddleware(maxNumberOfRecords: maxNumberOfRecords)
+    try! dispatcher.register(store: counter)
+    try! dispatcher.register(store: text)
+    dispatcher.register(middleware: recorder)
+  }
+
+  func send(_ action: CounterAction) {
+    #expect(dispatchSync(dispatcher, action).isSuccess)
+  }
+
+  func send(_ action: TextAction) {
+    #expect(dispatchSync(dispatcher, action).isSuccess)
+  }
+}
+
+@Suite("RecorderMiddleware", .timeLimit(.minutes(1)))
+struct RecorderMiddlewareTests {
+  @Test func recordsEveryTransactionInOrderWithTheModelAfterIt() {
+    let app = RecordedApp()
+    app.send(CounterAction.increase(2))
+    app.send(TextAction.append("a"))
+    app.send(CounterAction.increase(3))
+    let records = app.recorder.records
+    #expect(records.map(\.index) == [0, 1, 2])
+    #expect(records.map(\.storeIdentifier) == ["counter", "text", "counter"])
+    #expect(records[0].action as? CounterAction == .increase(2))
+    #expect((records[0].model as? Counter)?.count == 2)
+    #expect((records[1].model as? Text)?.value == "a")
+    #expect((records[2].model as? Counter)?.count == 5)
+    #expect(records[0].transactionID < records[1].transactionID)
+    #expect(records[1].transactionID < records[2].transactionID)
+    #expect(app.recorder.cursor == 2)
+  }
+
+  @Test func failedTransactionsAreNotRecorded() {
+    let app = RecordedApp()
+    app.send(CounterAction.increase(1))
+    #expect(!dispatchSync(app.dispatcher, CounterAction.fail).isSuccess)
+    #expect(app.recorder.records.count == 1)
+  }
+
+  @Test func timeTravelRestoresModelsAndNotifiesObserversWithoutRunningReducers() throws {
+    let app = RecordedApp()
+    app.send(CounterAction.increase(1))
+    app.send(TextAction.append("x"))
+    app.send(CounterAction.increase(10))
+    let reducer = try #require(app.counter.reducer as? CounterReducer)
+    let askedBefore = reducer.asked.withLock { $0.count }
+    let token = ObserverToken()
+    let heard = Locked<[Int]>([])
+    app.counter.register(observer: token, delivery: .synchronous) { model, _ in
+      heard.withLock { $0.append(model.count) }
+    }
+
+    let current = try app.recorder.previousRecord()
+    #expect(current?.index == 1)
+    #expect(app.counter.model.count == 1)
+    #expect(app.text.model.value == "x")
+
+    try app.recorder.previousRecord()
+    try app.recorder.previousRecord()
+    #expect(app.recorder.cursor == -1)
+    #expect(app.counter.model.count == 0)
+    #expect(app.text.model.value == "")
+    #expect(throws: RecorderError.self) { try app.recorder.previousRecord() }
+
+    try app.recorder.jump(to: 2)
+    #expect(app.counter.model.count == 11)
+    #expect(app.text.model.value == "x")
+    try app.recorder.jump(to: 0)
+    let next = try app.recorder.nextRecord()
+    #expect(next?.storeIdentifier == "text")
+    #expect(app.counter.model.count == 1)
+
+    #expect(reducer.asked.withLock { $0.count } == askedBefore)
+    #expect(heard.withLock { $0 } == [1, 0, 11, 1])
+    withExtendedLifetime(token) {}
+  }
+
+  @Test func dispatchingAfterMovingBackDropsTheRecordsAfterTheCursor() throws {
+    let app = RecordedApp()
+    app.send(CounterAction.increase(1))
+    app.send(CounterAction.increase(2))
+    app.send(CounterAction.increase(4))
+    try app.recorder.jump(to: 0)
+    app.send(CounterAction.increase(100))
+    let records = app.recorder.records
+    #expect(records.map(\.index) == [0, 1])
+    #expect((records[1].model as? Counter)?.count == 101)
+    #expect(app.counter.model.count == 101)
+    #expect(throws: RecorderError.self) { try app.recorder.jump(to: 2) }
+  }
+
+  @Test func theHistoryBoundDropsTheOldestRecordsAndTimeTravelStopsAtTheOldestKept() throws {
+    let app = RecordedApp(maxNumberOfRecords: 3)
+    for amount in 1...5 { app.send(CounterAction.increase(amount)) }
+    let records = app.recorder.records
+    #expect(records.count == 3)
+    #expect(records.map(\.index) == [2, 3, 4])
+    // Before the oldest kept record: the model the dropped records left (1 + 2).
+    try app.recorder.jump(to: 1)
+    #expect(app.counter.model.count == 3)
+    #expect(throws: RecorderError.indexOutOfRange(0, valid: 1...4)) { try app.recorder.jump(to: 0) }
+    try app.recorder.jump(to: 4)
+    #expect(app.counter.model.count == 15)
+  }
+
+  @Test func recordsModelsThatAreNotCodable() throws {
+    struct Plain: ModelType { var values: [Int] = [] }
+    final class PlainReducer: Reducer<Plain, CounterAction>, @unchecked Sendable {
+      override func operation(for action: CounterAction, in store: Store<Plain, CounterAction>) -> ActionOperation<
+        Plain, CounterAction
+      > {
+        ActionOperation(action: action, store: store) { operation, _, store in
+          store.updateModel { $0.values.append($0.values.count) }
+          operation.finish()
+        }
+      }
+    }
+    let dispatcher = Dispatcher()
+    let store = Store(identifier: "plain", model: Plain(), reducer: PlainReducer())
+    try dispatcher.register(store: store)
+    let recorder = RecorderMiddleware()
+    dispatcher.register(middleware: recorder)
+    for _ in 0..<3 { #expect(dispatchSync(dispatcher, CounterAction.noop).isSuccess) }
+    try recorder.jump(to: 0)
+    #expect(store.model.values == [0])
+    // Saving needs codecs for every recorded store.
+    let file = TemporaryFile()
+    var codecs = SessionCodecs()
+    codecs.register(storeIdentifier: "other", model: Counter.self, action: CounterAction.self)
+    #expect(throws: SessionError.self) { try recorder.save(to: file.url, codecs: codecs) }
+  }
+}
