@@ -37,8 +37,9 @@ public final class RecorderMiddleware: Middleware {
     state.withLock(owner: self) { $0.history.all }
   }
 
-  /// The index of the current record: the latest one, unless you moved back. One less than the first record's
-  /// index when you moved before it.
+  /// The index of the current record.
+  ///
+  /// The latest record's, unless you moved back; one less than the first record's index when you moved before it.
   public var cursor: Int {
     state.withLock(owner: self) { $0.cursor }
   }
@@ -48,8 +49,10 @@ public final class RecorderMiddleware: Middleware {
     state.withLock(owner: self) { $0.history.record(at: $0.cursor) }
   }
 
-  /// The first failure writing the session file, if any; after one the recorder stops writing, so the file
-  /// stays a valid prefix of the session. Recording in memory continues.
+  /// The first failure writing the session file, if any.
+  ///
+  /// After one the recorder stops writing, so the file stays a valid prefix of the session. Recording in memory
+  /// continues.
   public var persistenceError: SessionError? {
     let writer = state.withLock(owner: self) { $0.writer }
     return writer?.failure

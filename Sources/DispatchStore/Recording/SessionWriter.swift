@@ -17,8 +17,10 @@ final class SessionWriter: Sendable {
   private let handle: FileHandle
   private let state = Mutex(State())
 
-  /// Opens `url` for appending: writes the header to a new or empty file; otherwise validates the whole file
-  /// and drops an incomplete last line. A corrupt file is left untouched.
+  /// Opens `url` for appending.
+  ///
+  /// Writes the header to a new or empty file; otherwise validates the whole file and drops an incomplete last
+  /// line. A corrupt file is left untouched.
   init(appendingTo url: URL, codecs: SessionCodecs) throws(SessionError) {
     path = url.path
     let manager = FileManager.default
