@@ -3,11 +3,11 @@ import Dispatch
 import DispatchStore
 
 /// The model every benchmark store holds: one counter.
-struct Tally: ModelType, Equatable {
+struct Tally: ModelType, Equatable, Codable {
   var count = 0
 }
 
-enum TallyAction: ActionType {
+enum TallyAction: ActionType, Codable {
   /// Adds one and finishes at once, on the dispatching thread.
   case increment
   /// Adds one on a global-queue thread and finishes there.
