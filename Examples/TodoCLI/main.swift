@@ -56,7 +56,9 @@ var codecs = SessionCodecs()
 codecs.register(storeIdentifier: "todos", model: TodoList.self, action: TodoAction.self)
 
 var session: Session?
-if FileManager.default.fileExists(atPath: sessionURL.path) {
+// A missing or empty file is a new session; anything else must be a valid one.
+let sessionSize = (try? FileManager.default.attributesOfItem(atPath: sessionURL.path)[.size] as? Int) ?? 0
+if sessionSize > 0 {
   do {
     session = try Session.load(from: sessionURL, codecs: codecs)
   } catch {

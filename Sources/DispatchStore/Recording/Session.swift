@@ -46,10 +46,8 @@ public struct Session: Sendable {
     let tail = lines.removeLast()
     let truncatedLine = tail.isEmpty ? nil : lines.count + 1
     let completeByteCount = data.count - tail.count
-    guard let headerLine = lines.first else {
-      if truncatedLine != nil { throw .missingHeader(path: path) }
-      throw .missingHeader(path: path)
-    }
+    // No complete line at all: not even the header was written.
+    guard let headerLine = lines.first else { throw .missingHeader(path: path) }
     let headerStores = try validateHeader(Data(headerLine), path: path, codecs: codecs)
 
     let decoder = JSONDecoder()
