@@ -164,6 +164,27 @@ func registerSynchronousDispatch() {
     precondition(recorder.persistenceError == nil)
   }
 
+  Benchmark("Session.replay(actions:1000)") { benchmark in
+    // Record 1,000 actions to a file, load it, then measure replaying it into a fresh dispatcher.
+    var codecs = SessionCodecs()
+    codecs.register(storeIdentifier: "tally-0", model: Tally.self, action: TallyAction.self)
+    let file = FileManager.default.temporaryDirectory.appendingPathComponent("replay-bench-\(UUID()).jsonl")
+    defer { try? FileManager.default.removeItem(at: file) }
+    let recorded = Fixture()
+    let recorder = RecorderMiddleware()
+    recorded.dispatcher.register(middleware: recorder)
+    try! recorder.attach(appendingTo: file, codecs: codecs)
+    for _ in benchmark.scaledIterations {
+      recorded.dispatcher.dispatch(action: TallyAction.increment, mode: .sync)
+    }
+    let session = try! Session.load(from: file, codecs: codecs)
+    let fresh = Fixture()
+    benchmark.startMeasurement()
+    try! session.replay(into: fresh.dispatcher)
+    benchmark.stopMeasurement()
+    fresh.verify(benchmark.scaledIterations.count)
+  }
+
   Benchmark("Dispatcher.dispatch(sync,finishesOnAnotherThread)") { benchmark in
     let fixture = Fixture()
     benchmark.startMeasurement()
