@@ -21,7 +21,8 @@ final class DispatchRun: OperationCompletionHandler {
     /// Assigned when the operation starts if middleware will see the transaction, otherwise only if it fails:
     /// with nobody watching, a dispatch reads no clock.
     var transactionID: TransactionID?
-    var started: ContinuousClock.Instant?
+    /// `MonotonicClock` nanoseconds when the operation started.
+    var started: UInt64?
     var remainingWaits = 0
     var dependents: [Int] = []
 
@@ -172,7 +173,7 @@ final class DispatchRun: OperationCompletionHandler {
       store = state.withLock(owner: self) { $0.nodes.read(at: index, \.store) }
     } else {
       let id = TransactionID.next()
-      let started = ContinuousClock.now
+      let started = MonotonicClock.nanoseconds()
       store = state.withLock(owner: self) { state in
         state.nodes.update(at: index) { node in
           node.transactionID = id
@@ -201,14 +202,14 @@ final class DispatchRun: OperationCompletionHandler {
   }
 
   private func afterOperationFinished(_ index: Int, error: (any Error)?) {
-    let finished = middleware.isEmpty ? nil : ContinuousClock.now
+    let finished = middleware.isEmpty ? nil : MonotonicClock.nanoseconds()
     let (store, assignedID, started) = state.withLock(owner: self) { state in
       state.nodes.read(at: index) { ($0.store, $0.transactionID, $0.started) }
     }
     store.announceChange(for: action)
     if let finished, let started, let id = assignedID {
       var transaction = Transaction(id: id, storeIdentifier: store.identifier, action: action)
-      transaction.duration = finished - started
+      transaction.duration = .nanoseconds(Int64(bitPattern: finished &- started))
       transaction.error = error
       for middleware in middleware {
         middleware.didDispatch(transaction: transaction, action: action, in: store)

@@ -1,0 +1,20 @@
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// Nanoseconds on the system's monotonic clock, for transaction durations.
+///
+/// A direct `clock_gettime` read: about half the cost of `ContinuousClock.now` on Linux, which matters because
+/// middleware makes every dispatch read the clock twice.
+enum MonotonicClock {
+  @inline(__always)
+  static func nanoseconds() -> UInt64 {
+    var spec = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &spec)
+    return UInt64(spec.tv_sec) &* 1_000_000_000 &+ UInt64(spec.tv_nsec)
+  }
+}
