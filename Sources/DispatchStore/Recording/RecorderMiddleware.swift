@@ -138,20 +138,25 @@ public final class RecorderMiddleware: Middleware {
     state.withLock(owner: self) { $0.isReplaying = true }
     defer { state.withLock(owner: self) { $0.isReplaying = false } }
     try session.replay(into: dispatcher, mode: mode)
-    let bound = maxNumberOfRecords
-    state.withLock(owner: self) { state in
-      state.history = RecordHistory()
-      state.baselines = baselines
-      state.stores.merge(stores) { _, new in new }
-      for record in session.records {
-        state.history.append(record)
-        while state.history.count > bound {
-          let dropped = state.history.dropOldest()
-          state.baselines[dropped.storeIdentifier] = dropped.model
-        }
+    var history = RecordHistory()
+    var adopted = baselines
+    for record in session.records {
+      history.append(record)
+      while history.count > maxNumberOfRecords {
+        var unused: [any Sendable] = []
+        let dropped = history.dropOldest(released: &unused)
+        adopted[dropped.storeIdentifier] = dropped.model
       }
-      state.cursor = state.history.lastIndex
     }
+    let replaced = state.withLock(owner: self) { state in
+      swap(&state.history, &history)
+      let previousBaselines = state.baselines
+      state.baselines = adopted
+      state.stores.merge(stores) { _, new in new }
+      state.cursor = state.history.lastIndex
+      return (history, previousBaselines)
+    }
+    withExtendedLifetime(replaced) {}  // The previous history is released here, after the lock.
     // A cursor older than the bound keeps can only go as far back as the oldest kept record allows.
     let oldest = state.withLock(owner: self) { $0.history.firstIndex - 1 }
     guard session.cursor != cursor else { return }
@@ -227,12 +232,16 @@ public final class RecorderMiddleware: Middleware {
     guard transaction.succeeded else { return }
     let model = store.anyModel
     let weakStore = WeakStore(store as? any ModelRestoring)
+    var released: [any Sendable] = []
     let appended = state.withLock(owner: self) { state -> (Record, SessionWriter?, SessionCodecs?, Int)? in
       guard !state.isReplaying else { return nil }
       let record = state.append(
-        transaction: transaction, action: action, model: model, store: weakStore, bound: maxNumberOfRecords)
+        transaction: transaction, action: action, model: model, store: weakStore, bound: maxNumberOfRecords,
+        released: &released)
       return (record, state.writer, state.codecs, state.takeSequence())
     }
+    // Dropped records are released here, after the lock: a model may hold objects whose deinit is app code.
+    withExtendedLifetime(released) {}
     guard let (record, writer, codecs, sequence) = appended else { return }
     if let writer, let codecs {
       writer.write(Self.encode(.record(record), codecs: codecs), sequence: sequence)
@@ -283,17 +292,22 @@ struct RecorderState {
     return nextSequence
   }
 
+  /// Appends a record; what it drops goes to `released`, for the caller to release after the lock.
   mutating func append(
-    transaction: Transaction, action: any ActionType, model: any ModelType, store: WeakStore, bound: Int
+    transaction: Transaction, action: any ActionType, model: any ModelType, store: WeakStore, bound: Int,
+    released: inout [any Sendable]
   ) -> Record {
-    if cursor < history.lastIndex { history.removeAll(from: cursor + 1) }
+    if cursor < history.lastIndex { released.append(history.removeAll(from: cursor + 1)) }
     let record = Record(
       index: history.nextIndex, transactionID: transaction.id, timestamp: Date(),
       storeIdentifier: transaction.storeIdentifier, action: action, model: model)
     history.append(record)
     while history.count > bound {
-      let dropped = history.dropOldest()
-      baselines[dropped.storeIdentifier] = dropped.model
+      let dropped = history.dropOldest(released: &released)
+      if let replaced = baselines.updateValue(dropped.model, forKey: dropped.storeIdentifier) {
+        released.append(replaced)
+      }
+      released.append(dropped)
     }
     cursor = record.index
     if stores[transaction.storeIdentifier]?.value == nil { stores[transaction.storeIdentifier] = store }
@@ -374,22 +388,26 @@ struct RecordHistory {
     nextIndex += 1
   }
 
-  mutating func dropOldest() -> Record {
+  /// Drops and returns the oldest record; records freed by compacting the storage go to `released`.
+  mutating func dropOldest(released: inout [any Sendable]) -> Record {
     let dropped = storage[head]
     head += 1
     if head > 64 && head * 2 > storage.count {
+      released.append(Array(storage[..<head]))
       storage.removeFirst(head)
       head = 0
     }
     return dropped
   }
 
-  /// Removes the records from `index` on; the next record gets `index`.
-  mutating func removeAll(from index: Int) {
-    guard index <= lastIndex else { return }
+  /// Removes the records from `index` on and returns them; the next record gets `index`.
+  mutating func removeAll(from index: Int) -> [Record] {
+    guard index <= lastIndex else { return [] }
     let first = firstIndex
     let kept = max(index, first)
+    let removed = Array(storage[(head + kept - first)...])
     storage.removeSubrange((head + kept - first)...)
     nextIndex = kept
+    return removed
   }
 }

@@ -144,3 +144,58 @@ struct RecorderMiddlewareTests {
     #expect(throws: SessionError.self) { try recorder.save(to: file.url, codecs: codecs) }
   }
 }
+
+/// An object whose deinit reads the recorder: released under the recorder's lock, it would trap (the lock is not
+/// recursive), so a passing test shows that dropped records are released after the lock.
+final class RecorderCanary: Sendable {
+  let recorder: RecorderMiddleware
+  let released: Locked<Int>
+
+  init(recorder: RecorderMiddleware, released: Locked<Int>) {
+    self.recorder = recorder
+    self.released = released
+  }
+
+  deinit {
+    _ = recorder.records.count
+    released.withLock { $0 += 1 }
+  }
+}
+
+struct CanaryModel: ModelType {
+  var canary: RecorderCanary?
+}
+
+@Suite("RecorderMiddleware releases", .timeLimit(.minutes(1)))
+struct RecorderReleaseTests {
+  @Test func droppedRecordsAreReleasedOutsideTheRecordersLock() throws {
+    final class CanaryReducer: Reducer<CanaryModel, CounterAction>, @unchecked Sendable {
+      let recorder: RecorderMiddleware
+      let released: Locked<Int>
+      init(recorder: RecorderMiddleware, released: Locked<Int>) {
+        self.recorder = recorder
+        self.released = released
+      }
+      override func operation(
+        for action: CounterAction, in store: Store<CanaryModel, CounterAction>
+      ) -> ActionOperation<CanaryModel, CounterAction> {
+        ActionOperation(action: action, store: store) { [recorder, released] operation, _, store in
+          store.updateModel { $0.canary = RecorderCanary(recorder: recorder, released: released) }
+          operation.finish()
+        }
+      }
+    }
+    let recorder = RecorderMiddleware(maxNumberOfRecords: 1)
+    let released = Locked(0)
+    let dispatcher = Dispatcher()
+    let store = Store(
+      identifier: "canary", model: CanaryModel(), reducer: CanaryReducer(recorder: recorder, released: released))
+    try dispatcher.register(store: store)
+    dispatcher.register(middleware: recorder)
+    for _ in 0..<200 { #expect(dispatchSync(dispatcher, CounterAction.noop).isSuccess) }
+    // Go back and dispatch again: the record after the cursor is dropped too.
+    try recorder.previousRecord()
+    #expect(dispatchSync(dispatcher, CounterAction.noop).isSuccess)
+    #expect(released.withLock { $0 } >= 190)
+  }
+}
