@@ -110,12 +110,14 @@ final class Counter: @unchecked Sendable {
 // MARK: - Synchronous dispatch
 
 func registerSynchronousDispatch() {
-  func syncDispatch(_ name: String, setup: @escaping @Sendable () -> Fixture) {
+  func syncDispatch(
+    _ name: String, action: TallyAction = .increment, setup: @escaping @Sendable () -> Fixture = { Fixture() }
+  ) {
     Benchmark("Dispatcher.dispatch(sync,\(name))") { benchmark in
       let fixture = setup()
       benchmark.startMeasurement()
       for _ in benchmark.scaledIterations {
-        fixture.dispatcher.dispatch(action: TallyAction.increment, mode: .sync)
+        fixture.dispatcher.dispatch(action: action, mode: .sync)
       }
       benchmark.stopMeasurement()
       fixture.verify(benchmark.scaledIterations.count)
@@ -185,15 +187,7 @@ func registerSynchronousDispatch() {
     fresh.verify(benchmark.scaledIterations.count)
   }
 
-  Benchmark("Dispatcher.dispatch(sync,finishesOnAnotherThread)") { benchmark in
-    let fixture = Fixture()
-    benchmark.startMeasurement()
-    for _ in benchmark.scaledIterations {
-      fixture.dispatcher.dispatch(action: TallyAction.incrementElsewhere, mode: .sync)
-    }
-    benchmark.stopMeasurement()
-    fixture.verify(benchmark.scaledIterations.count)
-  }
+  syncDispatch("finishesOnAnotherThread", action: .incrementElsewhere)
 }
 
 // MARK: - Lanes

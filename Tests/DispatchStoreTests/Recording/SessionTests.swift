@@ -149,7 +149,7 @@ struct SessionTests {
     app.send(CounterAction.increase(2))
     let session = try Session.load(from: file.url, codecs: appCodecs())
 
-    // The replaying app's counter adds twice as much: its second counter record diverges... at its first.
+    // The replaying app's counter adds twice as much, so its very first record diverges.
     let dispatcher = Dispatcher()
     let doubling = Store(
       identifier: "counter", model: Counter(),
