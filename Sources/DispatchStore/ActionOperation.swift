@@ -28,6 +28,11 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
 
   private let block: Block
   private let state = Mutex(OperationState())
+  /// Whether the operation finished, readable without the lock: 0 while unfinished, 1 finished, 2 failed.
+  ///
+  /// Written under the lock, with the phase. A dispatch reads it right after starting the operation, and `deinit`
+  /// reads it to skip the lock for an operation that finished.
+  private let finishedFlag = Atomic<UInt8>(0)
 
   /// Creates an operation; it runs when the dispatcher (or an operation depending on it) starts it.
   /// - Parameters:
@@ -41,11 +46,13 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   }
 
   deinit {
+    guard finishedFlag.load(ordering: .acquiring) == 0 else { return }
     let handlers = state.withLock(owner: self) { state -> Handlers? in
       switch state.phase {
       case .pending, .finished: return nil
       case .waiting, .running:
         state.phase = .finished(failed: true)
+        finishedFlag.store(2, ordering: .releasing)
         return state.takeHandlers()
       }
     }
@@ -69,10 +76,7 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
 
   /// Whether the operation has finished, successfully or not.
   public var isFinished: Bool {
-    state.withLock(owner: self) { state in
-      if case .finished = state.phase { return true }
-      return false
-    }
+    finishedFlag.load(ordering: .acquiring) != 0
   }
 
   /// Makes this operation run only after `operation` finished successfully.
@@ -104,6 +108,7 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
       case .pending, .waiting, .running:
         state.phase = .finished(failed: error != nil)
         state.error = error
+        finishedFlag.store(error == nil ? 1 : 2, ordering: .releasing)
         return state.takeHandlers()
       }
     }
@@ -130,6 +135,14 @@ protocol OperationStarting: AnyObject, Sendable {
   func start(notifying handler: (any OperationCompletionHandler)?, token: Int)
   /// Whether this operation, directly or through its dependencies, depends on the given operation.
   func dependsOn(_ operation: ObjectIdentifier) -> Bool
+  /// Whether the operation finished, and with what error.
+  var outcome: OperationOutcome { get }
+}
+
+/// Whether an operation finished, as seen by the code that started it.
+enum OperationOutcome {
+  case unfinished
+  case finished((any Error)?)
 }
 
 /// The handlers of one operation: one inline slot, since an operation almost always has exactly one.
@@ -172,6 +185,14 @@ extension ActionOperation: OperationStarting, OperationCompletionHandler {
     case .startDependencies(let dependencies):
       for dependency in dependencies { dependency.start(notifying: self, token: 0) }
     case .alreadyFinished(let error): handler?.operationFinished(token: token, error: error)
+    }
+  }
+
+  var outcome: OperationOutcome {
+    switch finishedFlag.load(ordering: .acquiring) {
+    case 0: return .unfinished
+    case 1: return .finished(nil)
+    default: return .finished(state.withLock(owner: self) { $0.error })
     }
   }
 

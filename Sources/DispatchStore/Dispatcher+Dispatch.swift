@@ -165,13 +165,22 @@ extension Dispatcher {
     placement: DispatchRun.Placement,
     onComplete: Completion?
   ) -> Result<Void, DispatchError> {
-    let run: DispatchRun
+    let prepared: DispatchRun.Prepared
     do {
-      run = try DispatchRun.make(
+      prepared = try DispatchRun.prepare(
         dispatcher: self, storeIdentifier: storeIdentifier, action: action, placement: placement,
         onComplete: onComplete)
     } catch {
       return .failure(error)
+    }
+    let run: DispatchRun
+    switch prepared {
+    case .single(let store):
+      return SingleStoreDispatch.run(
+        store: store, action: action, dispatcherID: ObjectIdentifier(self), placement: placement,
+        onComplete: onComplete)
+    case .run(let prepared):
+      run = prepared
     }
     run.start()
     return onComplete == nil ? run.waitForResult() : .success(())

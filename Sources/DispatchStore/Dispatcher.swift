@@ -63,7 +63,7 @@ public final class Dispatcher: Sendable {
       guard registry.stores[store.identifier] == nil else { return false }
       registry.stores[store.identifier] = store
       // Appended in place: the array is copied only while a dispatch still holds the previous one.
-      registry.routes[ObjectIdentifier(Action.self), default: []].append(store)
+      registry.routes.append(store, for: ObjectIdentifier(Action.self))
       return true
     }
     guard added else { throw .duplicateStoreIdentifier(store.identifier) }
@@ -77,9 +77,7 @@ public final class Dispatcher: Sendable {
   public func unregister(identifier: String) -> (any AnyStore)? {
     registry.withLock(owner: self) { registry in
       guard let store = registry.stores.removeValue(forKey: identifier) else { return nil }
-      let key = ObjectIdentifier(store.actionType)
-      registry.routes[key]?.removeAll { $0 === store }
-      if registry.routes[key]?.isEmpty == true { registry.routes[key] = nil }
+      registry.routes.remove(store, for: ObjectIdentifier(store.actionType))
       return store
     }
   }
@@ -133,6 +131,6 @@ public final class Dispatcher: Sendable {
 struct Registry {
   var stores: [String: any DispatchTarget] = [:]
   /// The stores handling each action type, keyed by `ObjectIdentifier(Action.self)`, in registration order.
-  var routes: [ObjectIdentifier: [any DispatchTarget]] = [:]
+  var routes = RouteTable()
   var middleware: [any Middleware] = []
 }

@@ -49,21 +49,40 @@ final class DispatchRun: OperationCompletionHandler {
   let onComplete: (@Sendable (Result<Void, DispatchError>) -> Void)?
   private let state: Mutex<State>
 
-  /// Prepares a run, or returns the error that forbids running any operation.
-  static func make(
+  /// What a prepared dispatch runs.
+  enum Prepared {
+    /// One store that waits for nobody, with no middleware: run by ``SingleStoreDispatch``, without a run object.
+    case single(any DispatchTarget)
+    /// Everything else.
+    case run(DispatchRun)
+  }
+
+  /// Prepares a dispatch, or returns the error that forbids running any operation.
+  static func prepare(
     dispatcher: Dispatcher,
     storeIdentifier: String?,
     action: any ActionType,
     placement: Placement,
     onComplete: (@Sendable (Result<Void, DispatchError>) -> Void)?
-  ) throws(DispatchError) -> DispatchRun {
+  ) throws(DispatchError) -> Prepared {
     let actionType = ObjectIdentifier(type(of: action))
-    let (found, route, middleware) = dispatcher.registry.withLock(owner: dispatcher) { registry in
-      (storeIdentifier.map { registry.stores[$0] }, registry.routes[actionType] ?? [], registry.middleware)
+    let (found, route, middleware) = dispatcher.registry.withLock(owner: dispatcher) {
+      registry -> ((any DispatchTarget)?, [any DispatchTarget], [any Middleware]) in
+      guard let storeIdentifier else { return (nil, registry.routes[actionType], registry.middleware) }
+      return (registry.stores[storeIdentifier], [], registry.middleware)
+    }
+    // The common case: one store that waits for nobody, and no middleware.
+    var singleWaits: [String]?
+    if middleware.isEmpty, let single = storeIdentifier == nil ? (route.count == 1 ? route[0] : nil) : found,
+      ObjectIdentifier(single.actionType) == actionType
+    {
+      let waits = single.waitList(for: action)
+      if waits.isEmpty { return .single(single) }
+      singleWaits = waits
     }
     var nodes: InlineFirstArray<Node>
     if let storeIdentifier {
-      guard case .some(.some(let store)) = found else { throw .unknownStore(identifier: storeIdentifier) }
+      guard let store = found else { throw .unknownStore(identifier: storeIdentifier) }
       guard ObjectIdentifier(store.actionType) == actionType else {
         throw .actionTypeMismatch(
           storeIdentifier: storeIdentifier, expected: String(reflecting: store.actionType),
@@ -80,7 +99,11 @@ final class DispatchRun: OperationCompletionHandler {
     // Reducers' wait lists are user code: asked outside the registry lock. Arrays only when someone waits.
     var waitLists: [[String]]?
     for index in 0..<nodes.count {
-      let waits = nodes.read(at: index) { $0.store }.waitList(for: action)
+      // User code: each reducer is asked once.
+      let waits =
+        index == 0
+        ? singleWaits ?? nodes.read(at: 0, \.store).waitList(for: action)
+        : nodes.read(at: index, \.store).waitList(for: action)
       guard !waits.isEmpty else { continue }
       if waitLists == nil { waitLists = Array(repeating: [], count: nodes.count) }
       waitLists?[index] = waits
@@ -100,9 +123,10 @@ final class DispatchRun: OperationCompletionHandler {
         }
       }
     }
-    return DispatchRun(
-      dispatcherID: ObjectIdentifier(dispatcher), action: action, middleware: middleware, placement: placement,
-      nodes: nodes, onComplete: onComplete)
+    return .run(
+      DispatchRun(
+        dispatcherID: ObjectIdentifier(dispatcher), action: action, middleware: middleware, placement: placement,
+        nodes: nodes, onComplete: onComplete))
   }
 
   private init(

@@ -7,6 +7,8 @@ protocol DispatchTarget: AnyStore {
   func waitList(for action: any ActionType) -> [String]
   /// Asks the reducer for an operation and starts it; `handler` hears when it finished.
   func startOperation(for action: any ActionType, notifying handler: any OperationCompletionHandler, token: Int)
+  /// Asks the reducer for an operation, starts it with nobody to notify, and returns it.
+  func startOperation(for action: any ActionType) -> any OperationStarting
   /// Announces the change the finished operation made, if any.
   func announceChange(for action: any ActionType)
 }
@@ -18,6 +20,12 @@ extension Store: DispatchTarget {
 
   func startOperation(for action: any ActionType, notifying handler: any OperationCompletionHandler, token: Int) {
     reducer.operation(for: ownAction(action), in: self).start(notifying: handler, token: token)
+  }
+
+  func startOperation(for action: any ActionType) -> any OperationStarting {
+    let operation = reducer.operation(for: ownAction(action), in: self)
+    operation.start(notifying: nil, token: 0)
+    return operation
   }
 
   func announceChange(for action: any ActionType) {
@@ -32,7 +40,7 @@ extension Store: DispatchTarget {
   private func ownAction(_ action: any ActionType) -> Action {
     func project<Dispatched: ActionType>(_ action: Dispatched) -> Action {
       precondition(Dispatched.self == Action.self, "DispatchStore: an action was routed to a store of another type")
-      return withUnsafePointer(to: action) { $0.withMemoryRebound(to: Action.self, capacity: 1) { $0.pointee } }
+      return unsafeBitCast(action, to: Action.self)
     }
     return project(action)
   }

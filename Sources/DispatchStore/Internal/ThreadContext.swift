@@ -10,12 +10,14 @@
 /// `.sync` dispatch) and whether this thread is the library's main run-loop thread.
 ///
 /// Each instance is reachable only from its own thread through a pthread key, so it needs no lock; it is not
-/// `Sendable` and never leaves its thread.
+/// `Sendable` and never leaves its thread. For the same reason its properties skip the runtime's dynamic exclusivity
+/// checks, which would otherwise cost more than the rest of a dispatch's bookkeeping: only its own thread can reach
+/// an instance, and no accessor here calls out while it accesses a property.
 final class ThreadContext {
   /// Identifiers of the dispatchers whose operations are starting on this thread, innermost last.
-  var runningDispatchers: [ObjectIdentifier] = []
+  @exclusivity(unchecked) var runningDispatchers: [ObjectIdentifier] = []
   /// The run-loop thread this thread is, if it is one.
-  var mainRunLoopThread: MainRunLoopThread?
+  @exclusivity(unchecked) var mainRunLoopThread: MainRunLoopThread?
 
   /// The calling thread's context, created on first use and released when the thread exits.
   static var current: ThreadContext {

@@ -1,0 +1,68 @@
+import Testing
+
+@testable import DispatchStore
+
+@Suite("RouteTable")
+struct RouteTableTests {
+  /// Distinct keys: the identities of live objects, as distinct as action metatypes.
+  final class Key {}
+
+  @Test func findsEveryKeyAfterGrowingAndRemovingInAnyOrder() {
+    let keys = (0..<200).map { _ in Key() }
+    let stores = (0..<200).map { makeCounterStore("s\($0)") }
+    var table = RouteTable()
+    for (index, key) in keys.enumerated() {
+      table.append(stores[index], for: ObjectIdentifier(key))
+    }
+    // A second store for every third key keeps registration order.
+    for index in stride(from: 0, to: 200, by: 3) {
+      table.append(stores[(index + 1) % 200], for: ObjectIdentifier(keys[index]))
+    }
+    #expect(table.count == 200)
+
+    var generator = SplitMix(seed: 7)
+    var removed = Set<Int>()
+    for index in (0..<200).shuffled(using: &generator).prefix(120) {
+      removed.insert(index)
+      table.remove(stores[index], for: ObjectIdentifier(keys[index]))
+      if index % 3 == 0 { table.remove(stores[(index + 1) % 200], for: ObjectIdentifier(keys[index])) }
+    }
+
+    #expect(table.count == 80)
+    for (index, key) in keys.enumerated() {
+      let found = table[ObjectIdentifier(key)].map(\.identifier)
+      if removed.contains(index) {
+        #expect(found.isEmpty, "key \(index) was removed")
+      } else {
+        let expected = index % 3 == 0 ? ["s\(index)", "s\((index + 1) % 200)"] : ["s\(index)"]
+        #expect(found == expected, "key \(index)")
+      }
+    }
+  }
+
+  @Test func removingOneOfSeveralStoresKeepsTheKey() {
+    let key = ObjectIdentifier(Key.self)
+    let first = makeCounterStore("first")
+    let second = makeCounterStore("second")
+    var table = RouteTable()
+    table.append(first, for: key)
+    table.append(second, for: key)
+    table.remove(first, for: key)
+    #expect(table[key].map(\.identifier) == ["second"])
+    #expect(table.count == 1)
+    #expect(table[ObjectIdentifier(Int.self)].isEmpty)
+  }
+}
+
+/// A small deterministic generator, so that a failure reproduces.
+struct SplitMix: RandomNumberGenerator {
+  var state: UInt64
+  init(seed: UInt64) { state = seed }
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+}

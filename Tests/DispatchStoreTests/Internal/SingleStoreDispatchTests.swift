@@ -1,0 +1,95 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+
+@testable import DispatchStore
+
+/// The path taken by a dispatch that reaches one store that waits for nobody, with no middleware.
+@Suite("Single-store dispatch", .timeLimit(.minutes(1)))
+struct SingleStoreDispatchTests {
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func lateFinishAnnouncesOnTheFinishingThreadBeforeTheCompletion(mode: Dispatcher.Mode) async throws {
+    let dispatcher = Dispatcher()
+    let store = makeCounterStore("late")
+    try dispatcher.register(store: store)
+    let token = ObserverToken()
+    let observerThreads = Locked<[ObjectIdentifier]>([])
+    store.register(observer: token, delivery: .synchronous) { _, _ in
+      observerThreads.withLock { $0.append(ObjectIdentifier(Thread.current)) }
+    }
+    let caller = Locked<ObjectIdentifier?>(nil)
+
+    let result = await withCheckedContinuation { continuation in
+      caller.withLock { $0 = ObjectIdentifier(Thread.current) }
+      dispatcher.dispatch(action: CounterAction.increaseLater(3), mode: mode) { result in
+        // The observer already heard, and the model is final.
+        #expect(observerThreads.withLock { $0.count } == 1)
+        #expect(store.model.count == 3)
+        continuation.resume(returning: result)
+      }
+    }
+
+    #expect(result.isSuccess)
+    if mode == .sync {
+      // The operation finished on a global-queue thread, and the observer ran there, not on the caller.
+      #expect(observerThreads.withLock { $0 } != [caller.withLock { $0 }])
+    }
+    withExtendedLifetime(token) {}
+  }
+
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func failureNamesTheStoreAndANewTransaction(mode: Dispatcher.Mode) async throws {
+    let dispatcher = Dispatcher()
+    try dispatcher.register(store: makeCounterStore("failing"))
+    let before = TransactionID.next()
+
+    let result = await withCheckedContinuation { continuation in
+      dispatcher.dispatch(action: CounterAction.fail, mode: mode) { continuation.resume(returning: $0) }
+    }
+
+    guard case .operationsFailed(let failures) = result.dispatchError else {
+      Issue.record("expected operationsFailed, got \(result)")
+      return
+    }
+    #expect(failures.map(\.storeIdentifier) == ["failing"])
+    #expect(failures.first?.error as? TestFailure == TestFailure(reason: "fail in failing"))
+    #expect(failures.first.map { $0.transactionID > before } == true)
+  }
+
+  @Test func reducerIsAskedForItsWaitListOncePerDispatch() throws {
+    let dispatcher = Dispatcher()
+    let asked = Atomic<Int>(0)
+    // Waits for a registered store that does not handle counter actions: the general path, satisfied at once.
+    let waiting = makeCounterStore("waiting") { _ in
+      asked.add(1, ordering: .relaxed)
+      return ["text"]
+    }
+    try dispatcher.register(store: waiting)
+    try dispatcher.register(store: Store(identifier: "text", model: Text(), reducer: TextReducer()))
+
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1), storeIdentifier: "waiting").isSuccess)
+
+    #expect(asked.load(ordering: .relaxed) == 2)
+    #expect(waiting.model.count == 2)
+  }
+
+  @Test func operationThatFinishesWhileTheDispatcherRegistersForItCompletesOnce() async throws {
+    // The operation finishes on another thread, racing with the dispatch registering for its completion: the
+    // completion must run exactly once whichever side wins.
+    let dispatcher = Dispatcher()
+    let store = makeCounterStore("race")
+    try dispatcher.register(store: store)
+    let completions = Atomic<Int>(0)
+
+    for _ in 0..<2_000 {
+      dispatcher.dispatch(action: CounterAction.increaseLater(1), mode: .sync) { _ in
+        completions.add(1, ordering: .relaxed)
+      }
+    }
+
+    #expect(completions.load(ordering: .relaxed) == 2_000)
+    #expect(store.model.count == 2_000)
+  }
+}
