@@ -30,14 +30,18 @@ extension Dispatcher {
       completion?(result)
     case .async:
       DispatchQueue.global().async { [self] in
-        let failure = run(
-          storeIdentifier: storeIdentifier, action: action, placement: .anyThread, onComplete: completion)
-        if case .failure = failure { completion?(failure) }
+        // Never `nil`: that would make this thread wait for an operation that finishes later.
+        let outcome = run(storeIdentifier: storeIdentifier, action: action, placement: .anyThread) {
+          completion ?? { _ in }
+        }
+        if case .finished(let result) = outcome { completion?(result) }
       }
     case .serial:
-      enqueue(on: serialLane, placement: .anyThread, storeIdentifier: storeIdentifier, action: action, completion)
+      serialLane.enqueue(
+        Lane.Job(storeIdentifier: storeIdentifier, action: action, completion: completion), dispatcher: self)
     case .mainThread:
-      enqueue(on: mainLane, placement: .main(mainQueue), storeIdentifier: storeIdentifier, action: action, completion)
+      mainLane.enqueue(
+        Lane.Job(storeIdentifier: storeIdentifier, action: action, completion: completion), dispatcher: self)
     }
   }
 
@@ -128,61 +132,68 @@ extension Dispatcher {
     dispatch(action: action, mode: mode, then: completion)
   }
 
-  /// Runs the dispatch as `lane`'s next job; the lane moves on once the completion ran.
-  private func enqueue(
-    on lane: Lane,
-    placement: DispatchRun.Placement,
-    storeIdentifier: String?,
-    action: any ActionType,
-    _ completion: Completion?
-  ) {
-    lane.enqueue { [self] done in
-      let failure = run(storeIdentifier: storeIdentifier, action: action, placement: placement) { result in
-        completion?(result)
-        done()
-      }
-      if case .failure = failure {
-        completion?(failure)
-        done()
+  /// Runs `job` for `lane`; returns whether it finished (and its completion ran) before returning.
+  ///
+  /// Otherwise its completion tells the lane when it finished.
+  func runLaneJob(_ job: Lane.Job, on lane: Lane) -> Bool {
+    let outcome = run(storeIdentifier: job.storeIdentifier, action: job.action, placement: lane.placement) {
+      { [self] result in
+        job.completion?(result)
+        lane.jobDone(dispatcher: self)
       }
     }
+    guard case .finished(let result) = outcome else { return false }
+    job.completion?(result)
+    return true
   }
 
   private func dispatchSynchronously(storeIdentifier: String?, action: any ActionType) -> Result<Void, DispatchError> {
     guard !ThreadContext.current.runningDispatchers.contains(ObjectIdentifier(self)) else {
       return .failure(.reentrantSynchronousDispatch(actionType: String(reflecting: type(of: action))))
     }
-    return run(storeIdentifier: storeIdentifier, action: action, placement: .anyThread, onComplete: nil)
+    guard
+      case .finished(let result) = run(
+        storeIdentifier: storeIdentifier, action: action, placement: .anyThread, completion: { nil })
+    else { preconditionFailure("DispatchStore: a dispatch without completion must finish before returning") }
+    return result
   }
 
-  /// Starts a run.
+  /// How a started dispatch ended, as far as the thread that started it knows.
+  enum RunOutcome {
+    /// Finished with this result; no completion was called.
+    case finished(Result<Void, DispatchError>)
+    /// Finishes later; the completion `run` was given reports it.
+    case later
+  }
+
+  /// Starts a dispatch.
   ///
-  /// With no `onComplete` it waits for the run and returns its result; otherwise it returns `.success` once
-  /// started, or the failure that prevented starting (`onComplete` is then not called).
+  /// A dispatch that finishes before its start returns (or fails to start) reports `.finished`; nothing else
+  /// hears about it. Otherwise `completion` is asked for what will: `nil` makes this wait and return `.finished`,
+  /// which `.sync` does. A completion is only made (allocated) when it is needed.
   private func run(
     storeIdentifier: String?,
     action: any ActionType,
     placement: DispatchRun.Placement,
-    onComplete: Completion?
-  ) -> Result<Void, DispatchError> {
+    completion: () -> Completion?
+  ) -> RunOutcome {
     let prepared: DispatchRun.Prepared
     do {
       prepared = try DispatchRun.prepare(
-        dispatcher: self, storeIdentifier: storeIdentifier, action: action, placement: placement,
-        onComplete: onComplete)
+        dispatcher: self, storeIdentifier: storeIdentifier, action: action, placement: placement)
     } catch {
-      return .failure(error)
+      return .finished(.failure(error))
     }
-    let run: DispatchRun
     switch prepared {
     case .single(let store):
       return SingleStoreDispatch.run(
         store: store, action: action, dispatcherID: ObjectIdentifier(self), placement: placement,
-        onComplete: onComplete)
-    case .run(let prepared):
-      run = prepared
+        completion: completion)
+    case .run(let plan):
+      let onComplete = completion()
+      let run = DispatchRun(plan: plan, onComplete: onComplete)
+      run.start()
+      return onComplete == nil ? .finished(run.waitForResult()) : .later
     }
-    run.start()
-    return onComplete == nil ? run.waitForResult() : .success(())
   }
 }

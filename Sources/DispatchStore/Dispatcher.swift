@@ -48,8 +48,8 @@ public final class Dispatcher: Sendable {
   ///   the process main thread (on Apple platforms).
   public init(mainQueue: MainQueue = .libraryThread) {
     self.mainQueue = mainQueue
-    self.serialLane = Lane(executor: .queue(DispatchQueue(label: "DispatchStore.serial")))
-    self.mainLane = Lane(executor: .main(mainQueue))
+    self.serialLane = Lane(executor: .queue(DispatchQueue(label: "DispatchStore.serial")), placement: .anyThread)
+    self.mainLane = Lane(executor: .main(mainQueue), placement: .main(mainQueue))
   }
 
   // MARK: - Stores

@@ -53,8 +53,17 @@ final class DispatchRun: OperationCompletionHandler {
   enum Prepared {
     /// One store that waits for nobody, with no middleware: run by ``SingleStoreDispatch``, without a run object.
     case single(any DispatchTarget)
-    /// Everything else.
-    case run(DispatchRun)
+    /// Everything else: a run, once given its completion.
+    case run(Plan)
+  }
+
+  /// A run's stores, wait graph and middleware, checked and ready to start.
+  struct Plan {
+    fileprivate let dispatcherID: ObjectIdentifier
+    fileprivate let action: any ActionType
+    fileprivate let middleware: [any Middleware]
+    fileprivate let placement: Placement
+    fileprivate let nodes: InlineFirstArray<Node>
   }
 
   /// Prepares a dispatch, or returns the error that forbids running any operation.
@@ -62,8 +71,7 @@ final class DispatchRun: OperationCompletionHandler {
     dispatcher: Dispatcher,
     storeIdentifier: String?,
     action: any ActionType,
-    placement: Placement,
-    onComplete: (@Sendable (Result<Void, DispatchError>) -> Void)?
+    placement: Placement
   ) throws(DispatchError) -> Prepared {
     let actionType = ObjectIdentifier(type(of: action))
     let (found, route, middleware) = dispatcher.registry.withLock(owner: dispatcher) {
@@ -124,21 +132,19 @@ final class DispatchRun: OperationCompletionHandler {
       }
     }
     return .run(
-      DispatchRun(
+      Plan(
         dispatcherID: ObjectIdentifier(dispatcher), action: action, middleware: middleware, placement: placement,
-        nodes: nodes, onComplete: onComplete))
+        nodes: nodes))
   }
 
-  private init(
-    dispatcherID: ObjectIdentifier, action: any ActionType, middleware: [any Middleware], placement: Placement,
-    nodes: InlineFirstArray<Node>, onComplete: (@Sendable (Result<Void, DispatchError>) -> Void)?
-  ) {
-    self.dispatcherID = dispatcherID
-    self.action = action
-    self.middleware = middleware
-    self.placement = placement
+  /// Makes the run of `plan`; `onComplete` hears its result (with none, call ``waitForResult()``).
+  init(plan: Plan, onComplete: (@Sendable (Result<Void, DispatchError>) -> Void)?) {
+    self.dispatcherID = plan.dispatcherID
+    self.action = plan.action
+    self.middleware = plan.middleware
+    self.placement = plan.placement
     self.onComplete = onComplete
-    self.state = Mutex(State(nodes: nodes, unfinished: nodes.count))
+    self.state = Mutex(State(nodes: plan.nodes, unfinished: plan.nodes.count))
   }
 
   /// Starts every store that waits for nobody.

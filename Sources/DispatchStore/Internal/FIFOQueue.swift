@@ -6,6 +6,8 @@ struct FIFOQueue<Element> {
   private var storage: [Element?] = []
   private var head = 0
 
+  var isEmpty: Bool { head == storage.count }
+
   mutating func append(_ element: Element) {
     storage.append(element)
   }

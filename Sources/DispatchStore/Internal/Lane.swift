@@ -1,9 +1,21 @@
 import Dispatch
 import Synchronization
 
-/// A FIFO lane of dispatches: each job starts on the lane's executor after the previous job called `done`.
+/// A FIFO lane of dispatches (`.serial` or `.mainThread`): each starts on the lane's executor after the previous
+/// one finished.
+///
+/// One hop to the executor drains many dispatches. A drain runs the queued dispatches one after another on the
+/// executor's thread for as long as each finishes before its start returns (most do). A dispatch whose operation
+/// finishes later on another thread stalls the lane; its completion calls ``jobDone(dispatcher:)``, which
+/// schedules the next drain. Decisions are made under the lock by ``State``; the hops and the dispatches
+/// themselves run after it was released.
 final class Lane: Sendable {
-  typealias Job = @Sendable (_ done: @escaping @Sendable () -> Void) -> Void
+  /// One queued dispatch.
+  struct Job: Sendable {
+    let storeIdentifier: String?
+    let action: any ActionType
+    let completion: Dispatcher.Completion?
+  }
 
   enum Executor: Sendable {
     case queue(DispatchQueue)
@@ -17,44 +29,104 @@ final class Lane: Sendable {
     }
   }
 
-  private struct State {
+  /// Dispatches one drain runs before it hops again, so that other work on the executor's thread (main-thread
+  /// observer notifications, for example) is not held off by a long burst.
+  static let batchSize = 64
+
+  struct State {
     var pending = FIFOQueue<Job>()
-    /// A job is running (or scheduled to run); later jobs wait in `pending`.
-    var isBusy = false
+    /// A drain is scheduled or running; only it starts jobs.
+    var isDraining = false
+    /// A job started and has not finished.
+    var jobInFlight = false
+
+    enum Next {
+      case run(Job)
+      /// Stop draining: nothing is queued, or the running job finishes later (its completion reschedules).
+      case stop
+      /// Hop again before running more (the batch is used up).
+      case reschedule
+    }
+
+    /// Appends `job`; returns whether the caller must schedule a drain.
+    mutating func enqueue(_ job: Job) -> Bool {
+      pending.append(job)
+      guard !isDraining && !jobInFlight else { return false }
+      isDraining = true
+      return true
+    }
+
+    /// The drain's next step, after `ran` jobs in this batch, the last of which finished before its start
+    /// returned if `finishedInline`.
+    mutating func next(ran: Int, finishedInline: Bool) -> Next {
+      if finishedInline { jobInFlight = false }
+      if jobInFlight {
+        // The last job finishes later: its completion schedules the next drain.
+        isDraining = false
+        return .stop
+      }
+      if ran == Lane.batchSize {
+        return pending.isEmpty ? stopDraining() : .reschedule
+      }
+      guard let job = pending.popFirst() else { return stopDraining() }
+      jobInFlight = true
+      return .run(job)
+    }
+
+    /// The running job finished; returns whether the caller must schedule a drain.
+    mutating func jobDone() -> Bool {
+      jobInFlight = false
+      guard !isDraining, !pending.isEmpty else { return false }  // A running drain continues by itself.
+      isDraining = true
+      return true
+    }
+
+    private mutating func stopDraining() -> Next {
+      isDraining = false
+      return .stop
+    }
   }
 
   let executor: Executor
+  /// Where the lane's operations start and completions run.
+  let placement: DispatchRun.Placement
   private let state = Mutex(State())
 
-  init(executor: Executor) {
+  init(executor: Executor, placement: DispatchRun.Placement) {
     self.executor = executor
+    self.placement = placement
   }
 
-  /// Appends `job`; it starts once every earlier job is done.
-  func enqueue(_ job: @escaping Job) {
-    let startNow = state.withLock(owner: self) { state -> Bool in
-      if state.isBusy {
-        state.pending.append(job)
-        return false
+  /// Appends `job`; it starts once every earlier job finished.
+  func enqueue(_ job: Job, dispatcher: Dispatcher) {
+    let schedule = state.withLock(owner: self) { $0.enqueue(job) }
+    if schedule { scheduleDrain(dispatcher: dispatcher) }
+  }
+
+  /// Called by the completion of a job that finished after its start returned.
+  func jobDone(dispatcher: Dispatcher) {
+    let schedule = state.withLock(owner: self) { $0.jobDone() }
+    if schedule { scheduleDrain(dispatcher: dispatcher) }
+  }
+
+  private func scheduleDrain(dispatcher: Dispatcher) {
+    executor.schedule { [self] in drain(dispatcher: dispatcher) }
+  }
+
+  private func drain(dispatcher: Dispatcher) {
+    var ran = 0
+    var finishedInline = false
+    while true {
+      switch state.withLock(owner: self, { $0.next(ran: ran, finishedInline: finishedInline) }) {
+      case .stop:
+        return
+      case .reschedule:
+        scheduleDrain(dispatcher: dispatcher)
+        return
+      case .run(let job):
+        ran += 1
+        finishedInline = dispatcher.runLaneJob(job, on: self)
       }
-      state.isBusy = true
-      return true
     }
-    if startNow { run(job) }
-  }
-
-  private func run(_ job: @escaping Job) {
-    executor.schedule { [self] in
-      job { [self] in jobDone() }
-    }
-  }
-
-  private func jobDone() {
-    let next = state.withLock(owner: self) { state -> Job? in
-      if let next = state.pending.popFirst() { return next }
-      state.isBusy = false
-      return nil
-    }
-    if let next { run(next) }
   }
 }

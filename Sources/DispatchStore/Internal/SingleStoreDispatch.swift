@@ -10,20 +10,23 @@ import Synchronization
 enum SingleStoreDispatch {
   /// Runs the dispatch.
   ///
-  /// With no `onComplete` it waits and returns the result; otherwise it returns `.success` at once and
-  /// `onComplete` receives the result.
+  /// Reports `.finished` if the operation finished before its start returned; otherwise asks `completion` for the
+  /// completion to call later (`nil`: wait here, and report `.finished`).
   static func run(
     store: any DispatchTarget,
     action: any ActionType,
     dispatcherID: ObjectIdentifier,
     placement: DispatchRun.Placement,
-    onComplete: (@Sendable (Result<Void, DispatchError>) -> Void)?
-  ) -> Result<Void, DispatchError> {
+    completion makeCompletion: () -> Dispatcher.Completion?
+  ) -> Dispatcher.RunOutcome {
     if case .main(let mainQueue) = placement, !mainQueue.isCurrent {
+      let onComplete = makeCompletion()
       mainQueue.schedule {
-        _ = run(store: store, action: action, dispatcherID: dispatcherID, placement: placement, onComplete: onComplete)
+        let outcome = run(
+          store: store, action: action, dispatcherID: dispatcherID, placement: placement, completion: { onComplete })
+        if case .finished(let result) = outcome { onComplete?(result) }
       }
-      return .success(())
+      return .later
     }
     let completion: SingleStoreCompletion
     do {
@@ -32,17 +35,15 @@ enum SingleStoreDispatch {
       let operation = ThreadContext.current.withRunning(dispatcherID) { store.startOperation(for: action) }
       if case .finished(let error) = operation.outcome {
         // Finished during `start`: the rest runs here, with nothing allocated.
-        let result = finish(store: store, action: action, error: error)
-        guard let onComplete else { return result }
-        onComplete(result)
-        return .success(())
+        return .finished(finish(store: store, action: action, error: error))
       }
+      let onComplete = makeCompletion()
       completion = SingleStoreCompletion(
         store: store, action: action, placement: placement, onComplete: onComplete, waits: onComplete == nil)
       // Registers the completion, or calls it at once if the operation finished since `outcome` was read.
       operation.start(notifying: completion, token: 0)
     }
-    return completion.waitIfNeeded() ?? .success(())
+    return completion.waitIfNeeded().map { .finished($0) } ?? .later
   }
 
   /// Announces the change and turns the operation's error into the dispatch's result.

@@ -2,6 +2,14 @@ import CoreFoundation
 import Foundation
 import Synchronization
 
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
 /// A thread owned by the library that runs a `RunLoop`, used as the "main thread" of `.mainThread` dispatch and
 /// of observer notifications.
 ///
@@ -15,6 +23,10 @@ import Synchronization
 /// }
 /// ```
 ///
+/// After running the work it was given, the thread keeps polling for more for a short while (``idlePolling``)
+/// before it goes back to its run loop to sleep. Work scheduled meanwhile starts within a microsecond or so,
+/// instead of waiting for the kernel to wake a sleeping thread, which takes about 25 µs on a virtual machine.
+///
 /// > Important: Never block this thread waiting for work that is itself scheduled on it (for example a `.sync`
 /// > dispatch whose operation finishes on the main run-loop thread): that work cannot run until you return.
 public final class MainRunLoopThread: Sendable {
@@ -23,11 +35,19 @@ public final class MainRunLoopThread: Sendable {
 
   /// The thread's name, as shown by debuggers.
   public let name: String
+  /// How long the thread polls for more work after running out, before it sleeps.
+  public let idlePolling: Duration
 
   /// Creates a new run-loop thread; it starts on first use.
-  /// - Parameter name: The thread's name, as shown by debuggers.
-  public init(name: String) {
+  /// - Parameters:
+  ///   - name: The thread's name, as shown by debuggers.
+  ///   - idlePolling: How long the thread keeps polling for more work once it ran out, before it sleeps. Polling
+  ///     costs CPU time, at most this much per burst of work; `.zero` makes the thread sleep at once.
+  public init(name: String, idlePolling: Duration = .microseconds(50)) {
     self.name = name
+    self.idlePolling = idlePolling
+    let (seconds, attoseconds) = max(idlePolling, .zero).components
+    self.idlePollingNanoseconds = UInt64(seconds) &* 1_000_000_000 &+ UInt64(attoseconds / 1_000_000_000)
   }
 
   /// Whether the calling thread is this run-loop thread.
@@ -53,6 +73,7 @@ public final class MainRunLoopThread: Sendable {
         return .wake(runLoop)
       }
     }
+    scheduledCount.add(1, ordering: .releasing)
     switch action {
     case .none: break
     case .start: startThread()
@@ -97,6 +118,10 @@ public final class MainRunLoopThread: Sendable {
   }
 
   private let state = Mutex(State())
+  /// Incremented after each ``schedule(_:)`` appended its work, so that a polling drain sees new work without
+  /// taking the lock.
+  private let scheduledCount = Atomic<UInt64>(0)
+  private let idlePollingNanoseconds: UInt64
 
   private func startThread() {
     let thread = Thread { [self] in
@@ -114,9 +139,16 @@ public final class MainRunLoopThread: Sendable {
     thread.start()
   }
 
-  /// Runs every pending item, then marks the loop idle.
+  /// Runs every pending item, polls for more for `idlePolling`, then marks the loop idle.
   private func drain(runLoop: RunLoopReference) {
     while true {
+      // Read before looking at the queue: work scheduled after this changes the count.
+      let seen = scheduledCount.load(ordering: .acquiring)
+      if let work = state.withLock(owner: self, { $0.pending.popFirst() }) {
+        work()
+        continue
+      }
+      if pollForWork(scheduledCountWas: seen) { continue }
       let next = state.withLock(owner: self) { state -> (@Sendable () -> Void)? in
         if let work = state.pending.popFirst() { return work }
         state.phase = .idle(runLoop)
@@ -125,6 +157,19 @@ public final class MainRunLoopThread: Sendable {
       guard let next else { return }
       next()
     }
+  }
+
+  /// Waits up to `idlePolling` for work to be scheduled; returns whether some was.
+  ///
+  /// The phase stays `.draining` meanwhile, so `schedule` appends without waking the run loop.
+  private func pollForWork(scheduledCountWas seen: UInt64) -> Bool {
+    guard idlePollingNanoseconds > 0 else { return false }
+    let deadline = MonotonicClock.nanoseconds() &+ idlePollingNanoseconds
+    repeat {
+      if scheduledCount.load(ordering: .acquiring) != seen { return true }
+      sched_yield()  // Lets a thread waiting for this core run: it may be the one about to schedule work.
+    } while MonotonicClock.nanoseconds() < deadline
+    return scheduledCount.load(ordering: .acquiring) != seen
   }
 
   /// Runs a drain on the loop's thread: a block for its next pass, and a wake-up so that the pass happens now.

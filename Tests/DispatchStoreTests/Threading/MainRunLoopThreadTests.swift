@@ -28,8 +28,12 @@ struct MainRunLoopThreadTests {
     #expect(await seen.wait(for: 3) == ["execute-inline", "outer", "inner"])
   }
 
-  @Test func wakesAfterGoingIdle() async {
-    let thread = MainRunLoopThread(name: "test.idle")
+  /// With no polling the thread sleeps after every item, so each round wakes it; with long polling each round is
+  /// picked up by the polling drain instead.
+  @Test(arguments: [Duration.zero, .milliseconds(20)])
+  func runsWorkScheduledWhileIdleOrPolling(idlePolling: Duration) async {
+    let thread = MainRunLoopThread(name: "test.idle", idlePolling: idlePolling)
+    #expect(thread.idlePolling == idlePolling)
     for round in 0..<20 {
       let seen = Collector<Int>()
       thread.schedule { seen.append(round) }
