@@ -185,10 +185,8 @@ extension Dispatcher {
       return .finished(.failure(error))
     }
     switch prepared {
-    case .single(let store):
-      return SingleStoreDispatch.run(
-        store: store, action: action, dispatcherID: ObjectIdentifier(self), placement: placement,
-        completion: completion)
+    case .single(let dispatch):
+      return dispatch.run(placement: placement, completion: completion)
     case .run(let plan):
       let onComplete = completion()
       let run = DispatchRun(plan: plan, onComplete: onComplete)

@@ -14,10 +14,15 @@ public struct Transaction: Sendable, Identifiable, CustomStringConvertible {
   /// The error the operation failed with; `nil` while running and when it succeeded.
   public internal(set) var error: (any Error)?
 
-  init(id: TransactionID, storeIdentifier: String, action: any ActionType) {
+  init(
+    id: TransactionID, storeIdentifier: String, action: any ActionType, duration: Duration? = nil,
+    error: (any Error)? = nil
+  ) {
     self.id = id
     self.storeIdentifier = storeIdentifier
     self.action = action
+    self.duration = duration
+    self.error = error
   }
 
   /// Whether the operation finished without an error.

@@ -17,10 +17,18 @@ public struct TransactionID: Hashable, Comparable, Sendable, Codable, CustomStri
   }
 
   /// Makes a new identifier, later than every identifier made before it in this process.
+  ///
+  /// On Linux the time comes from the coarse real-time clock, accurate to its tick (a few milliseconds) and ten
+  /// times cheaper to read than the precise one, which matters because middleware makes every transaction take an
+  /// identifier. Transaction durations do not depend on it: they are measured on the monotonic clock.
   /// - Returns: A fresh identifier.
   public static func next() -> TransactionID {
     var spec = timespec()
-    clock_gettime(CLOCK_REALTIME, &spec)
+    #if os(Linux)
+      clock_gettime(CLOCK_REALTIME_COARSE, &spec)
+    #else
+      clock_gettime(CLOCK_REALTIME, &spec)
+    #endif
     let now = UInt64(spec.tv_sec) &* 1_000_000_000 &+ UInt64(spec.tv_nsec)
     var last = lastIssued.load(ordering: .relaxed)
     while true {

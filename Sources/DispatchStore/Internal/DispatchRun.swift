@@ -51,8 +51,8 @@ final class DispatchRun: OperationCompletionHandler {
 
   /// What a prepared dispatch runs.
   enum Prepared {
-    /// One store that waits for nobody, with no middleware: run by ``SingleStoreDispatch``, without a run object.
-    case single(any DispatchTarget)
+    /// One store that waits for nobody: run by ``SingleStoreDispatch``, without a run object.
+    case single(SingleStoreDispatch)
     /// Everything else: a run, once given its completion.
     case run(Plan)
   }
@@ -79,13 +79,17 @@ final class DispatchRun: OperationCompletionHandler {
       guard let storeIdentifier else { return (nil, registry.routes[actionType], registry.middleware) }
       return (registry.stores[storeIdentifier], [], registry.middleware)
     }
-    // The common case: one store that waits for nobody, and no middleware.
+    // The common case: one store that waits for nobody.
     var singleWaits: [String]?
-    if middleware.isEmpty, let single = storeIdentifier == nil ? (route.count == 1 ? route[0] : nil) : found,
+    if let single = storeIdentifier == nil ? (route.count == 1 ? route[0] : nil) : found,
       ObjectIdentifier(single.actionType) == actionType
     {
       let waits = single.waitList(for: action)
-      if waits.isEmpty { return .single(single) }
+      if waits.isEmpty {
+        return .single(
+          SingleStoreDispatch(
+            store: single, action: action, dispatcherID: ObjectIdentifier(dispatcher), middleware: middleware))
+      }
       singleWaits = waits
     }
     var nodes: InlineFirstArray<Node>

@@ -31,7 +31,7 @@ extension Store: DispatchTarget {
   func announceChange(for action: any ActionType) {
     // With no observers there is nobody to tell; the version catches up at the next announcement.
     guard registeredObservers.load(ordering: .relaxed) > 0 else { return }
-    announceChange(of: ownAction(action))
+    announcer(self, ownAction(action))
   }
 
   /// `action` as this store's action type, which it is: the registry routes only actions of that type here.

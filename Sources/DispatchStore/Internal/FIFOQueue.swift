@@ -2,16 +2,23 @@
 ///
 /// An array and a head index: popped slots are released at once and the storage is compacted when more than
 /// half of it is dead, so a long-lived queue does not grow without bound.
+@usableFromInline
 struct FIFOQueue<Element> {
-  private var storage: [Element?] = []
-  private var head = 0
+  @usableFromInline var storage: [Element?] = []
+  @usableFromInline var head = 0
 
+  @inlinable
+  init() {}
+
+  @inlinable
   var isEmpty: Bool { head == storage.count }
 
+  @inlinable
   mutating func append(_ element: Element) {
     storage.append(element)
   }
 
+  @inlinable
   mutating func popFirst() -> Element? {
     guard head < storage.count else { return nil }
     let element = storage[head]

@@ -13,6 +13,7 @@
 /// `Sendable` and never leaves its thread. For the same reason its properties skip the runtime's dynamic exclusivity
 /// checks, which would otherwise cost more than the rest of a dispatch's bookkeeping: only its own thread can reach
 /// an instance, and no accessor here calls out while it accesses a property.
+@usableFromInline
 final class ThreadContext {
   /// Identifiers of the dispatchers whose operations are starting on this thread, innermost last.
   @exclusivity(unchecked) var runningDispatchers: [ObjectIdentifier] = []
@@ -35,6 +36,13 @@ final class ThreadContext {
     runningDispatchers.append(dispatcher)
     defer { runningDispatchers.removeLast() }
     return try body()
+  }
+
+  /// Runs `body` on the calling thread with no dispatcher marked as running: the non-generic entry point for
+  /// inlinable code (observer notification).
+  @usableFromInline
+  static func withoutRunningDispatchers(_ body: () -> Void) {
+    current.withoutRunningDispatchers(body)
   }
 
   /// Runs `body` with no dispatcher marked as running, for user callbacks that are not operations (observers).

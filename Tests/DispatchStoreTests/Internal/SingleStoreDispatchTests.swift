@@ -57,6 +57,40 @@ struct SingleStoreDispatchTests {
     #expect(failures.first.map { $0.transactionID > before } == true)
   }
 
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func middlewareSeesOneTransactionWhoseIdentifierTheFailureCarries(mode: Dispatcher.Mode) async throws {
+    let dispatcher = Dispatcher()
+    let middleware = RecordingMiddleware()
+    try dispatcher.register(store: makeCounterStore("watched"))
+    dispatcher.register(middleware: middleware)
+
+    let succeeded = await withCheckedContinuation { continuation in
+      dispatcher.dispatch(action: CounterAction.increase(1), mode: mode) { continuation.resume(returning: $0) }
+    }
+    let failed = await withCheckedContinuation { continuation in
+      dispatcher.dispatch(action: CounterAction.fail, mode: mode) { continuation.resume(returning: $0) }
+    }
+
+    #expect(succeeded.isSuccess)
+    let transactions = middleware.transactions.withLock { $0 }
+    #expect(transactions.count == 2)
+    #expect(transactions.first?.succeeded == true)
+    #expect(transactions.last?.error is TestFailure)
+    #expect(transactions.allSatisfy { $0.duration != nil })
+    guard case .operationsFailed(let failures) = failed.dispatchError else {
+      Issue.record("expected operationsFailed, got \(failed)")
+      return
+    }
+    #expect(failures.map(\.transactionID) == [transactions.last?.id].compactMap { $0 })
+    let events = middleware.events.withLock { $0 }
+    guard case .will(_, let firstWill) = events.first, case .did(_, let firstDid, false) = events.dropFirst().first
+    else {
+      Issue.record("unexpected events \(events)")
+      return
+    }
+    #expect(firstWill == firstDid)
+  }
+
   @Test func reducerIsAskedForItsWaitListOncePerDispatch() throws {
     let dispatcher = Dispatcher()
     let asked = Atomic<Int>(0)
