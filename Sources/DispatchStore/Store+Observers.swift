@@ -20,9 +20,11 @@ extension Store {
     let entry = ObserverEntry(object: observer, onChange: onChange)
     let replaced = state.withLock(owner: self) { state in
       let replaced = state.removeObservers { $0.id == entry.id }
+      let observers = state.observers ?? ObserverLists()
+      state.observers = observers
       switch delivery {
-      case .mainThread: state.mainThreadObservers.append(entry)
-      case .synchronous: state.synchronousObservers.append(entry)
+      case .mainThread: observers.mainThread.append(entry)
+      case .synchronous: observers.synchronous.append(entry)
       }
       registeredObservers.store(state.observerEntryCount, ordering: .relaxed)
       return replaced
@@ -46,7 +48,9 @@ extension Store {
 
   /// The number of registered observers whose object is still alive.
   public var observerCount: Int {
-    let entries = state.withLock(owner: self) { $0.mainThreadObservers + $0.synchronousObservers }
+    let entries = state.withLock(owner: self) { state in
+      state.observers.map { $0.mainThread + $0.synchronous } ?? []
+    }
     return entries.reduce(0) { $0 + ($1.isAlive ? 1 : 0) }
   }
 
@@ -59,22 +63,22 @@ extension Store {
     let synchronous = state.withLock(owner: self) { state -> StoreChange<Model, Action>? in
       guard state.version != state.announcedVersion else { return nil }
       state.announcedVersion = state.version
-      guard shouldNotify else { return nil }
-      if !state.mainThreadObservers.isEmpty {
-        let change = StoreChange(model: state.model, action: action, observers: state.mainThreadObservers)
+      guard shouldNotify, let observers = state.observers else { return nil }
+      if !observers.mainThread.isEmpty {
+        let change = StoreChange(model: state.model, action: action, observers: observers.mainThread)
         // Scheduled under the lock so that main-thread notifications keep the order of the changes; scheduling
         // only appends to the main queue, it runs no user code.
         state.mainQueue.schedule { [self] in
           ThreadContext.withoutRunningDispatchers { deliver(change) }
         }
       }
-      guard !state.synchronousObservers.isEmpty else { return nil }
-      let change = StoreChange(model: state.model, action: action, observers: state.synchronousObservers)
-      if state.isDeliveringSynchronously {
-        state.pendingSynchronous.append(change)
+      guard !observers.synchronous.isEmpty else { return nil }
+      let change = StoreChange(model: state.model, action: action, observers: observers.synchronous)
+      if observers.isDeliveringSynchronously {
+        observers.pendingSynchronous.append(change)
         return nil
       }
-      state.isDeliveringSynchronously = true
+      observers.isDeliveringSynchronously = true
       return change
     }
     guard var change = synchronous else { return }
@@ -82,8 +86,10 @@ extension Store {
       while true {
         deliver(change)
         let next = state.withLock(owner: self) { state -> StoreChange<Model, Action>? in
-          if let next = state.pendingSynchronous.popFirst() { return next }
-          state.isDeliveringSynchronously = false
+          // The lists stay once made, so they are still there.
+          guard let observers = state.observers else { return nil }
+          if let next = observers.pendingSynchronous.popFirst() { return next }
+          observers.isDeliveringSynchronously = false
           return nil
         }
         guard let next else { return }
@@ -117,7 +123,7 @@ extension Store {
 extension StoreState {
   /// The number of observer entries, alive or not.
   @inlinable
-  var observerEntryCount: Int { mainThreadObservers.count + synchronousObservers.count }
+  var observerEntryCount: Int { observers.map { $0.mainThread.count + $0.synchronous.count } ?? 0 }
 
   /// Removes the observers matching `predicate` and returns them, so that the caller releases them (and whatever
   /// their closures captured) after the lock.
@@ -125,11 +131,28 @@ extension StoreState {
   mutating func removeObservers(
     where predicate: (ObserverEntry<Model, Action>) -> Bool
   ) -> [ObserverEntry<Model, Action>] {
-    let removed = mainThreadObservers.filter(predicate) + synchronousObservers.filter(predicate)
-    mainThreadObservers.removeAll(where: predicate)
-    synchronousObservers.removeAll(where: predicate)
+    guard let observers else { return [] }
+    let removed = observers.mainThread.filter(predicate) + observers.synchronous.filter(predicate)
+    observers.mainThread.removeAll(where: predicate)
+    observers.synchronous.removeAll(where: predicate)
     return removed
   }
+}
+
+/// A store's observer registrations and the state of their synchronous delivery, made with the first
+/// registration, so that a store nobody observes does not carry them.
+///
+/// Part of the store's state: only touched under the store's lock, which is also why its properties skip the
+/// runtime's dynamic exclusivity checks. Once made, a store keeps its lists.
+@usableFromInline
+final class ObserverLists<Model: ModelType, Action: ActionType> {
+  @usableFromInline @exclusivity(unchecked) var mainThread: [ObserverEntry<Model, Action>] = []
+  @usableFromInline @exclusivity(unchecked) var synchronous: [ObserverEntry<Model, Action>] = []
+  /// Synchronous notifications waiting for the thread that is delivering them.
+  @usableFromInline @exclusivity(unchecked) var pendingSynchronous = FIFOQueue<StoreChange<Model, Action>>()
+  @usableFromInline @exclusivity(unchecked) var isDeliveringSynchronously = false
+
+  init() {}
 }
 
 /// One change to announce: the model after it, the action that made it, and who to tell.

@@ -82,11 +82,8 @@ struct StoreState<Model: ModelType, Action: ActionType> {
   @usableFromInline var version: UInt64 = 0
   /// The version observers last heard about (or that a reducer chose not to announce).
   @usableFromInline var announcedVersion: UInt64 = 0
-  @usableFromInline var mainThreadObservers: [ObserverEntry<Model, Action>] = []
-  @usableFromInline var synchronousObservers: [ObserverEntry<Model, Action>] = []
-  /// Synchronous notifications waiting for the thread that is delivering them.
-  @usableFromInline var pendingSynchronous = FIFOQueue<StoreChange<Model, Action>>()
-  @usableFromInline var isDeliveringSynchronously = false
+  /// Observer registrations; `nil` until the first.
+  @usableFromInline var observers: ObserverLists<Model, Action>?
   @usableFromInline var mainQueue = MainQueue.libraryThread
 
   @inlinable
