@@ -16,23 +16,20 @@ final class DispatchRun: OperationCompletionHandler {
     case main(MainQueue)
   }
 
+  /// The mutable part of one store's progress; the stores themselves are in `targets`, readable without the lock.
   struct Node: Sendable {
-    let store: any DispatchTarget
     /// Assigned when the operation starts if middleware will see the transaction, otherwise only if it fails:
     /// with nobody watching, a dispatch reads no clock.
     var transactionID: TransactionID?
     /// `MonotonicClock` nanoseconds when the operation started.
     var started: UInt64?
     var remainingWaits = 0
-    var dependents: [Int] = []
-
-    init(store: any DispatchTarget) {
-      self.store = store
-    }
   }
 
   struct State: Sendable {
     var nodes: InlineFirstArray<Node>
+    /// Who waits for whom; `nil` when nobody waits.
+    let graph: WaitGraph?
     var unfinished: Int
     var failures: [(node: Int, failure: OperationFailure)] = []
     /// Nodes ready to start, taken by the thread in `isStarting`; this keeps long wait chains off the stack.
@@ -43,6 +40,8 @@ final class DispatchRun: OperationCompletionHandler {
   }
 
   let dispatcherID: ObjectIdentifier
+  /// The responding stores, one per node; immutable, so read without the lock.
+  let targets: InlineFirstArray<any DispatchTarget>
   let action: any ActionType
   let middleware: [any Middleware]
   let placement: Placement
@@ -63,7 +62,8 @@ final class DispatchRun: OperationCompletionHandler {
     fileprivate let action: any ActionType
     fileprivate let middleware: [any Middleware]
     fileprivate let placement: Placement
-    fileprivate let nodes: InlineFirstArray<Node>
+    fileprivate let targets: InlineFirstArray<any DispatchTarget>
+    fileprivate let graph: WaitGraph?
   }
 
   /// Prepares a dispatch, or returns the error that forbids running any operation.
@@ -92,7 +92,7 @@ final class DispatchRun: OperationCompletionHandler {
       }
       singleWaits = waits
     }
-    var nodes: InlineFirstArray<Node>
+    var targets: InlineFirstArray<any DispatchTarget>
     if let storeIdentifier {
       guard let store = found else { throw .unknownStore(identifier: storeIdentifier) }
       guard ObjectIdentifier(store.actionType) == actionType else {
@@ -100,55 +100,63 @@ final class DispatchRun: OperationCompletionHandler {
           storeIdentifier: storeIdentifier, expected: String(reflecting: store.actionType),
           dispatched: String(reflecting: type(of: action)))
       }
-      nodes = InlineFirstArray(Node(store: store))
+      targets = InlineFirstArray(store)
     } else {
       guard let first = route.first else {
         throw .noRespondingStore(actionType: String(reflecting: type(of: action)))
       }
-      nodes = InlineFirstArray(Node(store: first))
-      for store in route.dropFirst() { nodes.append(Node(store: store)) }
+      targets = InlineFirstArray(first)
+      targets.reserveCapacity(route.count)
+      for store in route.dropFirst() { targets.append(store) }
     }
     // Reducers' wait lists are user code: asked outside the registry lock. Arrays only when someone waits.
     var waitLists: [[String]]?
-    for index in 0..<nodes.count {
+    for index in 0..<targets.count {
       // User code: each reducer is asked once.
       let waits =
         index == 0
-        ? singleWaits ?? nodes.read(at: 0, \.store).waitList(for: action)
-        : nodes.read(at: index, \.store).waitList(for: action)
+        ? singleWaits ?? targets.read(at: 0) { $0 }.waitList(for: action)
+        : targets.read(at: index) { $0 }.waitList(for: action)
       guard !waits.isEmpty else { continue }
-      if waitLists == nil { waitLists = Array(repeating: [], count: nodes.count) }
+      if waitLists == nil { waitLists = Array(repeating: [], count: targets.count) }
       waitLists?[index] = waits
     }
+    var graph: WaitGraph?
     if let waitLists {
-      let stores = dispatcher.registry.withLock(owner: dispatcher) { $0.stores }
-      let identifiers = (0..<nodes.count).map { nodes.read(at: $0) { $0.store.identifier } }
-      switch WaitGraph.make(identifiers: identifiers, waitLists: waitLists, isRegistered: { stores[$0] != nil }) {
+      var identifiers: [String] = []
+      identifiers.reserveCapacity(targets.count)
+      for index in 0..<targets.count { identifiers.append(targets.read(at: index) { $0.identifier }) }
+      // Asked only about identifiers that no responding store has.
+      let isRegistered = { (identifier: String) in
+        dispatcher.registry.withLock(owner: dispatcher) { $0.stores[identifier] != nil }
+      }
+      switch WaitGraph.make(identifiers: identifiers, waitLists: waitLists, isRegistered: isRegistered) {
       case .failure(let error):
         throw error
-      case .success(let graph):
-        for index in 0..<nodes.count {
-          nodes.update(at: index) { node in
-            node.remainingWaits = graph.waitCounts[index]
-            node.dependents = graph.dependents[index]
-          }
-        }
+      case .success(let made):
+        graph = made
       }
     }
     return .run(
       Plan(
         dispatcherID: ObjectIdentifier(dispatcher), action: action, middleware: middleware, placement: placement,
-        nodes: nodes))
+        targets: targets, graph: graph))
   }
 
   /// Makes the run of `plan`; `onComplete` hears its result (with none, call ``waitForResult()``).
   init(plan: Plan, onComplete: (@Sendable (Result<Void, DispatchError>) -> Void)?) {
     self.dispatcherID = plan.dispatcherID
+    self.targets = plan.targets
     self.action = plan.action
     self.middleware = plan.middleware
     self.placement = plan.placement
     self.onComplete = onComplete
-    self.state = Mutex(State(nodes: plan.nodes, unfinished: plan.nodes.count))
+    var nodes = InlineFirstArray(Node(remainingWaits: plan.graph?.waitCounts[0] ?? 0))
+    if plan.targets.count > 1 {
+      nodes.reserveCapacity(plan.targets.count)
+      for index in 1..<plan.targets.count { nodes.append(Node(remainingWaits: plan.graph?.waitCounts[index] ?? 0)) }
+    }
+    self.state = Mutex(State(nodes: nodes, graph: plan.graph, unfinished: plan.targets.count))
   }
 
   /// Starts every store that waits for nobody.
@@ -202,17 +210,14 @@ final class DispatchRun: OperationCompletionHandler {
   }
 
   private func startOperation(_ index: Int) {
-    let store: any DispatchTarget
-    if middleware.isEmpty {
-      store = state.withLock(owner: self) { $0.nodes.read(at: index, \.store) }
-    } else {
+    let store = targets.read(at: index) { $0 }
+    if !middleware.isEmpty {
       let id = TransactionID.next()
       let started = MonotonicClock.nanoseconds()
-      store = state.withLock(owner: self) { state in
+      state.withLock(owner: self) { state in
         state.nodes.update(at: index) { node in
           node.transactionID = id
           node.started = started
-          return node.store
         }
       }
       let transaction = Transaction(id: id, storeIdentifier: store.identifier, action: action)
@@ -236,9 +241,15 @@ final class DispatchRun: OperationCompletionHandler {
   }
 
   private func afterOperationFinished(_ index: Int, error: (any Error)?) {
-    let finished = middleware.isEmpty ? nil : MonotonicClock.nanoseconds()
-    let (store, assignedID, started) = state.withLock(owner: self) { state in
-      state.nodes.read(at: index) { ($0.store, $0.transactionID, $0.started) }
+    let store = targets.read(at: index) { $0 }
+    var finished: UInt64?
+    var assignedID: TransactionID?
+    var started: UInt64?
+    if !middleware.isEmpty {
+      finished = MonotonicClock.nanoseconds()
+      (assignedID, started) = state.withLock(owner: self) { state in
+        state.nodes.read(at: index) { ($0.transactionID, $0.started) }
+      }
     }
     store.announceChange(for: action)
     if let finished, let started, let id = assignedID {
@@ -250,13 +261,14 @@ final class DispatchRun: OperationCompletionHandler {
       }
     }
     let failureID = error == nil ? nil : (assignedID ?? TransactionID.next())
-    let (madeReady, result) = state.withLock(owner: self) { state -> (Bool, Result<Void, DispatchError>?) in
+    let (startReady, result, waiter) = state.withLock(owner: self) {
+      state -> (Bool, Result<Void, DispatchError>?, DispatchSemaphore?) in
       if let error, let failureID {
         state.failures.append(
           (index, OperationFailure(storeIdentifier: store.identifier, transactionID: failureID, error: error)))
       }
       var madeReady = false
-      for dependent in state.nodes.read(at: index, \.dependents) {
+      for dependent in state.graph?.dependents(of: index) ?? [] {
         let remaining = state.nodes.update(at: dependent) { node in
           node.remainingWaits -= 1
           return node.remainingWaits
@@ -266,22 +278,21 @@ final class DispatchRun: OperationCompletionHandler {
           madeReady = true
         }
       }
+      // A thread already starting nodes picks the new ones up: it pops them under this lock after this section.
+      let startReady = madeReady && !state.isStarting
       state.unfinished -= 1
-      guard state.unfinished == 0 else { return (madeReady, nil) }
+      guard state.unfinished == 0 else { return (startReady, nil, nil) }
       let result: Result<Void, DispatchError> =
         state.failures.isEmpty
         ? .success(()) : .failure(.operationsFailed(state.failures.sorted { $0.node < $1.node }.map(\.failure)))
-      return (madeReady, result)
+      state.result = result
+      return (startReady, result, state.waiter)
     }
-    if madeReady { startReadyWhenPlaced() }
-    if let result { complete(with: result) }
+    if startReady { startReadyWhenPlaced() }
+    if let result { complete(with: result, waking: waiter) }
   }
 
-  private func complete(with result: Result<Void, DispatchError>) {
-    let waiter = state.withLock(owner: self) { state -> DispatchSemaphore? in
-      state.result = result
-      return state.waiter
-    }
+  private func complete(with result: Result<Void, DispatchError>, waking waiter: DispatchSemaphore?) {
     waiter?.signal()
     guard let onComplete else { return }
     if case .main(let mainQueue) = placement, !mainQueue.isCurrent {

@@ -14,6 +14,11 @@ struct InlineFirstArray<Element> {
     rest.append(element)
   }
 
+  /// Makes room for `count` elements in all, so that appending them allocates once.
+  mutating func reserveCapacity(_ count: Int) {
+    rest.reserveCapacity(count - 1)
+  }
+
   // Closures, not a `_read`/`_modify` subscript: an accessor coroutine that is not inlined allocates its frame.
 
   /// Calls `body` with the element at `index`, without copying it.
