@@ -16,20 +16,23 @@ final class DispatchRun: OperationCompletionHandler {
     case main(MainQueue)
   }
 
-  /// The mutable part of one store's progress; the stores themselves are in `targets`, readable without the lock.
+  /// What middleware needs to know about one store's transaction.
+  ///
+  /// The stores themselves are in `targets`, readable without the lock; how many stores each waits for is counted
+  /// down in `graph`.
   struct Node: Sendable {
     /// Assigned when the operation starts if middleware will see the transaction, otherwise only if it fails:
     /// with nobody watching, a dispatch reads no clock.
     var transactionID: TransactionID?
     /// `MonotonicClock` nanoseconds when the operation started.
     var started: UInt64?
-    var remainingWaits = 0
   }
 
   struct State: Sendable {
-    var nodes: InlineFirstArray<Node>
-    /// Who waits for whom; `nil` when nobody waits.
-    let graph: WaitGraph?
+    /// One per store when there is middleware; otherwise empty.
+    var nodes: [Node]
+    /// Who waits for whom, counted down as stores finish; `nil` when nobody waits.
+    var graph: WaitGraph?
     var unfinished: Int
     var failures: [(node: Int, failure: OperationFailure)] = []
     /// Nodes ready to start, taken by the thread in `isStarting`; this keeps long wait chains off the stack.
@@ -151,18 +154,14 @@ final class DispatchRun: OperationCompletionHandler {
     self.middleware = plan.middleware
     self.placement = plan.placement
     self.onComplete = onComplete
-    var nodes = InlineFirstArray(Node(remainingWaits: plan.graph?.waitCounts[0] ?? 0))
-    if plan.targets.count > 1 {
-      nodes.reserveCapacity(plan.targets.count)
-      for index in 1..<plan.targets.count { nodes.append(Node(remainingWaits: plan.graph?.waitCounts[index] ?? 0)) }
-    }
+    let nodes = plan.middleware.isEmpty ? [] : Array(repeating: Node(), count: plan.targets.count)
     self.state = Mutex(State(nodes: nodes, graph: plan.graph, unfinished: plan.targets.count))
   }
 
   /// Starts every store that waits for nobody.
   func start() {
     state.withLock(owner: self) { state in
-      for index in 0..<state.nodes.count where state.nodes.read(at: index, \.remainingWaits) == 0 {
+      for index in 0..<targets.count where (state.graph?.waitCount(of: index) ?? 0) == 0 {
         state.ready.append(index)
       }
     }
@@ -215,10 +214,8 @@ final class DispatchRun: OperationCompletionHandler {
       let id = TransactionID.next()
       let started = MonotonicClock.nanoseconds()
       state.withLock(owner: self) { state in
-        state.nodes.update(at: index) { node in
-          node.transactionID = id
-          node.started = started
-        }
+        state.nodes[index].transactionID = id
+        state.nodes[index].started = started
       }
       let transaction = Transaction(id: id, storeIdentifier: store.identifier, action: action)
       for middleware in middleware {
@@ -247,9 +244,7 @@ final class DispatchRun: OperationCompletionHandler {
     var started: UInt64?
     if !middleware.isEmpty {
       finished = MonotonicClock.nanoseconds()
-      (assignedID, started) = state.withLock(owner: self) { state in
-        state.nodes.read(at: index) { ($0.transactionID, $0.started) }
-      }
+      (assignedID, started) = state.withLock(owner: self) { ($0.nodes[index].transactionID, $0.nodes[index].started) }
     }
     store.announceChange(for: action)
     if let finished, let started, let id = assignedID {
@@ -268,15 +263,9 @@ final class DispatchRun: OperationCompletionHandler {
           (index, OperationFailure(storeIdentifier: store.identifier, transactionID: failureID, error: error)))
       }
       var madeReady = false
-      for dependent in state.graph?.dependents(of: index) ?? [] {
-        let remaining = state.nodes.update(at: dependent) { node in
-          node.remainingWaits -= 1
-          return node.remainingWaits
-        }
-        if remaining == 0 {
-          state.ready.append(dependent)
-          madeReady = true
-        }
+      state.graph?.nodeFinished(index) { dependent in
+        state.ready.append(dependent)
+        madeReady = true
       }
       // A thread already starting nodes picks the new ones up: it pops them under this lock after this section.
       let startReady = madeReady && !state.isStarting

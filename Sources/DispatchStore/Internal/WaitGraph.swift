@@ -1,20 +1,41 @@
-/// The order in which one dispatch's stores may start, from their wait lists.
+/// The order in which one dispatch's stores may start, from their wait lists, and, while the dispatch runs, how
+/// many stores each one still waits for.
 ///
-/// Edges are kept in one flat array, grouped by the node waited for, so that a dispatch allocates the same few
-/// arrays whatever the number of stores.
+/// Everything is in one `[Int]`, whatever the number of stores: each array a dispatch allocates costs a generic
+/// metadata lookup in the runtime, which is more than the rest of the graph's work for a few stores. Its sections:
+///
+/// - `[0, count)`: for each node, how many nodes it (still) waits for;
+/// - `[count, 2 * count + 2)`: where each node's group of waiting nodes starts in the next section (one spare
+///   element at the end, left over from building it);
+/// - `[2 * count + 2, ...)`: the waiting nodes, grouped by the node they wait for, each group in node order.
 struct WaitGraph: Sendable {
-  /// The nodes waiting for node `i` are `waiting[waitingStart[i]..<waitingStart[i + 1]]` (`waitingStart` has one
-  /// spare element at the end, left over from building it).
-  private var waiting: [Int]
-  private var waitingStart: [Int]
-  /// For each node, how many nodes it waits for.
-  private(set) var waitCounts: [Int]
+  private var storage: [Int]
+  let count: Int
 
-  var count: Int { waitCounts.count }
+  private var startsOffset: Int { count }
+  private var waitingOffset: Int { 2 * count + 2 }
+
+  /// How many nodes `node` waits for (until they finish: see ``finishWait(of:)``).
+  func waitCount(of node: Int) -> Int {
+    storage[node]
+  }
+
+  /// Counts down the waits of the nodes waiting for `node`, which finished; calls `ready` with each that waits
+  /// for nothing more, in node order.
+  mutating func nodeFinished(_ node: Int, ready: (Int) -> Void) {
+    // By position, not through `dependents(of:)`: a slice would share the storage and make this copy it.
+    let first = waitingOffset + storage[startsOffset + node]
+    let end = waitingOffset + storage[startsOffset + node + 1]
+    for position in first..<end {
+      let dependent = storage[position]
+      storage[dependent] -= 1
+      if storage[dependent] == 0 { ready(dependent) }
+    }
+  }
 
   /// The nodes that wait for `node`.
   func dependents(of node: Int) -> ArraySlice<Int> {
-    waiting[waitingStart[node]..<waitingStart[node + 1]]
+    storage[(waitingOffset + storage[startsOffset + node])..<(waitingOffset + storage[startsOffset + node + 1])]
   }
 
   /// Builds the graph, or the error that forbids running any operation.
@@ -29,36 +50,44 @@ struct WaitGraph: Sendable {
   ) -> Result<WaitGraph, DispatchError> {
     let index = NodeIndex(identifiers)
     let count = identifiers.count
-    // Edges as (waited for, waiting) packed in one `Int` (an array of tuples would be built by unspecialised
-    // library code), each node's together; a store listed twice is waited for once.
-    var edges: [Int] = []
-    edges.reserveCapacity(waitLists.reduce(0) { $0 + $1.count })
-    var waitCounts = Array(repeating: 0, count: count)
+    var listed = 0
+    for waitList in waitLists { listed += waitList.count }
+    // The edges (waited for, waiting), packed one per `Int`, are gathered in a scratch section at the end.
+    var graph = WaitGraph(storage: Array(repeating: 0, count: 2 * count + 2 + 2 * listed), count: count)
+    let scratch = 2 * count + 2 + listed
+    var edgeCount = 0
     for (node, waitList) in waitLists.enumerated() {
-      let first = edges.count
+      let first = edgeCount
       for awaited in waitList {
         guard let awaitedNode = index[awaited] else {
           if isRegistered(awaited) { continue }  // Registered but not handling this action: satisfied at once.
           return .failure(.unknownWaitTarget(storeIdentifier: identifiers[node], waitsFor: awaited))
         }
-        guard !edges[first...].contains(where: { Edge($0).awaited == awaitedNode }) else { continue }
-        edges.append(Edge(awaited: awaitedNode, node: node).packed)
-        waitCounts[node] += 1
+        // Listed twice: waited for once.
+        let isDuplicate = graph.storage[(scratch + first)..<(scratch + edgeCount)].contains {
+          Edge($0).awaited == awaitedNode
+        }
+        guard !isDuplicate else { continue }
+        graph.storage[scratch + edgeCount] = Edge(awaited: awaitedNode, node: node).packed
+        edgeCount += 1
+        graph.storage[node] += 1
       }
     }
-    // Group by the node waited for: a counting sort, shifted by one so that it needs no second array, that keeps
-    // each group in node order. Afterwards `waitingStart[node]` is where `node`'s group starts.
-    var waitingStart = Array(repeating: 0, count: count + 2)
-    for edge in edges.lazy.map(Edge.init) { waitingStart[edge.awaited + 2] += 1 }
-    for position in 2..<(count + 2) { waitingStart[position] += waitingStart[position - 1] }
-    var waiting = Array(repeating: 0, count: edges.count)
+    // Group by the node waited for: a counting sort, shifted by one so that it needs no second array. Afterwards
+    // the starts section holds where each node's group starts.
+    let starts = graph.startsOffset
     var onlyWaitsForEarlier = true
-    for edge in edges.lazy.map(Edge.init) {
-      waiting[waitingStart[edge.awaited + 1]] = edge.node
-      waitingStart[edge.awaited + 1] += 1
+    for position in scratch..<(scratch + edgeCount) {
+      graph.storage[starts + Edge(graph.storage[position]).awaited + 2] += 1
+    }
+    for position in 2..<(count + 2) { graph.storage[starts + position] += graph.storage[starts + position - 1] }
+    for position in scratch..<(scratch + edgeCount) {
+      let edge = Edge(graph.storage[position])
+      graph.storage[graph.waitingOffset + graph.storage[starts + edge.awaited + 1]] = edge.node
+      graph.storage[starts + edge.awaited + 1] += 1
       onlyWaitsForEarlier = onlyWaitsForEarlier && edge.awaited < edge.node
     }
-    let graph = WaitGraph(waiting: waiting, waitingStart: waitingStart, waitCounts: waitCounts)
+    graph.storage.removeLast(graph.storage.count - (graph.waitingOffset + edgeCount))  // Keeps the capacity.
     // Stores that only wait for stores registered before them cannot form a cycle: the usual case needs no search.
     if !onlyWaitsForEarlier, let cycle = graph.findCycle() {
       return .failure(.waitCycle(cycle.map { identifiers[$0] }))
@@ -69,7 +98,7 @@ struct WaitGraph: Sendable {
   /// A cycle as a node path whose first node is repeated at the end, or `nil` if the graph is acyclic.
   func findCycle() -> [Int]? {
     // Kahn's algorithm removes every node not on or behind a cycle.
-    var counts = waitCounts
+    var counts = (0..<count).map { waitCount(of: $0) }
     var ready = counts.indices.filter { counts[$0] == 0 }
     var removed = 0
     while let node = ready.popLast() {

@@ -17,7 +17,19 @@ struct WaitGraphTests {
     // s1 and s3 wait for s0; s2 waits for s3 (registered after it) and, twice, for s1.
     let made = try graph([[], ["s0"], ["s3", "s1", "s1"], ["s0"]]).get()
     #expect(dependents(made) == [[1, 3], [2], [], [2]])
-    #expect(made.waitCounts == [0, 1, 2, 1])
+    #expect((0..<made.count).map(made.waitCount(of:)) == [0, 1, 2, 1])
+  }
+
+  @Test func countsDownAsStoresFinishAndReportsEachReadyNodeOnce() throws {
+    var made = try graph([[], ["s0"], ["s0", "s1"], ["s2"]]).get()
+    var ready: [[Int]] = []
+    for node in 0..<4 {
+      var now: [Int] = []
+      made.nodeFinished(node) { now.append($0) }
+      ready.append(now)
+    }
+    #expect(ready == [[1], [2], [3], []])
+    #expect((0..<made.count).map(made.waitCount(of:)) == [0, 0, 0, 0])
   }
 
   @Test func findsACycleWhateverTheRegistrationOrder() {
@@ -33,7 +45,7 @@ struct WaitGraphTests {
   @Test func skipsRegisteredStoresThatDoNotRespondAndRejectsUnknownOnes() throws {
     let made = try graph([["idle"], ["s0", "idle"]], registered: ["idle"]).get()
     #expect(dependents(made) == [[1], []])
-    #expect(made.waitCounts == [0, 1])
+    #expect((0..<made.count).map(made.waitCount(of:)) == [0, 1])
     guard case .failure(.unknownWaitTarget(let store, let missing)) = graph([[], ["nobody"]]) else {
       Issue.record("expected unknownWaitTarget")
       return
