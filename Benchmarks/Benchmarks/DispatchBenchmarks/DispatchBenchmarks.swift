@@ -159,7 +159,9 @@ func registerSynchronousDispatch() {
   }
   syncDispatch("stores:1000,responding:1") { Fixture(responding: 1, idle: 999) }
   syncDispatch("stores:100,responding:100") { Fixture(responding: 100) }
+  // Two lengths, so that the cost per store shows whether the chain scales linearly.
   syncDispatch("waitForChain:10") { Fixture(responding: 10, chained: true) }
+  syncDispatch("waitForChain:100") { Fixture(responding: 100, chained: true) }
 
   syncDispatch("recorder:memory") {
     let fixture = Fixture()
