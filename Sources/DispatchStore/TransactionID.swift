@@ -3,9 +3,9 @@ import Synchronization
 
 /// A unique, time-sortable identifier of one store's handling of one action.
 ///
-/// The raw value is the wall-clock time in nanoseconds since 1970 at which the transaction began, nudged forward
-/// where needed so that identifiers made in one process are strictly increasing: sorting identifiers sorts
-/// transactions by start time, and no two are equal.
+/// The raw value is the wall-clock time in nanoseconds since 1970 at which the transaction began (on Linux, to the
+/// tick of the coarse real-time clock, a few milliseconds), nudged forward where needed so that identifiers made in
+/// one process are strictly increasing: sorting identifiers sorts transactions by start time, and no two are equal.
 public struct TransactionID: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
   /// Nanoseconds since 00:00:00 UTC on 1 January 1970.
   public let rawValue: UInt64

@@ -130,6 +130,33 @@ struct StoreTests {
     withExtendedLifetime(token) {}
   }
 
+  @Test func observersCanComeAndGoAcrossTheStoresLife() throws {
+    let dispatcher = Dispatcher()
+    let store = makeCounterStore("lifecycle")
+    try dispatcher.register(store: store)
+    // Nobody has observed yet: unregistering is harmless, and changes go unannounced.
+    store.unregister(observer: ObserverToken())
+    #expect(store.observerCount == 0)
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+
+    let first = ObserverToken()
+    let heard = Locked<[Int]>([])
+    store.register(observer: first, delivery: .synchronous) { model, _ in heard.withLock { $0.append(model.count) } }
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+    store.unregister(observer: first)
+    #expect(store.observerCount == 0)
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+
+    // A store whose observers all left takes new ones.
+    let second = ObserverToken()
+    store.register(observer: second, delivery: .synchronous) { model, _ in heard.withLock { $0.append(-model.count) } }
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+
+    #expect(heard.withLock { $0 } == [2, -4])
+    #expect(store.observerCount == 1)
+    withExtendedLifetime((first, second)) {}
+  }
+
   @Test func observersAreNotCalledWhenNothingChangedOrReducerDeclines() throws {
     let dispatcher = Dispatcher()
     let store = makeCounterStore("quiet", notify: { action in action != .increase(100) })
