@@ -30,8 +30,8 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   private let state = Mutex(OperationState())
   /// Whether the operation finished, readable without the lock: 0 while unfinished, 1 finished, 2 failed.
   ///
-  /// Written under the lock, with the phase. A dispatch reads it right after starting the operation, and `deinit`
-  /// reads it to skip the lock for an operation that finished.
+  /// Written under the lock, with the phase. `deinit` reads it to skip the lock for an operation that finished, and
+  /// ``isFinished`` to skip it always.
   private let finishedFlag = Atomic<UInt8>(0)
 
   /// Creates an operation; it runs when the dispatcher (or an operation depending on it) starts it.
@@ -135,14 +135,6 @@ protocol OperationStarting: AnyObject, Sendable {
   func start(notifying handler: (any OperationCompletionHandler)?, token: Int)
   /// Whether this operation, directly or through its dependencies, depends on the given operation.
   func dependsOn(_ operation: ObjectIdentifier) -> Bool
-  /// Whether the operation finished, and with what error.
-  var outcome: OperationOutcome { get }
-}
-
-/// Whether an operation finished, as seen by the code that started it.
-enum OperationOutcome {
-  case unfinished
-  case finished((any Error)?)
 }
 
 /// The handlers of one operation: one inline slot, since an operation almost always has exactly one.
@@ -185,14 +177,6 @@ extension ActionOperation: OperationStarting, OperationCompletionHandler {
     case .startDependencies(let dependencies):
       for dependency in dependencies { dependency.start(notifying: self, token: 0) }
     case .alreadyFinished(let error): handler?.operationFinished(token: token, error: error)
-    }
-  }
-
-  var outcome: OperationOutcome {
-    switch finishedFlag.load(ordering: .acquiring) {
-    case 0: return .unfinished
-    case 1: return .finished(nil)
-    default: return .finished(state.withLock(owner: self) { $0.error })
     }
   }
 
@@ -239,9 +223,11 @@ struct OperationState {
   var dependencies: [any OperationStarting] = []
   var handlers = Handlers()
 
+  /// Moves the handlers out, leaving none: a swap, so that nothing is retained or released.
   mutating func takeHandlers() -> Handlers {
-    defer { handlers = Handlers() }
-    return handlers
+    var taken = Handlers()
+    swap(&taken, &handlers)
+    return taken
   }
 }
 

@@ -148,7 +148,7 @@ extension Dispatcher {
   }
 
   private func dispatchSynchronously(storeIdentifier: String?, action: any ActionType) -> Result<Void, DispatchError> {
-    guard !ThreadContext.current.runningDispatchers.contains(ObjectIdentifier(self)) else {
+    guard !ThreadContext.withCurrent({ $0.runningDispatchers.contains(ObjectIdentifier(self)) }) else {
       return .failure(.reentrantSynchronousDispatch(actionType: String(reflecting: type(of: action))))
     }
     guard
@@ -186,7 +186,7 @@ extension Dispatcher {
     }
     switch prepared {
     case .single(let dispatch):
-      return dispatch.run(placement: placement, completion: completion)
+      return dispatch.run(completion: completion)
     case .run(let plan):
       let onComplete = completion()
       let run = DispatchRun(plan: plan, onComplete: onComplete)

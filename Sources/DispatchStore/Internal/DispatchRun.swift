@@ -91,7 +91,8 @@ final class DispatchRun: OperationCompletionHandler {
       if waits.isEmpty {
         return .single(
           SingleStoreDispatch(
-            store: single, action: action, dispatcherID: ObjectIdentifier(dispatcher), middleware: middleware))
+            store: single, action: action, dispatcherID: ObjectIdentifier(dispatcher), middleware: middleware,
+            placement: placement))
       }
       singleWaits = waits
     }
@@ -222,7 +223,7 @@ final class DispatchRun: OperationCompletionHandler {
         middleware.willDispatch(transaction: transaction, action: action, in: store)
       }
     }
-    ThreadContext.current.withRunning(dispatcherID) {
+    ThreadContext.withRunning(dispatcherID) {
       store.startOperation(for: action, notifying: self, token: index)
     }
   }
@@ -232,7 +233,7 @@ final class DispatchRun: OperationCompletionHandler {
   func operationFinished(token index: Int, error: (any Error)?) {
     // `finish()` is often called from inside the operation's block: what follows (observers, middleware, the
     // completion) is not part of the operation, so `.sync` dispatch is allowed there.
-    ThreadContext.current.withoutRunningDispatchers {
+    ThreadContext.withoutRunningDispatchers {
       afterOperationFinished(index, error: error)
     }
   }

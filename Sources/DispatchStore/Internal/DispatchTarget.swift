@@ -7,8 +7,6 @@ protocol DispatchTarget: AnyStore {
   func waitList(for action: any ActionType) -> [String]
   /// Asks the reducer for an operation and starts it; `handler` hears when it finished.
   func startOperation(for action: any ActionType, notifying handler: any OperationCompletionHandler, token: Int)
-  /// Asks the reducer for an operation, starts it with nobody to notify, and returns it.
-  func startOperation(for action: any ActionType) -> any OperationStarting
   /// Announces the change the finished operation made, if any.
   func announceChange(for action: any ActionType)
 }
@@ -20,12 +18,6 @@ extension Store: DispatchTarget {
 
   func startOperation(for action: any ActionType, notifying handler: any OperationCompletionHandler, token: Int) {
     reducer.operation(for: ownAction(action), in: self).start(notifying: handler, token: token)
-  }
-
-  func startOperation(for action: any ActionType) -> any OperationStarting {
-    let operation = reducer.operation(for: ownAction(action), in: self)
-    operation.start(notifying: nil, token: 0)
-    return operation
   }
 
   func announceChange(for action: any ActionType) {

@@ -3,10 +3,12 @@ import Synchronization
 
 /// A dispatch that reaches one store that waits for nobody: the common case, run without a ``DispatchRun``.
 ///
-/// The operation is started with nobody to notify. If it finished before `start` returned (most do), what follows
-/// runs on the calling thread with no further allocation or lock beyond the operation's own. Otherwise a
-/// ``SingleStoreCompletion`` is registered with the operation and takes over, exactly as a run's node would.
-struct SingleStoreDispatch: Sendable {
+/// The object is both the plan and the operation's completion handler, the one allocation besides the operation.
+/// It is registered before the operation starts, so the change is announced (and middleware told) on whichever
+/// thread finishes the operation, exactly as in a run. When the operation finished before its start returned (most
+/// do), the dispatching thread takes the result directly; otherwise it leaves a completion to call, or for `.sync`
+/// a semaphore to wait on, and the finishing thread delivers there. ``Stage`` decides which, by compare-and-swap.
+final class SingleStoreDispatch: OperationCompletionHandler {
   let store: any DispatchTarget
   let action: any ActionType
   let dispatcherID: ObjectIdentifier
@@ -21,70 +23,82 @@ struct SingleStoreDispatch: Sendable {
     let started: UInt64
   }
 
-  init(store: any DispatchTarget, action: any ActionType, dispatcherID: ObjectIdentifier, middleware: [any Middleware])
-  {
+  /// How far the dispatch got, readable without the lock: the common case (finished without error before the
+  /// start returned) takes no lock at all.
+  enum Stage: UInt8, AtomicRepresentable {
+    case starting
+    /// The operation finished before its start returned, successfully.
+    case succeededWhileStarting
+    /// The operation finished before its start returned, with `Progress.error`.
+    case failedWhileStarting
+    /// The start returned first: whoever finishes the operation delivers to `Progress.onComplete` or `waiter`.
+    case startReturned
+  }
+
+  /// What the stages do not hold, behind the lock.
+  struct Progress {
+    /// Set before the operation starts, if there is middleware.
+    var watch: Watch?
+    var error: (any Error)?
+    var onComplete: Dispatcher.Completion?
+    var waiter: DispatchSemaphore?
+    /// The result, once a late finish delivered it to the `.sync` waiter.
+    var lateResult: Result<Void, DispatchError>?
+  }
+
+  let placement: DispatchRun.Placement
+  private let stage = Atomic(Stage.starting)
+  private let progress = Mutex(Progress())
+
+  init(
+    store: any DispatchTarget, action: any ActionType, dispatcherID: ObjectIdentifier, middleware: [any Middleware],
+    placement: DispatchRun.Placement
+  ) {
     self.store = store
     self.action = action
     self.dispatcherID = dispatcherID
     self.middleware = middleware
+    self.placement = placement
   }
 
   /// Runs the dispatch.
   ///
   /// Reports `.finished` if the operation finished before its start returned; otherwise asks `completion` for the
   /// completion to call later (`nil`: wait here, and report `.finished`).
-  @inline(__always)
-  func run(
-    placement: DispatchRun.Placement,
-    completion makeCompletion: () -> Dispatcher.Completion?
-  ) -> Dispatcher.RunOutcome {
+  func run(completion makeCompletion: () -> Dispatcher.Completion?) -> Dispatcher.RunOutcome {
     if case .main(let mainQueue) = placement, !mainQueue.isCurrent {
       let onComplete = makeCompletion()
-      let dispatch = self
-      mainQueue.schedule {
-        let outcome = dispatch.run(placement: placement, completion: { onComplete })
+      mainQueue.schedule { [self] in
+        let outcome = run(completion: { onComplete })
         if case .finished(let result) = outcome { onComplete?(result) }
       }
       return .later
     }
-    let watch = begin()
-    let completion: SingleStoreCompletion
-    do {
-      // Released at the end of this scope, before any wait: an operation dropped without finishing fails from
-      // its `deinit`, which must not wait for the thread that holds it.
-      let operation = ThreadContext.current.withRunning(dispatcherID) { [store, action] in
-        store.startOperation(for: action)
-      }
-      if case .finished(let error) = operation.outcome {
-        // Finished during `start`: the rest runs here, with nothing allocated.
-        return .finished(finish(error: error, watch: watch))
-      }
-      let onComplete = makeCompletion()
-      completion = SingleStoreCompletion(
-        dispatch: self, watch: watch, placement: placement, onComplete: onComplete, waits: onComplete == nil)
-      // Registers the completion, or calls it at once if the operation finished since `outcome` was read.
-      operation.start(notifying: completion, token: 0)
+    begin()
+    // The store releases the operation before returning: one dropped without finishing fails from its `deinit`,
+    // here, rather than while this thread waits for it.
+    ThreadContext.withRunning(dispatcherID) {
+      store.startOperation(for: action, notifying: self, token: 0)
     }
-    return completion.waitIfNeeded().map { .finished($0) } ?? .later
+    return startReturned(makeCompletion: makeCompletion)
   }
 
   /// Tells middleware that the operation is about to start.
   ///
-  /// With no middleware it reads no clock and returns `nil`.
-  @inline(__always)
-  private func begin() -> Watch? {
-    guard !middleware.isEmpty else { return nil }
+  /// With no middleware it reads no clock.
+  private func begin() {
+    guard !middleware.isEmpty else { return }
     let watch = Watch(id: TransactionID.next(), started: MonotonicClock.nanoseconds())
+    progress.withLock(owner: self) { $0.watch = watch }
     let transaction = Transaction(id: watch.id, storeIdentifier: store.identifier, action: action)
     for middleware in middleware {
       middleware.willDispatch(transaction: transaction, action: action, in: store)
     }
-    return watch
   }
 
-  /// Announces the change, tells middleware, and turns the operation's error into the dispatch's result.
-  func finish(error: (any Error)?, watch: Watch?) -> Result<Void, DispatchError> {
-    ThreadContext.current.withoutRunningDispatchers {
+  func operationFinished(token: Int, error: (any Error)?) {
+    let watch = middleware.isEmpty ? nil : progress.withLock(owner: self) { $0.watch }
+    ThreadContext.withoutRunningDispatchers {
       store.announceChange(for: action)
       guard let watch else { return }
       let transaction = Transaction(
@@ -94,53 +108,65 @@ struct SingleStoreDispatch: Sendable {
         middleware.didDispatch(transaction: transaction, action: action, in: store)
       }
     }
-    guard let error else { return .success(()) }
-    let failure = OperationFailure(
-      storeIdentifier: store.identifier, transactionID: watch?.id ?? TransactionID.next(), error: error)
-    return .failure(.operationsFailed([failure]))
-  }
-}
-
-/// Receives the late finish of a single-store dispatch's operation: announces the change on the finishing thread,
-/// then delivers the result to the completion or to the waiting `.sync` caller.
-final class SingleStoreCompletion: OperationCompletionHandler {
-  let dispatch: SingleStoreDispatch
-  let watch: SingleStoreDispatch.Watch?
-  let placement: DispatchRun.Placement
-  let onComplete: (@Sendable (Result<Void, DispatchError>) -> Void)?
-  private let waiter: DispatchSemaphore?
-  private let result = Mutex<Result<Void, DispatchError>?>(nil)
-
-  init(
-    dispatch: SingleStoreDispatch,
-    watch: SingleStoreDispatch.Watch?,
-    placement: DispatchRun.Placement,
-    onComplete: (@Sendable (Result<Void, DispatchError>) -> Void)?,
-    waits: Bool
-  ) {
-    self.dispatch = dispatch
-    self.watch = watch
-    self.placement = placement
-    self.onComplete = onComplete
-    self.waiter = waits ? DispatchSemaphore(value: 0) : nil
-  }
-
-  func operationFinished(token: Int, error: (any Error)?) {
-    let result = dispatch.finish(error: error, watch: watch)
-    self.result.withLock(owner: self) { $0 = result }
-    waiter?.signal()
+    if let error { progress.withLock(owner: self) { $0.error = error } }
+    let finishedFirst = stage.compareExchange(
+      expected: .starting, desired: error == nil ? .succeededWhileStarting : .failedWhileStarting,
+      ordering: .acquiringAndReleasing
+    ).exchanged
+    // Otherwise the start returned first and left where to deliver.
+    let late = finishedFirst ? nil : progress.withLock(owner: self) { ($0.onComplete, $0.waiter) }
+    guard let (onComplete, waiter) = late else { return }
+    let result = result(error: error, watch: watch)
+    if let waiter {
+      progress.withLock(owner: self) { $0.lateResult = result }
+      waiter.signal()
+    }
     guard let onComplete else { return }
     if case .main(let mainQueue) = placement, !mainQueue.isCurrent {
       mainQueue.schedule { onComplete(result) }
     } else {
-      ThreadContext.current.withoutRunningDispatchers { onComplete(result) }
+      ThreadContext.withoutRunningDispatchers { onComplete(result) }
     }
   }
 
-  /// For `.sync`, blocks until the operation finished and returns the result; otherwise returns `nil` at once.
-  func waitIfNeeded() -> Result<Void, DispatchError>? {
-    guard let waiter else { return nil }
+  /// Called once the operation's start returned: takes the result if it finished, or leaves what the finishing
+  /// thread delivers to.
+  private func startReturned(makeCompletion: () -> Dispatcher.Completion?) -> Dispatcher.RunOutcome {
+    switch stage.load(ordering: .acquiring) {
+    case .succeededWhileStarting: return .finished(.success(()))
+    case .failedWhileStarting: return .finished(failedWhileStarting())
+    case .starting, .startReturned: break
+    }
+    let onComplete = makeCompletion()
+    let waiter = onComplete == nil ? DispatchSemaphore(value: 0) : nil
+    progress.withLock(owner: self) { progress in
+      progress.onComplete = onComplete
+      progress.waiter = waiter
+    }
+    let (exchanged, finished) = stage.compareExchange(
+      expected: .starting, desired: .startReturned, ordering: .acquiringAndReleasing)
+    if !exchanged {
+      // It finished meanwhile, on another thread, which announced the change there.
+      return .finished(finished == .succeededWhileStarting ? .success(()) : failedWhileStarting())
+    }
+    guard let waiter else { return .later }
     waiter.wait()
-    return result.withLock(owner: self) { $0 }
+    guard let result = progress.withLock(owner: self, { $0.lateResult }) else {
+      preconditionFailure("DispatchStore: a dispatch was woken before its operation finished")
+    }
+    return .finished(result)
+  }
+
+  private func failedWhileStarting() -> Result<Void, DispatchError> {
+    let (error, watch) = progress.withLock(owner: self) { ($0.error, $0.watch) }
+    return result(error: error, watch: watch)
+  }
+
+  /// The operation's error as the dispatch's result.
+  private func result(error: (any Error)?, watch: Watch?) -> Result<Void, DispatchError> {
+    guard let error else { return .success(()) }
+    let failure = OperationFailure(
+      storeIdentifier: store.identifier, transactionID: watch?.id ?? TransactionID.next(), error: error)
+    return .failure(.operationsFailed([failure]))
   }
 }

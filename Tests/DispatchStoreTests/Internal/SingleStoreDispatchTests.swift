@@ -117,13 +117,22 @@ struct SingleStoreDispatchTests {
     try dispatcher.register(store: store)
     let completions = Atomic<Int>(0)
 
-    for _ in 0..<2_000 {
+    // Each change is announced on the thread that finished it, before the completion: none is merged into the
+    // next, whichever side of the race wins.
+    let token = ObserverToken()
+    let heard = Locked<[Int]>([])
+    store.register(observer: token, delivery: .synchronous) { model, _ in heard.withLock { $0.append(model.count) } }
+
+    for expected in 1...2_000 {
       dispatcher.dispatch(action: CounterAction.increaseLater(1), mode: .sync) { _ in
+        #expect(heard.withLock { $0.last } == expected)
         completions.add(1, ordering: .relaxed)
       }
     }
 
     #expect(completions.load(ordering: .relaxed) == 2_000)
     #expect(store.model.count == 2_000)
+    #expect(heard.withLock { $0 } == Array(1...2_000))
+    withExtendedLifetime(token) {}
   }
 }
