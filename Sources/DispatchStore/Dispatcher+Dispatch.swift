@@ -184,7 +184,7 @@ extension Dispatcher {
     } catch {
       return .finished(.failure(error))
     }
-    switch prepared {
+    switch consume prepared {
     case .single(let dispatch):
       return dispatch.run(completion: completion)
     case .run(let plan):

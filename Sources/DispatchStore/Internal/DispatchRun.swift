@@ -77,16 +77,19 @@ final class DispatchRun: OperationCompletionHandler {
     placement: Placement
   ) throws(DispatchError) -> Prepared {
     let actionType = ObjectIdentifier(type(of: action))
+    // `found` is the store named, or the only store handling the action; `route` is set only for several.
     let (found, route, middleware) = dispatcher.registry.withLock(owner: dispatcher) {
       registry -> ((any DispatchTarget)?, [any DispatchTarget], [any Middleware]) in
-      guard let storeIdentifier else { return (nil, registry.routes[actionType], registry.middleware) }
+      guard let storeIdentifier else {
+        return registry.routes.withStores(for: actionType) { stores in
+          stores.count == 1 ? (stores[0], [], registry.middleware) : (nil, stores, registry.middleware)
+        }
+      }
       return (registry.stores[storeIdentifier], [], registry.middleware)
     }
     // The common case: one store that waits for nobody.
     var singleWaits: [String]?
-    if let single = storeIdentifier == nil ? (route.count == 1 ? route[0] : nil) : found,
-      ObjectIdentifier(single.actionType) == actionType
-    {
+    if let single = found, ObjectIdentifier(single.actionType) == actionType {
       let waits = single.waitList(for: action)
       if waits.isEmpty {
         return .single(
@@ -105,6 +108,8 @@ final class DispatchRun: OperationCompletionHandler {
           dispatched: String(reflecting: type(of: action)))
       }
       targets = InlineFirstArray(store)
+    } else if let found {
+      targets = InlineFirstArray(found)
     } else {
       guard let first = route.first else {
         throw .noRespondingStore(actionType: String(reflecting: type(of: action)))

@@ -19,6 +19,12 @@ struct RouteTable {
     return values[slot]
   }
 
+  /// Calls `body` with the stores handling actions of type `key` (empty if none), without copying the array.
+  func withStores<Result>(for key: ObjectIdentifier, _ body: ([any DispatchTarget]) -> Result) -> Result {
+    guard case .found(let slot) = find(key) else { return body([]) }
+    return body(values[slot])
+  }
+
   /// Appends `store` to the stores handling `key`.
   mutating func append(_ store: any DispatchTarget, for key: ObjectIdentifier) {
     switch find(key) {
