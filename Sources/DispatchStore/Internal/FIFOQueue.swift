@@ -21,8 +21,9 @@ struct FIFOQueue<Element> {
   @inlinable
   mutating func popFirst() -> Element? {
     guard head < storage.count else { return nil }
-    let element = storage[head]
-    storage[head] = nil
+    // Moved out by a swap: a copy and a reset would retain and release everything the element holds.
+    var element: Element?
+    swap(&element, &storage[head])
     head += 1
     if head == storage.count {
       storage.removeAll(keepingCapacity: true)
