@@ -238,7 +238,7 @@ final class DispatchRun: OperationCompletionHandler {
   func operationFinished(token index: Int, error: (any Error)?) {
     // `finish()` is often called from inside the operation's block: what follows (observers, middleware, the
     // completion) is not part of the operation, so `.sync` dispatch is allowed there.
-    ThreadContext.withoutRunningDispatchers {
+    ThreadContext.withoutRunning {
       afterOperationFinished(index, error: error)
     }
   }

@@ -98,7 +98,7 @@ final class SingleStoreDispatch: OperationCompletionHandler {
 
   func operationFinished(token: Int, error: (any Error)?) {
     let watch = middleware.isEmpty ? nil : progress.withLock(owner: self) { $0.watch }
-    ThreadContext.withoutRunningDispatchers {
+    ThreadContext.withoutRunning {
       store.announceChange(for: action)
       guard let watch else { return }
       let transaction = Transaction(
@@ -125,7 +125,7 @@ final class SingleStoreDispatch: OperationCompletionHandler {
     if case .main(let mainQueue) = placement, !mainQueue.isCurrent {
       mainQueue.schedule { onComplete(result) }
     } else {
-      ThreadContext.withoutRunningDispatchers { onComplete(result) }
+      ThreadContext.withoutRunning { onComplete(result) }
     }
   }
 

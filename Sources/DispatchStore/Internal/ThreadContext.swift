@@ -57,6 +57,13 @@ final class ThreadContext {
     withCurrent { $0.withoutRunningDispatchers(body) }
   }
 
+  /// Runs `body` on the calling thread with no dispatcher marked as running; inlined, for the library's own hot
+  /// paths.
+  @inline(__always)
+  static func withoutRunning<R>(_ body: () throws -> R) rethrows -> R {
+    try withCurrent { try $0.withoutRunningDispatchers(body) }
+  }
+
   /// Runs `body` on the calling thread with `dispatcher` marked as running an operation.
   @inline(__always)
   static func withRunning<R>(_ dispatcher: ObjectIdentifier, _ body: () throws -> R) rethrows -> R {
