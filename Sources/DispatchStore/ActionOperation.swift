@@ -147,7 +147,9 @@ struct Handlers {
   }
 
   func notify(_ error: (any Error)?) {
-    if let first { first.handler.operationFinished(token: first.token, error: error) }
+    // Through the optional, not `if let`: binding would copy the handler and so retain and release it.
+    first?.handler.operationFinished(token: first!.token, error: error)
+    guard !others.isEmpty else { return }
     for other in others { other.handler.operationFinished(token: other.token, error: error) }
   }
 }

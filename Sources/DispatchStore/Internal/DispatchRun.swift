@@ -42,12 +42,9 @@ final class DispatchRun: OperationCompletionHandler {
     var waiter: DispatchSemaphore?
   }
 
-  let dispatcherID: ObjectIdentifier
-  /// The responding stores, one per node; immutable, so read without the lock.
-  let targets: InlineFirstArray<any DispatchTarget>
-  let action: any ActionType
-  let middleware: [any Middleware]
-  let placement: Placement
+  /// The stores (one per node), action, middleware and placement; immutable, so read without the lock. Kept
+  /// whole, as it was prepared, so that starting a run copies (and later releases) none of its parts.
+  private let plan: Plan
   let onComplete: (@Sendable (Result<Void, DispatchError>) -> Void)?
   private let state: Mutex<State>
 
@@ -65,8 +62,10 @@ final class DispatchRun: OperationCompletionHandler {
     fileprivate let action: any ActionType
     fileprivate let middleware: [any Middleware]
     fileprivate let placement: Placement
+    /// The responding stores, one per node.
     fileprivate let targets: InlineFirstArray<any DispatchTarget>
-    fileprivate let graph: WaitGraph?
+    /// Moved into the run's state when it starts, so that counting down does not copy it.
+    fileprivate var graph: WaitGraph?
   }
 
   /// Prepares a dispatch, or returns the error that forbids running any operation.
@@ -153,21 +152,19 @@ final class DispatchRun: OperationCompletionHandler {
   }
 
   /// Makes the run of `plan`; `onComplete` hears its result (with none, call ``waitForResult()``).
-  init(plan: Plan, onComplete: (@Sendable (Result<Void, DispatchError>) -> Void)?) {
-    self.dispatcherID = plan.dispatcherID
-    self.targets = plan.targets
-    self.action = plan.action
-    self.middleware = plan.middleware
-    self.placement = plan.placement
+  init(plan: consuming Plan, onComplete: (@Sendable (Result<Void, DispatchError>) -> Void)?) {
+    var graph: WaitGraph?
+    swap(&graph, &plan.graph)
     self.onComplete = onComplete
     let nodes = plan.middleware.isEmpty ? [] : Array(repeating: Node(), count: plan.targets.count)
-    self.state = Mutex(State(nodes: nodes, graph: plan.graph, unfinished: plan.targets.count))
+    self.state = Mutex(State(nodes: nodes, graph: graph, unfinished: plan.targets.count))
+    self.plan = plan
   }
 
   /// Starts every store that waits for nobody.
   func start() {
     state.withLock(owner: self) { state in
-      for index in 0..<targets.count where (state.graph?.waitCount(of: index) ?? 0) == 0 {
+      for index in 0..<plan.targets.count where (state.graph?.waitCount(of: index) ?? 0) == 0 {
         state.ready.append(index)
       }
     }
@@ -189,7 +186,7 @@ final class DispatchRun: OperationCompletionHandler {
   // MARK: - Starting operations
 
   private func startReadyWhenPlaced() {
-    if case .main(let mainQueue) = placement, !mainQueue.isCurrent {
+    if case .main(let mainQueue) = plan.placement, !mainQueue.isCurrent {
       mainQueue.schedule { [self] in startReady() }
     } else {
       startReady()
@@ -215,21 +212,21 @@ final class DispatchRun: OperationCompletionHandler {
   }
 
   private func startOperation(_ index: Int) {
-    let store = targets.read(at: index) { $0 }
-    if !middleware.isEmpty {
+    let store = plan.targets.read(at: index) { $0 }
+    if !plan.middleware.isEmpty {
       let id = TransactionID.next()
       let started = MonotonicClock.nanoseconds()
       state.withLock(owner: self) { state in
         state.nodes[index].transactionID = id
         state.nodes[index].started = started
       }
-      let transaction = Transaction(id: id, storeIdentifier: store.identifier, action: action)
-      for middleware in middleware {
-        middleware.willDispatch(transaction: transaction, action: action, in: store)
+      let transaction = Transaction(id: id, storeIdentifier: store.identifier, action: plan.action)
+      for middleware in plan.middleware {
+        middleware.willDispatch(transaction: transaction, action: plan.action, in: store)
       }
     }
-    ThreadContext.withRunning(dispatcherID) {
-      store.startOperation(for: action, notifying: self, token: index)
+    ThreadContext.withRunning(plan.dispatcherID) {
+      store.startOperation(for: plan.action, notifying: self, token: index)
     }
   }
 
@@ -244,21 +241,21 @@ final class DispatchRun: OperationCompletionHandler {
   }
 
   private func afterOperationFinished(_ index: Int, error: (any Error)?) {
-    let store = targets.read(at: index) { $0 }
+    let store = plan.targets.read(at: index) { $0 }
     var finished: UInt64?
     var assignedID: TransactionID?
     var started: UInt64?
-    if !middleware.isEmpty {
+    if !plan.middleware.isEmpty {
       finished = MonotonicClock.nanoseconds()
       (assignedID, started) = state.withLock(owner: self) { ($0.nodes[index].transactionID, $0.nodes[index].started) }
     }
-    store.announceChange(for: action)
+    store.announceChange(for: plan.action)
     if let finished, let started, let id = assignedID {
-      var transaction = Transaction(id: id, storeIdentifier: store.identifier, action: action)
+      var transaction = Transaction(id: id, storeIdentifier: store.identifier, action: plan.action)
       transaction.duration = .nanoseconds(Int64(bitPattern: finished &- started))
       transaction.error = error
-      for middleware in middleware {
-        middleware.didDispatch(transaction: transaction, action: action, in: store)
+      for middleware in plan.middleware {
+        middleware.didDispatch(transaction: transaction, action: plan.action, in: store)
       }
     }
     let failureID = error == nil ? nil : (assignedID ?? TransactionID.next())
@@ -290,7 +287,7 @@ final class DispatchRun: OperationCompletionHandler {
   private func complete(with result: Result<Void, DispatchError>, waking waiter: DispatchSemaphore?) {
     waiter?.signal()
     guard let onComplete else { return }
-    if case .main(let mainQueue) = placement, !mainQueue.isCurrent {
+    if case .main(let mainQueue) = plan.placement, !mainQueue.isCurrent {
       mainQueue.schedule { onComplete(result) }
     } else {
       onComplete(result)
