@@ -42,8 +42,9 @@ final class DispatchRun: OperationCompletionHandler {
     var waiter: DispatchSemaphore?
   }
 
-  /// The stores (one per node), action, middleware and placement; immutable, so read without the lock. Kept
-  /// whole, as it was prepared, so that starting a run copies (and later releases) none of its parts.
+  /// The stores (one per node), action, middleware and placement; immutable, so read without the lock.
+  ///
+  /// Kept whole, as it was prepared, so that starting a run copies (and later releases) none of its parts.
   private let plan: Plan
   let onComplete: (@Sendable (Result<Void, DispatchError>) -> Void)?
   private let state: Mutex<State>
