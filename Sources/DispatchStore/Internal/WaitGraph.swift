@@ -59,7 +59,7 @@ struct WaitGraph: Sendable {
     for (node, waitList) in waitLists.enumerated() {
       let first = edgeCount
       for awaited in waitList {
-        guard let awaitedNode = index[awaited] else {
+        guard let awaitedNode = index[awaited, searchingBackFrom: node] else {
           if isRegistered(awaited) { continue }  // Registered but not handling this action: satisfied at once.
           return .failure(.unknownWaitTarget(storeIdentifier: identifiers[node], waitsFor: awaited))
         }
@@ -163,8 +163,15 @@ private struct NodeIndex {
     self.dictionary = dictionary
   }
 
-  subscript(identifier: String) -> Int? {
+  /// The node of `identifier`. Compared one by one, the nodes before `node` come first, nearest first: stores
+  /// usually wait for stores registered just before them.
+  subscript(identifier: String, searchingBackFrom node: Int) -> Int? {
     if let dictionary { return dictionary[identifier] }
-    return identifiers.firstIndex(of: identifier)
+    var candidate = node - 1
+    while candidate >= 0 {
+      if identifiers[candidate] == identifier { return candidate }
+      candidate -= 1
+    }
+    return identifiers[node...].firstIndex(of: identifier)
   }
 }
