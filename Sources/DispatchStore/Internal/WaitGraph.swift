@@ -163,8 +163,10 @@ private struct NodeIndex {
     self.dictionary = dictionary
   }
 
-  /// The node of `identifier`. Compared one by one, the nodes before `node` come first, nearest first: stores
-  /// usually wait for stores registered just before them.
+  /// The node of `identifier`.
+  ///
+  /// Compared one by one, the nodes before `node` come first, nearest first: stores usually wait for stores
+  /// registered just before them.
   subscript(identifier: String, searchingBackFrom node: Int) -> Int? {
     if let dictionary { return dictionary[identifier] }
     var candidate = node - 1
