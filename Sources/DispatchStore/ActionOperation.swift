@@ -56,7 +56,8 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
         return state.takeHandlers()
       }
     }
-    handlers?.notify(ActionOperationError.releasedWithoutFinishing(storeIdentifier: store.identifier))
+    guard case .some(let handlers) = consume handlers else { return }
+    handlers.notify(ActionOperationError.releasedWithoutFinishing(storeIdentifier: store.identifier))
   }
 
   /// Marks the operation as successfully finished.
@@ -112,7 +113,9 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
         return state.takeHandlers()
       }
     }
-    handlers?.notify(error)
+    // Consumed, not copied: a copy would retain and release every handler.
+    guard case .some(let handlers) = consume handlers else { return }
+    handlers.notify(error)
   }
 
   private func runBlock() {
@@ -132,39 +135,56 @@ protocol OperationCompletionHandler: AnyObject, Sendable {
 protocol OperationStarting: AnyObject, Sendable {
   /// Registers `handler`, then starts the operation if it has not started; a finished operation calls `handler`
   /// at once.
-  func start(notifying handler: (any OperationCompletionHandler)?, token: Int)
+  func start(notifying handler: any OperationCompletionHandler, token: Int)
   /// Whether this operation, directly or through its dependencies, depends on the given operation.
   func dependsOn(_ operation: ObjectIdentifier) -> Bool
 }
 
 /// The handlers of one operation: one inline slot, since an operation almost always has exactly one.
-struct Handlers {
-  private var first: (handler: any OperationCompletionHandler, token: Int)?
-  private var others: [(handler: any OperationCompletionHandler, token: Int)] = []
+enum Handlers {
+  case none
+  case one(any OperationCompletionHandler, token: Int)
+  case many([(handler: any OperationCompletionHandler, token: Int)])
 
   mutating func append(_ handler: any OperationCompletionHandler, token: Int) {
-    if first == nil { first = (handler, token) } else { others.append((handler, token)) }
+    switch self {
+    case .none:
+      self = .one(handler, token: token)
+    case .one(let first, let firstToken):
+      self = .many([(first, firstToken), (handler, token)])
+    case .many(var list):
+      self = .none  // So that `list` is the array's only reference, and grows in place.
+      list.append((handler, token))
+      self = .many(list)
+    }
   }
 
-  func notify(_ error: (any Error)?) {
-    // Through the optional, not `if let`: binding would copy the handler and so retain and release it.
-    first?.handler.operationFinished(token: first!.token, error: error)
-    guard !others.isEmpty else { return }
-    for other in others { other.handler.operationFinished(token: other.token, error: error) }
+  /// Tells every handler, then releases them.
+  ///
+  /// Consuming, and moving the handlers out by `switch consume`: a copy would retain and release each.
+  consuming func notify(_ error: (any Error)?) {
+    switch consume self {
+    case .none:
+      break
+    case .one(let handler, let token):
+      handler.operationFinished(token: token, error: error)
+    case .many(let list):
+      for entry in list { entry.handler.operationFinished(token: entry.token, error: error) }
+    }
   }
 }
 
 extension ActionOperation: OperationStarting, OperationCompletionHandler {
-  func start(notifying handler: (any OperationCompletionHandler)?, token: Int) {
+  func start(notifying handler: any OperationCompletionHandler, token: Int) {
     let action = state.withLock(owner: self) { state -> OperationStartAction in
       switch state.phase {
       case .finished:
         return .alreadyFinished(state.error)
       case .waiting, .running:
-        if let handler { state.handlers.append(handler, token: token) }
+        state.handlers.append(handler, token: token)
         return .none
       case .pending:
-        if let handler { state.handlers.append(handler, token: token) }
+        state.handlers.append(handler, token: token)
         if state.dependencies.isEmpty {
           state.phase = .running
           return .run
@@ -178,7 +198,7 @@ extension ActionOperation: OperationStarting, OperationCompletionHandler {
     case .run: runBlock()
     case .startDependencies(let dependencies):
       for dependency in dependencies { dependency.start(notifying: self, token: 0) }
-    case .alreadyFinished(let error): handler?.operationFinished(token: token, error: error)
+    case .alreadyFinished(let error): handler.operationFinished(token: token, error: error)
     }
   }
 
@@ -223,11 +243,11 @@ struct OperationState {
   var phase = OperationPhase.pending
   var error: (any Error)?
   var dependencies: [any OperationStarting] = []
-  var handlers = Handlers()
+  var handlers = Handlers.none
 
   /// Moves the handlers out, leaving none: a swap, so that nothing is retained or released.
   mutating func takeHandlers() -> Handlers {
-    var taken = Handlers()
+    var taken = Handlers.none
     swap(&taken, &handlers)
     return taken
   }

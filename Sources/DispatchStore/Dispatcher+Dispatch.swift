@@ -148,7 +148,7 @@ extension Dispatcher {
   }
 
   private func dispatchSynchronously(storeIdentifier: String?, action: any ActionType) -> Result<Void, DispatchError> {
-    guard !ThreadContext.withCurrent({ $0.runningDispatchers.contains(ObjectIdentifier(self)) }) else {
+    guard !ThreadContext.withCurrent({ $0.isRunning(ObjectIdentifier(self)) }) else {
       return .failure(.reentrantSynchronousDispatch(actionType: String(reflecting: type(of: action))))
     }
     guard

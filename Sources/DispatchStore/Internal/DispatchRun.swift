@@ -77,46 +77,42 @@ final class DispatchRun: OperationCompletionHandler {
     placement: Placement
   ) throws(DispatchError) -> Prepared {
     let actionType = ObjectIdentifier(type(of: action))
-    // `found` is the store named, or the only store handling the action; `route` is set only for several.
-    let (found, route, middleware) = dispatcher.registry.withLock(owner: dispatcher) {
-      registry -> ((any DispatchTarget)?, [any DispatchTarget], [any Middleware]) in
-      guard let storeIdentifier else {
-        return registry.routes.withStores(for: actionType) { stores in
-          stores.count == 1 ? (stores[0], [], registry.middleware) : (nil, stores, registry.middleware)
-        }
-      }
-      return (registry.stores[storeIdentifier], [], registry.middleware)
-    }
-    // The common case: one store that waits for nobody.
-    var singleWaits: [String]?
-    if let single = found, ObjectIdentifier(single.actionType) == actionType {
-      let waits = single.waitList(for: action)
-      if waits.isEmpty {
-        return .single(
-          SingleStoreDispatch(
-            store: single, action: action, dispatcherID: ObjectIdentifier(dispatcher), middleware: middleware,
-            placement: placement))
-      }
-      singleWaits = waits
+    var middleware: [any Middleware] = []
+    // The store named, or the only store handling the action; or every store handling it.
+    let lookup = dispatcher.registry.withLock(owner: dispatcher) { registry -> StoreLookup in
+      if !registry.middleware.isEmpty { middleware = registry.middleware }
+      guard let storeIdentifier else { return registry.routes.lookup(actionType) }
+      return StoreLookup(registry.stores[storeIdentifier])
     }
     var targets: InlineFirstArray<any DispatchTarget>
-    if let storeIdentifier {
-      guard let store = found else { throw .unknownStore(identifier: storeIdentifier) }
-      guard ObjectIdentifier(store.actionType) == actionType else {
+    // The wait list of the first store, once asked.
+    var firstWaits: [String]?
+    // Consumed, so that the stores are moved out rather than retained again.
+    switch consume lookup {
+    case .one(let store):
+      if ObjectIdentifier(store.actionType) == actionType {
+        // The common case: one store that waits for nobody.
+        let waits = store.waitList(for: action)
+        if waits.isEmpty {
+          return .single(
+            SingleStoreDispatch(
+              store: store, action: action, dispatcherID: ObjectIdentifier(dispatcher), middleware: middleware,
+              placement: placement))
+        }
+        firstWaits = waits
+      } else if let storeIdentifier {
         throw .actionTypeMismatch(
           storeIdentifier: storeIdentifier, expected: String(reflecting: store.actionType),
           dispatched: String(reflecting: type(of: action)))
       }
       targets = InlineFirstArray(store)
-    } else if let found {
-      targets = InlineFirstArray(found)
-    } else {
-      guard let first = route.first else {
-        throw .noRespondingStore(actionType: String(reflecting: type(of: action)))
-      }
-      targets = InlineFirstArray(first)
-      targets.reserveCapacity(route.count)
-      for store in route.dropFirst() { targets.append(store) }
+    case .several(let stores):
+      targets = InlineFirstArray(stores[0])
+      targets.reserveCapacity(stores.count)
+      for store in stores.dropFirst() { targets.append(store) }
+    case .none:
+      if let storeIdentifier { throw .unknownStore(identifier: storeIdentifier) }
+      throw .noRespondingStore(actionType: String(reflecting: type(of: action)))
     }
     // Reducers' wait lists are user code: asked outside the registry lock. Arrays only when someone waits.
     var waitLists: [[String]]?
@@ -124,7 +120,7 @@ final class DispatchRun: OperationCompletionHandler {
       // User code: each reducer is asked once.
       let waits =
         index == 0
-        ? singleWaits ?? targets.read(at: 0) { $0 }.waitList(for: action)
+        ? firstWaits ?? targets.read(at: 0) { $0 }.waitList(for: action)
         : targets.read(at: index) { $0 }.waitList(for: action)
       guard !waits.isEmpty else { continue }
       if waitLists == nil { waitLists = Array(repeating: [], count: targets.count) }

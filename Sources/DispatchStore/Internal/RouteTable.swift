@@ -19,10 +19,10 @@ struct RouteTable {
     return values[slot]
   }
 
-  /// Calls `body` with the stores handling actions of type `key` (empty if none), without copying the array.
-  func withStores<Result>(for key: ObjectIdentifier, _ body: ([any DispatchTarget]) -> Result) -> Result {
-    guard case .found(let slot) = find(key) else { return body([]) }
-    return body(values[slot])
+  /// The stores handling actions of type `key`; the array is copied only when there are several.
+  func lookup(_ key: ObjectIdentifier) -> StoreLookup {
+    guard case .found(let slot) = find(key) else { return .none }
+    return values[slot].count == 1 ? .one(values[slot][0]) : .several(values[slot])
   }
 
   /// Appends `store` to the stores handling `key`.
@@ -91,5 +91,17 @@ struct RouteTable {
       keys[target] = key
       values[target] = oldValues[slot]
     }
+  }
+}
+
+/// The registered stores a dispatch reaches.
+enum StoreLookup {
+  case none
+  case one(any DispatchTarget)
+  /// Two or more, in registration order.
+  case several([any DispatchTarget])
+
+  init(_ store: (any DispatchTarget)?) {
+    if let store { self = .one(store) } else { self = .none }
   }
 }

@@ -16,9 +16,17 @@
 @usableFromInline
 final class ThreadContext {
   /// Identifiers of the dispatchers whose operations are starting on this thread, innermost last.
-  @exclusivity(unchecked) var runningDispatchers: [ObjectIdentifier] = []
+  ///
+  /// While user code that is not an operation runs inside one (an observer, middleware, a completion), a
+  /// ``barrier`` hides the entries before it: pushing one costs no copy of the array.
+  @exclusivity(unchecked) private var runningDispatchers: [ObjectIdentifier] = []
   /// The run-loop thread this thread is, if it is one.
   @exclusivity(unchecked) var mainRunLoopThread: MainRunLoopThread?
+  /// Marks the start of user code that is not an operation in `runningDispatchers`; no dispatcher has this
+  /// identifier.
+  private static var barrier: ObjectIdentifier {
+    @inline(__always) get { ObjectIdentifier(ThreadContext.self) }
+  }
 
   /// Calls `body` with the calling thread's context, without retaining it (the thread's key holds it).
   ///
@@ -40,6 +48,19 @@ final class ThreadContext {
     let context = ThreadContext()
     pthread_setspecific(key, Unmanaged.passRetained(context).toOpaque())
     return context
+  }
+
+  /// Whether an operation of `dispatcher` is starting on this thread, outside any user code that is not an
+  /// operation.
+  func isRunning(_ dispatcher: ObjectIdentifier) -> Bool {
+    var index = runningDispatchers.endIndex
+    while index > runningDispatchers.startIndex {
+      index -= 1
+      let running = runningDispatchers[index]
+      if running == Self.barrier { return false }
+      if running == dispatcher { return true }
+    }
+    return false
   }
 
   /// Runs `body` with `dispatcher` marked as running an operation on this thread.
@@ -73,10 +94,9 @@ final class ThreadContext {
   /// Runs `body` with no dispatcher marked as running, for user callbacks that are not operations (observers).
   @inline(__always)
   func withoutRunningDispatchers<R>(_ body: () throws -> R) rethrows -> R {
-    if runningDispatchers.isEmpty { return try body() }
-    let saved = runningDispatchers
-    runningDispatchers = []
-    defer { runningDispatchers = saved }
+    guard let innermost = runningDispatchers.last, innermost != Self.barrier else { return try body() }
+    runningDispatchers.append(Self.barrier)
+    defer { runningDispatchers.removeLast() }
     return try body()
   }
 
