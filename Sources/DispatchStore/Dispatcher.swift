@@ -62,6 +62,7 @@ public final class Dispatcher: Sendable {
     let added = registry.withLock(owner: self) { registry -> Bool in
       guard registry.stores[store.identifier] == nil else { return false }
       registry.stores[store.identifier] = store
+      registry.generation &+= 1
       // Appended in place: the array is copied only while a dispatch still holds the previous one.
       registry.routes.append(store, for: ObjectIdentifier(Action.self))
       return true
@@ -77,6 +78,7 @@ public final class Dispatcher: Sendable {
   public func unregister(identifier: String) -> (any AnyStore)? {
     registry.withLock(owner: self) { registry in
       guard let store = registry.stores.removeValue(forKey: identifier) else { return nil }
+      registry.generation &+= 1
       registry.routes.remove(store, for: ObjectIdentifier(store.actionType))
       return store
     }
@@ -133,4 +135,6 @@ struct Registry {
   /// The stores handling each action type, keyed by `ObjectIdentifier(Action.self)`, in registration order.
   var routes = RouteTable()
   var middleware: [any Middleware] = []
+  /// Changes whenever a store is registered or removed, so that cached wait graphs are rebuilt.
+  var generation: UInt64 = 0
 }

@@ -143,4 +143,91 @@ struct WaitForTests {
     #expect(failures.map(\.storeIdentifier) == ["failing"])
     #expect(dependent.model.count == 1)
   }
+
+  // MARK: - The wait graph kept between dispatches
+
+  @Test func waitListsThatChangeBetweenDispatchesOrderEachDispatchByItsOwn() throws {
+    let dispatcher = Dispatcher()
+    let log = StartLog()
+    let a = makeCounterStore("a", waits: { $0 == .increase(1) ? ["b"] : [] }, onStart: { _, s in log.record(s) })
+    let b = makeCounterStore("b", waits: { $0 == .increase(2) ? ["a"] : [] }, onStart: { _, s in log.record(s) })
+    for store in [a, b] { try dispatcher.register(store: store) }
+
+    var orders: [[String]] = []
+    for amount in [1, 1, 2, 2, 1] {
+      log.starts.withLock { $0 = [] }
+      #expect(dispatchSync(dispatcher, CounterAction.increase(amount)).isSuccess)
+      orders.append(log.starts.withLock { $0 })
+    }
+
+    #expect(orders == [["b", "a"], ["b", "a"], ["a", "b"], ["a", "b"], ["b", "a"]])
+  }
+
+  @Test func cycleThatAppearsAfterAnAcyclicDispatchIsReportedAndRunsNothing() throws {
+    let dispatcher = Dispatcher()
+    let a = makeCounterStore("a", waits: { _ in ["b"] })
+    let b = makeCounterStore("b", waits: { $0 == .increase(2) ? ["a"] : [] })
+    for store in [a, b] { try dispatcher.register(store: store) }
+
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+    let error = dispatchSync(dispatcher, CounterAction.increase(2)).dispatchError
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+
+    guard case .waitCycle(let cycle) = error else {
+      Issue.record("expected waitCycle, got \(String(describing: error))")
+      return
+    }
+    #expect(Set(cycle) == ["a", "b"])
+    #expect(a.model.count == 3)
+    #expect(b.model.count == 3)
+  }
+
+  @Test func removingAWaitedForStoreFailsTheNextDispatchAndRegisteringItAgainRestoresIt() throws {
+    let dispatcher = Dispatcher()
+    // Two stores, so that the dispatch takes the general path; both wait for a store of another action type.
+    let first = makeCounterStore("first", waits: { _ in ["text"] })
+    let second = makeCounterStore("second", waits: { _ in ["text", "first"] })
+    for store in [first, second] { try dispatcher.register(store: store) }
+    try dispatcher.register(store: Store(identifier: "text", model: Text(), reducer: TextReducer()))
+
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+    dispatcher.unregister(identifier: "text")
+    let error = dispatchSync(dispatcher, CounterAction.increase(1)).dispatchError
+    try dispatcher.register(store: Store(identifier: "text", model: Text(), reducer: TextReducer()))
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+
+    guard case .unknownWaitTarget(let identifier, let waitsFor) = error else {
+      Issue.record("expected unknownWaitTarget, got \(String(describing: error))")
+      return
+    }
+    #expect(identifier == "first")
+    #expect(waitsFor == "text")
+    #expect(first.model.count == 3)
+    #expect(second.model.count == 3)
+  }
+
+  @Test func storeRegisteredAfterADispatchTakesItsPlaceInTheNextOrder() throws {
+    let dispatcher = Dispatcher()
+    let log = StartLog()
+    let a = makeCounterStore("a", waits: { _ in ["b"] }, onStart: { _, s in log.record(s) })
+    let b = makeCounterStore("b", onStart: { _, s in log.record(s) })
+    for store in [a, b] { try dispatcher.register(store: store) }
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+
+    // Registered after the first dispatches: the next one orders all four.
+    let c = makeCounterStore("c", onStart: { _, s in log.record(s) })
+    try dispatcher.register(store: c)
+    let reordered = makeCounterStore("b2", waits: { _ in ["c"] }, onStart: { _, s in log.record(s) })
+    try dispatcher.register(store: reordered)
+    log.starts.withLock { $0 = [] }
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+
+    let order = log.starts.withLock { $0 }
+    #expect(Set(order) == ["a", "b", "c", "b2"])
+    #expect(order.firstIndex(of: "b")! < order.firstIndex(of: "a")!)
+    #expect(order.firstIndex(of: "c")! < order.firstIndex(of: "b2")!)
+  }
 }

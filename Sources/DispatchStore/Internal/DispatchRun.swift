@@ -63,8 +63,8 @@ final class DispatchRun: OperationCompletionHandler {
     fileprivate let action: any ActionType
     fileprivate let middleware: [any Middleware]
     fileprivate let placement: Placement
-    /// The responding stores, one per node.
-    fileprivate let targets: InlineFirstArray<any DispatchTarget>
+    /// The responding stores, one per node: the registry's own array when the action's route is used whole.
+    fileprivate let targets: [any DispatchTarget]
     /// Moved into the run's state when it starts, so that counting down does not copy it.
     fileprivate var graph: WaitGraph?
   }
@@ -81,12 +81,14 @@ final class DispatchRun: OperationCompletionHandler {
     // The store named, or the only store handling the action; or every store handling it.
     let lookup = dispatcher.registry.withLock(owner: dispatcher) { registry -> StoreLookup in
       if !registry.middleware.isEmpty { middleware = registry.middleware }
-      guard let storeIdentifier else { return registry.routes.lookup(actionType) }
+      guard let storeIdentifier else { return registry.routes.lookup(actionType, generation: registry.generation) }
       return StoreLookup(registry.stores[storeIdentifier])
     }
-    var targets: InlineFirstArray<any DispatchTarget>
+    let targets: [any DispatchTarget]
     // The wait list of the first store, once asked.
     var firstWaits: [String]?
+    // The route's cached wait graph, valid while the registry stays at `generation`.
+    var cached: (graph: CachedWaitGraph?, generation: UInt64)?
     // Consumed, so that the stores are moved out rather than retained again.
     switch consume lookup {
     case .one(let store):
@@ -105,32 +107,36 @@ final class DispatchRun: OperationCompletionHandler {
           storeIdentifier: storeIdentifier, expected: String(reflecting: store.actionType),
           dispatched: String(reflecting: type(of: action)))
       }
-      targets = InlineFirstArray(store)
-    case .several(let stores):
-      targets = InlineFirstArray(stores[0])
-      targets.reserveCapacity(stores.count)
-      for store in stores.dropFirst() { targets.append(store) }
+      targets = [store]
+    case .several(let stores, let graph, let generation):
+      targets = stores
+      cached = (graph, generation)
     case .none:
       if let storeIdentifier { throw .unknownStore(identifier: storeIdentifier) }
       throw .noRespondingStore(actionType: String(reflecting: type(of: action)))
     }
     // Reducers' wait lists are user code: asked outside the registry lock. Arrays only when someone waits.
     var waitLists: [[String]]?
-    for index in 0..<targets.count {
+    for index in targets.indices {
       // User code: each reducer is asked once.
       let waits =
-        index == 0
-        ? firstWaits ?? targets.read(at: 0) { $0 }.waitList(for: action)
-        : targets.read(at: index) { $0 }.waitList(for: action)
+        index == 0 && firstWaits != nil ? firstWaits! : targets.withTarget(at: index) { $0.waitList(for: action) }
       guard !waits.isEmpty else { continue }
       if waitLists == nil { waitLists = Array(repeating: [], count: targets.count) }
       waitLists?[index] = waits
     }
-    var graph: WaitGraph?
-    if let waitLists {
-      var identifiers: [String] = []
-      identifiers.reserveCapacity(targets.count)
-      for index in 0..<targets.count { identifiers.append(targets.read(at: index) { $0.identifier }) }
+    guard let waitLists else {
+      return .run(
+        Plan(
+          dispatcherID: ObjectIdentifier(dispatcher), action: action, middleware: middleware, placement: placement,
+          targets: targets, graph: nil))
+    }
+    let graph: WaitGraph
+    if let cached, let hit = cached.graph, hit.generation == cached.generation, hit.waitLists == waitLists {
+      // The same stores gave the same wait lists with the registry unchanged: the same graph.
+      graph = hit.graph
+    } else {
+      let identifiers = targets.map(\.identifier)
       // Asked only about identifiers that no responding store has.
       let isRegistered = { (identifier: String) in
         dispatcher.registry.withLock(owner: dispatcher) { $0.stores[identifier] != nil }
@@ -140,6 +146,13 @@ final class DispatchRun: OperationCompletionHandler {
         throw error
       case .success(let made):
         graph = made
+      }
+      if let cached {
+        let entry = CachedWaitGraph(generation: cached.generation, waitLists: waitLists, graph: graph)
+        let replaced = dispatcher.registry.withLock(owner: dispatcher) { registry in
+          registry.generation == cached.generation ? registry.routes.cache(entry, for: actionType) : nil
+        }
+        withExtendedLifetime(replaced) {}  // Released here, after the lock.
       }
     }
     return .run(
@@ -209,7 +222,11 @@ final class DispatchRun: OperationCompletionHandler {
   }
 
   private func startOperation(_ index: Int) {
-    let store = plan.targets.read(at: index) { $0 }
+    // Borrowed inside `read`: a copy would retain and release the store.
+    plan.targets.withTarget(at: index) { store in startOperation(index, of: store) }
+  }
+
+  private func startOperation(_ index: Int, of store: any DispatchTarget) {
     if !plan.middleware.isEmpty {
       let id = TransactionID.next()
       let started = MonotonicClock.nanoseconds()
@@ -238,7 +255,10 @@ final class DispatchRun: OperationCompletionHandler {
   }
 
   private func afterOperationFinished(_ index: Int, error: (any Error)?) {
-    let store = plan.targets.read(at: index) { $0 }
+    plan.targets.withTarget(at: index) { store in afterOperationFinished(index, of: store, error: error) }
+  }
+
+  private func afterOperationFinished(_ index: Int, of store: any DispatchTarget, error: (any Error)?) {
     var finished: UInt64?
     var assignedID: TransactionID?
     var started: UInt64?
@@ -289,5 +309,13 @@ final class DispatchRun: OperationCompletionHandler {
     } else {
       onComplete(result)
     }
+  }
+}
+
+extension Array where Element == any DispatchTarget {
+  /// Calls `body` with the store at `index`, borrowed: the array's getter would return a retained copy.
+  @inline(__always)
+  func withTarget<Result>(at index: Int, _ body: (any DispatchTarget) throws -> Result) rethrows -> Result {
+    try withUnsafeBufferPointer { try body($0[index]) }
   }
 }

@@ -5,34 +5,45 @@
 /// unique and unpredictable enough that one multiplication spreads it over the table.
 struct RouteTable {
   private var keys: [ObjectIdentifier?]
-  private var values: [[any DispatchTarget]]
+  private var values: [Route]
   private(set) var count = 0
 
   init() {
     keys = Array(repeating: nil, count: 8)
-    values = Array(repeating: [], count: 8)
+    values = Array(repeating: Route(), count: 8)
   }
 
   /// The stores handling actions of type `key`, in registration order; empty if none.
   subscript(key: ObjectIdentifier) -> [any DispatchTarget] {
     guard case .found(let slot) = find(key) else { return [] }
-    return values[slot]
+    return values[slot].stores
   }
 
-  /// The stores handling actions of type `key`; the array is copied only when there are several.
-  func lookup(_ key: ObjectIdentifier) -> StoreLookup {
+  /// The stores handling actions of type `key`, with the wait graph cached for them if there are several.
+  /// - Parameter generation: The registry's generation, which the caller must match to use the cached graph.
+  func lookup(_ key: ObjectIdentifier, generation: UInt64) -> StoreLookup {
     guard case .found(let slot) = find(key) else { return .none }
-    return values[slot].count == 1 ? .one(values[slot][0]) : .several(values[slot])
+    let route = values[slot]
+    return route.stores.count == 1
+      ? .one(route.stores[0]) : .several(route.stores, waitGraph: route.waitGraph, generation: generation)
+  }
+
+  /// Keeps `graph` for the stores handling `key`; returns the graph it replaces, for the caller to release after
+  /// its lock.
+  mutating func cache(_ graph: CachedWaitGraph, for key: ObjectIdentifier) -> CachedWaitGraph? {
+    guard case .found(let slot) = find(key) else { return nil }
+    defer { values[slot].waitGraph = graph }
+    return values[slot].waitGraph
   }
 
   /// Appends `store` to the stores handling `key`.
   mutating func append(_ store: any DispatchTarget, for key: ObjectIdentifier) {
     switch find(key) {
     case .found(let slot):
-      values[slot].append(store)  // In place: copied only while a dispatch still holds the previous array.
+      values[slot].stores.append(store)  // In place: copied only while a dispatch still holds the previous array.
     case .empty(let slot):
       keys[slot] = key
-      values[slot] = [store]
+      values[slot] = Route(stores: [store])
       count += 1
       if count * 4 > keys.count * 3 { grow() }
     }
@@ -41,8 +52,8 @@ struct RouteTable {
   /// Removes `store` from the stores handling `key`; forgets `key` once none is left.
   mutating func remove(_ store: any DispatchTarget, for key: ObjectIdentifier) {
     guard case .found(let slot) = find(key) else { return }
-    values[slot].removeAll { $0 === store }
-    guard values[slot].isEmpty else { return }
+    values[slot].stores.removeAll { $0 === store }
+    guard values[slot].stores.isEmpty else { return }
     // Re-inserts the rest of the probe run, so that every key stays reachable from its home slot.
     keys[slot] = nil
     count -= 1
@@ -50,7 +61,7 @@ struct RouteTable {
     while let moved = keys[next] {
       let stores = values[next]
       keys[next] = nil
-      values[next] = []
+      values[next] = Route()
       guard case .empty(let target) = find(moved) else { preconditionFailure("RouteTable: duplicate key") }
       keys[target] = moved
       values[target] = stores
@@ -85,7 +96,7 @@ struct RouteTable {
     let oldKeys = keys
     let oldValues = values
     keys = Array(repeating: nil, count: oldKeys.count * 2)
-    values = Array(repeating: [], count: oldKeys.count * 2)
+    values = Array(repeating: Route(), count: oldKeys.count * 2)
     for (slot, key) in oldKeys.enumerated() {
       guard let key, case .empty(let target) = find(key) else { continue }
       keys[target] = key
@@ -94,12 +105,37 @@ struct RouteTable {
   }
 }
 
+/// The stores handling one action type, and the wait graph last built for them.
+struct Route {
+  var stores: [any DispatchTarget] = []
+  /// Checked against the registry's generation before use, so it need not be cleared when stores come and go.
+  var waitGraph: CachedWaitGraph?
+}
+
+/// A wait graph built for a route, kept so that the next dispatch that gets the same wait lists from the same
+/// stores skips building it again: most apps dispatch the same action types over and over, with fixed wait lists.
+///
+/// Only graphs that were built without error are kept; a dispatch whose wait lists differ builds its own. The
+/// generation is the registry's when the stores were looked up: registering or removing any store changes it, so
+/// an identifier that resolved to a registered store is checked again after the registry changed.
+final class CachedWaitGraph: Sendable {
+  let generation: UInt64
+  let waitLists: [[String]]
+  let graph: WaitGraph
+
+  init(generation: UInt64, waitLists: [[String]], graph: WaitGraph) {
+    self.generation = generation
+    self.waitLists = waitLists
+    self.graph = graph
+  }
+}
+
 /// The registered stores a dispatch reaches.
 enum StoreLookup {
   case none
   case one(any DispatchTarget)
-  /// Two or more, in registration order.
-  case several([any DispatchTarget])
+  /// Two or more, in registration order, with the wait graph last built for them, if any (see ``CachedWaitGraph``).
+  case several([any DispatchTarget], waitGraph: CachedWaitGraph?, generation: UInt64)
 
   init(_ store: (any DispatchTarget)?) {
     if let store { self = .one(store) } else { self = .none }

@@ -2,19 +2,8 @@ import Testing
 
 @testable import DispatchStore
 
-@Suite("InlineFirstArray and ReadyQueue")
-struct InlineFirstArrayTests {
-  @Test func keepsOrderAcrossTheInlineElementAndTheRest() {
-    var array = InlineFirstArray("a")
-    array.append("b")
-    array.append("c")
-    #expect(array.count == 3)
-    #expect((0..<array.count).map { index in array.read(at: index) { $0 } } == ["a", "b", "c"])
-    array.update(at: 0) { $0 = "A" }
-    array.update(at: 2) { $0 += "!" }
-    #expect((0..<array.count).map { index in array.read(at: index) { $0 } } == ["A", "b", "c!"])
-  }
-
+@Suite("ReadyQueue")
+struct ReadyQueueTests {
   @Test func readyQueueIsFirstInFirstOutWhateverTheInterleaving() {
     var queue = ReadyQueue()
     var expected: [Int] = []
