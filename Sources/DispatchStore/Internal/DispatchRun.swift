@@ -38,6 +38,8 @@ final class DispatchRun: OperationCompletionHandler {
     /// Nodes ready to start, taken by the thread in `isStarting`; this keeps long wait chains off the stack.
     var ready = ReadyQueue()
     var isStarting = false
+    /// The thread in `isStarting`, by its ``ThreadContext``.
+    var starter: ObjectIdentifier?
     var result: Result<Void, DispatchError>?
     var waiter: DispatchSemaphore?
   }
@@ -48,6 +50,12 @@ final class DispatchRun: OperationCompletionHandler {
   private let plan: Plan
   let onComplete: (@Sendable (Result<Void, DispatchError>) -> Void)?
   private let state: Mutex<State>
+  /// A node made ready by an operation that finished on the starting thread, inside its start: the starting thread
+  /// takes it next without taking the lock again.
+  ///
+  /// `nonisolated(unsafe)`: only the thread in `State.isStarting` reads or writes it (a finishing thread writes it
+  /// only when it is that thread, checked under the lock).
+  nonisolated(unsafe) private var handoff: Int?
 
   /// What a prepared dispatch runs.
   enum Prepared {
@@ -206,16 +214,24 @@ final class DispatchRun: OperationCompletionHandler {
   /// Starts the ready nodes, and any that become ready meanwhile, on this thread, unless another thread is
   /// already doing so (it then starts them too, in order).
   private func startReady() {
+    let me = ThreadContext.withCurrent { ObjectIdentifier($0) }
     var next = state.withLock(owner: self) { state -> Int? in
       guard !state.isStarting, let first = state.ready.popFirst() else { return nil }
       state.isStarting = true
+      state.starter = me
       return first
     }
     while let node = next {
       startOperation(node)
+      if let handedOff = handoff {
+        handoff = nil
+        next = handedOff
+        continue
+      }
       next = state.withLock(owner: self) { state -> Int? in
         if let next = state.ready.popFirst() { return next }
         state.isStarting = false
+        state.starter = nil
         return nil
       }
     }
@@ -276,6 +292,7 @@ final class DispatchRun: OperationCompletionHandler {
       }
     }
     let failureID = error == nil ? nil : (assignedID ?? TransactionID.next())
+    let me = ThreadContext.withCurrent { ObjectIdentifier($0) }
     let (startReady, result, waiter) = state.withLock(owner: self) {
       state -> (Bool, Result<Void, DispatchError>?, DispatchSemaphore?) in
       if let error, let failureID {
@@ -287,7 +304,9 @@ final class DispatchRun: OperationCompletionHandler {
         state.ready.append(dependent)
         madeReady = true
       }
-      // A thread already starting nodes picks the new ones up: it pops them under this lock after this section.
+      // A thread already starting nodes picks the new ones up: it pops them under this lock after this section,
+      // or, if it is this thread (this operation finished inside its start), takes the first from `handoff`.
+      if madeReady && state.starter == me && handoff == nil { handoff = state.ready.popFirst() }
       let startReady = madeReady && !state.isStarting
       state.unfinished -= 1
       guard state.unfinished == 0 else { return (startReady, nil, nil) }
