@@ -101,14 +101,20 @@ extension Store {
   @inlinable
   func deliver(_ change: StoreChange<Model, Action>) {
     var deadEntries: [ObserverEntry<Model, Action>] = []
-    for entry in change.observers {
-      // Holding the object keeps it alive while its callback runs.
-      guard let object = entry.object else {
-        deadEntries.append(entry)
-        continue
+    // The entries are borrowed from the change, which holds them: iterating the array would retain and release
+    // each, and its closure's context, on top of the one weak load that a live observer costs.
+    change.observers.withUnsafeBufferPointer { entries in
+      for index in entries.indices {
+        Unmanaged.passUnretained(entries[index])._withUnsafeGuaranteedRef { entry in
+          // Holding the object keeps it alive while its callback runs.
+          guard let object = entry.object else {
+            deadEntries.append(entry)
+            return
+          }
+          entry.onChange(change.model, change.action)
+          withExtendedLifetime(object) {}
+        }
       }
-      entry.onChange(change.model, change.action)
-      withExtendedLifetime(object) {}
     }
     guard !deadEntries.isEmpty else { return }
     // Compared by identity: loading a weak reference under the lock could end an object's life there.
