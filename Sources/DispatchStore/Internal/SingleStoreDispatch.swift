@@ -37,8 +37,6 @@ final class SingleStoreDispatch: OperationCompletionHandler {
 
   /// What the stages do not hold, behind the lock.
   struct Progress {
-    /// Set before the operation starts, if there is middleware.
-    var watch: Watch?
     var error: (any Error)?
     var onComplete: Dispatcher.Completion?
     var waiter: DispatchSemaphore?
@@ -49,6 +47,11 @@ final class SingleStoreDispatch: OperationCompletionHandler {
   let placement: DispatchRun.Placement
   private let stage = Atomic(Stage.starting)
   private let progress = Mutex(Progress())
+  /// Set before the operation starts, if there is middleware; never changed after.
+  ///
+  /// Outside the lock: the dispatching thread writes it before it starts the operation, and a finishing thread
+  /// reads it only after taking the operation's lock, which the start released after registering this handler.
+  nonisolated(unsafe) private var watch: Watch?
 
   init(
     store: any DispatchTarget, action: any ActionType, dispatcherID: ObjectIdentifier, middleware: [any Middleware],
@@ -89,7 +92,7 @@ final class SingleStoreDispatch: OperationCompletionHandler {
   private func begin() {
     guard !middleware.isEmpty else { return }
     let watch = Watch(id: TransactionID.next(), started: MonotonicClock.nanoseconds())
-    progress.withLock(owner: self) { $0.watch = watch }
+    self.watch = watch
     let transaction = Transaction(id: watch.id, storeIdentifier: store.identifier, action: action)
     for middleware in middleware {
       middleware.willDispatch(transaction: transaction, action: action, in: store)
@@ -97,7 +100,7 @@ final class SingleStoreDispatch: OperationCompletionHandler {
   }
 
   func operationFinished(token: Int, error: (any Error)?) {
-    let watch = middleware.isEmpty ? nil : progress.withLock(owner: self) { $0.watch }
+    let watch = self.watch
     ThreadContext.withoutRunning {
       store.announceChange(for: action)
       guard let watch else { return }
@@ -158,7 +161,7 @@ final class SingleStoreDispatch: OperationCompletionHandler {
   }
 
   private func failedWhileStarting() -> Result<Void, DispatchError> {
-    let (error, watch) = progress.withLock(owner: self) { ($0.error, $0.watch) }
+    let error = progress.withLock(owner: self) { $0.error }
     return result(error: error, watch: watch)
   }
 
