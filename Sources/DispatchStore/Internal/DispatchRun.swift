@@ -123,45 +123,53 @@ final class DispatchRun: OperationCompletionHandler {
       if let storeIdentifier { throw .unknownStore(identifier: storeIdentifier) }
       throw .noRespondingStore(actionType: String(reflecting: type(of: action)))
     }
-    // Reducers' wait lists are user code: asked outside the registry lock. Arrays only when someone waits.
+    // The graph kept from an earlier dispatch, while the registry is unchanged.
+    let kept = cached.flatMap { cached in cached.graph.flatMap { $0.generation == cached.generation ? $0 : nil } }
+    // Reducers' wait lists are user code: asked outside the registry lock. Each list is compared with the kept
+    // graph's as it comes; arrays are only made when the lists differ from it and someone waits.
+    var matchesKept = kept != nil
     var waitLists: [[String]]?
     for index in targets.indices {
       // User code: each reducer is asked once.
       let waits =
         index == 0 && firstWaits != nil ? firstWaits! : targets.withTarget(at: index) { $0.waitList(for: action) }
+      if matchesKept, let kept {
+        if kept.waitLists[index] == waits { continue }
+        // The lists so far were the kept graph's.
+        matchesKept = false
+        waitLists = Array(kept.waitLists[..<index]) + Array(repeating: [], count: targets.count - index)
+      }
       guard !waits.isEmpty else { continue }
       if waitLists == nil { waitLists = Array(repeating: [], count: targets.count) }
       waitLists?[index] = waits
     }
-    guard let waitLists else {
-      return .run(
-        Plan(
-          dispatcherID: ObjectIdentifier(dispatcher), action: action, middleware: middleware, placement: placement,
-          targets: targets, graph: nil))
-    }
-    let graph: WaitGraph
-    if let cached, let hit = cached.graph, hit.generation == cached.generation, hit.waitLists == waitLists {
+    let graph: WaitGraph?
+    if matchesKept, let kept {
       // The same stores gave the same wait lists with the registry unchanged: the same graph.
-      graph = hit.graph
-    } else {
+      graph = kept.graph
+    } else if let waitLists {
       let identifiers = targets.map(\.identifier)
       // Asked only about identifiers that no responding store has.
       let isRegistered = { (identifier: String) in
         dispatcher.registry.withLock(owner: dispatcher) { $0.stores[identifier] != nil }
       }
+      let made: WaitGraph
       switch WaitGraph.make(identifiers: identifiers, waitLists: waitLists, isRegistered: isRegistered) {
       case .failure(let error):
         throw error
-      case .success(let made):
-        graph = made
+      case .success(let graph):
+        made = graph
       }
       if let cached {
-        let entry = CachedWaitGraph(generation: cached.generation, waitLists: waitLists, graph: graph)
+        let entry = CachedWaitGraph(generation: cached.generation, waitLists: waitLists, graph: made)
         let replaced = dispatcher.registry.withLock(owner: dispatcher) { registry in
           registry.generation == cached.generation ? registry.routes.cache(entry, for: actionType) : nil
         }
         withExtendedLifetime(replaced) {}  // Released here, after the lock.
       }
+      graph = made
+    } else {
+      graph = nil
     }
     return .run(
       Plan(
