@@ -20,6 +20,7 @@ let benchmarks: @Sendable () -> Void = {
     thresholds: [.mallocCountTotal: BenchmarkThresholds(relative: [.p90: 1.0])]
   )
   registerBaselines()
+  registerPrimitives()
   registerSynchronousDispatch()
   registerLanes()
   registerMemory()

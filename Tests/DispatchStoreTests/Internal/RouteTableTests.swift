@@ -52,6 +52,31 @@ struct RouteTableTests {
     #expect(table.count == 1)
     #expect(table[ObjectIdentifier(Int.self)].isEmpty)
   }
+
+  @Test func lookupSeparatesOneStoreFromSeveralAndCarriesTheKeptGraph() throws {
+    let key = ObjectIdentifier(Key.self)
+    var table = RouteTable()
+    guard case .none = table.lookup(key, generation: 0) else { throw LookupMismatch() }
+    table.append(makeCounterStore("first"), for: key)
+    guard case .one(let only) = table.lookup(key, generation: 0), only.identifier == "first" else {
+      throw LookupMismatch()
+    }
+    table.append(makeCounterStore("second"), for: key)
+    guard case .several(let stores, nil, 4) = table.lookup(key, generation: 4) else { throw LookupMismatch() }
+    #expect(stores.map(\.identifier) == ["first", "second"])
+
+    let graph = try WaitGraph.make(identifiers: ["first", "second"], waitLists: [[], ["first"]]) { _ in false }.get()
+    let kept = CachedWaitGraph(generation: 4, waitLists: [[], ["first"]], graph: graph)
+    #expect(table.cache(kept, for: key) == nil)
+    let replacement = CachedWaitGraph(generation: 5, waitLists: [[], ["first"]], graph: graph)
+    #expect(table.cache(replacement, for: key) === kept)
+    guard case .several(_, let carried, 5) = table.lookup(key, generation: 5) else { throw LookupMismatch() }
+    #expect(carried === replacement)
+    // Keys without a route keep nothing.
+    #expect(table.cache(kept, for: ObjectIdentifier(Int.self)) == nil)
+  }
+
+  struct LookupMismatch: Error {}
 }
 
 /// A small deterministic generator, so that a failure reproduces.
