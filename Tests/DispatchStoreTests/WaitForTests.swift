@@ -1,4 +1,6 @@
+import Dispatch
 import DispatchStore
+import Synchronization
 import Testing
 
 @Suite("waitFor", .timeLimit(.minutes(1)))
@@ -229,5 +231,88 @@ struct WaitForTests {
     #expect(Set(order) == ["a", "b", "c", "b2"])
     #expect(order.firstIndex(of: "b")! < order.firstIndex(of: "a")!)
     #expect(order.firstIndex(of: "c")! < order.firstIndex(of: "b2")!)
+  }
+
+  @Test(arguments: [Dispatcher.Mode.sync, .async])
+  func concurrentChainsKeepEveryStoreBehindTheOneItWaitsFor(mode: Dispatcher.Mode) async throws {
+    let dispatcher = Dispatcher()
+    let length = 5
+    let violations = Atomic<Int>(0)
+    var stores: [Store<Counter, CounterAction>] = []
+    for index in 0..<length {
+      let previous = index == 0 ? nil : stores[index - 1]
+      // When a store starts, the store it waits for has finished this dispatch and every earlier one that this
+      // store counted, so it is strictly ahead. Read this store first: both counts only grow.
+      let store = makeCounterStore(
+        "chain\(index)", waits: { _ in index == 0 ? [] : ["chain\(index - 1)"] },
+        onStart: { _, store in
+          let own = store.model.count
+          if let previous, previous.model.count <= own { violations.add(1, ordering: .relaxed) }
+        })
+      stores.append(store)
+    }
+    for store in stores.reversed() { try dispatcher.register(store: store) }
+    let failures = Atomic<Int>(0)
+
+    await concurrently(iterations: 8) { thread in
+      for round in 0..<100 {
+        // Some operations finish later on other threads, so chains interleave across threads.
+        let action = (thread + round) % 3 == 0 ? CounterAction.increaseLater(1) : .increase(1)
+        let done = DispatchSemaphore(value: 0)
+        dispatcher.dispatch(action: action, mode: mode) { result in
+          if case .failure = result { failures.add(1, ordering: .relaxed) }
+          done.signal()
+        }
+        done.wait()
+      }
+    }
+
+    #expect(failures.load(ordering: .relaxed) == 0)
+    #expect(violations.load(ordering: .relaxed) == 0)
+    #expect(stores.allSatisfy { $0.model.count == 800 })
+  }
+
+  @Test func registryChangesDuringDispatchesNeverUseAStaleGraph() async throws {
+    let dispatcher = Dispatcher()
+    let first = makeCounterStore("first", waits: { _ in ["text"] })
+    let second = makeCounterStore("second", waits: { _ in ["first", "text"] })
+    for store in [first, second] { try dispatcher.register(store: store) }
+    let outcomes = Locked<[String: Int]>([:])
+
+    await concurrently(iterations: 4) { thread in
+      for _ in 0..<200 {
+        if thread == 0 {
+          // One thread makes the waited-for store come and go.
+          if dispatcher.unregister(identifier: "text") == nil {
+            try? dispatcher.register(store: Store(identifier: "text", model: Text(), reducer: TextReducer()))
+          }
+          continue
+        }
+        let outcome: String
+        switch dispatchSync(dispatcher, CounterAction.increase(1)) {
+        case .success: outcome = "success"
+        // Either store may be the one found waiting for "text": the registry can change between their checks.
+        case .failure(.unknownWaitTarget(_, waitsFor: "text")): outcome = "unknownWaitTarget"
+        case .failure(let error): outcome = "unexpected: \(error)"
+        }
+        outcomes.withLock { $0[outcome, default: 0] += 1 }
+      }
+    }
+    // Whatever the interleaving: with the store registered, the next dispatch succeeds; without it, it fails.
+    if dispatcher.store(with: "text") == nil {
+      #expect(dispatchSync(dispatcher, CounterAction.increase(1)).dispatchError != nil)
+      try dispatcher.register(store: Store(identifier: "text", model: Text(), reducer: TextReducer()))
+    }
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+    dispatcher.unregister(identifier: "text")
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).dispatchError != nil)
+
+    let seen = outcomes.withLock { $0 }
+    #expect(Set(seen.keys).isSubset(of: ["success", "unknownWaitTarget"]), "\(seen)")
+    #expect(seen.values.reduce(0, +) == 600)
+    // Every successful dispatch ran both stores, in order; failed ones ran neither.
+    let successes = (seen["success"] ?? 0) + 1
+    #expect(first.model.count == successes)
+    #expect(second.model.count == successes)
   }
 }
