@@ -246,7 +246,7 @@ final class DispatchRun: OperationCompletionHandler {
   }
 
   private func startOperation(_ index: Int) {
-    // Borrowed inside `read`: a copy would retain and release the store.
+    // Borrowed inside `withTarget`: a copy would retain and release the store.
     plan.targets.withTarget(at: index) { store in startOperation(index, of: store) }
   }
 
