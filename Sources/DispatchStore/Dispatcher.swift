@@ -112,8 +112,7 @@ public final class Dispatcher: Sendable {
   /// - Parameter middleware: The middleware to add. Registering the same instance twice has no effect.
   public func register(middleware: any Middleware) {
     registry.withLock(owner: self) { registry in
-      guard !registry.middleware.contains(where: { $0 === middleware }) else { return }
-      registry.middleware.append(middleware)
+      _ = registry.middleware.append(middleware)
     }
   }
 
@@ -121,9 +120,7 @@ public final class Dispatcher: Sendable {
   /// - Parameter middleware: A middleware instance passed to ``register(middleware:)``.
   public func unregister(middleware: any Middleware) {
     let removed = registry.withLock(owner: self) { registry in
-      let removed = registry.middleware.filter { $0 === middleware }
-      registry.middleware.removeAll { $0 === middleware }
-      return removed
+      registry.middleware.remove(middleware)
     }
     withExtendedLifetime(removed) {}  // Released here, after the lock.
   }
@@ -134,7 +131,7 @@ struct Registry {
   var stores: [String: any DispatchTarget] = [:]
   /// The stores handling each action type, keyed by `ObjectIdentifier(Action.self)`, in registration order.
   var routes = RouteTable()
-  var middleware: [any Middleware] = []
+  var middleware = MiddlewareList()
   /// Changes whenever a store is registered or removed, so that cached wait graphs are rebuilt.
   var generation: UInt64 = 0
 }

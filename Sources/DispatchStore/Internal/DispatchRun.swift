@@ -69,7 +69,7 @@ final class DispatchRun: OperationCompletionHandler {
   struct Plan {
     fileprivate let dispatcherID: ObjectIdentifier
     fileprivate let action: any ActionType
-    fileprivate let middleware: [any Middleware]
+    fileprivate let middleware: MiddlewareList
     fileprivate let placement: Placement
     /// The responding stores, one per node: the registry's own array when the action's route is used whole.
     fileprivate let targets: [any DispatchTarget]
@@ -85,7 +85,7 @@ final class DispatchRun: OperationCompletionHandler {
     placement: Placement
   ) throws(DispatchError) -> Prepared {
     let actionType = ObjectIdentifier(type(of: action))
-    var middleware: [any Middleware] = []
+    var middleware = MiddlewareList()
     // The store named, or the only store handling the action; or every store handling it.
     let lookup = dispatcher.registry.withLock(owner: dispatcher) { registry -> StoreLookup in
       if !registry.middleware.isEmpty { middleware = registry.middleware }
@@ -259,9 +259,7 @@ final class DispatchRun: OperationCompletionHandler {
         state.nodes[index].started = started
       }
       let transaction = Transaction(id: id, storeIdentifier: store.identifier, action: plan.action)
-      for middleware in plan.middleware {
-        middleware.willDispatch(transaction: transaction, action: plan.action, in: store)
-      }
+      plan.middleware.forEach { $0.willDispatch(transaction: transaction, action: plan.action, in: store) }
     }
     ThreadContext.withRunning(plan.dispatcherID) {
       store.startOperation(for: plan.action, notifying: self, token: index)
@@ -295,9 +293,7 @@ final class DispatchRun: OperationCompletionHandler {
       var transaction = Transaction(id: id, storeIdentifier: store.identifier, action: plan.action)
       transaction.duration = .nanoseconds(Int64(bitPattern: finished &- started))
       transaction.error = error
-      for middleware in plan.middleware {
-        middleware.didDispatch(transaction: transaction, action: plan.action, in: store)
-      }
+      plan.middleware.forEach { $0.didDispatch(transaction: transaction, action: plan.action, in: store) }
     }
     let failureID = error == nil ? nil : (assignedID ?? TransactionID.next())
     let me = ThreadContext.withCurrent { ObjectIdentifier($0) }

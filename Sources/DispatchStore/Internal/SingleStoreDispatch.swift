@@ -12,7 +12,7 @@ final class SingleStoreDispatch: OperationCompletionHandler {
   let store: any DispatchTarget
   let action: any ActionType
   let dispatcherID: ObjectIdentifier
-  let middleware: [any Middleware]
+  let middleware: MiddlewareList
 
   /// The identifier of the transaction middleware sees, and when its operation started.
   ///
@@ -54,7 +54,7 @@ final class SingleStoreDispatch: OperationCompletionHandler {
   nonisolated(unsafe) private var watch: Watch?
 
   init(
-    store: any DispatchTarget, action: any ActionType, dispatcherID: ObjectIdentifier, middleware: [any Middleware],
+    store: any DispatchTarget, action: any ActionType, dispatcherID: ObjectIdentifier, middleware: MiddlewareList,
     placement: DispatchRun.Placement
   ) {
     self.store = store
@@ -94,9 +94,7 @@ final class SingleStoreDispatch: OperationCompletionHandler {
     let watch = Watch(id: TransactionID.next(), started: MonotonicClock.nanoseconds())
     self.watch = watch
     let transaction = Transaction(id: watch.id, storeIdentifier: store.identifier, action: action)
-    for middleware in middleware {
-      middleware.willDispatch(transaction: transaction, action: action, in: store)
-    }
+    middleware.forEach { $0.willDispatch(transaction: transaction, action: action, in: store) }
   }
 
   func operationFinished(token: Int, error: (any Error)?) {
@@ -107,9 +105,7 @@ final class SingleStoreDispatch: OperationCompletionHandler {
       let transaction = Transaction(
         id: watch.id, storeIdentifier: store.identifier, action: action,
         duration: .nanoseconds(Int64(bitPattern: MonotonicClock.nanoseconds() &- watch.started)), error: error)
-      for middleware in middleware {
-        middleware.didDispatch(transaction: transaction, action: action, in: store)
-      }
+      middleware.forEach { $0.didDispatch(transaction: transaction, action: action, in: store) }
     }
     if let error { progress.withLock(owner: self) { $0.error = error } }
     let finishedFirst = stage.compareExchange(
