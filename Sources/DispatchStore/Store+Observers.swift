@@ -63,23 +63,9 @@ extension Store {
     let synchronous = state.withLock(owner: self) { state -> StoreChange<Model, Action>? in
       guard state.version != state.announcedVersion else { return nil }
       state.announcedVersion = state.version
-      guard shouldNotify, let observers = state.observers else { return nil }
-      if !observers.mainThread.isEmpty {
-        let change = StoreChange(model: state.model, action: action, observers: observers.mainThread)
-        // Scheduled under the lock so that main-thread notifications keep the order of the changes; scheduling
-        // only appends to the main queue, it runs no user code.
-        state.mainQueue.schedule { [self] in
-          ThreadContext.withoutRunningDispatchers { deliver(change) }
-        }
-      }
-      guard !observers.synchronous.isEmpty else { return nil }
-      let change = StoreChange(model: state.model, action: action, observers: observers.synchronous)
-      if observers.isDeliveringSynchronously {
-        observers.pendingSynchronous.append(change)
-        return nil
-      }
-      observers.isDeliveringSynchronously = true
-      return change
+      guard shouldNotify else { return nil }
+      // Through optional chaining, which uses the lists in place: binding them would retain and release them.
+      return state.observers?.changes(of: state.model, by: action, store: self, mainQueue: state.mainQueue) ?? nil
     }
     guard var change = synchronous else { return }
     ThreadContext.withoutRunningDispatchers {
@@ -87,10 +73,7 @@ extension Store {
         deliver(change)
         let next = state.withLock(owner: self) { state -> StoreChange<Model, Action>? in
           // The lists stay once made, so they are still there.
-          guard let observers = state.observers else { return nil }
-          if let next = observers.pendingSynchronous.popFirst() { return next }
-          observers.isDeliveringSynchronously = false
-          return nil
+          state.observers?.nextPendingSynchronousChange() ?? nil
         }
         guard let next else { return }
         change = next
@@ -159,6 +142,43 @@ final class ObserverLists<Model: ModelType, Action: ActionType> {
   @usableFromInline @exclusivity(unchecked) var isDeliveringSynchronously = false
 
   init() {}
+
+  /// The next synchronous notification another thread left for this one; otherwise ends this thread's delivery.
+  ///
+  /// Called under the store's lock.
+  @inlinable
+  func nextPendingSynchronousChange() -> StoreChange<Model, Action>? {
+    if let next = pendingSynchronous.popFirst() { return next }
+    isDeliveringSynchronously = false
+    return nil
+  }
+
+  /// Announces `model`, which `action` made: schedules its main-thread notification, and returns the synchronous
+  /// notification for the caller to deliver after the store's lock, unless there is none or another thread is
+  /// delivering (it then delivers this one too, in order).
+  ///
+  /// Called under the store's lock; runs no user code.
+  @inlinable
+  func changes(
+    of model: Model, by action: Action, store: Store<Model, Action>, mainQueue: MainQueue
+  ) -> StoreChange<Model, Action>? {
+    if !mainThread.isEmpty {
+      let change = StoreChange(model: model, action: action, observers: mainThread)
+      // Scheduled under the lock so that main-thread notifications keep the order of the changes; scheduling only
+      // appends to the main queue.
+      mainQueue.schedule {
+        ThreadContext.withoutRunningDispatchers { store.deliver(change) }
+      }
+    }
+    guard !synchronous.isEmpty else { return nil }
+    let change = StoreChange(model: model, action: action, observers: synchronous)
+    if isDeliveringSynchronously {
+      pendingSynchronous.append(change)
+      return nil
+    }
+    isDeliveringSynchronously = true
+    return change
+  }
 }
 
 /// One change to announce: the model after it, the action that made it, and who to tell.
