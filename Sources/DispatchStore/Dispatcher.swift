@@ -112,7 +112,7 @@ public final class Dispatcher: Sendable {
   /// - Parameter middleware: The middleware to add. Registering the same instance twice has no effect.
   public func register(middleware: any Middleware) {
     registry.withLock(owner: self) { registry in
-      _ = registry.middleware.append(middleware)
+      registry.middleware.append(middleware)
     }
   }
 

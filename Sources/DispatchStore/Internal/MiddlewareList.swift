@@ -17,11 +17,10 @@ struct MiddlewareList: Sendable {
 
   var isEmpty: Bool { entries.isEmpty }
 
-  /// Appends `middleware` unless this very instance is already in the list; returns whether it did.
-  mutating func append(_ middleware: any Middleware) -> Bool {
-    guard !entries.contains(where: { $0.middleware === middleware }) else { return false }
+  /// Appends `middleware` unless this very instance is already in the list.
+  mutating func append(_ middleware: any Middleware) {
+    guard !entries.contains(where: { $0.middleware === middleware }) else { return }
     entries.append(Entry(middleware))
-    return true
   }
 
   /// Removes `middleware`; returns the removed entries, for the caller to release after its lock.
