@@ -136,8 +136,21 @@ protocol OperationStarting: AnyObject, Sendable {
   /// Registers `handler`, then starts the operation if it has not started; a finished operation calls `handler`
   /// at once.
   func start(notifying handler: any OperationCompletionHandler, token: Int)
+  /// Starts the operation, if it has not started, with nobody registered to hear when it finishes; returns how
+  /// far it got by the time its start returned.
+  ///
+  /// A caller that gets ``OperationOutcome/unfinished`` registers a handler with ``start(notifying:token:)``, which
+  /// then only registers it (or calls it at once, if the operation finished meanwhile).
+  func startUnobserved() -> OperationOutcome
   /// Whether this operation, directly or through its dependencies, depends on the given operation.
   func dependsOn(_ operation: ObjectIdentifier) -> Bool
+}
+
+/// How far an operation got.
+enum OperationOutcome {
+  case unfinished
+  case succeeded
+  case failed(any Error)
 }
 
 /// The handlers of one operation: one inline slot, since an operation almost always has exactly one.
@@ -199,6 +212,32 @@ extension ActionOperation: OperationStarting, OperationCompletionHandler {
     case .startDependencies(let dependencies):
       for dependency in dependencies { dependency.start(notifying: self, token: 0) }
     case .alreadyFinished(let error): handler.operationFinished(token: token, error: error)
+    }
+  }
+
+  func startUnobserved() -> OperationOutcome {
+    let action = state.withLock(owner: self) { state -> OperationStartAction in
+      guard case .pending = state.phase else { return .none }
+      if state.dependencies.isEmpty {
+        state.phase = .running
+        return .run
+      }
+      state.phase = .waiting(remaining: state.dependencies.count, failed: false)
+      return .startDependencies(state.dependencies)
+    }
+    switch action {
+    case .none, .alreadyFinished: break
+    case .run: runBlock()
+    case .startDependencies(let dependencies):
+      for dependency in dependencies { dependency.start(notifying: self, token: 0) }
+    }
+    switch finishedFlag.load(ordering: .acquiring) {
+    case 0: return .unfinished
+    case 1: return .succeeded
+    default:
+      // Set under the lock before the flag, and never changed after.
+      let error = state.withLock(owner: self) { $0.error }
+      return .failed(error ?? ActionOperationError.releasedWithoutFinishing(storeIdentifier: store.identifier))
     }
   }
 

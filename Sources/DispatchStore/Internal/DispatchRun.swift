@@ -84,7 +84,7 @@ final class DispatchRun: OperationCompletionHandler {
     action: any ActionType,
     placement: Placement
   ) throws(DispatchError) -> Prepared {
-    let actionType = ObjectIdentifier(type(of: action))
+    let actionType = action.routingType
     var middleware = MiddlewareList()
     // The store named, or the only store handling the action; or every store handling it.
     let lookup = dispatcher.registry.withLock(owner: dispatcher) { registry -> StoreLookup in
@@ -261,42 +261,44 @@ final class DispatchRun: OperationCompletionHandler {
       let transaction = Transaction(id: id, storeIdentifier: store.identifier, action: plan.action)
       plan.middleware.forEach { $0.willDispatch(transaction: transaction, action: plan.action, in: store) }
     }
-    ThreadContext.withRunning(plan.dispatcherID) {
-      store.startOperation(for: plan.action, notifying: self, token: index)
+    // Started with nobody to tell: one that finished by the time its start returned (most do) is handled here,
+    // without registering this run with it. The operation is released inside, so that one dropped without
+    // finishing fails from its `deinit` there.
+    let outcome = ThreadContext.withRunning(plan.dispatcherID) { () -> OperationOutcome in
+      let operation = store.makeOperation(for: plan.action)
+      let outcome = operation.startUnobserved()
+      if case .unfinished = outcome { operation.start(notifying: self, token: index) }
+      return outcome
+    }
+    switch outcome {
+    case .unfinished: break
+    case .succeeded: afterOperationFinished(index, of: store, error: nil, onStartingThread: true)
+    case .failed(let error): afterOperationFinished(index, of: store, error: error, onStartingThread: true)
     }
   }
 
   // MARK: - Finishing
 
+  /// An operation that did not finish while starting finished.
   func operationFinished(token index: Int, error: (any Error)?) {
     // `finish()` is often called from inside the operation's block: what follows (observers, middleware, the
     // completion) is not part of the operation, so `.sync` dispatch is allowed there.
     ThreadContext.withoutRunning {
-      afterOperationFinished(index, error: error)
+      plan.targets.withTarget(at: index) { store in
+        afterOperationFinished(index, of: store, error: error, onStartingThread: false)
+      }
     }
   }
 
-  private func afterOperationFinished(_ index: Int, error: (any Error)?) {
-    plan.targets.withTarget(at: index) { store in afterOperationFinished(index, of: store, error: error) }
-  }
-
-  private func afterOperationFinished(_ index: Int, of store: any DispatchTarget, error: (any Error)?) {
-    var finished: UInt64?
-    var assignedID: TransactionID?
-    var started: UInt64?
-    if !plan.middleware.isEmpty {
-      finished = MonotonicClock.nanoseconds()
-      (assignedID, started) = state.withLock(owner: self) { ($0.nodes[index].transactionID, $0.nodes[index].started) }
-    }
-    store.announceChange(for: plan.action)
-    if let finished, let started, let id = assignedID {
-      var transaction = Transaction(id: id, storeIdentifier: store.identifier, action: plan.action)
-      transaction.duration = .nanoseconds(Int64(bitPattern: finished &- started))
-      transaction.error = error
-      plan.middleware.forEach { $0.didDispatch(transaction: transaction, action: plan.action, in: store) }
-    }
+  /// Announces the change, tells middleware, and counts the store as finished.
+  ///
+  /// `onStartingThread`: called by the thread that is starting nodes, right after this node's start returned.
+  private func afterOperationFinished(
+    _ index: Int, of store: any DispatchTarget, error: (any Error)?, onStartingThread: Bool
+  ) {
+    let assignedID = announce(index, of: store, error: error, hidingRunningDispatchers: onStartingThread)
     let failureID = error == nil ? nil : (assignedID ?? TransactionID.next())
-    let me = ThreadContext.withCurrent { ObjectIdentifier($0) }
+    let me = onStartingThread ? nil : ThreadContext.withCurrent { ObjectIdentifier($0) }
     let (startReady, result, waiter) = state.withLock(owner: self) {
       state -> (Bool, Result<Void, DispatchError>?, DispatchSemaphore?) in
       if let error, let failureID {
@@ -309,8 +311,10 @@ final class DispatchRun: OperationCompletionHandler {
         madeReady = true
       }
       // A thread already starting nodes picks the new ones up: it pops them under this lock after this section,
-      // or, if it is this thread (this operation finished inside its start), takes the first from `handoff`.
-      if madeReady && state.starter == me && handoff == nil { handoff = state.ready.popFirst() }
+      // or, if it is this thread (this operation finished inside or right after its start), takes the first from
+      // `handoff`.
+      let isStarter = onStartingThread || (me != nil && state.starter == me)
+      if madeReady && isStarter && handoff == nil { handoff = state.ready.popFirst() }
       let startReady = madeReady && !state.isStarting
       state.unfinished -= 1
       guard state.unfinished == 0 else { return (startReady, nil, nil) }
@@ -321,7 +325,42 @@ final class DispatchRun: OperationCompletionHandler {
       return (startReady, result, state.waiter)
     }
     if startReady { startReadyWhenPlaced() }
-    if let result { complete(with: result, waking: waiter) }
+    guard let result else { return }
+    if onStartingThread {
+      ThreadContext.withoutRunning { complete(with: result, waking: waiter) }
+    } else {
+      complete(with: result, waking: waiter)
+    }
+  }
+
+  /// Announces the store's change and tells middleware that its operation finished; returns the transaction's
+  /// identifier, if middleware saw it.
+  ///
+  /// `hidingRunningDispatchers`: hide the dispatchers running on this thread from the user code called here;
+  /// skipped when there is none to call.
+  private func announce(
+    _ index: Int, of store: any DispatchTarget, error: (any Error)?, hidingRunningDispatchers: Bool
+  ) -> TransactionID? {
+    let watched = !plan.middleware.isEmpty
+    guard watched || store.isObserved else { return nil }
+    guard !hidingRunningDispatchers else {
+      return ThreadContext.withoutRunning { announce(index, of: store, error: error, hidingRunningDispatchers: false) }
+    }
+    var finished: UInt64?
+    var assignedID: TransactionID?
+    var started: UInt64?
+    if watched {
+      finished = MonotonicClock.nanoseconds()
+      (assignedID, started) = state.withLock(owner: self) { ($0.nodes[index].transactionID, $0.nodes[index].started) }
+    }
+    store.announceChange(for: plan.action)
+    if let finished, let started, let id = assignedID {
+      var transaction = Transaction(id: id, storeIdentifier: store.identifier, action: plan.action)
+      transaction.duration = .nanoseconds(Int64(bitPattern: finished &- started))
+      transaction.error = error
+      plan.middleware.forEach { $0.didDispatch(transaction: transaction, action: plan.action, in: store) }
+    }
+    return assignedID
   }
 
   private func complete(with result: Result<Void, DispatchError>, waking waiter: DispatchSemaphore?) {

@@ -7,6 +7,10 @@ protocol DispatchTarget: AnyStore {
   func waitList(for action: any ActionType) -> [String]
   /// Asks the reducer for an operation and starts it; `handler` hears when it finished.
   func startOperation(for action: any ActionType, notifying handler: any OperationCompletionHandler, token: Int)
+  /// Asks the reducer for the operation that handles `action`, without starting it.
+  func makeOperation(for action: any ActionType) -> any OperationStarting
+  /// Whether anyone observes the store: when nobody does, announcing a change calls no user code.
+  var isObserved: Bool { get }
   /// Announces the change the finished operation made, if any.
   func announceChange(for action: any ActionType)
 }
@@ -18,6 +22,14 @@ extension Store: DispatchTarget {
 
   func startOperation(for action: any ActionType, notifying handler: any OperationCompletionHandler, token: Int) {
     reducer.operation(for: ownAction(action), in: self).start(notifying: handler, token: token)
+  }
+
+  func makeOperation(for action: any ActionType) -> any OperationStarting {
+    reducer.operation(for: ownAction(action), in: self)
+  }
+
+  var isObserved: Bool {
+    registeredObservers.load(ordering: .relaxed) > 0
   }
 
   func announceChange(for action: any ActionType) {

@@ -1,18 +1,20 @@
 import Dispatch
 import Synchronization
 
-/// A dispatch that reaches one store that waits for nobody: the common case, run without a ``DispatchRun``.
+/// A dispatch that reaches one store that waits for nobody: the common case, run without a ``DispatchRun`` and,
+/// when the operation finishes before its start returns (most do), without allocating anything of its own.
 ///
-/// The object is both the plan and the operation's completion handler, the one allocation besides the operation.
-/// It is registered before the operation starts, so the change is announced (and middleware told) on whichever
-/// thread finishes the operation, exactly as in a run. When the operation finished before its start returned (most
-/// do), the dispatching thread takes the result directly; otherwise it leaves a completion to call, or for `.sync`
-/// a semaphore to wait on, and the finishing thread delivers there. ``Stage`` decides which, by compare-and-swap.
-final class SingleStoreDispatch: OperationCompletionHandler {
+/// The operation is started with nobody registered to hear it finish. If it finished by the time its start
+/// returned, the dispatching thread announces the change, tells middleware and takes the result. Otherwise it
+/// makes a ``LateCompletion``, which knows where the result goes (a completion, or a semaphore `.sync` waits on),
+/// and registers it with the operation: whichever thread finishes the operation then announces and delivers, and
+/// if the operation finished in between, registering calls it at once.
+struct SingleStoreDispatch: Sendable {
   let store: any DispatchTarget
   let action: any ActionType
   let dispatcherID: ObjectIdentifier
   let middleware: MiddlewareList
+  let placement: DispatchRun.Placement
 
   /// The identifier of the transaction middleware sees, and when its operation started.
   ///
@@ -23,45 +25,12 @@ final class SingleStoreDispatch: OperationCompletionHandler {
     let started: UInt64
   }
 
-  /// How far the dispatch got, readable without the lock: the common case (finished without error before the
-  /// start returned) takes no lock at all.
-  enum Stage: UInt8, AtomicRepresentable {
-    case starting
-    /// The operation finished before its start returned, successfully.
-    case succeededWhileStarting
-    /// The operation finished before its start returned, with `Progress.error`.
-    case failedWhileStarting
-    /// The start returned first: whoever finishes the operation delivers to `Progress.onComplete` or `waiter`.
-    case startReturned
-  }
-
-  /// What the stages do not hold, behind the lock.
-  struct Progress {
-    var error: (any Error)?
-    var onComplete: Dispatcher.Completion?
-    var waiter: DispatchSemaphore?
-    /// The result, once a late finish delivered it to the `.sync` waiter.
-    var lateResult: Result<Void, DispatchError>?
-  }
-
-  let placement: DispatchRun.Placement
-  private let stage = Atomic(Stage.starting)
-  private let progress = Mutex(Progress())
-  /// Set before the operation starts, if there is middleware; never changed after.
-  ///
-  /// Outside the lock: the dispatching thread writes it before it starts the operation, and a finishing thread
-  /// reads it only after taking the operation's lock, which the start released after registering this handler.
-  nonisolated(unsafe) private var watch: Watch?
-
-  init(
-    store: any DispatchTarget, action: any ActionType, dispatcherID: ObjectIdentifier, middleware: MiddlewareList,
-    placement: DispatchRun.Placement
-  ) {
-    self.store = store
-    self.action = action
-    self.dispatcherID = dispatcherID
-    self.middleware = middleware
-    self.placement = placement
+  /// How the operation's start ended.
+  private enum Started {
+    /// It finished, with this error if it failed.
+    case finished((any Error)?)
+    /// It is still running; the late completion hears when it finishes.
+    case late(LateCompletion)
   }
 
   /// Runs the dispatch.
@@ -77,28 +46,55 @@ final class SingleStoreDispatch: OperationCompletionHandler {
       }
       return .later
     }
-    begin()
-    // The store releases the operation before returning: one dropped without finishing fails from its `deinit`,
-    // here, rather than while this thread waits for it.
-    ThreadContext.withRunning(dispatcherID) {
-      store.startOperation(for: action, notifying: self, token: 0)
+    let watch = begin()
+    let started = ThreadContext.withRunning(dispatcherID) { start(watch: watch, makeCompletion: makeCompletion) }
+    switch started {
+    case .finished(let error):
+      finished(error: error, watch: watch)
+      return .finished(result(error: error, watch: watch))
+    case .late(let late):
+      guard let waiter = late.waiter else { return .later }
+      waiter.wait()
+      return .finished(late.takeResult())
     }
-    return startReturned(makeCompletion: makeCompletion)
+  }
+
+  /// Asks the reducer for the operation and starts it; registers a late completion if it did not finish.
+  ///
+  /// The operation is a local of this function: it is released before the function returns, so that one dropped
+  /// without finishing fails from its `deinit`, here, rather than while the dispatching thread waits for it.
+  private func start(watch: Watch?, makeCompletion: () -> Dispatcher.Completion?) -> Started {
+    let operation = store.makeOperation(for: action)
+    switch operation.startUnobserved() {
+    case .succeeded: return .finished(nil)
+    case .failed(let error): return .finished(error)
+    case .unfinished: break
+    }
+    let onComplete = makeCompletion()
+    let late = LateCompletion(
+      dispatch: self, watch: watch, onComplete: onComplete,
+      waiter: onComplete == nil ? DispatchSemaphore(value: 0) : nil)
+    operation.start(notifying: late, token: 0)
+    return .late(late)
   }
 
   /// Tells middleware that the operation is about to start.
   ///
   /// With no middleware it reads no clock.
-  private func begin() {
-    guard !middleware.isEmpty else { return }
+  private func begin() -> Watch? {
+    guard !middleware.isEmpty else { return nil }
     let watch = Watch(id: TransactionID.next(), started: MonotonicClock.nanoseconds())
-    self.watch = watch
     let transaction = Transaction(id: watch.id, storeIdentifier: store.identifier, action: action)
     middleware.forEach { $0.willDispatch(transaction: transaction, action: action, in: store) }
+    return watch
   }
 
-  func operationFinished(token: Int, error: (any Error)?) {
-    let watch = self.watch
+  /// Announces the change and tells middleware that the operation finished.
+  ///
+  /// With no middleware and nobody observing the store there is no user code to call, and nothing to hide the
+  /// running dispatchers from.
+  fileprivate func finished(error: (any Error)?, watch: Watch?) {
+    guard watch != nil || store.isObserved else { return }
     ThreadContext.withoutRunning {
       store.announceChange(for: action)
       guard let watch else { return }
@@ -107,65 +103,58 @@ final class SingleStoreDispatch: OperationCompletionHandler {
         duration: .nanoseconds(Int64(bitPattern: MonotonicClock.nanoseconds() &- watch.started)), error: error)
       middleware.forEach { $0.didDispatch(transaction: transaction, action: action, in: store) }
     }
-    if let error { progress.withLock(owner: self) { $0.error = error } }
-    let finishedFirst = stage.compareExchange(
-      expected: .starting, desired: error == nil ? .succeededWhileStarting : .failedWhileStarting,
-      ordering: .acquiringAndReleasing
-    ).exchanged
-    // Otherwise the start returned first and left where to deliver.
-    let late = finishedFirst ? nil : progress.withLock(owner: self) { ($0.onComplete, $0.waiter) }
-    guard let (onComplete, waiter) = late else { return }
-    let result = result(error: error, watch: watch)
+  }
+
+  /// The operation's error as the dispatch's result.
+  fileprivate func result(error: (any Error)?, watch: Watch?) -> Result<Void, DispatchError> {
+    guard let error else { return .success(()) }
+    let failure = OperationFailure(
+      storeIdentifier: store.identifier, transactionID: watch?.id ?? TransactionID.next(), error: error)
+    return .failure(.operationsFailed([failure]))
+  }
+}
+
+/// Hears about an operation of a ``SingleStoreDispatch`` that did not finish before its start returned, and
+/// delivers its result: to the completion, or to the `.sync` caller waiting on `waiter`.
+final class LateCompletion: OperationCompletionHandler {
+  private let dispatch: SingleStoreDispatch
+  private let watch: SingleStoreDispatch.Watch?
+  private let onComplete: Dispatcher.Completion?
+  /// What a `.sync` dispatch waits on, when there is no completion.
+  let waiter: DispatchSemaphore?
+  /// The result, for the waiting thread.
+  private let result = Mutex<Result<Void, DispatchError>?>(nil)
+
+  init(
+    dispatch: SingleStoreDispatch, watch: SingleStoreDispatch.Watch?, onComplete: Dispatcher.Completion?,
+    waiter: DispatchSemaphore?
+  ) {
+    self.dispatch = dispatch
+    self.watch = watch
+    self.onComplete = onComplete
+    self.waiter = waiter
+  }
+
+  func operationFinished(token: Int, error: (any Error)?) {
+    dispatch.finished(error: error, watch: watch)
+    let result = dispatch.result(error: error, watch: watch)
     if let waiter {
-      progress.withLock(owner: self) { $0.lateResult = result }
+      self.result.withLock(owner: self) { $0 = result }
       waiter.signal()
     }
     guard let onComplete else { return }
-    if case .main(let mainQueue) = placement, !mainQueue.isCurrent {
+    if case .main(let mainQueue) = dispatch.placement, !mainQueue.isCurrent {
       mainQueue.schedule { onComplete(result) }
     } else {
       ThreadContext.withoutRunning { onComplete(result) }
     }
   }
 
-  /// Called once the operation's start returned: takes the result if it finished, or leaves what the finishing
-  /// thread delivers to.
-  private func startReturned(makeCompletion: () -> Dispatcher.Completion?) -> Dispatcher.RunOutcome {
-    switch stage.load(ordering: .acquiring) {
-    case .succeededWhileStarting: return .finished(.success(()))
-    case .failedWhileStarting: return .finished(failedWhileStarting())
-    case .starting, .startReturned: break
-    }
-    let onComplete = makeCompletion()
-    let waiter = onComplete == nil ? DispatchSemaphore(value: 0) : nil
-    progress.withLock(owner: self) { progress in
-      progress.onComplete = onComplete
-      progress.waiter = waiter
-    }
-    let (exchanged, finished) = stage.compareExchange(
-      expected: .starting, desired: .startReturned, ordering: .acquiringAndReleasing)
-    if !exchanged {
-      // It finished meanwhile, on another thread, which announced the change there.
-      return .finished(finished == .succeededWhileStarting ? .success(()) : failedWhileStarting())
-    }
-    guard let waiter else { return .later }
-    waiter.wait()
-    guard let result = progress.withLock(owner: self, { $0.lateResult }) else {
+  /// The result, once `waiter` was signalled.
+  func takeResult() -> Result<Void, DispatchError> {
+    guard let result = result.withLock(owner: self, { $0 }) else {
       preconditionFailure("DispatchStore: a dispatch was woken before its operation finished")
     }
-    return .finished(result)
-  }
-
-  private func failedWhileStarting() -> Result<Void, DispatchError> {
-    let error = progress.withLock(owner: self) { $0.error }
-    return result(error: error, watch: watch)
-  }
-
-  /// The operation's error as the dispatch's result.
-  private func result(error: (any Error)?, watch: Watch?) -> Result<Void, DispatchError> {
-    guard let error else { return .success(()) }
-    let failure = OperationFailure(
-      storeIdentifier: store.identifier, transactionID: watch?.id ?? TransactionID.next(), error: error)
-    return .failure(.operationsFailed([failure]))
+    return result
   }
 }

@@ -19,7 +19,7 @@ final class ThreadContext {
   ///
   /// While user code that is not an operation runs inside one (an observer, middleware, a completion), a
   /// ``barrier`` hides the entries before it: pushing one costs no copy of the array.
-  @exclusivity(unchecked) private var runningDispatchers: [ObjectIdentifier] = []
+  @exclusivity(unchecked) private var runningDispatchers = RunningStack()
   /// The run-loop thread this thread is, if it is one.
   @exclusivity(unchecked) var mainRunLoopThread: MainRunLoopThread?
   /// Marks the start of user code that is not an operation in `runningDispatchers`; no dispatcher has this
@@ -53,8 +53,8 @@ final class ThreadContext {
   /// Whether an operation of `dispatcher` is starting on this thread, outside any user code that is not an
   /// operation.
   func isRunning(_ dispatcher: ObjectIdentifier) -> Bool {
-    var index = runningDispatchers.endIndex
-    while index > runningDispatchers.startIndex {
+    var index = runningDispatchers.count
+    while index > 0 {
       index -= 1
       let running = runningDispatchers[index]
       if running == Self.barrier { return false }
@@ -112,4 +112,45 @@ final class ThreadContext {
     precondition(status == 0, "DispatchStore: pthread_key_create failed with \(status)")
     return key
   }()
+}
+
+/// A stack of dispatcher identifiers in a buffer of its own: pushing and popping checks no uniqueness and retains
+/// nothing, which an array does on every change. Owned by one ``ThreadContext``, so used by one thread only.
+private struct RunningStack: ~Copyable {
+  private var buffer: UnsafeMutablePointer<ObjectIdentifier>
+  private var capacity: Int
+  private(set) var count = 0
+
+  init() {
+    capacity = 8
+    buffer = .allocate(capacity: capacity)
+  }
+
+  deinit {
+    buffer.deallocate()
+  }
+
+  subscript(index: Int) -> ObjectIdentifier {
+    precondition(index >= 0 && index < count)
+    return buffer[index]
+  }
+
+  var last: ObjectIdentifier? { count == 0 ? nil : buffer[count - 1] }
+
+  mutating func append(_ identifier: ObjectIdentifier) {
+    if count == capacity {
+      let grown = UnsafeMutablePointer<ObjectIdentifier>.allocate(capacity: capacity * 2)
+      grown.initialize(from: buffer, count: count)
+      buffer.deallocate()
+      buffer = grown
+      capacity *= 2
+    }
+    buffer[count] = identifier
+    count += 1
+  }
+
+  mutating func removeLast() {
+    precondition(count > 0)
+    count -= 1
+  }
 }
