@@ -114,8 +114,10 @@ final class ThreadContext {
   }()
 }
 
-/// A stack of dispatcher identifiers in a buffer of its own: pushing and popping checks no uniqueness and retains
-/// nothing, which an array does on every change. Owned by one ``ThreadContext``, so used by one thread only.
+/// A stack of dispatcher identifiers in a buffer of its own.
+///
+/// Pushing and popping checks no uniqueness and retains nothing, which an array does on every change. Owned by one
+/// ``ThreadContext``, so used by one thread only.
 private struct RunningStack: ~Copyable {
   private var buffer: UnsafeMutablePointer<ObjectIdentifier>
   private var capacity: Int
