@@ -16,12 +16,21 @@
 /// }
 /// ```
 ///
+/// When handling an action is always an immediate change of the model, subclass ``SynchronousReducer`` instead: it
+/// skips the operation, and its allocation and locks.
+///
 /// > Important: A reducer is called from whichever thread runs the dispatch, possibly several at once. Keep
 /// > subclasses free of mutable state, or protect it yourself. (`@unchecked Sendable` because the class is open:
 /// > the base class has no state at all.)
 open class Reducer<Model: ModelType, Action: ActionType>: @unchecked Sendable {
   /// Creates a reducer.
   public init() {}
+
+  /// Whether this is a ``SynchronousReducer``, whose actions the store reduces in place without an operation.
+  ///
+  /// A class property, not a stored one: a second designated initialiser would stop subclasses from calling
+  /// `init()` implicitly.
+  @usableFromInline class var reducesInPlace: Bool { false }
 
   /// Returns the operation that handles `action` for `store`.
   ///

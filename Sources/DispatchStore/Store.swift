@@ -33,6 +33,9 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
   /// announcement). This closure is made by the inlinable initialiser, in the app's module, where `Model` and
   /// `Action` are known: the announcement runs as specialised code.
   @usableFromInline let announcer: @Sendable (Store<Model, Action>, Action) -> Void
+  /// Reduces an action in place with a ``SynchronousReducer`` (``reduceInPlace(_:)``), specialised like
+  /// ``announcer``; `nil` for reducers that return operations.
+  @usableFromInline let reduction: (@Sendable (Store<Model, Action>, Action) -> (any Error)?)?
 
   /// Creates a store.
   /// - Parameters:
@@ -46,6 +49,11 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
     self.state = Mutex(StoreState(model: model))
     self.registeredObservers = Atomic(0)
     self.announcer = { store, action in store.announceChange(of: action) }
+    if type(of: reducer).reducesInPlace {
+      self.reduction = { (store: Store<Model, Action>, action: Action) -> (any Error)? in store.reduceInPlace(action) }
+    } else {
+      self.reduction = nil
+    }
   }
 
   /// A snapshot of the current model.
@@ -70,6 +78,28 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
     try state.withLock(owner: self) { state in
       defer { state.version &+= 1 }
       return try body(&state.model)
+    }
+  }
+}
+
+extension Store {
+  /// Runs the ``SynchronousReducer``'s `reduce(_:into:)` on the model, under the lock; returns the error it threw.
+  @inlinable
+  func reduceInPlace(_ action: Action) -> (any Error)? {
+    do {
+      // Borrowed: the store holds its reducer. `reduction` is only made for synchronous reducers.
+      try Unmanaged.passUnretained(reducer)._withUnsafeGuaranteedRef { reducer in
+        let reducer = unsafeDowncast(reducer, to: SynchronousReducer<Model, Action>.self)
+        try state.withLock(owner: self) { state in
+          defer { state.version &+= 1 }
+          try reducer.reduce(action, into: &state.model)
+        }
+      }
+      return nil
+    } catch is SynchronousReducer<Model, Action>.NotImplemented {
+      return ReducerError.notImplemented(storeIdentifier: identifier)
+    } catch {
+      return error
     }
   }
 }

@@ -164,6 +164,21 @@ func registerSynchronousDispatch() {
   syncDispatch("waitForChain:10") { Fixture(responding: 10, chained: true) }
   syncDispatch("waitForChain:100") { Fixture(responding: 100, chained: true) }
 
+  // The same cases with a `SynchronousReducer`: no operation per transaction.
+  for count in [0, 10] {
+    syncDispatch("synchronousReducer,observers:\(count)") {
+      var fixture = Fixture(synchronous: true)
+      fixture.observe(count: count)
+      return fixture
+    }
+  }
+  syncDispatch("synchronousReducer,middleware:1") {
+    let fixture = Fixture(synchronous: true)
+    fixture.addMiddleware(count: 1)
+    return fixture
+  }
+  syncDispatch("synchronousReducer,waitForChain:10") { Fixture(responding: 10, chained: true, synchronous: true) }
+
   syncDispatch("recorder:memory") {
     let fixture = Fixture()
     fixture.dispatcher.register(middleware: RecorderMiddleware(maxNumberOfRecords: 1_000))

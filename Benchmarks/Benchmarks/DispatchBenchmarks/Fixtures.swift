@@ -42,6 +42,21 @@ final class TallyReducer: Reducer<Tally, TallyAction>, @unchecked Sendable {
   }
 }
 
+/// The same increment, reduced in place: no operation.
+final class TallySynchronousReducer: SynchronousReducer<Tally, TallyAction>, @unchecked Sendable {
+  let waits: [String]
+
+  init(waits: [String] = []) {
+    self.waits = waits
+  }
+
+  override func waitList(for action: TallyAction) -> [String] { waits }
+
+  override func reduce(_ action: TallyAction, into model: inout Tally) {
+    model.count += 1
+  }
+}
+
 /// An action no benchmark store handles, so that its stores are registered but never respond.
 enum OtherAction: ActionType {
   case ping
@@ -61,10 +76,14 @@ struct Fixture {
   var stores: [Store<Tally, TallyAction>] = []
   var observers: [Observer] = []
 
-  init(responding: Int = 1, idle: Int = 0, chained: Bool = false) {
+  /// - Parameter synchronous: Whether the responding stores reduce in place (``TallySynchronousReducer``) rather
+  ///   than through operations.
+  init(responding: Int = 1, idle: Int = 0, chained: Bool = false, synchronous: Bool = false) {
     for index in 0..<responding {
       let waits = chained && index > 0 ? ["tally-\(index - 1)"] : []
-      let store = Store(identifier: "tally-\(index)", model: Tally(), reducer: TallyReducer(waits: waits))
+      let reducer: Reducer<Tally, TallyAction> =
+        synchronous ? TallySynchronousReducer(waits: waits) : TallyReducer(waits: waits)
+      let store = Store(identifier: "tally-\(index)", model: Tally(), reducer: reducer)
       try! dispatcher.register(store: store)
       stores.append(store)
     }

@@ -265,7 +265,11 @@ final class DispatchRun: OperationCompletionHandler {
     // without registering this run with it. The operation is released inside, so that one dropped without
     // finishing fails from its `deinit` there.
     let outcome = ThreadContext.withRunning(plan.dispatcherID) { () -> OperationOutcome in
-      let operation = store.makeOperation(for: plan.action)
+      let operation: any OperationStarting
+      switch store.handle(plan.action) {
+      case .reduced(let error): return error.map { .failed($0) } ?? .succeeded
+      case .operation(let made): operation = made
+      }
       let outcome = operation.startUnobserved()
       if case .unfinished = outcome { operation.start(notifying: self, token: index) }
       return outcome

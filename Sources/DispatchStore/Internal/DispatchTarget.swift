@@ -7,12 +7,21 @@ protocol DispatchTarget: AnyStore {
   func waitList(for action: any ActionType) -> [String]
   /// Asks the reducer for an operation and starts it; `handler` hears when it finished.
   func startOperation(for action: any ActionType, notifying handler: any OperationCompletionHandler, token: Int)
-  /// Asks the reducer for the operation that handles `action`, without starting it.
-  func makeOperation(for action: any ActionType) -> any OperationStarting
+  /// Handles `action`: reduces it in place if the reducer is a ``SynchronousReducer``, otherwise asks the reducer
+  /// for the operation, without starting it.
+  func handle(_ action: any ActionType) -> StoreHandling
   /// Whether anyone observes the store: when nobody does, announcing a change calls no user code.
   var isObserved: Bool { get }
   /// Announces the change the finished operation made, if any.
   func announceChange(for action: any ActionType)
+}
+
+/// How a store handled an action.
+enum StoreHandling {
+  /// A synchronous reducer changed the model; the error is the one it threw.
+  case reduced(error: (any Error)?)
+  /// The reducer returned this operation, not started yet.
+  case operation(any OperationStarting)
 }
 
 extension Store: DispatchTarget {
@@ -24,8 +33,9 @@ extension Store: DispatchTarget {
     reducer.operation(for: ownAction(action), in: self).start(notifying: handler, token: token)
   }
 
-  func makeOperation(for action: any ActionType) -> any OperationStarting {
-    reducer.operation(for: ownAction(action), in: self)
+  func handle(_ action: any ActionType) -> StoreHandling {
+    if let reduction { return .reduced(error: reduction(self, ownAction(action))) }
+    return .operation(reducer.operation(for: ownAction(action), in: self))
   }
 
   var isObserved: Bool {

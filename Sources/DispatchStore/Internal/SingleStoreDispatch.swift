@@ -64,7 +64,11 @@ struct SingleStoreDispatch: Sendable {
   /// The operation is a local of this function: it is released before the function returns, so that one dropped
   /// without finishing fails from its `deinit`, here, rather than while the dispatching thread waits for it.
   private func start(watch: Watch?, makeCompletion: () -> Dispatcher.Completion?) -> Started {
-    let operation = store.makeOperation(for: action)
+    let operation: any OperationStarting
+    switch store.handle(action) {
+    case .reduced(let error): return .finished(error)
+    case .operation(let made): operation = made
+    }
     switch operation.startUnobserved() {
     case .succeeded: return .finished(nil)
     case .failed(let error): return .finished(error)

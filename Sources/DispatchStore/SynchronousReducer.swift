@@ -1,0 +1,68 @@
+/// A reducer that changes the model in place, with no operation: for stores whose every action is an immediate
+/// change of the model (most are).
+///
+/// ```swift
+/// final class CounterReducer: SynchronousReducer<Counter, CounterAction> {
+///   override func reduce(_ action: CounterAction, into model: inout Counter) throws {
+///     switch action {
+///     case .increase(let amount): model.count += amount
+///     case .reset: model.count = 0
+///     }
+///   }
+/// }
+/// ```
+///
+/// A dispatch calls ``reduce(_:into:)`` directly, under the store's lock, like an operation calling
+/// ``Store/updateModel(_:)``; everything else is as for any reducer: wait lists, observers, middleware, recording.
+/// Nothing is allocated for the transaction, which makes a `.sync` dispatch to one store several times cheaper than
+/// one through an ``ActionOperation``. For work that finishes later, subclass ``Reducer`` and return operations.
+///
+/// > Important: `reduce(_:into:)` runs under the store's lock: do not read or update this store from inside it
+/// > (that traps: the lock is not recursive). A `.sync` dispatch from inside it fails with
+/// > ``DispatchError/reentrantSynchronousDispatch(actionType:)``; other modes are allowed. Like any reducer, it is
+/// > called from whichever thread runs the dispatch, possibly several at once.
+open class SynchronousReducer<Model: ModelType, Action: ActionType>: Reducer<Model, Action>, @unchecked Sendable {
+  /// Creates a reducer that reduces in place.
+  public override init() {}
+
+  @usableFromInline override class var reducesInPlace: Bool { true }
+
+  /// Changes `model` to handle `action`.
+  ///
+  /// The default throws ``ReducerError/notImplemented(storeIdentifier:)``: override it.
+  /// - Parameters:
+  ///   - action: The dispatched action.
+  ///   - model: The store's model, changed in place.
+  /// - Throws: An error to fail the transaction with; changes made to `model` before throwing are kept, as with
+  ///   ``Store/updateModel(_:)``.
+  open func reduce(_ action: Action, into model: inout Model) throws {
+    throw NotImplemented()
+  }
+
+  /// An operation that runs ``reduce(_:into:)`` through ``Store/updateModel(_:)`` and finishes.
+  ///
+  /// Dispatchers do not use it: they reduce in place. It lets code that works with operations (dependencies,
+  /// tests) treat this reducer like any other.
+  /// - Parameters:
+  ///   - action: The dispatched action.
+  ///   - store: The store the operation changes.
+  /// - Returns: An operation that finishes before its start returns.
+  public final override func operation(
+    for action: Action, in store: Store<Model, Action>
+  ) -> ActionOperation<Model, Action> {
+    ActionOperation(action: action, store: store) { operation, action, store in
+      if let error = store.reduction?(store, action) {
+        operation.finish(throwing: error)
+      } else {
+        operation.finish()
+      }
+    }
+  }
+
+  /// Thrown by the default ``reduce(_:into:)``; the store turns it into ``ReducerError/notImplemented(storeIdentifier:)``,
+  /// which names it.
+  @usableFromInline
+  struct NotImplemented: Error {
+    @usableFromInline init() {}
+  }
+}
