@@ -17,7 +17,41 @@ extension Store {
     delivery: ObserverDelivery = .mainThread,
     onChange: @escaping @Sendable (Model, Action) -> Void
   ) {
-    let entry = ObserverEntry(object: observer, onChange: onChange)
+    add(ObserverEntry(object: observer, onChange: onChange), delivery: delivery)
+  }
+
+  /// Calls `onChange` after every change an operation makes to the model, for as long as the returned token lives.
+  ///
+  /// The store holds `onChange` until the token is released or cancelled: unlike
+  /// ``register(observer:delivery:onChange:)``, notifying it costs no weak reference, so this is the cheaper way to
+  /// observe a store that changes often.
+  /// - Parameters:
+  ///   - delivery: Where `onChange` runs: on the main thread (default) or synchronously on the finishing thread.
+  ///   - onChange: Called once per operation that changed the model, in order, with the new model and the action.
+  /// - Returns: The token that keeps the observation alive; keep it for as long as you want to be notified.
+  ///
+  /// > Important: Notifications never overlap for one store and one delivery. A main-thread notification already
+  /// > scheduled when the token is cancelled may still arrive; cancel on the main thread to rule that out.
+  public func observe(
+    delivery: ObserverDelivery = .mainThread,
+    onChange: @escaping @Sendable (Model, Action) -> Void
+  ) -> ObservationToken {
+    let token = ObservationToken()
+    let entry = ObserverEntry(token: token, onChange: onChange)
+    add(entry, delivery: delivery)
+    token.setCancellation { [weak self] in
+      guard let self else { return }
+      let removed = state.withLock(owner: self) { state in
+        defer { registeredObservers.store(state.observerEntryCount, ordering: .relaxed) }
+        return state.removeObservers { $0 === entry }
+      }
+      withExtendedLifetime(removed) {}  // Released here, after the lock.
+    }
+    return token
+  }
+
+  /// Adds `entry`, replacing any registration with its identifier.
+  private func add(_ entry: ObserverEntry<Model, Action>, delivery: ObserverDelivery) {
     let replaced = state.withLock(owner: self) { state in
       let replaced = state.removeObservers { $0.id == entry.id }
       let observers = state.observers ?? ObserverLists()
@@ -46,7 +80,8 @@ extension Store {
     withExtendedLifetime(removed) {}  // Released here, after the lock.
   }
 
-  /// The number of registered observers whose object is still alive.
+  /// The number of registered observers whose object is still alive, and of observations whose token was neither
+  /// released nor cancelled.
   public var observerCount: Int {
     let entries = state.withLock(owner: self) { state in
       state.observers.map { $0.mainThread + $0.synchronous } ?? []
@@ -89,6 +124,11 @@ extension Store {
     change.observers.withUnsafeBufferPointer { entries in
       for index in entries.indices {
         Unmanaged.passUnretained(entries[index])._withUnsafeGuaranteedRef { entry in
+          // A token's observation lives until it is removed: nothing to load.
+          if entry.isHeldByToken {
+            entry.onChange(change.model, change.action)
+            return
+          }
           // Holding the object keeps it alive while its callback runs.
           guard let object = entry.object else {
             deadEntries.append(entry)
@@ -196,7 +236,7 @@ struct StoreChange<Model: ModelType, Action: ActionType>: Sendable {
   }
 }
 
-/// One observer registration.
+/// One observer registration: an object held weakly, or an ``ObservationToken``'s observation.
 ///
 /// `@unchecked Sendable`: every stored property is immutable except the weak reference, which the Swift runtime
 /// reads and zeroes atomically; the object is only loaded to test liveness and to keep it alive during a callback,
@@ -206,14 +246,25 @@ struct StoreChange<Model: ModelType, Action: ActionType>: Sendable {
 @usableFromInline
 final class ObserverEntry<Model: ModelType, Action: ActionType>: @unchecked Sendable {
   @usableFromInline @exclusivity(unchecked) weak var object: AnyObject?
+  /// The object's identifier, or the token's.
   @usableFromInline let id: ObjectIdentifier
+  /// Whether this is a token's observation, alive until the token removes it; `object` is then `nil`.
+  @usableFromInline let isHeldByToken: Bool
   @usableFromInline let onChange: @Sendable (Model, Action) -> Void
 
   init(object: AnyObject, onChange: @escaping @Sendable (Model, Action) -> Void) {
     self.object = object
     self.id = ObjectIdentifier(object)
+    self.isHeldByToken = false
     self.onChange = onChange
   }
 
-  var isAlive: Bool { object != nil }
+  init(token: ObservationToken, onChange: @escaping @Sendable (Model, Action) -> Void) {
+    self.object = nil
+    self.id = ObjectIdentifier(token)
+    self.isHeldByToken = true
+    self.onChange = onChange
+  }
+
+  var isAlive: Bool { isHeldByToken || object != nil }
 }

@@ -151,6 +151,11 @@ func registerSynchronousDispatch() {
       return fixture
     }
   }
+  syncDispatch("observationTokens:10") {
+    var fixture = Fixture()
+    fixture.observeWithTokens(count: 10)
+    return fixture
+  }
   for count in [1, 5] {
     syncDispatch("middleware:\(count)") {
       let fixture = Fixture()
@@ -171,6 +176,11 @@ func registerSynchronousDispatch() {
       fixture.observe(count: count)
       return fixture
     }
+  }
+  syncDispatch("synchronousReducer,observationTokens:10") {
+    var fixture = Fixture(synchronous: true)
+    fixture.observeWithTokens(count: 10)
+    return fixture
   }
   syncDispatch("synchronousReducer,middleware:1") {
     let fixture = Fixture(synchronous: true)

@@ -75,6 +75,7 @@ struct Fixture {
   let dispatcher = Dispatcher()
   var stores: [Store<Tally, TallyAction>] = []
   var observers: [Observer] = []
+  var tokens: [ObservationToken] = []
 
   /// - Parameter synchronous: Whether the responding stores reduce in place (``TallySynchronousReducer``) rather
   ///   than through operations.
@@ -101,6 +102,13 @@ struct Fixture {
         blackHole(model.count)
       }
       observers.append(observer)
+    }
+  }
+
+  /// Adds `count` token observations to the first store, notified on the finishing thread.
+  mutating func observeWithTokens(count: Int) {
+    for _ in 0..<count {
+      tokens.append(stores[0].observe(delivery: .synchronous) { model, _ in blackHole(model.count) })
     }
   }
 

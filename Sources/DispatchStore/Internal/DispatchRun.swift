@@ -129,19 +129,22 @@ final class DispatchRun: OperationCompletionHandler {
     // graph's as it comes; arrays are only made when the lists differ from it and someone waits.
     var matchesKept = kept != nil
     var waitLists: [[String]]?
-    for index in targets.indices {
-      // User code: each reducer is asked once.
-      let waits =
-        index == 0 && firstWaits != nil ? firstWaits! : targets.withTarget(at: index) { $0.waitList(for: action) }
-      if matchesKept, let kept {
-        if kept.waitLists[index] == waits { continue }
-        // The lists so far were the kept graph's.
-        matchesKept = false
-        waitLists = Array(kept.waitLists[..<index]) + Array(repeating: [], count: targets.count - index)
+    // The stores are borrowed from one buffer for the whole loop: per store, the buffer or the store would be
+    // retained and released.
+    targets.withUnsafeBufferPointer { targets in
+      for index in targets.indices {
+        // User code: each reducer is asked once.
+        let waits = index == 0 && firstWaits != nil ? firstWaits! : targets[index].waitList(for: action)
+        if matchesKept, let kept {
+          if kept.waitLists[index] == waits { continue }
+          // The lists so far were the kept graph's.
+          matchesKept = false
+          waitLists = Array(kept.waitLists[..<index]) + Array(repeating: [], count: targets.count - index)
+        }
+        guard !waits.isEmpty else { continue }
+        if waitLists == nil { waitLists = Array(repeating: [], count: targets.count) }
+        waitLists?[index] = waits
       }
-      guard !waits.isEmpty else { continue }
-      if waitLists == nil { waitLists = Array(repeating: [], count: targets.count) }
-      waitLists?[index] = waits
     }
     let graph: WaitGraph?
     if matchesKept, let kept {
@@ -229,25 +232,25 @@ final class DispatchRun: OperationCompletionHandler {
       state.starter = me
       return first
     }
-    while let node = next {
-      startOperation(node)
-      if let handedOff = handoff {
-        handoff = nil
-        next = handedOff
-        continue
-      }
-      next = state.withLock(owner: self) { state -> Int? in
-        if let next = state.ready.popFirst() { return next }
-        state.isStarting = false
-        state.starter = nil
-        return nil
+    guard next != nil else { return }
+    // The stores are borrowed from one buffer while this thread starts nodes: per node, the buffer or the store
+    // would be retained and released.
+    plan.targets.withUnsafeBufferPointer { targets in
+      while let node = next {
+        startOperation(node, of: targets[node])
+        if let handedOff = handoff {
+          handoff = nil
+          next = handedOff
+          continue
+        }
+        next = state.withLock(owner: self) { state -> Int? in
+          if let next = state.ready.popFirst() { return next }
+          state.isStarting = false
+          state.starter = nil
+          return nil
+        }
       }
     }
-  }
-
-  private func startOperation(_ index: Int) {
-    // Borrowed inside `withTarget`: a copy would retain and release the store.
-    plan.targets.withTarget(at: index) { store in startOperation(index, of: store) }
   }
 
   private func startOperation(_ index: Int, of store: any DispatchTarget) {

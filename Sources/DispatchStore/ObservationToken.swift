@@ -1,0 +1,38 @@
+import Synchronization
+
+/// Keeps an observation made with ``Store/observe(delivery:onChange:)`` alive: releasing the token, or calling
+/// ``cancel()``, ends it.
+///
+/// ```swift
+/// let token = counter.observe(delivery: .synchronous) { model, _ in print(model.count) }
+/// // ... notified until:
+/// token.cancel()
+/// ```
+///
+/// > Important: Safe to use and release from any thread.
+public final class ObservationToken: Sendable {
+  private let cancellation = Mutex<(@Sendable () -> Void)?>(nil)
+
+  init() {}
+
+  deinit {
+    cancel()
+  }
+
+  /// Ends the observation; later calls do nothing.
+  ///
+  /// > Important: A main-thread notification already scheduled may still arrive; cancel on the main thread to rule
+  /// > that out. A synchronous notification running on another thread finishes.
+  public func cancel() {
+    let cancel = cancellation.withLock(owner: self) { cancellation in
+      defer { cancellation = nil }
+      return cancellation
+    }
+    cancel?()  // After the lock: it takes the store's.
+  }
+
+  /// Sets what ``cancel()`` does; called once, by the store, right after the token was made.
+  func setCancellation(_ body: @escaping @Sendable () -> Void) {
+    cancellation.withLock(owner: self) { $0 = body }
+  }
+}

@@ -1,0 +1,119 @@
+import Synchronization
+import Testing
+
+@testable import DispatchStore
+
+/// Something an observation's closure captures, to see when the store lets go of the closure.
+final class Canary: Sendable {}
+
+@Suite("ObservationToken", .timeLimit(.minutes(1)))
+struct ObservationTokenTests {
+  @Test func tokenObservationHearsEachChangeUntilCancelled() throws {
+    let dispatcher = Dispatcher()
+    let store = makeCounterStore("observed")
+    try dispatcher.register(store: store)
+    let heard = Locked<[Int]>([])
+    let token = store.observe(delivery: .synchronous) { model, _ in heard.withLock { $0.append(model.count) } }
+    #expect(store.observerCount == 1)
+
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+    #expect(dispatchSync(dispatcher, CounterAction.increase(2)).isSuccess)
+    token.cancel()
+    token.cancel()  // A second cancel does nothing.
+    #expect(dispatchSync(dispatcher, CounterAction.increase(4)).isSuccess)
+
+    #expect(heard.withLock { $0 } == [1, 3])
+    #expect(store.observerCount == 0)
+  }
+
+  @Test func releasingTheTokenEndsTheObservationAndReleasesTheClosure() throws {
+    let dispatcher = Dispatcher()
+    let store = makeCounterStore("released")
+    try dispatcher.register(store: store)
+    let calls = Atomic<Int>(0)
+    var canary: Canary? = Canary()
+    weak let watchedCanary = canary
+    var token: ObservationToken? = store.observe(delivery: .synchronous) { [canary] _, _ in
+      withExtendedLifetime(canary) {}
+      calls.add(1, ordering: .relaxed)
+    }
+    canary = nil
+    #expect(watchedCanary != nil)
+
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+    token = nil
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+
+    #expect(calls.load(ordering: .relaxed) == 1)
+    #expect(watchedCanary == nil)
+    #expect(store.observerCount == 0)
+    withExtendedLifetime(token) {}
+  }
+
+  @Test func mainThreadTokenObservationHearsChangesInOrderOnTheMainRunLoopThread() async throws {
+    let dispatcher = Dispatcher()
+    let store = makeCounterStore("main")
+    try dispatcher.register(store: store)
+    let heard = Collector<Int>()
+    let token = store.observe { model, _ in heard.append(MainRunLoopThread.shared.isCurrent ? model.count : -1) }
+
+    for _ in 1...20 {
+      try await dispatcher.dispatch(action: CounterAction.increase(1), mode: .async)
+    }
+
+    #expect(await heard.wait(for: 20) == Array(1...20))
+    withExtendedLifetime(token) {}
+  }
+
+  @Test func tokenObservationsAndObjectObserversAreIndependent() throws {
+    let dispatcher = Dispatcher()
+    let store = makeCounterStore("both")
+    try dispatcher.register(store: store)
+    let tokenCalls = Atomic<Int>(0)
+    let objectCalls = Atomic<Int>(0)
+    let first = store.observe(delivery: .synchronous) { _, _ in tokenCalls.add(1, ordering: .relaxed) }
+    let second = store.observe(delivery: .synchronous) { _, _ in tokenCalls.add(10, ordering: .relaxed) }
+    let object = ObserverToken()
+    store.register(observer: object, delivery: .synchronous) { _, _ in objectCalls.add(1, ordering: .relaxed) }
+    #expect(store.observerCount == 3)
+
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+    // Unregistering the object leaves the tokens' observations; cancelling one token leaves the other.
+    store.unregister(observer: object)
+    first.cancel()
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+
+    #expect(tokenCalls.load(ordering: .relaxed) == 21)
+    #expect(objectCalls.load(ordering: .relaxed) == 1)
+    #expect(store.observerCount == 1)
+    withExtendedLifetime((second, object)) {}
+  }
+
+  @Test func tokensCancelledWhileOtherThreadsDispatchStopHearing() async throws {
+    let dispatcher = Dispatcher()
+    let store = makeCounterStore("busy")
+    try dispatcher.register(store: store)
+    let tokens = Locked<[ObservationToken]>([])
+    let heard = Atomic<Int>(0)
+    for _ in 0..<8 {
+      let token = store.observe(delivery: .synchronous) { _, _ in heard.add(1, ordering: .relaxed) }
+      tokens.withLock { $0.append(token) }
+    }
+
+    await concurrently(iterations: 4) { thread in
+      for round in 0..<200 {
+        dispatcher.dispatch(action: CounterAction.increase(1), mode: .sync)
+        // Two threads cancel tokens while the others dispatch.
+        if thread < 2, round % 50 == 0 {
+          tokens.withLock { $0.popLast() }?.cancel()
+        }
+      }
+    }
+
+    #expect(store.model.count == 800)
+    #expect(store.observerCount == 0)
+    let before = heard.load(ordering: .relaxed)
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+    #expect(heard.load(ordering: .relaxed) == before)
+  }
+}
