@@ -111,9 +111,12 @@ public final class Dispatcher: Sendable {
   /// Adds `middleware` after the middleware already registered; it sees every transaction started from now on.
   /// - Parameter middleware: The middleware to add. Registering the same instance twice has no effect.
   public func register(middleware: any Middleware) {
-    registry.withLock(owner: self) { registry in
-      registry.middleware.append(middleware)
+    // Made before the lock: making the entry asks the middleware whether it needs durations.
+    let entry = MiddlewareList.Entry(middleware)
+    let unused = registry.withLock(owner: self) { registry in
+      registry.middleware.append(entry)
     }
+    withExtendedLifetime(unused) {}  // Released here, after the lock.
   }
 
   /// Removes `middleware`; transactions already running still call it once more at most.

@@ -1,7 +1,8 @@
 /// One store's handling of one dispatched action, as middleware sees it.
 ///
 /// `willDispatch` receives a transaction whose ``duration`` and ``error`` are `nil`; `didDispatch` receives the
-/// same transaction with its duration, and its error if the operation failed.
+/// same transaction, finished, with its duration (when a registered middleware needs it: see
+/// ``Middleware/needsDuration``), and its error if the operation failed.
 public struct Transaction: Sendable, Identifiable, CustomStringConvertible {
   /// The unique, time-sortable identifier of this transaction.
   public let id: TransactionID
@@ -9,24 +10,29 @@ public struct Transaction: Sendable, Identifiable, CustomStringConvertible {
   public let storeIdentifier: String
   /// The dispatched action.
   public let action: any ActionType
-  /// How long the operation took from start to finish; `nil` until it finished.
+  /// How long the operation took from start to finish; `nil` until it finished, and when no registered middleware
+  /// needs durations (``Middleware/needsDuration``).
   public internal(set) var duration: Duration?
   /// The error the operation failed with; `nil` while running and when it succeeded.
   public internal(set) var error: (any Error)?
+  /// Whether the operation finished: `false` in `willDispatch`, `true` in `didDispatch`.
+  public internal(set) var isFinished: Bool
 
+  /// A transaction about to run, or, with `finished`, one that ran.
   init(
-    id: TransactionID, storeIdentifier: String, action: any ActionType, duration: Duration? = nil,
-    error: (any Error)? = nil
+    id: TransactionID, storeIdentifier: String, action: any ActionType, finished: Bool = false,
+    duration: Duration? = nil, error: (any Error)? = nil
   ) {
     self.id = id
     self.storeIdentifier = storeIdentifier
     self.action = action
+    self.isFinished = finished
     self.duration = duration
     self.error = error
   }
 
   /// Whether the operation finished without an error.
-  public var succeeded: Bool { duration != nil && error == nil }
+  public var succeeded: Bool { isFinished && error == nil }
 
   /// A one-line summary: identifier, store, action, and duration or error where known.
   public var description: String {

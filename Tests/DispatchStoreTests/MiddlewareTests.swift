@@ -68,4 +68,57 @@ struct MiddlewareTests {
 
     #expect(middleware.events.withLock { $0 }.count == 2)
   }
+
+  @Test(arguments: [false, true])
+  func durationsAreMeasuredOnlyWhileAMiddlewareNeedsThem(chained: Bool) throws {
+    let dispatcher = Dispatcher()
+    try dispatcher.register(store: makeCounterStore("first"))
+    if chained { try dispatcher.register(store: makeCounterStore("second", waits: { _ in ["first"] })) }
+    let withoutDurations = RecordingMiddleware(needsDuration: false)
+    dispatcher.register(middleware: withoutDurations)
+
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+    #expect(dispatchSync(dispatcher, CounterAction.fail).dispatchError != nil)
+    let needing = RecordingMiddleware()
+    dispatcher.register(middleware: needing)
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+    dispatcher.unregister(middleware: needing)
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+
+    let stores = chained ? 2 : 1
+    let seen = withoutDurations.transactions.withLock { $0 }
+    #expect(seen.count == 4 * stores)
+    #expect(seen.allSatisfy { $0.isFinished })
+    // Succeeded and failed alike, without a duration until a middleware needed one, and again after it left.
+    #expect(
+      seen.map { $0.duration != nil } == [false, false, true, false].flatMap { Array(repeating: $0, count: stores) })
+    #expect(seen.map(\.succeeded) == [true, false, true, true].flatMap { Array(repeating: $0, count: stores) })
+    #expect(needing.transactions.withLock { $0.map { $0.duration != nil } } == Array(repeating: true, count: stores))
+  }
+
+  @Test func needsDurationIsAskedOutsideTheDispatchersLocks() throws {
+    // Asking registers another middleware: under the registry's lock, that would trap on the non-recursive lock.
+    let dispatcher = Dispatcher()
+    let inner = RecordingMiddleware()
+    let outer = ReentrantMiddleware { dispatcher.register(middleware: inner) }
+    dispatcher.register(middleware: outer)
+    try dispatcher.register(store: makeCounterStore("store"))
+
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+    #expect(inner.transactions.withLock { $0.count } == 1)
+  }
+}
+
+/// Runs `onAsked` when asked whether it needs durations.
+final class ReentrantMiddleware: Middleware {
+  let onAsked: @Sendable () -> Void
+
+  init(onAsked: @escaping @Sendable () -> Void) {
+    self.onAsked = onAsked
+  }
+
+  var needsDuration: Bool {
+    onAsked()
+    return false
+  }
 }

@@ -163,6 +163,11 @@ func registerSynchronousDispatch() {
       return fixture
     }
   }
+  syncDispatch("middleware:1,withoutDuration") {
+    let fixture = Fixture()
+    fixture.addMiddleware(count: 1, needsDuration: false)
+    return fixture
+  }
   syncDispatch("stores:1000,responding:1") { Fixture(responding: 1, idle: 999) }
   syncDispatch("stores:100,responding:100") { Fixture(responding: 100) }
   // Two lengths, so that the cost per store shows whether the chain scales linearly.
@@ -185,6 +190,11 @@ func registerSynchronousDispatch() {
   syncDispatch("synchronousReducer,middleware:1") {
     let fixture = Fixture(synchronous: true)
     fixture.addMiddleware(count: 1)
+    return fixture
+  }
+  syncDispatch("synchronousReducer,middleware:1,withoutDuration") {
+    let fixture = Fixture(synchronous: true)
+    fixture.addMiddleware(count: 1, needsDuration: false)
     return fixture
   }
   syncDispatch("synchronousReducer,waitForChain:10") { Fixture(responding: 10, chained: true, synchronous: true) }

@@ -64,8 +64,14 @@ enum OtherAction: ActionType {
 
 final class OtherReducer: Reducer<Tally, OtherAction>, @unchecked Sendable {}
 
-/// A middleware that does nothing, as cheap as a real one can be.
-final class PassThroughMiddleware: Middleware {}
+/// A middleware that does nothing, as cheap as a real one can be; it needs durations unless told otherwise.
+final class PassThroughMiddleware: Middleware {
+  let needsDuration: Bool
+
+  init(needsDuration: Bool = true) {
+    self.needsDuration = needsDuration
+  }
+}
 
 /// An object to hold observer registrations.
 final class Observer: Sendable {}
@@ -112,8 +118,8 @@ struct Fixture {
     }
   }
 
-  func addMiddleware(count: Int) {
-    for _ in 0..<count { dispatcher.register(middleware: PassThroughMiddleware()) }
+  func addMiddleware(count: Int, needsDuration: Bool = true) {
+    for _ in 0..<count { dispatcher.register(middleware: PassThroughMiddleware(needsDuration: needsDuration)) }
   }
 
   /// Checks that the first store saw exactly `expected` increments, so that a broken path cannot look fast.

@@ -24,7 +24,7 @@ final class DispatchRun: OperationCompletionHandler {
     /// Assigned when the operation starts if middleware will see the transaction, otherwise only if it fails:
     /// with nobody watching, a dispatch reads no clock.
     var transactionID: TransactionID?
-    /// `MonotonicClock` nanoseconds when the operation started.
+    /// `MonotonicClock` nanoseconds when the operation started, if a middleware needs the duration.
     var started: UInt64?
   }
 
@@ -225,7 +225,12 @@ final class DispatchRun: OperationCompletionHandler {
   /// Starts the ready nodes, and any that become ready meanwhile, on this thread, unless another thread is
   /// already doing so (it then starts them too, in order).
   private func startReady() {
-    let me = ThreadContext.withCurrent { ObjectIdentifier($0) }
+    // The thread's context is looked up once, for every node this thread starts.
+    ThreadContext.withCurrent { context in startReady(context: context) }
+  }
+
+  private func startReady(context: ThreadContext) {
+    let me = ObjectIdentifier(context)
     var next = state.withLock(owner: self) { state -> Int? in
       guard !state.isStarting, let first = state.ready.popFirst() else { return nil }
       state.isStarting = true
@@ -237,7 +242,7 @@ final class DispatchRun: OperationCompletionHandler {
     // would be retained and released.
     plan.targets.withUnsafeBufferPointer { targets in
       while let node = next {
-        startOperation(node, of: targets[node])
+        startOperation(node, of: targets[node], context: context)
         if let handedOff = handoff {
           handoff = nil
           next = handedOff
@@ -253,10 +258,10 @@ final class DispatchRun: OperationCompletionHandler {
     }
   }
 
-  private func startOperation(_ index: Int, of store: any DispatchTarget) {
+  private func startOperation(_ index: Int, of store: any DispatchTarget, context: ThreadContext) {
     if !plan.middleware.isEmpty {
       let id = TransactionID.next()
-      let started = MonotonicClock.nanoseconds()
+      let started = plan.middleware.needsDuration ? MonotonicClock.nanoseconds() : nil
       state.withLock(owner: self) { state in
         state.nodes[index].transactionID = id
         state.nodes[index].started = started
@@ -267,7 +272,7 @@ final class DispatchRun: OperationCompletionHandler {
     // Started with nobody to tell: one that finished by the time its start returned (most do) is handled here,
     // without registering this run with it. The operation is released inside, so that one dropped without
     // finishing fails from its `deinit` there.
-    let outcome = ThreadContext.withRunning(plan.dispatcherID) { () -> OperationOutcome in
+    let outcome = context.withRunning(plan.dispatcherID) { () -> OperationOutcome in
       let operation: any OperationStarting
       switch store.handle(plan.action) {
       case .reduced(let error): return error.map { .failed($0) } ?? .succeeded
@@ -306,33 +311,36 @@ final class DispatchRun: OperationCompletionHandler {
     let assignedID = announce(index, of: store, error: error, hidingRunningDispatchers: onStartingThread)
     let failureID = error == nil ? nil : (assignedID ?? TransactionID.next())
     let me = onStartingThread ? nil : ThreadContext.withCurrent { ObjectIdentifier($0) }
-    let (startReady, result, waiter) = state.withLock(owner: self) {
-      state -> (Bool, Result<Void, DispatchError>?, DispatchSemaphore?) in
+    let (startReady, completed) = state.withLock(owner: self) { state -> (Bool, Bool) in
       if let error, let failureID {
         state.failures.append(
           (index, OperationFailure(storeIdentifier: store.identifier, transactionID: failureID, error: error)))
-      }
-      var madeReady = false
-      state.graph?.nodeFinished(index) { dependent in
-        state.ready.append(dependent)
-        madeReady = true
       }
       // A thread already starting nodes picks the new ones up: it pops them under this lock after this section,
       // or, if it is this thread (this operation finished inside or right after its start), takes the first from
       // `handoff`.
       let isStarter = onStartingThread || (me != nil && state.starter == me)
-      if madeReady && isStarter && handoff == nil { handoff = state.ready.popFirst() }
-      let startReady = madeReady && !state.isStarting
+      var madeReady = false
+      state.graph?.nodeFinished(index) { dependent in
+        // Handed off only when nothing else is ready: nodes start in the order they became ready.
+        if isStarter && handoff == nil && state.ready.isEmpty {
+          handoff = dependent
+        } else {
+          state.ready.append(dependent)
+          madeReady = true
+        }
+      }
       state.unfinished -= 1
-      guard state.unfinished == 0 else { return (startReady, nil, nil) }
-      let result: Result<Void, DispatchError> =
+      guard state.unfinished == 0 else { return (madeReady && !state.isStarting, false) }
+      state.result =
         state.failures.isEmpty
         ? .success(()) : .failure(.operationsFailed(state.failures.sorted { $0.node < $1.node }.map(\.failure)))
-      state.result = result
-      return (startReady, result, state.waiter)
+      return (madeReady && !state.isStarting, true)
     }
     if startReady { startReadyWhenPlaced() }
-    guard let result else { return }
+    guard completed else { return }
+    // Once per run: the result is final, and whoever waits for it registered under the lock.
+    let (result, waiter) = state.withLock(owner: self) { ($0.result!, $0.waiter) }
     if onStartingThread {
       ThreadContext.withoutRunning { complete(with: result, waking: waiter) }
     } else {
@@ -353,18 +361,19 @@ final class DispatchRun: OperationCompletionHandler {
     guard !hidingRunningDispatchers else {
       return ThreadContext.withoutRunning { announce(index, of: store, error: error, hidingRunningDispatchers: false) }
     }
-    var finished: UInt64?
+    var duration: Duration?
     var assignedID: TransactionID?
-    var started: UInt64?
     if watched {
-      finished = MonotonicClock.nanoseconds()
+      let finished = plan.middleware.needsDuration ? MonotonicClock.nanoseconds() : nil
+      let started: UInt64?
       (assignedID, started) = state.withLock(owner: self) { ($0.nodes[index].transactionID, $0.nodes[index].started) }
+      if let finished, let started { duration = .nanoseconds(Int64(bitPattern: finished &- started)) }
     }
     store.announceChange(for: plan.action)
-    if let finished, let started, let id = assignedID {
-      var transaction = Transaction(id: id, storeIdentifier: store.identifier, action: plan.action)
-      transaction.duration = .nanoseconds(Int64(bitPattern: finished &- started))
-      transaction.error = error
+    if let id = assignedID {
+      let transaction = Transaction(
+        id: id, storeIdentifier: store.identifier, action: plan.action, finished: true, duration: duration,
+        error: error)
       plan.middleware.forEach { $0.didDispatch(transaction: transaction, action: plan.action, in: store) }
     }
     return assignedID

@@ -4,6 +4,8 @@ struct ReadyQueue {
   private var tail = FIFOQueue<Int>()
   private var tailCount = 0
 
+  var isEmpty: Bool { head == nil && tailCount == 0 }
+
   mutating func append(_ index: Int) {
     if head == nil && tailCount == 0 {
       head = index

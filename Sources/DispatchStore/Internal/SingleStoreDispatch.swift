@@ -22,7 +22,8 @@ struct SingleStoreDispatch: Sendable {
   /// one (it holds the action as an existential).
   struct Watch: Sendable {
     let id: TransactionID
-    let started: UInt64
+    /// `MonotonicClock` nanoseconds, if a middleware needs the duration.
+    let started: UInt64?
   }
 
   /// How the operation's start ended.
@@ -84,10 +85,11 @@ struct SingleStoreDispatch: Sendable {
 
   /// Tells middleware that the operation is about to start.
   ///
-  /// With no middleware it reads no clock.
+  /// With no middleware it reads no clock, and the monotonic clock only if a middleware needs the duration.
   private func begin() -> Watch? {
     guard !middleware.isEmpty else { return nil }
-    let watch = Watch(id: TransactionID.next(), started: MonotonicClock.nanoseconds())
+    let watch = Watch(
+      id: TransactionID.next(), started: middleware.needsDuration ? MonotonicClock.nanoseconds() : nil)
     let transaction = Transaction(id: watch.id, storeIdentifier: store.identifier, action: action)
     middleware.forEach { $0.willDispatch(transaction: transaction, action: action, in: store) }
     return watch
@@ -102,9 +104,10 @@ struct SingleStoreDispatch: Sendable {
     ThreadContext.withoutRunning {
       store.announceChange(for: action)
       guard let watch else { return }
+      let duration = watch.started.map { Duration.nanoseconds(Int64(bitPattern: MonotonicClock.nanoseconds() &- $0)) }
       let transaction = Transaction(
-        id: watch.id, storeIdentifier: store.identifier, action: action,
-        duration: .nanoseconds(Int64(bitPattern: MonotonicClock.nanoseconds() &- watch.started)), error: error)
+        id: watch.id, storeIdentifier: store.identifier, action: action, finished: true, duration: duration,
+        error: error)
       middleware.forEach { $0.didDispatch(transaction: transaction, action: action, in: store) }
     }
   }

@@ -26,6 +26,13 @@ public protocol Middleware: AnyObject, Sendable {
   ///   - action: The dispatched action.
   ///   - store: The store that handled it; its model is the one the operation left.
   func didDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore)
+
+  /// Whether this middleware reads ``Transaction/duration``; `true` unless implemented.
+  ///
+  /// Measuring a duration reads the monotonic clock twice per transaction, about half the cost of a middleware
+  /// that does nothing. A dispatcher measures durations only while a registered middleware needs them: return
+  /// `false` if yours never reads them. The value is read once, at registration.
+  var needsDuration: Bool { get }
 }
 
 extension Middleware {
@@ -42,4 +49,7 @@ extension Middleware {
   ///   - action: The dispatched action.
   ///   - store: The store that handled it.
   public func didDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {}
+
+  /// `true`: transactions this middleware sees carry their duration.
+  public var needsDuration: Bool { true }
 }

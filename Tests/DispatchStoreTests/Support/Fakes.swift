@@ -111,8 +111,14 @@ final class TextReducer: Reducer<Text, TextAction>, @unchecked Sendable {
   }
 }
 
-/// Records every middleware call, in order.
+/// Records every middleware call, in order; `needsDuration` as given.
 final class RecordingMiddleware: Middleware {
+  let needsDuration: Bool
+
+  init(needsDuration: Bool = true) {
+    self.needsDuration = needsDuration
+  }
+
   enum Event: Equatable {
     case will(store: String, id: TransactionID)
     case did(store: String, id: TransactionID, failed: Bool)
