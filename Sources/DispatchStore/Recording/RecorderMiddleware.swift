@@ -227,11 +227,11 @@ public final class RecorderMiddleware: Middleware {
     }
   }
 
-  /// Records a successful transaction, dropping any records after the cursor and the oldest beyond the bound.
   /// `false`: records carry the transaction's start time, not its duration, so the dispatcher reads no clock for
   /// them.
   public var needsDuration: Bool { false }
 
+  /// Records a successful transaction, dropping any records after the cursor and the oldest beyond the bound.
   public func didDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {
     guard transaction.succeeded else { return }
     let model = store.anyModel
