@@ -148,14 +148,18 @@ extension Dispatcher {
   }
 
   private func dispatchSynchronously(storeIdentifier: String?, action: any ActionType) -> Result<Void, DispatchError> {
-    guard !ThreadContext.withCurrent({ $0.isRunning(ObjectIdentifier(self)) }) else {
-      return .failure(.reentrantSynchronousDispatch(actionType: String(reflecting: type(of: action))))
+    // The thread's context is looked up once for the whole dispatch.
+    ThreadContext.withCurrent { context in
+      guard !context.isRunning(ObjectIdentifier(self)) else {
+        return .failure(.reentrantSynchronousDispatch(actionType: String(reflecting: type(of: action))))
+      }
+      guard
+        case .finished(let result) = run(
+          storeIdentifier: storeIdentifier, action: action, placement: .anyThread, context: context,
+          completion: { nil })
+      else { preconditionFailure("DispatchStore: a dispatch without completion must finish before returning") }
+      return result
     }
-    guard
-      case .finished(let result) = run(
-        storeIdentifier: storeIdentifier, action: action, placement: .anyThread, completion: { nil })
-    else { preconditionFailure("DispatchStore: a dispatch without completion must finish before returning") }
-    return result
   }
 
   /// How a started dispatch ended, as far as the thread that started it knows.
@@ -171,10 +175,12 @@ extension Dispatcher {
   /// A dispatch that finishes before its start returns (or fails to start) reports `.finished`; nothing else
   /// hears about it. Otherwise `completion` is asked for what will: `nil` makes this wait and return `.finished`,
   /// which `.sync` does. A completion is only made (allocated) when it is needed.
+  /// `context`: the calling thread's context, if the caller has it at hand.
   private func run(
     storeIdentifier: String?,
     action: any ActionType,
     placement: DispatchRun.Placement,
+    context: ThreadContext? = nil,
     completion: () -> Completion?
   ) -> RunOutcome {
     let prepared: DispatchRun.Prepared
@@ -186,7 +192,7 @@ extension Dispatcher {
     }
     switch consume prepared {
     case .single(let dispatch):
-      return dispatch.run(completion: completion)
+      return dispatch.run(context: context, completion: completion)
     case .run(let plan):
       let onComplete = completion()
       let run = DispatchRun(plan: plan, onComplete: onComplete)

@@ -38,7 +38,10 @@ struct SingleStoreDispatch: Sendable {
   ///
   /// Reports `.finished` if the operation finished before its start returned; otherwise asks `completion` for the
   /// completion to call later (`nil`: wait here, and report `.finished`).
-  func run(completion makeCompletion: () -> Dispatcher.Completion?) -> Dispatcher.RunOutcome {
+  /// `context`: the calling thread's context, if the caller has it at hand.
+  func run(context: ThreadContext? = nil, completion makeCompletion: () -> Dispatcher.Completion?)
+    -> Dispatcher.RunOutcome
+  {
     if case .main(let mainQueue) = placement, !mainQueue.isCurrent {
       let onComplete = makeCompletion()
       mainQueue.schedule { [self] in
@@ -48,7 +51,12 @@ struct SingleStoreDispatch: Sendable {
       return .later
     }
     let watch = begin()
-    let started = ThreadContext.withRunning(dispatcherID) { start(watch: watch, makeCompletion: makeCompletion) }
+    let started =
+      if let context {
+        context.withRunning(dispatcherID) { start(watch: watch, makeCompletion: makeCompletion) }
+      } else {
+        ThreadContext.withRunning(dispatcherID) { start(watch: watch, makeCompletion: makeCompletion) }
+      }
     switch started {
     case .finished(let error):
       finished(error: error, watch: watch)
