@@ -59,12 +59,13 @@ public final class Dispatcher: Sendable {
   /// - Throws: ``DispatchError/duplicateStoreIdentifier(_:)`` if a store already uses its identifier; the
   ///   registry is left unchanged.
   public func register<Model, Action>(store: Store<Model, Action>) throws(DispatchError) {
+    let entry = StoreEntry(store)
     let added = registry.withLock(owner: self) { registry -> Bool in
       guard registry.stores[store.identifier] == nil else { return false }
-      registry.stores[store.identifier] = store
+      registry.stores[store.identifier] = entry
       registry.generation &+= 1
       // Appended in place: the array is copied only while a dispatch still holds the previous one.
-      registry.routes.append(store, for: ObjectIdentifier(Action.self))
+      registry.routes.append(entry, for: ObjectIdentifier(Action.self))
       return true
     }
     guard added else { throw .duplicateStoreIdentifier(store.identifier) }
@@ -77,10 +78,10 @@ public final class Dispatcher: Sendable {
   @discardableResult
   public func unregister(identifier: String) -> (any AnyStore)? {
     registry.withLock(owner: self) { registry in
-      guard let store = registry.stores.removeValue(forKey: identifier) else { return nil }
+      guard let entry = registry.stores.removeValue(forKey: identifier) else { return nil }
       registry.generation &+= 1
-      registry.routes.remove(store, for: ObjectIdentifier(store.actionType))
-      return store
+      registry.routes.remove(entry.store, for: entry.actionType)
+      return entry.anyStore
     }
   }
 
@@ -88,7 +89,7 @@ public final class Dispatcher: Sendable {
   /// - Parameter identifier: A store identifier.
   /// - Returns: The store, or `nil` if none is registered under `identifier`.
   public func store(with identifier: String) -> (any AnyStore)? {
-    registry.withLock(owner: self) { $0.stores[identifier] }
+    registry.withLock(owner: self) { $0.stores[identifier] }?.anyStore
   }
 
   /// The store registered under `identifier`, with its model and action types.
@@ -131,7 +132,7 @@ public final class Dispatcher: Sendable {
 
 /// The dispatcher's registry, behind its one lock.
 struct Registry {
-  var stores: [String: any DispatchTarget] = [:]
+  var stores: [String: StoreEntry] = [:]
   /// The stores handling each action type, keyed by `ObjectIdentifier(Action.self)`, in registration order.
   var routes = RouteTable()
   var middleware = MiddlewareList()

@@ -72,7 +72,7 @@ final class DispatchRun: OperationCompletionHandler {
     fileprivate let middleware: MiddlewareList
     fileprivate let placement: Placement
     /// The responding stores, one per node: the registry's own array when the action's route is used whole.
-    fileprivate let targets: [any DispatchTarget]
+    fileprivate let targets: [StoreEntry]
     /// Moved into the run's state when it starts, so that counting down does not copy it.
     fileprivate var graph: WaitGraph?
   }
@@ -92,7 +92,7 @@ final class DispatchRun: OperationCompletionHandler {
       guard let storeIdentifier else { return registry.routes.lookup(actionType, generation: registry.generation) }
       return StoreLookup(registry.stores[storeIdentifier])
     }
-    let targets: [any DispatchTarget]
+    let targets: [StoreEntry]
     // The wait list of the first store, once asked.
     var firstWaits: [String]?
     // The route's cached wait graph, valid while the registry stays at `generation`.
@@ -100,9 +100,9 @@ final class DispatchRun: OperationCompletionHandler {
     // Consumed, so that the stores are moved out rather than retained again.
     switch consume lookup {
     case .one(let store):
-      if ObjectIdentifier(store.actionType) == actionType {
+      if store.actionType == actionType {
         // The common case: one store that waits for nobody.
-        let waits = store.waitList(for: action)
+        let waits = store.withKind { $0.waitList(of: $1, for: action) }
         if waits.isEmpty {
           return .single(
             SingleStoreDispatch(
@@ -112,7 +112,7 @@ final class DispatchRun: OperationCompletionHandler {
         firstWaits = waits
       } else if let storeIdentifier {
         throw .actionTypeMismatch(
-          storeIdentifier: storeIdentifier, expected: String(reflecting: store.actionType),
+          storeIdentifier: storeIdentifier, expected: String(reflecting: store.anyStore.actionType),
           dispatched: String(reflecting: type(of: action)))
       }
       targets = [store]
@@ -134,7 +134,9 @@ final class DispatchRun: OperationCompletionHandler {
     targets.withUnsafeBufferPointer { targets in
       for index in targets.indices {
         // User code: each reducer is asked once.
-        let waits = index == 0 && firstWaits != nil ? firstWaits! : targets[index].waitList(for: action)
+        let waits =
+          index == 0 && firstWaits != nil
+          ? firstWaits! : targets.withEntry(at: index) { $0.waitList(of: $1, for: action) }
         if matchesKept, let kept {
           if kept.waitLists[index] == waits { continue }
           // The lists so far were the kept graph's.
@@ -242,7 +244,7 @@ final class DispatchRun: OperationCompletionHandler {
     // would be retained and released.
     plan.targets.withUnsafeBufferPointer { targets in
       while let node = next {
-        startOperation(node, of: targets[node], context: context)
+        targets.withEntry(at: node) { kind, store in startOperation(node, of: store, kind: kind, context: context) }
         if let handedOff = handoff {
           handoff = nil
           next = handedOff
@@ -258,7 +260,7 @@ final class DispatchRun: OperationCompletionHandler {
     }
   }
 
-  private func startOperation(_ index: Int, of store: any DispatchTarget, context: ThreadContext) {
+  private func startOperation(_ index: Int, of store: AnyObject, kind: StoreKind, context: ThreadContext) {
     if !plan.middleware.isEmpty {
       let id = TransactionID.next()
       let started = plan.middleware.needsDuration ? MonotonicClock.nanoseconds() : nil
@@ -266,15 +268,16 @@ final class DispatchRun: OperationCompletionHandler {
         state.nodes[index].transactionID = id
         state.nodes[index].started = started
       }
-      let transaction = Transaction(id: id, storeIdentifier: store.identifier, action: plan.action)
-      plan.middleware.forEach { $0.willDispatch(transaction: transaction, action: plan.action, in: store) }
+      let transaction = Transaction(id: id, storeIdentifier: kind.identifier(of: store), action: plan.action)
+      let anyStore = kind.anyStore(store)
+      plan.middleware.forEach { $0.willDispatch(transaction: transaction, action: plan.action, in: anyStore) }
     }
     // Started with nobody to tell: one that finished by the time its start returned (most do) is handled here,
     // without registering this run with it. The operation is released inside, so that one dropped without
     // finishing fails from its `deinit` there.
     let outcome = context.withRunning(plan.dispatcherID) { () -> OperationOutcome in
       let operation: any OperationStarting
-      switch store.handle(plan.action) {
+      switch kind.handle(plan.action, in: store) {
       case .reduced(let error): return error.map { .failed($0) } ?? .succeeded
       case .operation(let made): operation = made
       }
@@ -284,8 +287,9 @@ final class DispatchRun: OperationCompletionHandler {
     }
     switch outcome {
     case .unfinished: break
-    case .succeeded: afterOperationFinished(index, of: store, error: nil, onStartingThread: true)
-    case .failed(let error): afterOperationFinished(index, of: store, error: error, onStartingThread: true)
+    case .succeeded: afterOperationFinished(index, of: store, kind: kind, error: nil, onStartingThread: true)
+    case .failed(let error):
+      afterOperationFinished(index, of: store, kind: kind, error: error, onStartingThread: true)
     }
   }
 
@@ -296,8 +300,8 @@ final class DispatchRun: OperationCompletionHandler {
     // `finish()` is often called from inside the operation's block: what follows (observers, middleware, the
     // completion) is not part of the operation, so `.sync` dispatch is allowed there.
     ThreadContext.withoutRunning {
-      plan.targets.withTarget(at: index) { store in
-        afterOperationFinished(index, of: store, error: error, onStartingThread: false)
+      plan.targets.withEntry(at: index) { kind, store in
+        afterOperationFinished(index, of: store, kind: kind, error: error, onStartingThread: false)
       }
     }
   }
@@ -306,15 +310,19 @@ final class DispatchRun: OperationCompletionHandler {
   ///
   /// `onStartingThread`: called by the thread that is starting nodes, right after this node's start returned.
   private func afterOperationFinished(
-    _ index: Int, of store: any DispatchTarget, error: (any Error)?, onStartingThread: Bool
+    _ index: Int, of store: AnyObject, kind: StoreKind, error: (any Error)?, onStartingThread: Bool
   ) {
-    let assignedID = announce(index, of: store, error: error, hidingRunningDispatchers: onStartingThread)
+    let assignedID = announce(
+      index, of: store, kind: kind, error: error, hidingRunningDispatchers: onStartingThread)
     let failureID = error == nil ? nil : (assignedID ?? TransactionID.next())
     let me = onStartingThread ? nil : ThreadContext.withCurrent { ObjectIdentifier($0) }
     let (startReady, completed) = state.withLock(owner: self) { state -> (Bool, Bool) in
       if let error, let failureID {
         state.failures.append(
-          (index, OperationFailure(storeIdentifier: store.identifier, transactionID: failureID, error: error)))
+          (
+            index,
+            OperationFailure(storeIdentifier: kind.identifier(of: store), transactionID: failureID, error: error)
+          ))
       }
       // A thread already starting nodes picks the new ones up: it pops them under this lock after this section,
       // or, if it is this thread (this operation finished inside or right after its start), takes the first from
@@ -354,12 +362,14 @@ final class DispatchRun: OperationCompletionHandler {
   /// `hidingRunningDispatchers`: hide the dispatchers running on this thread from the user code called here;
   /// skipped when there is none to call.
   private func announce(
-    _ index: Int, of store: any DispatchTarget, error: (any Error)?, hidingRunningDispatchers: Bool
+    _ index: Int, of store: AnyObject, kind: StoreKind, error: (any Error)?, hidingRunningDispatchers: Bool
   ) -> TransactionID? {
     let watched = !plan.middleware.isEmpty
-    guard watched || store.isObserved else { return nil }
+    guard watched || kind.isObserved(store) else { return nil }
     guard !hidingRunningDispatchers else {
-      return ThreadContext.withoutRunning { announce(index, of: store, error: error, hidingRunningDispatchers: false) }
+      return ThreadContext.withoutRunning {
+        announce(index, of: store, kind: kind, error: error, hidingRunningDispatchers: false)
+      }
     }
     var duration: Duration?
     var assignedID: TransactionID?
@@ -369,12 +379,13 @@ final class DispatchRun: OperationCompletionHandler {
       (assignedID, started) = state.withLock(owner: self) { ($0.nodes[index].transactionID, $0.nodes[index].started) }
       if let finished, let started { duration = .nanoseconds(Int64(bitPattern: finished &- started)) }
     }
-    store.announceChange(for: plan.action)
+    kind.announceChange(of: store, for: plan.action)
     if let id = assignedID {
       let transaction = Transaction(
-        id: id, storeIdentifier: store.identifier, action: plan.action, finished: true, duration: duration,
+        id: id, storeIdentifier: kind.identifier(of: store), action: plan.action, finished: true, duration: duration,
         error: error)
-      plan.middleware.forEach { $0.didDispatch(transaction: transaction, action: plan.action, in: store) }
+      let anyStore = kind.anyStore(store)
+      plan.middleware.forEach { $0.didDispatch(transaction: transaction, action: plan.action, in: anyStore) }
     }
     return assignedID
   }
@@ -387,13 +398,5 @@ final class DispatchRun: OperationCompletionHandler {
     } else {
       onComplete(result)
     }
-  }
-}
-
-extension Array where Element == any DispatchTarget {
-  /// Calls `body` with the store at `index`, borrowed: the array's getter would return a retained copy.
-  @inline(__always)
-  func withTarget<Result>(at index: Int, _ body: (any DispatchTarget) throws -> Result) rethrows -> Result {
-    try withUnsafeBufferPointer { try body($0[index]) }
   }
 }

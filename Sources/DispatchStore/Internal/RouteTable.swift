@@ -14,7 +14,7 @@ struct RouteTable {
   }
 
   /// The stores handling actions of type `key`, in registration order; empty if none.
-  subscript(key: ObjectIdentifier) -> [any DispatchTarget] {
+  subscript(key: ObjectIdentifier) -> [StoreEntry] {
     guard case .found(let slot) = find(key) else { return [] }
     return values[slot].stores
   }
@@ -37,7 +37,7 @@ struct RouteTable {
   }
 
   /// Appends `store` to the stores handling `key`.
-  mutating func append(_ store: any DispatchTarget, for key: ObjectIdentifier) {
+  mutating func append(_ store: StoreEntry, for key: ObjectIdentifier) {
     switch find(key) {
     case .found(let slot):
       values[slot].stores.append(store)  // In place: copied only while a dispatch still holds the previous array.
@@ -50,9 +50,9 @@ struct RouteTable {
   }
 
   /// Removes `store` from the stores handling `key`; forgets `key` once none is left.
-  mutating func remove(_ store: any DispatchTarget, for key: ObjectIdentifier) {
+  mutating func remove(_ store: AnyObject, for key: ObjectIdentifier) {
     guard case .found(let slot) = find(key) else { return }
-    values[slot].stores.removeAll { $0 === store }
+    values[slot].stores.removeAll { $0.store === store }
     guard values[slot].stores.isEmpty else { return }
     // Re-inserts the rest of the probe run, so that every key stays reachable from its home slot.
     keys[slot] = nil
@@ -107,7 +107,7 @@ struct RouteTable {
 
 /// The stores handling one action type, and the wait graph last built for them.
 struct Route {
-  var stores: [any DispatchTarget] = []
+  var stores: [StoreEntry] = []
   /// Checked against the registry's generation before use, so it need not be cleared when stores come and go.
   var waitGraph: CachedWaitGraph?
 }
@@ -133,11 +133,11 @@ final class CachedWaitGraph: Sendable {
 /// The registered stores a dispatch reaches.
 enum StoreLookup {
   case none
-  case one(any DispatchTarget)
+  case one(StoreEntry)
   /// Two or more, in registration order, with the wait graph last built for them, if any (see ``CachedWaitGraph``).
-  case several([any DispatchTarget], waitGraph: CachedWaitGraph?, generation: UInt64)
+  case several([StoreEntry], waitGraph: CachedWaitGraph?, generation: UInt64)
 
-  init(_ store: (any DispatchTarget)?) {
+  init(_ store: StoreEntry?) {
     if let store { self = .one(store) } else { self = .none }
   }
 }

@@ -10,7 +10,7 @@ import Synchronization
 /// and registers it with the operation: whichever thread finishes the operation then announces and delivers, and
 /// if the operation finished in between, registering calls it at once.
 struct SingleStoreDispatch: Sendable {
-  let store: any DispatchTarget
+  let store: StoreEntry
   let action: any ActionType
   let dispatcherID: ObjectIdentifier
   let middleware: MiddlewareList
@@ -74,7 +74,7 @@ struct SingleStoreDispatch: Sendable {
   /// without finishing fails from its `deinit`, here, rather than while the dispatching thread waits for it.
   private func start(watch: Watch?, makeCompletion: () -> Dispatcher.Completion?) -> Started {
     let operation: any OperationStarting
-    switch store.handle(action) {
+    switch store.withKind({ $0.handle(action, in: $1) }) {
     case .reduced(let error): return .finished(error)
     case .operation(let made): operation = made
     }
@@ -99,7 +99,8 @@ struct SingleStoreDispatch: Sendable {
     let watch = Watch(
       id: TransactionID.next(), started: middleware.needsDuration ? MonotonicClock.nanoseconds() : nil)
     let transaction = Transaction(id: watch.id, storeIdentifier: store.identifier, action: action)
-    middleware.forEach { $0.willDispatch(transaction: transaction, action: action, in: store) }
+    let anyStore = store.anyStore
+    middleware.forEach { $0.willDispatch(transaction: transaction, action: action, in: anyStore) }
     return watch
   }
 
@@ -108,15 +109,16 @@ struct SingleStoreDispatch: Sendable {
   /// With no middleware and nobody observing the store there is no user code to call, and nothing to hide the
   /// running dispatchers from.
   fileprivate func finished(error: (any Error)?, watch: Watch?) {
-    guard watch != nil || store.isObserved else { return }
+    guard watch != nil || store.withKind({ $0.isObserved($1) }) else { return }
     ThreadContext.withoutRunning {
-      store.announceChange(for: action)
+      store.withKind { $0.announceChange(of: $1, for: action) }
       guard let watch else { return }
       let duration = watch.started.map { Duration.nanoseconds(Int64(bitPattern: MonotonicClock.nanoseconds() &- $0)) }
       let transaction = Transaction(
         id: watch.id, storeIdentifier: store.identifier, action: action, finished: true, duration: duration,
         error: error)
-      middleware.forEach { $0.didDispatch(transaction: transaction, action: action, in: store) }
+      let anyStore = store.anyStore
+      middleware.forEach { $0.didDispatch(transaction: transaction, action: action, in: anyStore) }
     }
   }
 

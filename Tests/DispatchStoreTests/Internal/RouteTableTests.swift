@@ -12,11 +12,11 @@ struct RouteTableTests {
     let stores = (0..<200).map { makeCounterStore("s\($0)") }
     var table = RouteTable()
     for (index, key) in keys.enumerated() {
-      table.append(stores[index], for: ObjectIdentifier(key))
+      table.append(StoreEntry(stores[index]), for: ObjectIdentifier(key))
     }
     // A second store for every third key keeps registration order.
     for index in stride(from: 0, to: 200, by: 3) {
-      table.append(stores[(index + 1) % 200], for: ObjectIdentifier(keys[index]))
+      table.append(StoreEntry(stores[(index + 1) % 200]), for: ObjectIdentifier(keys[index]))
     }
     #expect(table.count == 200)
 
@@ -45,8 +45,8 @@ struct RouteTableTests {
     let first = makeCounterStore("first")
     let second = makeCounterStore("second")
     var table = RouteTable()
-    table.append(first, for: key)
-    table.append(second, for: key)
+    table.append(StoreEntry(first), for: key)
+    table.append(StoreEntry(second), for: key)
     table.remove(first, for: key)
     #expect(table[key].map(\.identifier) == ["second"])
     #expect(table.count == 1)
@@ -57,11 +57,11 @@ struct RouteTableTests {
     let key = ObjectIdentifier(Key.self)
     var table = RouteTable()
     guard case .none = table.lookup(key, generation: 0) else { throw LookupMismatch() }
-    table.append(makeCounterStore("first"), for: key)
+    table.append(StoreEntry(makeCounterStore("first")), for: key)
     guard case .one(let only) = table.lookup(key, generation: 0), only.identifier == "first" else {
       throw LookupMismatch()
     }
-    table.append(makeCounterStore("second"), for: key)
+    table.append(StoreEntry(makeCounterStore("second")), for: key)
     guard case .several(let stores, nil, 4) = table.lookup(key, generation: 4) else { throw LookupMismatch() }
     #expect(stores.map(\.identifier) == ["first", "second"])
 

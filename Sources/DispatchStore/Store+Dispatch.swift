@@ -1,0 +1,44 @@
+extension Store {
+  /// The store's wait list for `action` (calls the reducer).
+  func waitList(for action: any ActionType) -> [String] {
+    reducer.waitList(for: ownAction(action))
+  }
+
+  /// Handles `action`: reduces it in place if the reducer is a ``SynchronousReducer``, otherwise asks the reducer
+  /// for the operation, without starting it.
+  func handle(_ action: any ActionType) -> StoreHandling {
+    if let reduction { return .reduced(error: reduction(self, ownAction(action))) }
+    return .operation(reducer.operation(for: ownAction(action), in: self))
+  }
+
+  /// Whether anyone observes the store: when nobody does, announcing a change calls no user code.
+  var isObserved: Bool {
+    registeredObservers.load(ordering: .relaxed) > 0
+  }
+
+  /// Announces the change the finished operation made, if any.
+  func announceChange(for action: any ActionType) {
+    // With no observers there is nobody to tell; the version catches up at the next announcement.
+    guard registeredObservers.load(ordering: .relaxed) > 0 else { return }
+    announcer(self, ownAction(action))
+  }
+
+  /// `action` as this store's action type, which it is: the registry routes only actions of that type here.
+  ///
+  /// Cheaper than `as!`, which runs the general dynamic cast on every dispatch.
+  private func ownAction(_ action: any ActionType) -> Action {
+    func project<Dispatched: ActionType>(_ action: Dispatched) -> Action {
+      precondition(Dispatched.self == Action.self, "DispatchStore: an action was routed to a store of another type")
+      return unsafeBitCast(action, to: Action.self)
+    }
+    return project(action)
+  }
+}
+
+/// How a store handled an action.
+enum StoreHandling {
+  /// A synchronous reducer changed the model; the error is the one it threw.
+  case reduced(error: (any Error)?)
+  /// The reducer returned this operation, not started yet.
+  case operation(any OperationStarting)
+}
