@@ -269,8 +269,9 @@ final class DispatchRun: OperationCompletionHandler {
         state.nodes[index].started = started
       }
       let transaction = Transaction(id: id, storeIdentifier: kind.identifier(of: store), action: plan.action)
-      let anyStore = kind.anyStore(store)
-      plan.middleware.forEach { $0.willDispatch(transaction: transaction, action: plan.action, in: anyStore) }
+      kind.withAnyStore(store) { store in
+        plan.middleware.forEach { $0.willDispatch(transaction: transaction, action: plan.action, in: store) }
+      }
     }
     // Started with nobody to tell: one that finished by the time its start returned (most do) is handled here,
     // without registering this run with it. The operation is released inside, so that one dropped without
@@ -384,8 +385,9 @@ final class DispatchRun: OperationCompletionHandler {
       let transaction = Transaction(
         id: id, storeIdentifier: kind.identifier(of: store), action: plan.action, finished: true, duration: duration,
         error: error)
-      let anyStore = kind.anyStore(store)
-      plan.middleware.forEach { $0.didDispatch(transaction: transaction, action: plan.action, in: anyStore) }
+      kind.withAnyStore(store) { store in
+        plan.middleware.forEach { $0.didDispatch(transaction: transaction, action: plan.action, in: store) }
+      }
     }
     return assignedID
   }

@@ -37,8 +37,8 @@ struct SingleStoreDispatch: Sendable {
   /// Runs the dispatch.
   ///
   /// Reports `.finished` if the operation finished before its start returned; otherwise asks `completion` for the
-  /// completion to call later (`nil`: wait here, and report `.finished`).
-  /// `context`: the calling thread's context, if the caller has it at hand.
+  /// completion to call later (`nil`: wait here, and report `.finished`). `context` is the calling thread's
+  /// context, if the caller has it at hand.
   func run(context: ThreadContext? = nil, completion makeCompletion: () -> Dispatcher.Completion?)
     -> Dispatcher.RunOutcome
   {
@@ -99,8 +99,11 @@ struct SingleStoreDispatch: Sendable {
     let watch = Watch(
       id: TransactionID.next(), started: middleware.needsDuration ? MonotonicClock.nanoseconds() : nil)
     let transaction = Transaction(id: watch.id, storeIdentifier: store.identifier, action: action)
-    let anyStore = store.anyStore
-    middleware.forEach { $0.willDispatch(transaction: transaction, action: action, in: anyStore) }
+    store.withKind { kind, store in
+      kind.withAnyStore(store) { store in
+        middleware.forEach { $0.willDispatch(transaction: transaction, action: action, in: store) }
+      }
+    }
     return watch
   }
 
@@ -117,8 +120,11 @@ struct SingleStoreDispatch: Sendable {
       let transaction = Transaction(
         id: watch.id, storeIdentifier: store.identifier, action: action, finished: true, duration: duration,
         error: error)
-      let anyStore = store.anyStore
-      middleware.forEach { $0.didDispatch(transaction: transaction, action: action, in: anyStore) }
+      store.withKind { kind, store in
+        kind.withAnyStore(store) { store in
+          middleware.forEach { $0.didDispatch(transaction: transaction, action: action, in: store) }
+        }
+      }
     }
   }
 

@@ -20,6 +20,8 @@ class StoreKind: @unchecked Sendable {
 
   func identifier(of store: AnyObject) -> String { preconditionFailure("StoreKind is abstract") }
   func anyStore(_ store: AnyObject) -> any AnyStore { preconditionFailure("StoreKind is abstract") }
+  /// Calls `body` with the store as `any AnyStore`, borrowed: ``anyStore(_:)`` returns a retained copy.
+  func withAnyStore(_ store: AnyObject, _ body: (any AnyStore) -> Void) { preconditionFailure("StoreKind is abstract") }
   func waitList(of store: AnyObject, for action: any ActionType) -> [String] {
     preconditionFailure("StoreKind is abstract")
   }
@@ -49,6 +51,7 @@ private final class TypedStoreKind<Model: ModelType, Action: ActionType>: StoreK
 
   override func identifier(of store: AnyObject) -> String { typed(store).identifier }
   override func anyStore(_ store: AnyObject) -> any AnyStore { typed(store) }
+  override func withAnyStore(_ store: AnyObject, _ body: (any AnyStore) -> Void) { body(typed(store)) }
   override func waitList(of store: AnyObject, for action: any ActionType) -> [String] {
     typed(store).waitList(for: action)
   }
