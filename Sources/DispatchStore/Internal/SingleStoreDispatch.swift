@@ -112,9 +112,10 @@ struct SingleStoreDispatch: Sendable {
   /// With no middleware and nobody observing the store there is no user code to call, and nothing to hide the
   /// running dispatchers from.
   fileprivate func finished(error: (any Error)?, watch: Watch?) {
-    guard watch != nil || store.withKind({ $0.isObserved($1) }) else { return }
+    let isObserved = store.withKind { $0.isObserved($1) }
+    guard watch != nil || isObserved else { return }
     ThreadContext.withoutRunning {
-      store.withKind { $0.announceChange(of: $1, for: action) }
+      if isObserved { store.withKind { $0.announceChange(of: $1, for: action) } }
       guard let watch else { return }
       let duration = watch.started.map { Duration.nanoseconds(Int64(bitPattern: MonotonicClock.nanoseconds() &- $0)) }
       let transaction = Transaction(
