@@ -315,4 +315,64 @@ struct WaitForTests {
     #expect(first.model.count == successes)
     #expect(second.model.count == successes)
   }
+
+  @Test(arguments: [Dispatcher.Mode.sync, .async, .serial, .mainThread])
+  func chainGoesOnWhenOneStoreInTheMiddleFinishesLater(mode: Dispatcher.Mode) async throws {
+    // s0 and s1 finish while starting, s2 later on another thread, s3 and s4 while starting again: the run starts
+    // alone, then continues once s2's operation is still running when its start returns.
+    let dispatcher = Dispatcher()
+    let log = StartLog()
+    var stores: [Store<Counter, CounterAction>] = []
+    for index in 0..<5 {
+      let waits = index == 0 ? [] : ["s\(index - 1)"]
+      let reducer =
+        index == 2
+        ? LaterReducer(waits: waits, log: log)
+        : CounterReducer(waits: { _ in waits }, onStart: { _, store in log.record(store) })
+      stores.append(Store(identifier: "s\(index)", model: Counter(), reducer: reducer))
+    }
+    for store in stores.reversed() { try dispatcher.register(store: store) }
+    let middleware = RecordingMiddleware()
+    dispatcher.register(middleware: middleware)
+
+    for _ in 0..<3 {
+      try await dispatcher.dispatch(action: CounterAction.increase(1), mode: mode)
+    }
+
+    #expect(log.starts.withLock { $0 } == Array(repeating: (0..<5).map { "s\($0)" }, count: 3).flatMap { $0 })
+    #expect(stores.allSatisfy { $0.model.count == 3 })
+    let transactions = middleware.transactions.withLock { $0 }
+    #expect(transactions.count == 15)
+    #expect(transactions.allSatisfy { $0.succeeded && $0.duration != nil })
+    // Every transaction was seen once before and once after, with the same identifier.
+    let events = middleware.events.withLock { $0 }
+    let willIDs = events.compactMap { if case .will(_, let id) = $0 { id } else { nil } }
+    let didIDs = events.compactMap { if case .did(_, let id, _) = $0 { id } else { nil } }
+    #expect(Set(willIDs) == Set(didIDs) && Set(willIDs).count == 15)
+  }
+}
+
+/// A reducer whose operations always finish later, on a global-queue thread.
+final class LaterReducer: Reducer<Counter, CounterAction>, @unchecked Sendable {
+  let waits: [String]
+  let log: WaitForTests.StartLog
+
+  init(waits: [String], log: WaitForTests.StartLog) {
+    self.waits = waits
+    self.log = log
+  }
+
+  override func waitList(for action: CounterAction) -> [String] { waits }
+
+  override func operation(
+    for action: CounterAction, in store: Store<Counter, CounterAction>
+  ) -> ActionOperation<Counter, CounterAction> {
+    ActionOperation(action: action, store: store) { [log] operation, _, store in
+      log.record(store)
+      DispatchQueue.global().async {
+        store.updateModel { $0.count += 1 }
+        operation.finish()
+      }
+    }
+  }
 }

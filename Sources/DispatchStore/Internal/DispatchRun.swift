@@ -42,6 +42,23 @@ final class DispatchRun: OperationCompletionHandler {
     var starter: ObjectIdentifier?
     var result: Result<Void, DispatchError>?
     var waiter: DispatchSemaphore?
+
+    /// Counts node `index` as finished, with its failure if it failed; sets the result once every node finished.
+    ///
+    /// With `takeFirstReady`, the first node it makes ready is returned rather than queued, if no other node is
+    /// ready (nodes start in the order they became ready); `madeReady` says whether any was queued.
+    @inline(__always)
+    mutating func finish(
+      _ index: Int, failure: OperationFailure?, takeFirstReady: Bool
+    ) -> (handedOff: Int?, madeReady: Bool, completed: Bool) {
+      if let failure { failures.append((index, failure)) }
+      let (handedOff, madeReady) = graph?.nodeFinished(index, into: &ready, takeFirst: takeFirstReady) ?? (nil, false)
+      unfinished -= 1
+      guard unfinished == 0 else { return (handedOff, madeReady, false) }
+      result =
+        failures.isEmpty ? .success(()) : .failure(.operationsFailed(failures.sorted { $0.node < $1.node }.map(\.failure)))
+      return (handedOff, madeReady, true)
+    }
   }
 
   /// The stores (one per node), action, middleware and placement; immutable, so read without the lock.
@@ -194,12 +211,16 @@ final class DispatchRun: OperationCompletionHandler {
 
   /// Starts every store that waits for nobody.
   func start() {
-    state.withLock(owner: self) { state in
-      for index in 0..<plan.targets.count where (state.graph?.waitCount(of: index) ?? 0) == 0 {
-        state.ready.append(index)
+    if case .main(let mainQueue) = plan.placement, !mainQueue.isCurrent {
+      state.withLock(owner: self) { state in
+        for index in 0..<plan.targets.count where (state.graph?.waitCount(of: index) ?? 0) == 0 {
+          state.ready.append(index)
+        }
       }
+      mainQueue.schedule { [self] in startReady() }
+      return
     }
-    startReadyWhenPlaced()
+    ThreadContext.withCurrent { context in startAlone(context: context) }
   }
 
   /// Blocks the calling thread until the run completed; returns at once if it already has.
@@ -233,31 +254,134 @@ final class DispatchRun: OperationCompletionHandler {
 
   private func startReady(context: ThreadContext) {
     let me = ObjectIdentifier(context)
-    var next = state.withLock(owner: self) { state -> Int? in
+    let first = state.withLock(owner: self) { state -> Int? in
       guard !state.isStarting, let first = state.ready.popFirst() else { return nil }
       state.isStarting = true
       state.starter = me
       return first
     }
-    guard next != nil else { return }
+    guard let first else { return }
+    keepStarting(from: first, context: context)
+  }
+
+  /// Starts `first`, then every node that becomes ready, until none is; the calling thread is the starter.
+  private func keepStarting(from first: Int, context: ThreadContext) {
+    var next: Int? = first
     // The stores are borrowed from one buffer while this thread starts nodes: per node, the buffer or the store
     // would be retained and released.
     plan.targets.withUnsafeBufferPointer { targets in
       while let node = next {
         targets.withEntry(at: node) { kind, store in startOperation(node, of: store, kind: kind, context: context) }
-        if let handedOff = handoff {
-          handoff = nil
-          next = handedOff
-          continue
-        }
-        next = state.withLock(owner: self) { state -> Int? in
-          if let next = state.ready.popFirst() { return next }
-          state.isStarting = false
-          state.starter = nil
-          return nil
-        }
+        next = nextToStart()
       }
     }
+  }
+
+  /// The node the starter starts next: the one handed off to it, or the first ready; `nil` ends its turn.
+  private func nextToStart() -> Int? {
+    if let handedOff = handoff {
+      handoff = nil
+      return handedOff
+    }
+    return state.withLock(owner: self) { state -> Int? in
+      if let next = state.ready.popFirst() { return next }
+      state.isStarting = false
+      state.starter = nil
+      return nil
+    }
+  }
+
+  /// Starts the run on the thread that made it, which nobody else knows of yet: until an operation is still
+  /// running when its start returns, this thread keeps the run's state to itself and takes no lock.
+  ///
+  /// Most runs end here, every operation having finished on this thread. If one has not, the state is put back
+  /// behind the lock before the run is registered with that operation, and the run goes on as usual.
+  private func startAlone(context: ThreadContext) {
+    var alone = state.withLock(owner: self) { state in
+      var taken = State(nodes: [], graph: nil, unfinished: 0)
+      swap(&taken, &state)
+      return taken
+    }
+    for index in 0..<plan.targets.count where (alone.graph?.waitCount(of: index) ?? 0) == 0 {
+      alone.ready.append(index)
+    }
+    var next = alone.ready.popFirst()
+    var shared = false
+    plan.targets.withUnsafeBufferPointer { targets in
+      while let node = next {
+        let step = targets.withEntry(at: node) { kind, store in
+          startAlone(node, of: store, kind: kind, context: context, state: &alone)
+        }
+        guard case .finished(let handedOff) = step else {
+          shared = true
+          return
+        }
+        next = handedOff ?? alone.ready.popFirst()
+      }
+    }
+    if shared {
+      if let next = nextToStart() { keepStarting(from: next, context: context) }
+      return
+    }
+    // Every operation finished on this thread. `waitForResult()` reads the result under the lock.
+    guard let result = alone.result else { preconditionFailure("DispatchStore: a run ended with nodes unfinished") }
+    state.withLock(owner: self) { $0.result = result }
+    context.withoutRunningDispatchers { complete(with: result, waking: nil) }
+  }
+
+  /// How starting one node alone ended.
+  private enum AloneStep {
+    /// Its operation finished; the node it made ready first, if it goes next.
+    case finished(handedOff: Int?)
+    /// Its operation is still running, and the state is behind the lock again.
+    case shared
+  }
+
+  /// Starts one node for ``startAlone(context:)``.
+  private func startAlone(
+    _ index: Int, of store: AnyObject, kind: StoreKind, context: ThreadContext, state alone: inout State
+  ) -> AloneStep {
+    if !plan.middleware.isEmpty {
+      let id = TransactionID.next()
+      alone.nodes[index].transactionID = id
+      alone.nodes[index].started = plan.middleware.needsDuration ? MonotonicClock.nanoseconds() : nil
+      let transaction = Transaction(id: id, storeIdentifier: kind.identifier(of: store), action: plan.action)
+      kind.withAnyStore(store) { store in
+        plan.middleware.forEach { $0.willDispatch(transaction: transaction, action: plan.action, in: store) }
+      }
+    }
+    let me = ObjectIdentifier(context)
+    let outcome = context.withRunning(plan.dispatcherID) { () -> OperationOutcome in
+      let operation: any OperationStarting
+      switch kind.handle(plan.action, in: store) {
+      case .reduced(let error): return error.map { .failed($0) } ?? .succeeded
+      case .operation(let made): operation = made
+      }
+      let outcome = operation.startUnobserved()
+      if case .unfinished = outcome {
+        // Back behind the lock before anyone else can reach the run: its completion may come at once.
+        alone.isStarting = true
+        alone.starter = me
+        let published = alone
+        state.withLock(owner: self) { $0 = published }
+        operation.start(notifying: self, token: index)
+      }
+      return outcome
+    }
+    let error: (any Error)?
+    switch outcome {
+    case .unfinished: return .shared
+    case .succeeded: error = nil
+    case .failed(let failed): error = failed
+    }
+    let watch = alone.nodes.isEmpty ? nil : alone.nodes[index]
+    let assignedID = announce(
+      index, of: store, kind: kind, error: error, watch: watch, hidingRunningDispatchers: true)
+    let failure = error.map {
+      OperationFailure(
+        storeIdentifier: kind.identifier(of: store), transactionID: assignedID ?? TransactionID.next(), error: $0)
+    }
+    return .finished(handedOff: alone.finish(index, failure: failure, takeFirstReady: true).handedOff)
   }
 
   private func startOperation(_ index: Int, of store: AnyObject, kind: StoreKind, context: ThreadContext) {
@@ -313,38 +437,22 @@ final class DispatchRun: OperationCompletionHandler {
   private func afterOperationFinished(
     _ index: Int, of store: AnyObject, kind: StoreKind, error: (any Error)?, onStartingThread: Bool
   ) {
+    let watch = plan.middleware.isEmpty ? nil : state.withLock(owner: self) { $0.nodes[index] }
     let assignedID = announce(
-      index, of: store, kind: kind, error: error, hidingRunningDispatchers: onStartingThread)
-    let failureID = error == nil ? nil : (assignedID ?? TransactionID.next())
+      index, of: store, kind: kind, error: error, watch: watch, hidingRunningDispatchers: onStartingThread)
+    let failure = error.map {
+      OperationFailure(
+        storeIdentifier: kind.identifier(of: store), transactionID: assignedID ?? TransactionID.next(), error: $0)
+    }
     let me = onStartingThread ? nil : ThreadContext.withCurrent { ObjectIdentifier($0) }
     let (startReady, completed) = state.withLock(owner: self) { state -> (Bool, Bool) in
-      if let error, let failureID {
-        state.failures.append(
-          (
-            index,
-            OperationFailure(storeIdentifier: kind.identifier(of: store), transactionID: failureID, error: error)
-          ))
-      }
       // A thread already starting nodes picks the new ones up: it pops them under this lock after this section,
       // or, if it is this thread (this operation finished inside or right after its start), takes the first from
       // `handoff`.
       let isStarter = onStartingThread || (me != nil && state.starter == me)
-      var madeReady = false
-      state.graph?.nodeFinished(index) { dependent in
-        // Handed off only when nothing else is ready: nodes start in the order they became ready.
-        if isStarter && handoff == nil && state.ready.isEmpty {
-          handoff = dependent
-        } else {
-          state.ready.append(dependent)
-          madeReady = true
-        }
-      }
-      state.unfinished -= 1
-      guard state.unfinished == 0 else { return (madeReady && !state.isStarting, false) }
-      state.result =
-        state.failures.isEmpty
-        ? .success(()) : .failure(.operationsFailed(state.failures.sorted { $0.node < $1.node }.map(\.failure)))
-      return (madeReady && !state.isStarting, true)
+      let finished = state.finish(index, failure: failure, takeFirstReady: isStarter && handoff == nil)
+      if let handedOff = finished.handedOff { handoff = handedOff }
+      return (finished.madeReady && !state.isStarting, finished.completed)
     }
     if startReady { startReadyWhenPlaced() }
     guard completed else { return }
@@ -363,24 +471,22 @@ final class DispatchRun: OperationCompletionHandler {
   /// `hidingRunningDispatchers`: hide the dispatchers running on this thread from the user code called here;
   /// skipped when there is none to call.
   private func announce(
-    _ index: Int, of store: AnyObject, kind: StoreKind, error: (any Error)?, hidingRunningDispatchers: Bool
+    _ index: Int, of store: AnyObject, kind: StoreKind, error: (any Error)?, watch: Node?,
+    hidingRunningDispatchers: Bool
   ) -> TransactionID? {
-    let watched = !plan.middleware.isEmpty
-    guard watched || kind.isObserved(store) else { return nil }
+    let isObserved = kind.isObserved(store)
+    guard watch != nil || isObserved else { return nil }
     guard !hidingRunningDispatchers else {
       return ThreadContext.withoutRunning {
-        announce(index, of: store, kind: kind, error: error, hidingRunningDispatchers: false)
+        announce(index, of: store, kind: kind, error: error, watch: watch, hidingRunningDispatchers: false)
       }
     }
     var duration: Duration?
-    var assignedID: TransactionID?
-    if watched {
-      let finished = plan.middleware.needsDuration ? MonotonicClock.nanoseconds() : nil
-      let started: UInt64?
-      (assignedID, started) = state.withLock(owner: self) { ($0.nodes[index].transactionID, $0.nodes[index].started) }
-      if let finished, let started { duration = .nanoseconds(Int64(bitPattern: finished &- started)) }
+    if let started = watch?.started {
+      duration = .nanoseconds(Int64(bitPattern: MonotonicClock.nanoseconds() &- started))
     }
-    kind.announceChange(of: store, for: plan.action)
+    if isObserved { kind.announceChange(of: store, for: plan.action) }
+    let assignedID = watch?.transactionID
     if let id = assignedID {
       let transaction = Transaction(
         id: id, storeIdentifier: kind.identifier(of: store), action: plan.action, finished: true, duration: duration,

@@ -33,6 +33,30 @@ struct WaitGraph: Sendable {
     }
   }
 
+  /// Counts down the waits of the nodes waiting for `node`, which finished, and queues in `ready` each that waits
+  /// for nothing more, in node order; with `takeFirst`, returns the first such node instead of queueing it if
+  /// `ready` is empty.
+  /// - Returns: The node taken, and whether any was queued.
+  @inline(__always)
+  mutating func nodeFinished(_ node: Int, into ready: inout ReadyQueue, takeFirst: Bool) -> (taken: Int?, queued: Bool) {
+    var taken: Int?
+    var queued = false
+    let first = waitingOffset + storage[startsOffset + node]
+    let end = waitingOffset + storage[startsOffset + node + 1]
+    for position in first..<end {
+      let dependent = storage[position]
+      storage[dependent] -= 1
+      guard storage[dependent] == 0 else { continue }
+      if takeFirst && taken == nil && ready.isEmpty {
+        taken = dependent
+      } else {
+        ready.append(dependent)
+        queued = true
+      }
+    }
+    return (taken, queued)
+  }
+
   /// The nodes that wait for `node`.
   func dependents(of node: Int) -> ArraySlice<Int> {
     storage[(waitingOffset + storage[startsOffset + node])..<(waitingOffset + storage[startsOffset + node + 1])]
