@@ -56,7 +56,8 @@ final class DispatchRun: OperationCompletionHandler {
       unfinished -= 1
       guard unfinished == 0 else { return (handedOff, madeReady, false) }
       result =
-        failures.isEmpty ? .success(()) : .failure(.operationsFailed(failures.sorted { $0.node < $1.node }.map(\.failure)))
+        failures.isEmpty
+        ? .success(()) : .failure(.operationsFailed(failures.sorted { $0.node < $1.node }.map(\.failure)))
       return (handedOff, madeReady, true)
     }
   }

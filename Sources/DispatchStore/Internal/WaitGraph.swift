@@ -20,27 +20,16 @@ struct WaitGraph: Sendable {
     storage[node]
   }
 
-  /// Counts down the waits of the nodes waiting for `node`, which finished; calls `ready` with each that waits
-  /// for nothing more, in node order.
-  mutating func nodeFinished(_ node: Int, ready: (Int) -> Void) {
-    // By position, not through `dependents(of:)`: a slice would share the storage and make this copy it.
-    let first = waitingOffset + storage[startsOffset + node]
-    let end = waitingOffset + storage[startsOffset + node + 1]
-    for position in first..<end {
-      let dependent = storage[position]
-      storage[dependent] -= 1
-      if storage[dependent] == 0 { ready(dependent) }
-    }
-  }
-
   /// Counts down the waits of the nodes waiting for `node`, which finished, and queues in `ready` each that waits
   /// for nothing more, in node order; with `takeFirst`, returns the first such node instead of queueing it if
   /// `ready` is empty.
   /// - Returns: The node taken, and whether any was queued.
   @inline(__always)
-  mutating func nodeFinished(_ node: Int, into ready: inout ReadyQueue, takeFirst: Bool) -> (taken: Int?, queued: Bool) {
+  mutating func nodeFinished(_ node: Int, into ready: inout ReadyQueue, takeFirst: Bool) -> (taken: Int?, queued: Bool)
+  {
     var taken: Int?
     var queued = false
+    // By position, not through `dependents(of:)`: a slice would share the storage and make this copy it.
     let first = waitingOffset + storage[startsOffset + node]
     let end = waitingOffset + storage[startsOffset + node + 1]
     for position in first..<end {

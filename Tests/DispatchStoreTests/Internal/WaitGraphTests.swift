@@ -24,12 +24,33 @@ struct WaitGraphTests {
     var made = try graph([[], ["s0"], ["s0", "s1"], ["s2"]]).get()
     var ready: [[Int]] = []
     for node in 0..<4 {
+      var queue = ReadyQueue()
+      let (taken, queued) = made.nodeFinished(node, into: &queue, takeFirst: false)
+      #expect(taken == nil)
       var now: [Int] = []
-      made.nodeFinished(node) { now.append($0) }
+      while let next = queue.popFirst() { now.append(next) }
+      #expect(queued == !now.isEmpty)
       ready.append(now)
     }
     #expect(ready == [[1], [2], [3], []])
     #expect((0..<made.count).map(made.waitCount(of:)) == [0, 0, 0, 0])
+  }
+
+  @Test func takesTheFirstReadyNodeOnlyWhenNoneIsQueued() throws {
+    // s1, s2 and s3 all wait only for s0.
+    var made = try graph([[], ["s0"], ["s0"], ["s0"]]).get()
+    var queue = ReadyQueue()
+    let (taken, queued) = made.nodeFinished(0, into: &queue, takeFirst: true)
+    #expect(taken == 1 && queued)
+    #expect([queue.popFirst(), queue.popFirst(), queue.popFirst()] == [2, 3, nil])
+
+    // With a node already queued, the new ones queue behind it: nodes start in the order they became ready.
+    var other = try graph([[], ["s0"]]).get()
+    var busy = ReadyQueue()
+    busy.append(7)
+    let (none, queuedBehind) = other.nodeFinished(0, into: &busy, takeFirst: true)
+    #expect(none == nil && queuedBehind)
+    #expect([busy.popFirst(), busy.popFirst(), busy.popFirst()] == [7, 1, nil])
   }
 
   @Test func findsACycleWhateverTheRegistrationOrder() {
