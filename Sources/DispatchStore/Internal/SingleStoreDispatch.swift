@@ -50,21 +50,69 @@ struct SingleStoreDispatch: Sendable {
       }
       return .later
     }
-    let watch = begin()
+    guard middleware.isEmpty else { return runWatched(context: context, makeCompletion: makeCompletion) }
+    let started =
+      if let context {
+        context.withRunning(dispatcherID) { start(watch: nil, makeCompletion: makeCompletion) }
+      } else {
+        ThreadContext.withRunning(dispatcherID) { start(watch: nil, makeCompletion: makeCompletion) }
+      }
+    switch started {
+    case .finished(let error):
+      finished(error: error, watch: nil)
+      return .finished(result(error: error, watch: nil))
+    case .late(let late):
+      return late.waitIfSynchronous()
+    }
+  }
+
+  /// ``run(context:completion:)`` with middleware: one ``Transaction`` is built, shown to `willDispatch`, and
+  /// finished in place for `didDispatch` (unless the operation finishes later, elsewhere).
+  ///
+  /// It reads the monotonic clock only if a middleware needs the duration.
+  private func runWatched(context: ThreadContext?, makeCompletion: () -> Dispatcher.Completion?)
+    -> Dispatcher.RunOutcome
+  {
+    var transaction = Transaction(id: TransactionID.next(), storeIdentifier: store.identifier, action: action)
+    let watch = Watch(id: transaction.id, started: middleware.needsDuration ? MonotonicClock.nanoseconds() : nil)
+    tellMiddleware(transaction)
     let started =
       if let context {
         context.withRunning(dispatcherID) { start(watch: watch, makeCompletion: makeCompletion) }
       } else {
         ThreadContext.withRunning(dispatcherID) { start(watch: watch, makeCompletion: makeCompletion) }
       }
-    switch started {
-    case .finished(let error):
-      finished(error: error, watch: watch)
-      return .finished(result(error: error, watch: watch))
-    case .late(let late):
-      guard let waiter = late.waiter else { return .later }
-      waiter.wait()
-      return .finished(late.takeResult())
+    guard case .finished(let error) = started else {
+      guard case .late(let late) = started else { preconditionFailure("DispatchStore: a start ended unfinished") }
+      return late.waitIfSynchronous()
+    }
+    if let started = watch.started {
+      transaction.duration = .nanoseconds(Int64(bitPattern: MonotonicClock.nanoseconds() &- started))
+    }
+    transaction.isFinished = true
+    transaction.error = error
+    let isObserved = store.withKind { $0.isObserved($1) }
+    let result = result(error: error, watch: watch)
+    let finished = transaction
+    ThreadContext.withoutRunning {
+      if isObserved { store.withKind { $0.announceChange(of: $1, for: action) } }
+      tellMiddleware(finished)
+    }
+    return .finished(result)
+  }
+
+  /// Calls `willDispatch`, or `didDispatch` once `transaction` finished, on every middleware.
+  ///
+  /// The transaction is a parameter, not a capture: closures capturing a variable would copy it.
+  private func tellMiddleware(_ transaction: Transaction) {
+    store.withKind { kind, store in
+      kind.withAnyStore(store) { store in
+        if transaction.isFinished {
+          middleware.forEach { $0.didDispatch(transaction: transaction, action: action, in: store) }
+        } else {
+          middleware.forEach { $0.willDispatch(transaction: transaction, action: action, in: store) }
+        }
+      }
     }
   }
 
@@ -89,22 +137,6 @@ struct SingleStoreDispatch: Sendable {
       waiter: onComplete == nil ? DispatchSemaphore(value: 0) : nil)
     operation.start(notifying: late, token: 0)
     return .late(late)
-  }
-
-  /// Tells middleware that the operation is about to start.
-  ///
-  /// With no middleware it reads no clock, and the monotonic clock only if a middleware needs the duration.
-  private func begin() -> Watch? {
-    guard !middleware.isEmpty else { return nil }
-    let watch = Watch(
-      id: TransactionID.next(), started: middleware.needsDuration ? MonotonicClock.nanoseconds() : nil)
-    let transaction = Transaction(id: watch.id, storeIdentifier: store.identifier, action: action)
-    store.withKind { kind, store in
-      kind.withAnyStore(store) { store in
-        middleware.forEach { $0.willDispatch(transaction: transaction, action: action, in: store) }
-      }
-    }
-    return watch
   }
 
   /// Announces the change and tells middleware that the operation finished.
@@ -172,6 +204,13 @@ final class LateCompletion: OperationCompletionHandler {
     } else {
       ThreadContext.withoutRunning { onComplete(result) }
     }
+  }
+
+  /// For a `.sync` dispatch (there is a waiter), waits for the result; otherwise the completion reports it.
+  func waitIfSynchronous() -> Dispatcher.RunOutcome {
+    guard let waiter else { return .later }
+    waiter.wait()
+    return .finished(takeResult())
   }
 
   /// The result, once `waiter` was signalled.
