@@ -198,39 +198,22 @@ extension ActionOperation: OperationStarting, OperationCompletionHandler {
         return .none
       case .pending:
         state.handlers.append(handler, token: token)
-        if state.dependencies.isEmpty {
-          state.phase = .running
-          return .run
-        }
-        state.phase = .waiting(remaining: state.dependencies.count, failed: false)
-        return .startDependencies(state.dependencies)
+        return state.leavePending()
       }
     }
-    switch action {
-    case .none: break
-    case .run: runBlock()
-    case .startDependencies(let dependencies):
-      for dependency in dependencies { dependency.start(notifying: self, token: 0) }
-    case .alreadyFinished(let error): handler.operationFinished(token: token, error: error)
+    if case .alreadyFinished(let error) = action {
+      handler.operationFinished(token: token, error: error)
+    } else {
+      perform(action)
     }
   }
 
   func startUnobserved() -> OperationOutcome {
     let action = state.withLock(owner: self) { state -> OperationStartAction in
       guard case .pending = state.phase else { return .none }
-      if state.dependencies.isEmpty {
-        state.phase = .running
-        return .run
-      }
-      state.phase = .waiting(remaining: state.dependencies.count, failed: false)
-      return .startDependencies(state.dependencies)
+      return state.leavePending()
     }
-    switch action {
-    case .none, .alreadyFinished: break
-    case .run: runBlock()
-    case .startDependencies(let dependencies):
-      for dependency in dependencies { dependency.start(notifying: self, token: 0) }
-    }
+    perform(action)
     switch finishedFlag.load(ordering: .acquiring) {
     case 0: return .unfinished
     case 1: return .succeeded
@@ -238,6 +221,16 @@ extension ActionOperation: OperationStarting, OperationCompletionHandler {
       // Set under the lock before the flag, and never changed after.
       let error = state.withLock(owner: self) { $0.error }
       return .failed(error ?? ActionOperationError.releasedWithoutFinishing(storeIdentifier: store.identifier))
+    }
+  }
+
+  /// Does what leaving the pending phase decided, once the lock is released.
+  private func perform(_ action: OperationStartAction) {
+    switch action {
+    case .none, .alreadyFinished: break
+    case .run: runBlock()
+    case .startDependencies(let dependencies):
+      for dependency in dependencies { dependency.start(notifying: self, token: 0) }
     }
   }
 
@@ -283,6 +276,17 @@ struct OperationState {
   var error: (any Error)?
   var dependencies: [any OperationStarting] = []
   var handlers = Handlers.none
+
+  /// Leaves the pending phase: running, or waiting for the dependencies to finish; returns what to do once the
+  /// lock is released.
+  mutating func leavePending() -> OperationStartAction {
+    if dependencies.isEmpty {
+      phase = .running
+      return .run
+    }
+    phase = .waiting(remaining: dependencies.count, failed: false)
+    return .startDependencies(dependencies)
+  }
 
   /// Moves the handlers out, leaving none: a swap, so that nothing is retained or released.
   mutating func takeHandlers() -> Handlers {

@@ -342,32 +342,14 @@ final class DispatchRun: OperationCompletionHandler {
   private func startAlone(
     _ index: Int, of store: AnyObject, kind: StoreKind, context: ThreadContext, state alone: inout State
   ) -> AloneStep {
-    if !plan.middleware.isEmpty {
-      let id = TransactionID.next()
-      alone.nodes[index].transactionID = id
-      alone.nodes[index].started = plan.middleware.needsDuration ? MonotonicClock.nanoseconds() : nil
-      let transaction = Transaction(id: id, storeIdentifier: kind.identifier(of: store), action: plan.action)
-      kind.withAnyStore(store) { store in
-        plan.middleware.forEach { $0.willDispatch(transaction: transaction, action: plan.action, in: store) }
-      }
-    }
+    if !plan.middleware.isEmpty { alone.nodes[index] = tellMiddlewareStarting(of: store, kind: kind) }
     let me = ObjectIdentifier(context)
-    let outcome = context.withRunning(plan.dispatcherID) { () -> OperationOutcome in
-      let operation: any OperationStarting
-      switch kind.handle(plan.action, in: store) {
-      case .reduced(let error): return error.map { .failed($0) } ?? .succeeded
-      case .operation(let made): operation = made
-      }
-      let outcome = operation.startUnobserved()
-      if case .unfinished = outcome {
-        // Back behind the lock before anyone else can reach the run: its completion may come at once.
-        alone.isStarting = true
-        alone.starter = me
-        let published = alone
-        state.withLock(owner: self) { $0 = published }
-        operation.start(notifying: self, token: index)
-      }
-      return outcome
+    let outcome = handle(index, of: store, kind: kind, context: context) {
+      // Back behind the lock before anyone else can reach the run: its completion may come at once.
+      alone.isStarting = true
+      alone.starter = me
+      let published = alone
+      state.withLock(owner: self) { $0 = published }
     }
     let error: (any Error)?
     switch outcome {
@@ -387,35 +369,50 @@ final class DispatchRun: OperationCompletionHandler {
 
   private func startOperation(_ index: Int, of store: AnyObject, kind: StoreKind, context: ThreadContext) {
     if !plan.middleware.isEmpty {
-      let id = TransactionID.next()
-      let started = plan.middleware.needsDuration ? MonotonicClock.nanoseconds() : nil
-      state.withLock(owner: self) { state in
-        state.nodes[index].transactionID = id
-        state.nodes[index].started = started
-      }
-      let transaction = Transaction(id: id, storeIdentifier: kind.identifier(of: store), action: plan.action)
-      kind.withAnyStore(store) { store in
-        plan.middleware.forEach { $0.willDispatch(transaction: transaction, action: plan.action, in: store) }
-      }
+      let node = tellMiddlewareStarting(of: store, kind: kind)
+      state.withLock(owner: self) { $0.nodes[index] = node }
     }
-    // Started with nobody to tell: one that finished by the time its start returned (most do) is handled here,
-    // without registering this run with it. The operation is released inside, so that one dropped without
-    // finishing fails from its `deinit` there.
-    let outcome = context.withRunning(plan.dispatcherID) { () -> OperationOutcome in
+    let outcome = handle(index, of: store, kind: kind, context: context) {}
+    switch outcome {
+    case .unfinished: break
+    case .succeeded: afterOperationFinished(index, of: store, kind: kind, error: nil, onStartingThread: true)
+    case .failed(let error):
+      afterOperationFinished(index, of: store, kind: kind, error: error, onStartingThread: true)
+    }
+  }
+
+  /// Takes a transaction identifier (and start time, if a middleware needs durations) for a store about to handle
+  /// the action, and tells middleware; returns what the node keeps of it.
+  private func tellMiddlewareStarting(of store: AnyObject, kind: StoreKind) -> Node {
+    let id = TransactionID.next()
+    let node = Node(transactionID: id, started: plan.middleware.needsDuration ? MonotonicClock.nanoseconds() : nil)
+    let transaction = Transaction(id: id, storeIdentifier: kind.identifier(of: store), action: plan.action)
+    kind.withAnyStore(store) { store in
+      plan.middleware.forEach { $0.willDispatch(transaction: transaction, action: plan.action, in: store) }
+    }
+    return node
+  }
+
+  /// Has the store handle the action, with this dispatcher marked as running on this thread.
+  ///
+  /// An operation is started with nobody to tell: one that finished by the time its start returned (most do) is
+  /// reported here, and the run is registered only with one still running, after `beforeRegistering`. The operation
+  /// is released inside, so that one dropped without finishing fails from its `deinit` there.
+  private func handle(
+    _ index: Int, of store: AnyObject, kind: StoreKind, context: ThreadContext, beforeRegistering: () -> Void
+  ) -> OperationOutcome {
+    context.withRunning(plan.dispatcherID) { () -> OperationOutcome in
       let operation: any OperationStarting
       switch kind.handle(plan.action, in: store) {
       case .reduced(let error): return error.map { .failed($0) } ?? .succeeded
       case .operation(let made): operation = made
       }
       let outcome = operation.startUnobserved()
-      if case .unfinished = outcome { operation.start(notifying: self, token: index) }
+      if case .unfinished = outcome {
+        beforeRegistering()
+        operation.start(notifying: self, token: index)
+      }
       return outcome
-    }
-    switch outcome {
-    case .unfinished: break
-    case .succeeded: afterOperationFinished(index, of: store, kind: kind, error: nil, onStartingThread: true)
-    case .failed(let error):
-      afterOperationFinished(index, of: store, kind: kind, error: error, onStartingThread: true)
     }
   }
 
