@@ -38,28 +38,18 @@ enum TodoError: Error, CustomStringConvertible {
   }
 }
 
-final class TodoReducer: Reducer<TodoList, TodoAction>, @unchecked Sendable {
-  override func operation(
-    for action: TodoAction, in store: Store<TodoList, TodoAction>
-  ) -> ActionOperation<TodoList, TodoAction> {
-    ActionOperation(action: action, store: store) { operation, action, store in
-      do {
-        try store.updateModel { list in
-          switch action {
-          case .add(let title):
-            guard !title.isEmpty else { throw TodoError.emptyTitle }
-            list.items.append(TodoList.Item(id: list.nextID, title: title))
-            list.nextID += 1
-          case .complete(let id):
-            guard let index = list.items.firstIndex(where: { $0.id == id }) else { throw TodoError.noSuchItem(id) }
-            guard !list.items[index].done else { throw TodoError.alreadyDone(id) }
-            list.items[index].done = true
-          }
-        }
-        operation.finish()
-      } catch {
-        operation.finish(throwing: error)
-      }
+/// Every todo action is an immediate change of the list, so the reducer changes it in place.
+final class TodoReducer: SynchronousReducer<TodoList, TodoAction>, @unchecked Sendable {
+  override func reduce(_ action: TodoAction, into list: inout TodoList) throws {
+    switch action {
+    case .add(let title):
+      guard !title.isEmpty else { throw TodoError.emptyTitle }
+      list.items.append(TodoList.Item(id: list.nextID, title: title))
+      list.nextID += 1
+    case .complete(let id):
+      guard let index = list.items.firstIndex(where: { $0.id == id }) else { throw TodoError.noSuchItem(id) }
+      guard !list.items[index].done else { throw TodoError.alreadyDone(id) }
+      list.items[index].done = true
     }
   }
 }
