@@ -16,10 +16,8 @@ struct SingleStoreDispatch: Sendable {
   let middleware: MiddlewareList
   let placement: DispatchRun.Placement
 
-  /// The identifier of the transaction middleware sees, and when its operation started.
-  ///
-  /// Not the ``Transaction`` itself: each middleware call gets a freshly built one, which costs less than copying
-  /// one (it holds the action as an existential).
+  /// The identifier of the transaction middleware sees, and when its operation started: what a
+  /// ``LateCompletion`` needs to build the finished ``Transaction`` again (it is cheaper than keeping one).
   struct Watch: Sendable {
     let id: TransactionID
     /// `MonotonicClock` nanoseconds, if a middleware needs the duration.
@@ -86,19 +84,28 @@ struct SingleStoreDispatch: Sendable {
       guard case .late(let late) = started else { preconditionFailure("DispatchStore: a start ended unfinished") }
       return late.waitIfSynchronous()
     }
+    Self.complete(&transaction, watch: watch, error: error)
+    let result = result(error: error, watch: watch)
+    announce(isObserved: store.withKind { $0.isObserved($1) }, finished: transaction)
+    return .finished(result)
+  }
+
+  /// Marks `transaction` finished, with its duration if a middleware needs it, and its error.
+  private static func complete(_ transaction: inout Transaction, watch: Watch, error: (any Error)?) {
     if let started = watch.started {
       transaction.duration = .nanoseconds(Int64(bitPattern: MonotonicClock.nanoseconds() &- started))
     }
     transaction.isFinished = true
     transaction.error = error
-    let isObserved = store.withKind { $0.isObserved($1) }
-    let result = result(error: error, watch: watch)
-    let finished = transaction
+  }
+
+  /// Announces the change if anyone observes the store, then tells middleware that `transaction` finished, with
+  /// the running dispatchers hidden from both.
+  private func announce(isObserved: Bool, finished transaction: Transaction) {
     ThreadContext.withoutRunning {
       if isObserved { store.withKind { $0.announceChange(of: $1, for: action) } }
-      tellMiddleware(finished)
+      tellMiddleware(transaction)
     }
-    return .finished(result)
   }
 
   /// Calls `willDispatch`, or `didDispatch` once `transaction` finished, on every middleware.
@@ -145,20 +152,14 @@ struct SingleStoreDispatch: Sendable {
   /// running dispatchers from.
   fileprivate func finished(error: (any Error)?, watch: Watch?) {
     let isObserved = store.withKind { $0.isObserved($1) }
-    guard watch != nil || isObserved else { return }
-    ThreadContext.withoutRunning {
-      if isObserved { store.withKind { $0.announceChange(of: $1, for: action) } }
-      guard let watch else { return }
-      let duration = watch.started.map { Duration.nanoseconds(Int64(bitPattern: MonotonicClock.nanoseconds() &- $0)) }
-      let transaction = Transaction(
-        id: watch.id, storeIdentifier: store.identifier, action: action, finished: true, duration: duration,
-        error: error)
-      store.withKind { kind, store in
-        kind.withAnyStore(store) { store in
-          middleware.forEach { $0.didDispatch(transaction: transaction, action: action, in: store) }
-        }
-      }
+    guard let watch else {
+      guard isObserved else { return }
+      ThreadContext.withoutRunning { store.withKind { $0.announceChange(of: $1, for: action) } }
+      return
     }
+    var transaction = Transaction(id: watch.id, storeIdentifier: store.identifier, action: action)
+    Self.complete(&transaction, watch: watch, error: error)
+    announce(isObserved: isObserved, finished: transaction)
   }
 
   /// The operation's error as the dispatch's result.
