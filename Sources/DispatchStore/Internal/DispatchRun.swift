@@ -5,8 +5,10 @@ import Synchronization
 /// for finished, tells middleware, and reports one result when every operation finished.
 ///
 /// All mutable state is in `state`; user code (middleware, reducers, operations, observers, the completion) is
-/// only called after the lock was released. The run is not generic: the library is not specialised for the app's
-/// types, and generic state here would make every dispatch look its metadata up at run time.
+/// only called after the lock was released. While the thread that made the run is the only one that can reach it,
+/// that thread keeps the state out of the lock instead (``startAlone(context:)``). The run is not generic: the
+/// library is not specialised for the app's types, and generic state here would make every dispatch look its
+/// metadata up at run time.
 final class DispatchRun: OperationCompletionHandler {
   /// Where operations start.
   enum Placement: Sendable {
