@@ -7,8 +7,9 @@ extension Store {
   /// Handles `action`: reduces it in place if the reducer is a ``SynchronousReducer``, otherwise asks the reducer
   /// for the operation, without starting it.
   func handle(_ action: any ActionType) -> StoreHandling {
-    if let reduction { return .reduced(error: reduction(self, ownAction(action))) }
-    return .operation(reducer.operation(for: ownAction(action), in: self))
+    let action = ownAction(action)
+    if case .reduced(let error) = specialised(self, action, .reduce) { return .reduced(error: error) }
+    return .operation(reducer.operation(for: action, in: self))
   }
 
   /// Whether anyone observes the store: when nobody does, announcing a change calls no user code.
@@ -20,7 +21,7 @@ extension Store {
   func announceChange(for action: any ActionType) {
     // With no observers there is nobody to tell; the version catches up at the next announcement.
     guard registeredObservers.load(ordering: .relaxed) > 0 else { return }
-    announcer(self, ownAction(action))
+    _ = specialised(self, ownAction(action), .announce)
   }
 
   /// `action` as this store's action type, which it is: the registry routes only actions of that type here.

@@ -91,7 +91,7 @@ extension Store {
 
   /// Called by the dispatcher after an operation of this store finished: announces the change, if any.
   ///
-  /// Inlinable, like everything it uses, so that ``announcer`` runs it specialised in the app's module.
+  /// Inlinable, like everything it uses, so that ``specialised`` runs it specialised in the app's module.
   @inlinable
   func announceChange(of action: Action, askingReducer: Bool = true) {
     let shouldNotify = askingReducer ? reducer.shouldNotifyObservers(for: action, in: self) : true

@@ -55,7 +55,7 @@ open class SynchronousReducer<Model: ModelType, Action: ActionType>: Reducer<Mod
     for action: Action, in store: Store<Model, Action>
   ) -> ActionOperation<Model, Action> {
     ActionOperation(action: action, store: store) { operation, action, store in
-      if let error = store.reduction?(store, action) {
+      if case .reduced(let error?) = store.specialised(store, action, .reduce) {
         operation.finish(throwing: error)
       } else {
         operation.finish()
