@@ -8,7 +8,7 @@ extension Store {
   /// for the operation, without starting it.
   func handle(_ action: any ActionType) -> StoreHandling {
     let action = ownAction(action)
-    if case .reduced(let error) = specialised(self, action, .reduce) { return .reduced(error: error) }
+    if reducesInPlace, case .reduced(let error) = specialised(self, action, .reduce) { return .reduced(error: error) }
     return .operation(reducer.operation(for: action, in: self))
   }
 

@@ -35,6 +35,8 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
   /// `Action` are known: the work runs as specialised code. One closure serves both, so that a store carries one
   /// (16 bytes) rather than two.
   @usableFromInline let specialised: @Sendable (Store<Model, Action>, Action, SpecialisedWork) -> SpecialisedOutcome
+  /// Whether the reducer is a ``SynchronousReducer``, so that a dispatch asks `specialised` to reduce only then.
+  @usableFromInline let reducesInPlace: Bool
 
   /// Creates a store.
   /// - Parameters:
@@ -47,7 +49,8 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
     self.reducer = reducer
     self.state = Mutex(StoreState(model: model))
     self.registeredObservers = Atomic(0)
-    if type(of: reducer).reducesInPlace {
+    self.reducesInPlace = type(of: reducer).reducesInPlace
+    if reducesInPlace {
       self.specialised = { store, action, work in
         switch work {
         case .announce:
