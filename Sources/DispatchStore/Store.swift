@@ -50,25 +50,14 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
     self.state = Mutex(StoreState(model: model))
     self.registeredObservers = Atomic(0)
     self.reducesInPlace = type(of: reducer).reducesInPlace
-    if reducesInPlace {
-      self.specialised = { store, action, work in
-        switch work {
-        case .announce:
-          store.announceChange(of: action)
-          return .announced
-        case .reduce:
-          return .reduced(error: store.reduceInPlace(action))
-        }
-      }
-    } else {
-      self.specialised = { store, action, work in
-        switch work {
-        case .announce:
-          store.announceChange(of: action)
-          return .announced
-        case .reduce:
-          return .notReducedInPlace
-        }
+    self.specialised = { store, action, work in
+      switch work {
+      case .announce:
+        store.announceChange(of: action)
+        return .announced
+      case .reduce:
+        guard store.reducesInPlace else { return .notReducedInPlace }
+        return .reduced(error: store.reduceInPlace(action))
       }
     }
   }
