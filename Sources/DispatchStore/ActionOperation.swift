@@ -80,6 +80,17 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
     finishedFlag.load(ordering: .acquiring) != 0
   }
 
+  /// Whether something registered to hear this operation finish.
+  ///
+  /// That is a dispatch (or a dependent operation) that found it still running when its start returned. Tests use it
+  /// to finish an operation only once it is late.
+  var isAwaited: Bool {
+    state.withLock(owner: self) { state in
+      if case .none = state.handlers { return false }
+      return true
+    }
+  }
+
   /// Makes this operation run only after `operation` finished successfully.
   ///
   /// If `operation` fails, this operation fails with ``ActionOperationError/dependencyFailed(storeIdentifier:)``

@@ -352,7 +352,7 @@ struct WaitForTests {
   }
 }
 
-/// A reducer whose operations always finish later, on a global-queue thread.
+/// A reducer whose operations always finish late, on a global-queue thread.
 final class LaterReducer: Reducer<Counter, CounterAction>, @unchecked Sendable {
   let waits: [String]
   let log: WaitForTests.StartLog
@@ -369,10 +369,7 @@ final class LaterReducer: Reducer<Counter, CounterAction>, @unchecked Sendable {
   ) -> ActionOperation<Counter, CounterAction> {
     ActionOperation(action: action, store: store) { [log] operation, _, store in
       log.record(store)
-      DispatchQueue.global().async {
-        store.updateModel { $0.count += 1 }
-        operation.finish()
-      }
+      finishLate(operation) { store.updateModel { $0.count += 1 } }
     }
   }
 }

@@ -11,7 +11,8 @@ struct SingleStoreDispatchTests {
   @Test(arguments: Dispatcher.Mode.allCases)
   func lateFinishAnnouncesOnTheFinishingThreadBeforeTheCompletion(mode: Dispatcher.Mode) async throws {
     let dispatcher = Dispatcher()
-    let store = makeCounterStore("late")
+    let finishingThread = Locked<ObjectIdentifier?>(nil)
+    let store = Store(identifier: "late", reducer: FinishesOnceAwaitedReducer(finishingThread: finishingThread))
     try dispatcher.register(store: store)
     let token = ObserverToken()
     let observerThreads = Locked<[ObjectIdentifier]>([])
@@ -22,7 +23,7 @@ struct SingleStoreDispatchTests {
 
     let result = await withCheckedContinuation { continuation in
       caller.withLock { $0 = ObjectIdentifier(Thread.current) }
-      dispatcher.dispatch(action: CounterAction.increaseLater(3), mode: mode) { result in
+      dispatcher.dispatch(action: CounterAction.increase(3), mode: mode) { result in
         // The observer already heard, and the model is final.
         #expect(observerThreads.withLock { $0.count } == 1)
         #expect(store.model.count == 3)
@@ -31,9 +32,12 @@ struct SingleStoreDispatchTests {
     }
 
     #expect(result.isSuccess)
+    // The operation finished on a global-queue thread only after the dispatch found it running, and the observer ran
+    // on that thread.
+    let finisher = try #require(finishingThread.withLock { $0 })
+    #expect(observerThreads.withLock { $0 } == [finisher])
     if mode == .sync {
-      // The operation finished on a global-queue thread, and the observer ran there, not on the caller.
-      #expect(observerThreads.withLock { $0 } != [caller.withLock { $0 }])
+      #expect(finisher != caller.withLock { $0 })
     }
     withExtendedLifetime(token) {}
   }
@@ -134,5 +138,25 @@ struct SingleStoreDispatchTests {
     #expect(store.model.count == 2_000)
     #expect(heard.withLock { $0 } == Array(1...2_000))
     withExtendedLifetime(token) {}
+  }
+}
+
+/// A reducer whose operations finish late, on a global-queue thread that it records.
+final class FinishesOnceAwaitedReducer: Reducer<Counter, CounterAction>, @unchecked Sendable {
+  let finishingThread: Locked<ObjectIdentifier?>
+
+  init(finishingThread: Locked<ObjectIdentifier?>) {
+    self.finishingThread = finishingThread
+  }
+
+  override func operation(
+    for action: CounterAction, in store: Store<Counter, CounterAction>
+  ) -> ActionOperation<Counter, CounterAction> {
+    ActionOperation(action: action, store: store) { [finishingThread] operation, action, store in
+      finishLate(operation) {
+        finishingThread.withLock { $0 = ObjectIdentifier(Thread.current) }
+        if case .increase(let amount) = action { store.updateModel { $0.count += amount } }
+      }
+    }
   }
 }
