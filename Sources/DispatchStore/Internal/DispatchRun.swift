@@ -389,9 +389,7 @@ final class DispatchRun: OperationCompletionHandler {
     let id = TransactionID.next()
     let node = Node(transactionID: id, started: plan.middleware.needsDuration ? MonotonicClock.nanoseconds() : nil)
     let transaction = Transaction(id: id, storeIdentifier: kind.identifier(of: store), action: plan.action)
-    kind.withAnyStore(store) { store in
-      plan.middleware.forEach { $0.willDispatch(transaction: transaction, action: plan.action, in: store) }
-    }
+    kind.tell(plan.middleware, about: transaction, in: store)
     return node
   }
 
@@ -491,9 +489,7 @@ final class DispatchRun: OperationCompletionHandler {
       let transaction = Transaction(
         id: id, storeIdentifier: kind.identifier(of: store), action: plan.action, finished: true, duration: duration,
         error: error)
-      kind.withAnyStore(store) { store in
-        plan.middleware.forEach { $0.didDispatch(transaction: transaction, action: plan.action, in: store) }
-      }
+      kind.tell(plan.middleware, about: transaction, in: store)
     }
     return assignedID
   }

@@ -109,18 +109,8 @@ struct SingleStoreDispatch: Sendable {
   }
 
   /// Calls `willDispatch`, or `didDispatch` once `transaction` finished, on every middleware.
-  ///
-  /// The transaction is a parameter, not a capture: closures capturing a variable would copy it.
   private func tellMiddleware(_ transaction: Transaction) {
-    store.withKind { kind, store in
-      kind.withAnyStore(store) { store in
-        if transaction.isFinished {
-          middleware.forEach { $0.didDispatch(transaction: transaction, action: action, in: store) }
-        } else {
-          middleware.forEach { $0.willDispatch(transaction: transaction, action: action, in: store) }
-        }
-      }
-    }
+    store.withKind { $0.tell(middleware, about: transaction, in: $1) }
   }
 
   /// Asks the reducer for the operation and starts it; registers a late completion if it did not finish.

@@ -20,8 +20,14 @@ class StoreKind: @unchecked Sendable {
 
   func identifier(of store: AnyObject) -> String { preconditionFailure("StoreKind is abstract") }
   func anyStore(_ store: AnyObject) -> any AnyStore { preconditionFailure("StoreKind is abstract") }
-  /// Calls `body` with the store as `any AnyStore`, borrowed: ``anyStore(_:)`` returns a retained copy.
-  func withAnyStore(_ store: AnyObject, _ body: (any AnyStore) -> Void) { preconditionFailure("StoreKind is abstract") }
+  /// Calls `willDispatch`, or `didDispatch` once `transaction` finished, on every middleware in `middleware`, with
+  /// the store borrowed.
+  ///
+  /// One call into code specialised for the store's type: no closure is made, and passing the store to each
+  /// middleware retains nothing.
+  func tell(_ middleware: MiddlewareList, about transaction: Transaction, in store: AnyObject) {
+    preconditionFailure("StoreKind is abstract")
+  }
   func waitList(of store: AnyObject, for action: any ActionType) -> [String] {
     preconditionFailure("StoreKind is abstract")
   }
@@ -51,7 +57,14 @@ private final class TypedStoreKind<Model: ModelType, Action: ActionType>: StoreK
 
   override func identifier(of store: AnyObject) -> String { typed(store).identifier }
   override func anyStore(_ store: AnyObject) -> any AnyStore { typed(store) }
-  override func withAnyStore(_ store: AnyObject, _ body: (any AnyStore) -> Void) { body(typed(store)) }
+  override func tell(_ middleware: MiddlewareList, about transaction: Transaction, in store: AnyObject) {
+    let store = typed(store)
+    if transaction.isFinished {
+      middleware.forEach { $0.didDispatch(transaction: transaction, action: transaction.action, in: store) }
+    } else {
+      middleware.forEach { $0.willDispatch(transaction: transaction, action: transaction.action, in: store) }
+    }
+  }
   override func waitList(of store: AnyObject, for action: any ActionType) -> [String] {
     typed(store).waitList(for: action)
   }
