@@ -20,17 +20,23 @@ public struct MainQueue: Sendable {
   }
 
   /// The process main thread, through `DispatchQueue.main`: for apps whose main thread runs its loop (every app
-  /// on Apple platforms).
+  /// on Apple platforms), and for processes that call `dispatchMain()` or have an `async` main.
   ///
-  /// > Important: In a process whose main thread never runs `dispatchMain()` or its `RunLoop` (a Linux tool or
-  /// > server, a test runner), work scheduled here never runs. Use ``libraryThread`` there.
+  /// On Linux, `dispatchMain()` ends the main thread and a thread of Dispatch's pool runs the main queue's work:
+  /// ``isCurrent`` is then true on that thread, while it runs the main queue's work.
+  ///
+  /// > Important: In a process that never services `DispatchQueue.main` (a Linux tool or server whose main thread
+  /// > neither calls `dispatchMain()` nor runs its `RunLoop`), work scheduled here never runs. Use
+  /// > ``libraryThread`` there.
   public static var processMainThread: MainQueue { MainQueue(kind: .dispatchMain) }
 
-  /// Whether the calling thread is this queue's thread.
+  /// Whether the calling thread is running this queue's work.
+  ///
+  /// For ``processMainThread``: on the main thread, or running `DispatchQueue.main`'s work on any thread.
   public var isCurrent: Bool {
     switch kind {
     case .runLoopThread(let thread): return thread.isCurrent
-    case .dispatchMain: return Thread.isMainThread
+    case .dispatchMain: return Thread.isMainThread || DispatchQueue.getSpecific(key: MainQueueMarker.key) != nil
     }
   }
 
@@ -42,4 +48,15 @@ public struct MainQueue: Sendable {
     case .dispatchMain: DispatchQueue.main.async(execute: work)
     }
   }
+}
+
+/// Marks `DispatchQueue.main`, so that a thread of Dispatch's pool running its work (on Linux, after
+/// `dispatchMain()`) knows it is on the main queue.
+private enum MainQueueMarker {
+  /// Set on `DispatchQueue.main` once, when first read.
+  static let key: DispatchSpecificKey<Void> = {
+    let key = DispatchSpecificKey<Void>()
+    DispatchQueue.main.setSpecific(key: key, value: ())
+    return key
+  }()
 }

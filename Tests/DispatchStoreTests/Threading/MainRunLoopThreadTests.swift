@@ -1,5 +1,6 @@
 import Dispatch
 import DispatchStore
+import Foundation
 import Synchronization
 import Testing
 
@@ -47,5 +48,57 @@ struct MainRunLoopThreadTests {
     queue.schedule { seen.append(queue.isCurrent) }
     #expect(await seen.wait(for: 1) == [true])
     #expect(!queue.isCurrent)
+  }
+}
+
+/// The test runner has an `async` main, which services `DispatchQueue.main`: on Linux through `dispatchMain()`, so
+/// that a thread of Dispatch's pool, not the main thread, runs the main queue's work.
+@Suite("MainQueue.processMainThread", .timeLimit(.minutes(1)))
+struct ProcessMainThreadTests {
+  @Test func reportsItsThreadWhileRunningTheMainQueuesWork() async {
+    let queue = MainQueue.processMainThread
+    #expect(await Self.isCurrentInMainQueueWork())
+    let seen = Collector<Bool>()
+    DispatchQueue.global().async { seen.append(queue.isCurrent) }
+    #expect(await seen.wait(for: 1) == [false])
+  }
+
+  @Test func mainThreadDispatchesRunInOrderOnTheMainQueueAndNotifyThere() async throws {
+    // A queue that did not know its own work would send every dispatch back to itself forever: fail instead.
+    try #require(await Self.isCurrentInMainQueueWork())
+    let dispatcher = Dispatcher(mainQueue: .processMainThread)
+    let queue = MainQueue.processMainThread
+    let started = Collector<Bool>()
+    let store = makeCounterStore("main", onStart: { _, _ in started.append(queue.isCurrent) })
+    try dispatcher.register(store: store)
+    let token = ObserverToken()
+    let heard = Collector<Int>()
+    store.register(observer: token, delivery: .mainThread) { model, _ in
+      heard.append(queue.isCurrent ? model.count : -1)
+    }
+    let completions = Collector<Bool>()
+
+    for amount in 1...20 {
+      let action: CounterAction = amount.isMultiple(of: 2) ? .increaseLater(amount) : .increase(amount)
+      dispatcher.dispatch(action: action, mode: .mainThread) { result in
+        completions.append(result.isSuccess && queue.isCurrent)
+      }
+    }
+
+    #expect(await completions.wait(for: 20) == Array(repeating: true, count: 20))
+    #expect(await started.wait(for: 20) == Array(repeating: true, count: 20))
+    // Each change is heard on the main queue, in order, with the model as it was after that action.
+    let sums = (1...20).map { $0 * ($0 + 1) / 2 }
+    #expect(await heard.wait(for: 20) == sums)
+    #expect(store.model.log == (1...20).map { "main+\($0)" })
+    withExtendedLifetime(token) {}
+  }
+
+  /// Whether `processMainThread` reports itself current in work it runs.
+  static func isCurrentInMainQueueWork() async -> Bool {
+    let queue = MainQueue.processMainThread
+    let seen = Collector<Bool>()
+    queue.schedule { seen.append(queue.isCurrent) }
+    return await seen.wait(for: 1) == [true]
   }
 }
