@@ -1,6 +1,5 @@
 import Dispatch
 import DispatchStore
-import Foundation
 import Synchronization
 import Testing
 
