@@ -31,8 +31,10 @@ extension Dispatcher {
     case .async:
       DispatchQueue.global().async { [self] in
         // Never `nil`: that would make this thread wait for an operation that finishes later.
-        let outcome = run(storeIdentifier: storeIdentifier, action: action, placement: .anyThread) {
-          completion ?? { _ in }
+        let outcome = ThreadContext.withCurrent { context in
+          run(storeIdentifier: storeIdentifier, action: action, placement: .anyThread, context: context) {
+            completion ?? { _ in }
+          }
         }
         if case .finished(let result) = outcome { completion?(result) }
       }
@@ -136,10 +138,12 @@ extension Dispatcher {
   ///
   /// Otherwise its completion tells the lane when it finished.
   func runLaneJob(_ job: Lane.Job, on lane: Lane) -> Bool {
-    let outcome = run(storeIdentifier: job.storeIdentifier, action: job.action, placement: lane.placement) {
-      { [self] result in
-        job.completion?(result)
-        lane.jobDone(dispatcher: self)
+    let outcome = ThreadContext.withCurrent { context in
+      run(storeIdentifier: job.storeIdentifier, action: job.action, placement: lane.placement, context: context) {
+        { [self] result in
+          job.completion?(result)
+          lane.jobDone(dispatcher: self)
+        }
       }
     }
     guard case .finished(let result) = outcome else { return false }
@@ -175,24 +179,26 @@ extension Dispatcher {
   /// A dispatch that finishes before its start returns (or fails to start) reports `.finished`; nothing else
   /// hears about it. Otherwise `completion` is asked for what will: `nil` makes this wait and return `.finished`,
   /// which `.sync` does. A completion is only made (allocated) when it is needed.
-  /// `context`: the calling thread's context, if the caller has it at hand.
+  /// `context`: the calling thread's context.
   private func run(
     storeIdentifier: String?,
     action: any ActionType,
     placement: DispatchRun.Placement,
-    context: ThreadContext? = nil,
+    context: ThreadContext,
     completion: () -> Completion?
   ) -> RunOutcome {
     let prepared: DispatchRun.Prepared
     do {
       prepared = try DispatchRun.prepare(
-        dispatcher: self, storeIdentifier: storeIdentifier, action: action, placement: placement)
+        dispatcher: self, storeIdentifier: storeIdentifier, action: action, placement: placement, context: context)
     } catch {
       return .finished(.failure(error))
     }
     switch consume prepared {
     case .single(let dispatch):
-      return dispatch.run(context: context, completion: completion)
+      let outcome = dispatch.run(context: context, completion: completion)
+      if !dispatch.middleware.isEmpty { context.endMiddlewareLoan() }
+      return outcome
     case .run(let plan):
       let onComplete = completion()
       let run = DispatchRun(plan: plan, onComplete: onComplete)

@@ -114,13 +114,18 @@ public final class Dispatcher: Sendable {
   public func register(middleware: any Middleware) {
     // Made before the lock: making the entry asks the middleware whether it needs durations.
     let entry = MiddlewareList.Entry(middleware)
-    let unused = registry.withLock(owner: self) { registry in
+    let released = registry.withLock(owner: self) { registry in
       registry.middleware.append(entry)
     }
-    withExtendedLifetime(unused) {}  // Released here, after the lock.
+    withExtendedLifetime(released) {}  // Released here, after the lock.
   }
 
   /// Removes `middleware`; transactions already running still call it once more at most.
+  ///
+  /// The dispatcher lets go of the middleware at once, but a thread that dispatched through it may keep it until
+  /// that thread dispatches again (through any dispatcher) or exits: each thread keeps the middleware list of its
+  /// last dispatch, so that the next dispatch need not retain it. Do not rely on the middleware's `deinit` to run
+  /// when this returns.
   /// - Parameter middleware: A middleware instance passed to ``register(middleware:)``.
   public func unregister(middleware: any Middleware) {
     let removed = registry.withLock(owner: self) { registry in

@@ -96,6 +96,29 @@ struct MiddlewareTests {
     #expect(needing.transactions.withLock { $0.map { $0.duration != nil } } == Array(repeating: true, count: stores))
   }
 
+  /// A middleware that does not implement `needsDuration` gets no durations; one that asks gets them, and the
+  /// logger asks.
+  @Test func durationsAreMeasuredOnlyForMiddlewareThatAskForThem() throws {
+    final class Silent: Middleware {
+      let seen = Locked<[Transaction]>([])
+      func didDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {
+        seen.withLock { $0.append(transaction) }
+      }
+    }
+    let dispatcher = Dispatcher()
+    try dispatcher.register(store: makeCounterStore("store"))
+    let silent = Silent()
+    dispatcher.register(middleware: silent)
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+    let lines = Locked<[String]>([])
+    dispatcher.register(middleware: LoggerMiddleware { line in lines.withLock { $0.append(line) } })
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+
+    #expect(!silent.needsDuration)
+    #expect(silent.seen.withLock { $0.map { $0.duration != nil } } == [false, true])
+    #expect(lines.withLock { $0.count } == 1)
+  }
+
   @Test func needsDurationIsAskedOutsideTheDispatchersLocks() throws {
     // Asking registers another middleware: under the registry's lock, that would trap on the non-recursive lock.
     let dispatcher = Dispatcher()

@@ -163,9 +163,9 @@ func registerSynchronousDispatch() {
       return fixture
     }
   }
-  syncDispatch("middleware:1,withoutDuration") {
+  syncDispatch("middleware:1,withDuration") {
     let fixture = Fixture()
-    fixture.addMiddleware(count: 1, needsDuration: false)
+    fixture.addMiddleware(count: 1, needingDurations: true)
     return fixture
   }
   syncDispatch("stores:1000,responding:1") { Fixture(responding: 1, idle: 999) }
@@ -192,9 +192,9 @@ func registerSynchronousDispatch() {
     fixture.addMiddleware(count: 1)
     return fixture
   }
-  syncDispatch("synchronousReducer,middleware:1,withoutDuration") {
+  syncDispatch("synchronousReducer,middleware:1,withDuration") {
     let fixture = Fixture(synchronous: true)
-    fixture.addMiddleware(count: 1, needsDuration: false)
+    fixture.addMiddleware(count: 1, needingDurations: true)
     return fixture
   }
   syncDispatch("synchronousReducer,waitForChain:10") { Fixture(responding: 10, chained: true, synchronous: true) }

@@ -64,13 +64,13 @@ enum OtherAction: ActionType {
 
 final class OtherReducer: Reducer<Tally, OtherAction>, @unchecked Sendable {}
 
-/// A middleware that does nothing, as cheap as a real one can be; it needs durations unless told otherwise.
-final class PassThroughMiddleware: Middleware {
-  let needsDuration: Bool
+/// A middleware that implements nothing: every requirement keeps the protocol's default, so it does not ask for
+/// durations.
+final class PassThroughMiddleware: Middleware {}
 
-  init(needsDuration: Bool = true) {
-    self.needsDuration = needsDuration
-  }
+/// A middleware that does nothing but ask for transaction durations, like a timing logger.
+final class DurationMiddleware: Middleware {
+  var needsDuration: Bool { true }
 }
 
 /// An object to hold observer registrations.
@@ -118,8 +118,10 @@ struct Fixture {
     }
   }
 
-  func addMiddleware(count: Int, needsDuration: Bool = true) {
-    for _ in 0..<count { dispatcher.register(middleware: PassThroughMiddleware(needsDuration: needsDuration)) }
+  func addMiddleware(count: Int, needingDurations: Bool = false) {
+    for _ in 0..<count {
+      dispatcher.register(middleware: needingDurations ? DurationMiddleware() : PassThroughMiddleware())
+    }
   }
 
   /// Checks that the first store saw exactly `expected` increments, so that a broken path cannot look fast.

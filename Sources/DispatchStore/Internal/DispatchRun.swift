@@ -80,6 +80,8 @@ final class DispatchRun: OperationCompletionHandler {
   /// What a prepared dispatch runs.
   enum Prepared {
     /// One store that waits for nobody: run by ``SingleStoreDispatch``, without a run object.
+    /// The dispatch calls its middleware through a view lent by the thread's context: unless the view is empty,
+    /// give it back with ``ThreadContext/endMiddlewareLoan()`` once the dispatch returned.
     case single(SingleStoreDispatch)
     /// Everything else: a run, once given its completion.
     case run(Plan)
@@ -102,16 +104,23 @@ final class DispatchRun: OperationCompletionHandler {
     dispatcher: Dispatcher,
     storeIdentifier: String?,
     action: any ActionType,
-    placement: Placement
+    placement: Placement,
+    context: ThreadContext
   ) throws(DispatchError) -> Prepared {
     let actionType = action.routingType
-    var middleware = MiddlewareList()
+    var middleware = MiddlewareList.Borrowed.empty
+    // A middleware list the thread kept and no longer needs, released after the lock.
+    var released: MiddlewareList?
     // The store named, or the only store handling the action; or every store handling it.
     let lookup = dispatcher.registry.withLock(owner: dispatcher) { registry -> StoreLookup in
-      if !registry.middleware.isEmpty { middleware = registry.middleware }
+      middleware = context.lendMiddleware(registry.middleware, releasing: &released)
       guard let storeIdentifier else { return registry.routes.lookup(actionType, generation: registry.generation) }
       return StoreLookup(registry.stores[storeIdentifier])
     }
+    withExtendedLifetime(released) {}
+    // A run keeps an owned copy of the list; the loan ends here unless a single-store dispatch takes it.
+    var loanTaken = false
+    defer { if !loanTaken && !middleware.isEmpty { context.endMiddlewareLoan() } }
     let targets: [StoreEntry]
     // The wait list of the first store, once asked.
     var firstWaits: [String]?
@@ -124,6 +133,7 @@ final class DispatchRun: OperationCompletionHandler {
         // The common case: one store that waits for nobody.
         let waits = store.withKind { $0.waitList(of: $1, for: action) }
         if waits.isEmpty {
+          loanTaken = true
           return .single(
             SingleStoreDispatch(
               store: store, action: action, dispatcherID: ObjectIdentifier(dispatcher), middleware: middleware,
@@ -198,8 +208,8 @@ final class DispatchRun: OperationCompletionHandler {
     }
     return .run(
       Plan(
-        dispatcherID: ObjectIdentifier(dispatcher), action: action, middleware: middleware, placement: placement,
-        targets: targets, graph: graph))
+        dispatcherID: ObjectIdentifier(dispatcher), action: action, middleware: middleware.owned(),
+        placement: placement, targets: targets, graph: graph))
   }
 
   /// Makes the run of `plan`; `onComplete` hears its result (with none, call ``waitForResult()``).
@@ -344,7 +354,9 @@ final class DispatchRun: OperationCompletionHandler {
   private func startAlone(
     _ index: Int, of store: AnyObject, kind: StoreKind, context: ThreadContext, state alone: inout State
   ) -> AloneStep {
-    if !plan.middleware.isEmpty { alone.nodes[index] = tellMiddlewareStarting(of: store, kind: kind) }
+    if !plan.middleware.isEmpty {
+      alone.nodes[index] = tellMiddlewareStarting(of: store, kind: kind, context: context)
+    }
     let me = ObjectIdentifier(context)
     let outcome = handle(index, of: store, kind: kind, context: context) {
       // Back behind the lock before anyone else can reach the run: its completion may come at once.
@@ -371,7 +383,7 @@ final class DispatchRun: OperationCompletionHandler {
 
   private func startOperation(_ index: Int, of store: AnyObject, kind: StoreKind, context: ThreadContext) {
     if !plan.middleware.isEmpty {
-      let node = tellMiddlewareStarting(of: store, kind: kind)
+      let node = tellMiddlewareStarting(of: store, kind: kind, context: context)
       state.withLock(owner: self) { $0.nodes[index] = node }
     }
     let outcome = handle(index, of: store, kind: kind, context: context) {}
@@ -385,11 +397,11 @@ final class DispatchRun: OperationCompletionHandler {
 
   /// Takes a transaction identifier (and start time, if a middleware needs durations) for a store about to handle
   /// the action, and tells middleware; returns what the node keeps of it.
-  private func tellMiddlewareStarting(of store: AnyObject, kind: StoreKind) -> Node {
-    let id = TransactionID.next()
+  private func tellMiddlewareStarting(of store: AnyObject, kind: StoreKind, context: ThreadContext) -> Node {
+    let id = context.nextTransactionID()
     let node = Node(transactionID: id, started: plan.middleware.needsDuration ? MonotonicClock.nanoseconds() : nil)
     let transaction = Transaction(id: id, storeIdentifier: kind.identifier(of: store), action: plan.action)
-    kind.tell(plan.middleware, about: transaction, in: store)
+    kind.tell(plan.middleware.borrowed, about: transaction, in: store)
     return node
   }
 
@@ -489,7 +501,7 @@ final class DispatchRun: OperationCompletionHandler {
       let transaction = Transaction(
         id: id, storeIdentifier: kind.identifier(of: store), action: plan.action, finished: true, duration: duration,
         error: error)
-      kind.tell(plan.middleware, about: transaction, in: store)
+      kind.tell(plan.middleware.borrowed, about: transaction, in: store)
     }
     return assignedID
   }

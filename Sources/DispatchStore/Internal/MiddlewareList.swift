@@ -1,4 +1,10 @@
-/// The middleware a dispatch calls, in registration order.
+/// The middleware a dispatch calls, in registration order: owned by the registry, a ``DispatchRun`` or a thread's
+/// ``ThreadContext``.
+///
+/// The list is one immutable ``Snapshot``, replaced whole when a middleware is added or removed. So a copy of the
+/// list costs one retain, a thread can tell whether the list it kept from its last dispatch is still the registry's
+/// by identity, and a dispatch can call the middleware of a list someone else holds through a ``Borrowed`` view,
+/// with no retain at all.
 ///
 /// Each middleware sits in a small box of its own, made once when it is registered, so that a dispatch can call it
 /// through a borrowed reference: iterating an array of `any Middleware` retains and releases each element around
@@ -16,38 +22,100 @@ struct MiddlewareList: Sendable {
     }
   }
 
-  private(set) var entries: [Entry] = []
-  /// Whether a middleware in the list needs transaction durations: read once per middleware, when it is added.
-  private(set) var needsDuration = false
+  /// One version of the list; never empty, never changed.
+  final class Snapshot: Sendable {
+    let entries: [Entry]
+    /// Whether a middleware in the list needs transaction durations: read once per middleware, when it is added.
+    let needsDuration: Bool
 
-  var isEmpty: Bool { entries.isEmpty }
+    init(_ entries: [Entry]) {
+      self.entries = entries
+      self.needsDuration = entries.contains { $0.needsDuration }
+    }
+  }
 
-  /// Appends `entry` unless its middleware instance is already in the list; returns it if it was not appended,
-  /// for the caller to release after its lock.
+  /// A list seen without owning it: valid only while an owner keeps the list, and never kept beyond that.
   ///
-  /// The entry is made by the caller, outside its lock: making it asks the middleware whether it needs durations.
-  mutating func append(_ entry: Entry) -> Entry? {
-    guard !entries.contains(where: { $0.middleware === entry.middleware }) else { return entry }
-    entries.append(entry)
-    needsDuration = needsDuration || entry.needsDuration
-    return nil
-  }
+  /// Whoever makes one must keep an owner of the list for as long as the view is used; code that keeps a dispatch
+  /// for later (a late completion, a hop to the main queue) takes an owned copy with ``owned()`` first.
+  struct Borrowed: Sendable {
+    fileprivate let snapshot: Unmanaged<Snapshot>?
 
-  /// Removes `middleware`; returns the removed entries, for the caller to release after its lock.
-  mutating func remove(_ middleware: any Middleware) -> [Entry] {
-    let removed = entries.filter { $0.middleware === middleware }
-    entries.removeAll { $0.middleware === middleware }
-    needsDuration = entries.contains { $0.needsDuration }
-    return removed
-  }
+    static var empty: Borrowed { Borrowed(snapshot: nil) }
 
-  /// Calls `body` with each middleware in order, borrowed.
-  @inline(__always)
-  func forEach(_ body: (any Middleware) -> Void) {
-    entries.withUnsafeBufferPointer { entries in
-      for index in entries.indices {
-        Unmanaged.passUnretained(entries[index])._withUnsafeGuaranteedRef { body($0.middleware) }
+    var isEmpty: Bool { snapshot == nil }
+
+    var needsDuration: Bool {
+      guard let snapshot else { return false }
+      return snapshot._withUnsafeGuaranteedRef { $0.needsDuration }
+    }
+
+    /// An owned copy of the list: one retain.
+    func owned() -> MiddlewareList {
+      MiddlewareList(snapshot: snapshot?.takeUnretainedValue())
+    }
+
+    /// Calls `body` with each middleware in order, borrowed.
+    @inline(__always)
+    func forEach(_ body: (any Middleware) -> Void) {
+      guard let snapshot else { return }
+      snapshot._withUnsafeGuaranteedRef { snapshot in
+        snapshot.entries.withUnsafeBufferPointer { entries in
+          for index in entries.indices {
+            Unmanaged.passUnretained(entries[index])._withUnsafeGuaranteedRef { body($0.middleware) }
+          }
+        }
       }
     }
+  }
+
+  /// `nil` when there is no middleware.
+  private var snapshot: Snapshot?
+
+  init() {}
+
+  private init(snapshot: Snapshot?) {
+    self.snapshot = snapshot
+  }
+
+  var isEmpty: Bool { snapshot == nil }
+
+  var needsDuration: Bool { snapshot?.needsDuration ?? false }
+
+  /// A view of this list, valid while this list (or another owner of it) is kept.
+  var borrowed: Borrowed { Borrowed(snapshot: snapshot.map { Unmanaged.passUnretained($0) }) }
+
+  /// Whether this is the very list `other` is, not only an equal one.
+  ///
+  /// An owner keeps its snapshot, so no other snapshot can be made at its address meanwhile.
+  func isIdentical(to other: MiddlewareList) -> Bool { snapshot === other.snapshot }
+
+  /// Moves the list out, leaving this one empty: the caller owns it without a retain.
+  mutating func take() -> MiddlewareList {
+    MiddlewareList(snapshot: snapshot.take())
+  }
+
+  /// Appends `entry` unless its middleware instance is already in the list; returns what the caller releases after
+  /// its lock: the replaced list, or `entry` if it was not appended.
+  ///
+  /// The entry is made by the caller, outside its lock: making it asks the middleware whether it needs durations.
+  mutating func append(_ entry: Entry) -> (replaced: Snapshot?, unused: Entry?) {
+    let entries = snapshot?.entries ?? []
+    guard !entries.contains(where: { $0.middleware === entry.middleware }) else { return (nil, entry) }
+    return (replace(with: entries + [entry]), nil)
+  }
+
+  /// Removes `middleware`; returns the replaced list, for the caller to release after its lock.
+  mutating func remove(_ middleware: any Middleware) -> Snapshot? {
+    guard let entries = snapshot?.entries, entries.contains(where: { $0.middleware === middleware }) else {
+      return nil
+    }
+    return replace(with: entries.filter { $0.middleware !== middleware })
+  }
+
+  private mutating func replace(with entries: [Entry]) -> Snapshot? {
+    let replaced = snapshot
+    snapshot = entries.isEmpty ? nil : Snapshot(entries)
+    return replaced
   }
 }

@@ -21,6 +21,7 @@ struct RouteTable {
 
   /// The stores handling actions of type `key`, with the wait graph cached for them if there are several.
   /// - Parameter generation: The registry's generation, which the caller must match to use the cached graph.
+  @inline(__always)
   func lookup(_ key: ObjectIdentifier, generation: UInt64) -> StoreLookup {
     guard case .found(let slot) = find(key) else { return .none }
     let route = values[slot]

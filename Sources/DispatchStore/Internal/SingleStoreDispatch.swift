@@ -13,7 +13,8 @@ struct SingleStoreDispatch: Sendable {
   let store: StoreEntry
   let action: any ActionType
   let dispatcherID: ObjectIdentifier
-  let middleware: MiddlewareList
+  /// Valid while the dispatch runs on its thread; kept beyond that only by code that owns a copy (``owned()``).
+  let middleware: MiddlewareList.Borrowed
   let placement: DispatchRun.Placement
 
   /// The identifier of the transaction middleware sees, and when its operation started: what a
@@ -42,8 +43,10 @@ struct SingleStoreDispatch: Sendable {
   {
     if case .main(let mainQueue) = placement, !mainQueue.isCurrent {
       let onComplete = makeCompletion()
+      // The hop outlives this call, and so the loan of the middleware list: it keeps a copy of its own.
+      let middlewareOwner = middleware.owned()
       mainQueue.schedule { [self] in
-        let outcome = run(completion: { onComplete })
+        let outcome = withExtendedLifetime(middlewareOwner) { run(completion: { onComplete }) }
         if case .finished(let result) = outcome { onComplete?(result) }
       }
       return .later
@@ -71,7 +74,8 @@ struct SingleStoreDispatch: Sendable {
   private func runWatched(context: ThreadContext?, makeCompletion: () -> Dispatcher.Completion?)
     -> Dispatcher.RunOutcome
   {
-    var transaction = Transaction(id: TransactionID.next(), storeIdentifier: store.identifier, action: action)
+    var transaction = Transaction(
+      id: context?.nextTransactionID() ?? TransactionID.next(), storeIdentifier: store.identifier, action: action)
     let watch = Watch(id: transaction.id, started: middleware.needsDuration ? MonotonicClock.nanoseconds() : nil)
     tellMiddleware(transaction)
     let started =
@@ -165,6 +169,8 @@ struct SingleStoreDispatch: Sendable {
 /// delivers its result: to the completion, or to the `.sync` caller waiting on `waiter`.
 final class LateCompletion: OperationCompletionHandler {
   private let dispatch: SingleStoreDispatch
+  /// Keeps the list `dispatch.middleware` views: the completion outlives the dispatch's loan of it.
+  private let middlewareOwner: MiddlewareList
   private let watch: SingleStoreDispatch.Watch?
   private let onComplete: Dispatcher.Completion?
   /// What a `.sync` dispatch waits on, when there is no completion.
@@ -177,6 +183,7 @@ final class LateCompletion: OperationCompletionHandler {
     waiter: DispatchSemaphore?
   ) {
     self.dispatch = dispatch
+    self.middlewareOwner = dispatch.middleware.owned()
     self.watch = watch
     self.onComplete = onComplete
     self.waiter = waiter

@@ -25,7 +25,7 @@ class StoreKind: @unchecked Sendable {
   ///
   /// One call into code specialised for the store's type: no closure is made, and passing the store to each
   /// middleware retains nothing.
-  func tell(_ middleware: MiddlewareList, about transaction: Transaction, in store: AnyObject) {
+  func tell(_ middleware: MiddlewareList.Borrowed, about transaction: Transaction, in store: AnyObject) {
     preconditionFailure("StoreKind is abstract")
   }
   func waitList(of store: AnyObject, for action: any ActionType) -> [String] {
@@ -57,7 +57,7 @@ private final class TypedStoreKind<Model: ModelType, Action: ActionType>: StoreK
 
   override func identifier(of store: AnyObject) -> String { typed(store).identifier }
   override func anyStore(_ store: AnyObject) -> any AnyStore { typed(store) }
-  override func tell(_ middleware: MiddlewareList, about transaction: Transaction, in store: AnyObject) {
+  override func tell(_ middleware: MiddlewareList.Borrowed, about transaction: Transaction, in store: AnyObject) {
     let store = typed(store)
     if transaction.isFinished {
       middleware.forEach { $0.didDispatch(transaction: transaction, action: transaction.action, in: store) }

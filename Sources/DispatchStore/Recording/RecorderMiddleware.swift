@@ -227,8 +227,8 @@ public final class RecorderMiddleware: Middleware {
     }
   }
 
-  /// `false`: records carry the transaction's start time, not its duration, so the dispatcher reads no clock for
-  /// them.
+  /// `false`, as by default: records carry the transaction's start time, not its duration, so the dispatcher
+  /// reads no clock for them.
   public var needsDuration: Bool { false }
 
   /// Records a successful transaction, dropping any records after the cursor and the oldest beyond the bound.

@@ -1,0 +1,145 @@
+import Dispatch
+import Testing
+
+@testable import DispatchStore
+
+/// A middleware that runs `onWill` in `willDispatch` and records what it saw.
+private final class HookMiddleware: Middleware {
+  let name: String
+  let seen: Locked<[String]>
+  let onWill: @Sendable (Transaction) -> Void
+
+  init(_ name: String, seen: Locked<[String]>, onWill: @escaping @Sendable (Transaction) -> Void = { _ in }) {
+    self.name = name
+    self.seen = seen
+    self.onWill = onWill
+  }
+
+  var needsDuration: Bool { false }
+
+  func willDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {
+    seen.withLock { $0.append("\(name) will \(store.identifier)") }
+    onWill(transaction)
+  }
+
+  func didDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {
+    seen.withLock { $0.append("\(name) did \(store.identifier)") }
+  }
+}
+
+/// Holds a weak reference, for checking when the dispatcher's machinery lets an object go.
+private final class WeakBox<Object: AnyObject>: @unchecked Sendable {
+  // Written once, before the box is shared.
+  weak var object: Object?
+  init(_ object: Object) { self.object = object }
+}
+
+/// Dispatches borrow the middleware list their thread kept from its last dispatch (`ThreadContext.lendMiddleware`):
+/// these tests pin down when lists are replaced and released.
+@Suite("Middleware lists kept per thread", .timeLimit(.minutes(1)))
+struct MiddlewareLoanTests {
+  /// A middleware registers another and dispatches from inside a transaction, twice, while the outer dispatch still
+  /// borrows the first list: each nested dispatch calls the list of its own moment, the outer one keeps its own,
+  /// and the lists held aside for the nested ones are released when the outer dispatch returns.
+  @Test func nestedDispatchesAfterTheListChangedCallTheirOwnList() throws {
+    let dispatcher = Dispatcher()
+    try dispatcher.register(store: makeCounterStore("outer"))
+    try dispatcher.register(store: makeCounterStore("inner"))
+    let seen = Locked<[String]>([])
+    let added = Locked<WeakBox<HookMiddleware>?>(nil)
+    let first = HookMiddleware("A", seen: seen) { [dispatcher] transaction in
+      guard transaction.storeIdentifier == "outer" else { return }
+      let second = HookMiddleware("B", seen: seen)
+      added.withLock { $0 = WeakBox(second) }
+      dispatcher.register(middleware: second)
+      _ = dispatchSync(dispatcher, CounterAction.increase(1), storeIdentifier: "inner")
+      dispatcher.unregister(middleware: second)
+      _ = dispatchSync(dispatcher, CounterAction.increase(1), storeIdentifier: "inner")
+    }
+    dispatcher.register(middleware: first)
+
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1), storeIdentifier: "outer").isSuccess)
+
+    #expect(
+      seen.withLock { $0 } == [
+        "A will outer",
+        "A will inner", "B will inner", "A did inner", "B did inner",
+        "A will inner", "A did inner",
+        "A did outer",
+      ])
+    let box = try #require(added.withLock { $0 })
+    #expect(box.object == nil)
+  }
+
+  /// A removed middleware may stay in the list its thread kept, but only until that thread dispatches again:
+  /// through a dispatcher without middleware, or one with other middleware.
+  @Test(arguments: [false, true])
+  func removedMiddlewareIsReleasedWhenTheThreadDispatchesAgain(nextHasMiddleware: Bool) throws {
+    let dispatcher = Dispatcher()
+    try dispatcher.register(store: makeCounterStore("store"))
+    let seen = Locked<[String]>([])
+    var middleware: HookMiddleware? = HookMiddleware("M", seen: seen)
+    let box = WeakBox(middleware!)
+    dispatcher.register(middleware: middleware!)
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+    dispatcher.unregister(middleware: middleware!)
+    middleware = nil
+
+    let next = Dispatcher()
+    try next.register(store: makeCounterStore("next"))
+    let other = HookMiddleware("N", seen: seen)
+    if nextHasMiddleware { next.register(middleware: other) }
+    #expect(dispatchSync(next, CounterAction.increase(1)).isSuccess)
+
+    #expect(box.object == nil)
+    let expected = ["M will store", "M did store"] + (nextHasMiddleware ? ["N will next", "N did next"] : [])
+    #expect(seen.withLock { $0 } == expected)
+  }
+
+  /// An operation that finishes after its dispatch returned still reaches the middleware of its moment, although
+  /// the middleware was removed and nothing else holds it by then.
+  @Test(arguments: [Dispatcher.Mode.async, .serial, .mainThread])
+  func lateFinishReachesMiddlewareRemovedMeanwhile(mode: Dispatcher.Mode) async throws {
+    let started = Locked<ActionOperation<Counter, CounterAction>?>(nil)
+    let dispatcher = Dispatcher()
+    final class HeldReducer: Reducer<Counter, CounterAction>, @unchecked Sendable {
+      let started: Locked<ActionOperation<Counter, CounterAction>?>
+      init(started: Locked<ActionOperation<Counter, CounterAction>?>) { self.started = started }
+      override func operation(
+        for action: CounterAction, in store: Store<Counter, CounterAction>
+      ) -> ActionOperation<Counter, CounterAction> {
+        ActionOperation(action: action, store: store) { [started] operation, _, _ in
+          started.withLock { $0 = operation }
+        }
+      }
+    }
+    try dispatcher.register(store: Store(identifier: "held", model: Counter(), reducer: HeldReducer(started: started)))
+    let seen = Locked<[String]>([])
+    var middleware: HookMiddleware? = HookMiddleware("M", seen: seen)
+    let box = WeakBox(middleware!)
+    dispatcher.register(middleware: middleware!)
+    let results = Collector<Bool>()
+    dispatcher.dispatch(action: CounterAction.increase(1), mode: mode) { results.append($0.isSuccess) }
+    // Waits on the operation's own state until the dispatch registered to hear it finish.
+    let operation = await waitForStart(started)
+    while !operation.isAwaited { await Task.yield() }
+    dispatcher.unregister(middleware: middleware!)
+    middleware = nil
+
+    operation.finish()
+
+    #expect(await results.wait(for: 1) == [true])
+    #expect(seen.withLock { $0 } == ["M will held", "M did held"])
+    withExtendedLifetime(box) {}
+  }
+}
+
+/// The operation `started` received, once it did.
+private func waitForStart(
+  _ started: Locked<ActionOperation<Counter, CounterAction>?>
+) async -> ActionOperation<Counter, CounterAction> {
+  while true {
+    if let operation = started.withLock({ $0 }) { return operation }
+    await Task.yield()
+  }
+}
