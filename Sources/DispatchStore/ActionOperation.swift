@@ -27,7 +27,7 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   public let store: Store<Model, Action>
 
   private let block: Block
-  private let state = Mutex(OperationState())
+  private let state = LockedValue(OperationState())
   /// Whether the operation finished, readable without the lock: 0 while unfinished, 1 finished, 2 failed.
   ///
   /// Written under the lock, with the phase. `deinit` reads it to skip the lock for an operation that finished, and
@@ -47,7 +47,7 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
 
   deinit {
     guard finishedFlag.load(ordering: .acquiring) == 0 else { return }
-    let handlers = state.withLock(owner: self) { state -> Handlers? in
+    let handlers = state.withLock { state -> Handlers? in
       switch state.phase {
       case .pending, .finished: return nil
       case .waiting, .running:
@@ -85,7 +85,7 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   /// That is a dispatch (or a dependent operation) that found it still running when its start returned. Tests use it
   /// to finish an operation only once it is late.
   var isAwaited: Bool {
-    state.withLock(owner: self) { state in
+    state.withLock { state in
       if case .none = state.handlers { return false }
       return true
     }
@@ -103,7 +103,7 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
     precondition(
       !operation.dependsOn(ObjectIdentifier(self)),
       "DispatchStore: adding this dependency would make the operations wait for each other forever.")
-    state.withLock(owner: self) { state in
+    state.withLock { state in
       guard case .pending = state.phase else {
         preconditionFailure("DispatchStore: addDependency(_:) was called on an operation that already started.")
       }
@@ -114,7 +114,7 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   // MARK: - Implementation
 
   private func complete(with error: (any Error)?) {
-    let handlers = state.withLock(owner: self) { state -> Handlers? in
+    let handlers = state.withLock { state -> Handlers? in
       switch state.phase {
       case .finished: return nil
       case .pending, .waiting, .running:
@@ -200,7 +200,7 @@ enum Handlers {
 
 extension ActionOperation: OperationStarting, OperationCompletionHandler {
   func start(notifying handler: any OperationCompletionHandler, token: Int) {
-    let action = state.withLock(owner: self) { state -> OperationStartAction in
+    let action = state.withLock { state -> OperationStartAction in
       switch state.phase {
       case .finished:
         return .alreadyFinished(state.error)
@@ -220,7 +220,7 @@ extension ActionOperation: OperationStarting, OperationCompletionHandler {
   }
 
   func startUnobserved() -> OperationOutcome {
-    let action = state.withLock(owner: self) { state -> OperationStartAction in
+    let action = state.withLock { state -> OperationStartAction in
       guard case .pending = state.phase else { return .none }
       return state.leavePending()
     }
@@ -230,7 +230,7 @@ extension ActionOperation: OperationStarting, OperationCompletionHandler {
     case 1: return .succeeded
     default:
       // Set under the lock before the flag, and never changed after.
-      let error = state.withLock(owner: self) { $0.error }
+      let error = state.withLock { $0.error }
       return .failed(error ?? ActionOperationError.releasedWithoutFinishing(storeIdentifier: store.identifier))
     }
   }
@@ -247,13 +247,13 @@ extension ActionOperation: OperationStarting, OperationCompletionHandler {
 
   func dependsOn(_ operation: ObjectIdentifier) -> Bool {
     if ObjectIdentifier(self) == operation { return true }
-    let dependencies = state.withLock(owner: self) { $0.dependencies }
+    let dependencies = state.withLock { $0.dependencies }
     return dependencies.contains { $0.dependsOn(operation) }
   }
 
   /// A dependency finished.
   func operationFinished(token: Int, error: (any Error)?) {
-    let next = state.withLock(owner: self) { state -> OperationAfterDependency in
+    let next = state.withLock { state -> OperationAfterDependency in
       guard case .waiting(let remaining, let failed) = state.phase else { return .wait }
       let nowFailed = failed || error != nil
       if remaining > 1 {

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Routes actions to the stores registered with it, runs their operations in one of four ``Mode``s, and lets
 /// middleware see every transaction.
@@ -39,7 +38,7 @@ public final class Dispatcher: Sendable {
   /// The thread `.mainThread` dispatches and main-thread observer notifications run on.
   public let mainQueue: MainQueue
 
-  let registry = Mutex(Registry())
+  let registry = LockedValue(Registry())
   let serialLane: Lane
   let mainLane: Lane
 
@@ -60,7 +59,7 @@ public final class Dispatcher: Sendable {
   ///   registry is left unchanged.
   public func register<Model, Action>(store: Store<Model, Action>) throws(DispatchError) {
     let entry = StoreEntry(store)
-    let added = registry.withLock(owner: self) { registry -> Bool in
+    let added = registry.withLock { registry -> Bool in
       guard registry.stores[store.identifier] == nil else { return false }
       registry.stores[store.identifier] = entry
       registry.generation &+= 1
@@ -69,7 +68,7 @@ public final class Dispatcher: Sendable {
       return true
     }
     guard added else { throw .duplicateStoreIdentifier(store.identifier) }
-    store.state.withLock(owner: store) { $0.mainQueue = mainQueue }
+    store.state.withLock { $0.mainQueue = mainQueue }
   }
 
   /// Removes the store registered under `identifier`, and only that store.
@@ -77,7 +76,7 @@ public final class Dispatcher: Sendable {
   /// - Returns: The removed store, or `nil` if none was registered under `identifier`.
   @discardableResult
   public func unregister(identifier: String) -> (any AnyStore)? {
-    registry.withLock(owner: self) { registry in
+    registry.withLock { registry in
       guard let entry = registry.stores.removeValue(forKey: identifier) else { return nil }
       registry.generation &+= 1
       registry.routes.remove(entry.store, for: entry.actionType)
@@ -89,7 +88,7 @@ public final class Dispatcher: Sendable {
   /// - Parameter identifier: A store identifier.
   /// - Returns: The store, or `nil` if none is registered under `identifier`.
   public func store(with identifier: String) -> (any AnyStore)? {
-    registry.withLock(owner: self) { $0.stores[identifier] }?.anyStore
+    registry.withLock { $0.stores[identifier] }?.anyStore
   }
 
   /// The store registered under `identifier`, with its model and action types.
@@ -104,7 +103,7 @@ public final class Dispatcher: Sendable {
 
   /// The identifiers of every registered store, sorted.
   public var storeIdentifiers: [String] {
-    registry.withLock(owner: self) { Array($0.stores.keys) }.sorted()
+    registry.withLock { Array($0.stores.keys) }.sorted()
   }
 
   // MARK: - Middleware
@@ -114,7 +113,7 @@ public final class Dispatcher: Sendable {
   public func register(middleware: any Middleware) {
     // Made before the lock: making the entry asks the middleware whether it needs durations.
     let entry = MiddlewareList.Entry(middleware)
-    let released = registry.withLock(owner: self) { registry in
+    let released = registry.withLock { registry in
       registry.middleware.append(entry)
     }
     withExtendedLifetime(released) {}  // Released here, after the lock.
@@ -128,7 +127,7 @@ public final class Dispatcher: Sendable {
   /// when this returns.
   /// - Parameter middleware: A middleware instance passed to ``register(middleware:)``.
   public func unregister(middleware: any Middleware) {
-    let removed = registry.withLock(owner: self) { registry in
+    let removed = registry.withLock { registry in
       registry.middleware.remove(middleware)
     }
     withExtendedLifetime(removed) {}  // Released here, after the lock.

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Keeps an observation made with ``Store/observe(delivery:onChange:)`` alive: releasing the token, or calling
 /// ``cancel()``, ends it.
@@ -11,7 +10,7 @@ import Synchronization
 ///
 /// > Important: Safe to use and release from any thread.
 public final class ObservationToken: Sendable {
-  private let cancellation = Mutex<(@Sendable () -> Void)?>(nil)
+  private let cancellation = LockedValue<(@Sendable () -> Void)?>(nil)
 
   init() {}
 
@@ -24,7 +23,7 @@ public final class ObservationToken: Sendable {
   /// > Important: A main-thread notification already scheduled may still arrive; cancel on the main thread to rule
   /// > that out. A synchronous notification running on another thread finishes.
   public func cancel() {
-    let cancel = cancellation.withLock(owner: self) { cancellation in
+    let cancel = cancellation.withLock { cancellation in
       defer { cancellation = nil }
       return cancellation
     }
@@ -33,6 +32,6 @@ public final class ObservationToken: Sendable {
 
   /// Sets what ``cancel()`` does; called once, by the store, right after the token was made.
   func setCancellation(_ body: @escaping @Sendable () -> Void) {
-    cancellation.withLock(owner: self) { $0 = body }
+    cancellation.withLock { $0 = body }
   }
 }

@@ -41,7 +41,7 @@ extension Store {
     add(entry, delivery: delivery)
     token.setCancellation { [weak self] in
       guard let self else { return }
-      let removed = state.withLock(owner: self) { state in
+      let removed = state.withLock { state in
         defer { registeredObservers.store(state.observerEntryCount, ordering: .relaxed) }
         return state.removeObservers { $0 === entry }
       }
@@ -52,7 +52,7 @@ extension Store {
 
   /// Adds `entry`, replacing any registration with its identifier.
   private func add(_ entry: ObserverEntry<Model, Action>, delivery: ObserverDelivery) {
-    let replaced = state.withLock(owner: self) { state in
+    let replaced = state.withLock { state in
       let replaced = state.removeObservers { $0.id == entry.id }
       let observers = state.observers ?? ObserverLists()
       state.observers = observers
@@ -73,7 +73,7 @@ extension Store {
   /// > from the main thread to rule that out.
   public func unregister(observer: AnyObject) {
     let id = ObjectIdentifier(observer)
-    let removed = state.withLock(owner: self) { state in
+    let removed = state.withLock { state in
       defer { registeredObservers.store(state.observerEntryCount, ordering: .relaxed) }
       return state.removeObservers { $0.id == id }
     }
@@ -83,7 +83,7 @@ extension Store {
   /// The number of registered observers whose object is still alive, and of observations whose token was neither
   /// released nor cancelled.
   public var observerCount: Int {
-    let entries = state.withLock(owner: self) { state in
+    let entries = state.withLock { state in
       state.observers.map { $0.mainThread + $0.synchronous } ?? []
     }
     return entries.reduce(0) { $0 + ($1.isAlive ? 1 : 0) }
@@ -95,7 +95,7 @@ extension Store {
   @inlinable
   func announceChange(of action: Action, askingReducer: Bool = true) {
     let shouldNotify = askingReducer ? reducer.shouldNotifyObservers(for: action, in: self) : true
-    let synchronous = state.withLock(owner: self) { state -> StoreChange<Model, Action>? in
+    let synchronous = state.withLock { state -> StoreChange<Model, Action>? in
       guard state.version != state.announcedVersion else { return nil }
       state.announcedVersion = state.version
       guard shouldNotify else { return nil }
@@ -106,7 +106,7 @@ extension Store {
     ThreadContext.withoutRunningDispatchers {
       while true {
         deliver(change)
-        let next = state.withLock(owner: self) { state -> StoreChange<Model, Action>? in
+        let next = state.withLock { state -> StoreChange<Model, Action>? in
           // The lists stay once made, so they are still there.
           state.observers?.nextPendingSynchronousChange() ?? nil
         }
@@ -141,7 +141,7 @@ extension Store {
     }
     guard !deadEntries.isEmpty else { return }
     // Compared by identity: loading a weak reference under the lock could end an object's life there.
-    let removed = state.withLock(owner: self) { state in
+    let removed = state.withLock { state in
       defer { registeredObservers.store(state.observerEntryCount, ordering: .relaxed) }
       return state.removeObservers { entry in deadEntries.contains { $0 === entry } }
     }

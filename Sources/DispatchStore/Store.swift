@@ -19,7 +19,7 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
 
   // Usable from inlinable code so that `updateModel` and `model` are specialised in the app's module: unspecialised,
   // each call would look up the generic metadata of this mutex at run time.
-  @usableFromInline let state: Mutex<StoreState<Model, Action>>
+  @usableFromInline let state: LockedValue<StoreState<Model, Action>>
   /// The number of observer entries in `state`, readable without its lock.
   ///
   /// Kept beside the state so that a store nobody observes skips the lock when an operation finishes. Written
@@ -47,7 +47,7 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
   public init(identifier: String, model: Model = Model(), reducer: Reducer<Model, Action>) {
     self.identifier = identifier
     self.reducer = reducer
-    self.state = Mutex(StoreState(model: model))
+    self.state = LockedValue(StoreState(model: model))
     self.registeredObservers = Atomic(0)
     self.reducesInPlace = type(of: reducer).reducesInPlace
     self.specialised = { store, action, work in
@@ -65,7 +65,7 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
   /// A snapshot of the current model.
   @inlinable
   public var model: Model {
-    state.withLock(owner: self) { $0.model }
+    state.withLock { $0.model }
   }
 
   /// Changes the model atomically: no other update or read interleaves with `body`.
@@ -81,7 +81,7 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
   @inlinable
   @discardableResult
   public func updateModel<Result>(_ body: (inout Model) throws -> Result) rethrows -> Result {
-    try state.withLock(owner: self) { state in
+    try state.withLock { state in
       defer { state.version &+= 1 }
       return try body(&state.model)
     }
@@ -96,7 +96,7 @@ extension Store {
       // Borrowed: the store holds its reducer. `reduction` is only made for synchronous reducers.
       try Unmanaged.passUnretained(reducer)._withUnsafeGuaranteedRef { reducer in
         let reducer = unsafeDowncast(reducer, to: SynchronousReducer<Model, Action>.self)
-        try state.withLock(owner: self) { state in
+        try state.withLock { state in
           defer { state.version &+= 1 }
           try reducer.reduce(action, into: &state.model)
         }

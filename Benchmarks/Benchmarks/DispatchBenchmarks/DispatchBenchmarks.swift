@@ -24,6 +24,7 @@ let benchmarks: @Sendable () -> Void = {
   registerSynchronousDispatch()
   registerLanes()
   registerMemory()
+  registerContention()
 }
 
 // MARK: - Baselines

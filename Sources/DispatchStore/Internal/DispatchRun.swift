@@ -1,5 +1,4 @@
 import Dispatch
-import Synchronization
 
 /// One dispatch of one action to its responding stores: starts each store's operation once the stores it waits
 /// for finished, tells middleware, and reports one result when every operation finished.
@@ -69,7 +68,7 @@ final class DispatchRun: OperationCompletionHandler {
   /// Kept whole, as it was prepared, so that starting a run copies (and later releases) none of its parts.
   private let plan: Plan
   let onComplete: (@Sendable (Result<Void, DispatchError>) -> Void)?
-  private let state: Mutex<State>
+  private let state: LockedValue<State>
   /// A node made ready by an operation that finished on the starting thread, inside its start: the starting thread
   /// takes it next without taking the lock again.
   ///
@@ -112,7 +111,7 @@ final class DispatchRun: OperationCompletionHandler {
     // A middleware list the thread kept and no longer needs, released after the lock.
     var released: MiddlewareList?
     // The store named, or the only store handling the action; or every store handling it.
-    let lookup = dispatcher.registry.withLock(owner: dispatcher) { registry -> StoreLookup in
+    let lookup = dispatcher.registry.withLock { registry -> StoreLookup in
       middleware = context.lendMiddleware(registry.middleware, releasing: &released)
       guard let storeIdentifier else { return registry.routes.lookup(actionType, generation: registry.generation) }
       return StoreLookup(registry.stores[storeIdentifier])
@@ -186,7 +185,7 @@ final class DispatchRun: OperationCompletionHandler {
       let identifiers = targets.map(\.identifier)
       // Asked only about identifiers that no responding store has.
       let isRegistered = { (identifier: String) in
-        dispatcher.registry.withLock(owner: dispatcher) { $0.stores[identifier] != nil }
+        dispatcher.registry.withLock { $0.stores[identifier] != nil }
       }
       let made: WaitGraph
       switch WaitGraph.make(identifiers: identifiers, waitLists: waitLists, isRegistered: isRegistered) {
@@ -197,7 +196,7 @@ final class DispatchRun: OperationCompletionHandler {
       }
       if let cached {
         let entry = CachedWaitGraph(generation: cached.generation, waitLists: waitLists, graph: made)
-        let replaced = dispatcher.registry.withLock(owner: dispatcher) { registry in
+        let replaced = dispatcher.registry.withLock { registry in
           registry.generation == cached.generation ? registry.routes.cache(entry, for: actionType) : nil
         }
         withExtendedLifetime(replaced) {}  // Released here, after the lock.
@@ -218,14 +217,14 @@ final class DispatchRun: OperationCompletionHandler {
     swap(&graph, &plan.graph)
     self.onComplete = onComplete
     let nodes = plan.middleware.isEmpty ? [] : Array(repeating: Node(), count: plan.targets.count)
-    self.state = Mutex(State(nodes: nodes, graph: graph, unfinished: plan.targets.count))
+    self.state = LockedValue(State(nodes: nodes, graph: graph, unfinished: plan.targets.count))
     self.plan = plan
   }
 
   /// Starts every store that waits for nobody.
   func start() {
     if case .main(let mainQueue) = plan.placement, !mainQueue.isCurrent {
-      state.withLock(owner: self) { state in
+      state.withLock { state in
         for index in 0..<plan.targets.count where (state.graph?.waitCount(of: index) ?? 0) == 0 {
           state.ready.append(index)
         }
@@ -238,14 +237,14 @@ final class DispatchRun: OperationCompletionHandler {
 
   /// Blocks the calling thread until the run completed; returns at once if it already has.
   func waitForResult() -> Result<Void, DispatchError> {
-    let semaphore = state.withLock(owner: self) { state -> DispatchSemaphore? in
+    let semaphore = state.withLock { state -> DispatchSemaphore? in
       guard state.result == nil else { return nil }
       let semaphore = DispatchSemaphore(value: 0)
       state.waiter = semaphore
       return semaphore
     }
     semaphore?.wait()
-    return state.withLock(owner: self) { $0.result! }
+    return state.withLock { $0.result! }
   }
 
   // MARK: - Starting operations
@@ -267,7 +266,7 @@ final class DispatchRun: OperationCompletionHandler {
 
   private func startReady(context: ThreadContext) {
     let me = ObjectIdentifier(context)
-    let first = state.withLock(owner: self) { state -> Int? in
+    let first = state.withLock { state -> Int? in
       guard !state.isStarting, let first = state.ready.popFirst() else { return nil }
       state.isStarting = true
       state.starter = me
@@ -296,7 +295,7 @@ final class DispatchRun: OperationCompletionHandler {
       handoff = nil
       return handedOff
     }
-    return state.withLock(owner: self) { state -> Int? in
+    return state.withLock { state -> Int? in
       if let next = state.ready.popFirst() { return next }
       state.isStarting = false
       state.starter = nil
@@ -310,7 +309,7 @@ final class DispatchRun: OperationCompletionHandler {
   /// Most runs end here, every operation having finished on this thread. If one has not, the state is put back
   /// behind the lock before the run is registered with that operation, and the run goes on as usual.
   private func startAlone(context: ThreadContext) {
-    var alone = state.withLock(owner: self) { state in
+    var alone = state.withLock { state in
       var taken = State(nodes: [], graph: nil, unfinished: 0)
       swap(&taken, &state)
       return taken
@@ -338,7 +337,7 @@ final class DispatchRun: OperationCompletionHandler {
     }
     // Every operation finished on this thread. `waitForResult()` reads the result under the lock.
     guard let result = alone.result else { preconditionFailure("DispatchStore: a run ended with nodes unfinished") }
-    state.withLock(owner: self) { $0.result = result }
+    state.withLock { $0.result = result }
     context.withoutRunningDispatchers { complete(with: result, waking: nil) }
   }
 
@@ -363,7 +362,7 @@ final class DispatchRun: OperationCompletionHandler {
       alone.isStarting = true
       alone.starter = me
       let published = alone
-      state.withLock(owner: self) { $0 = published }
+      state.withLock { $0 = published }
     }
     let error: (any Error)?
     switch outcome {
@@ -384,7 +383,7 @@ final class DispatchRun: OperationCompletionHandler {
   private func startOperation(_ index: Int, of store: AnyObject, kind: StoreKind, context: ThreadContext) {
     if !plan.middleware.isEmpty {
       let node = tellMiddlewareStarting(of: store, kind: kind, context: context)
-      state.withLock(owner: self) { $0.nodes[index] = node }
+      state.withLock { $0.nodes[index] = node }
     }
     let outcome = handle(index, of: store, kind: kind, context: context) {}
     switch outcome {
@@ -447,7 +446,7 @@ final class DispatchRun: OperationCompletionHandler {
   private func afterOperationFinished(
     _ index: Int, of store: AnyObject, kind: StoreKind, error: (any Error)?, onStartingThread: Bool
   ) {
-    let watch = plan.middleware.isEmpty ? nil : state.withLock(owner: self) { $0.nodes[index] }
+    let watch = plan.middleware.isEmpty ? nil : state.withLock { $0.nodes[index] }
     let assignedID = announce(
       index, of: store, kind: kind, error: error, watch: watch, hidingRunningDispatchers: onStartingThread)
     let failure = error.map {
@@ -455,7 +454,7 @@ final class DispatchRun: OperationCompletionHandler {
         storeIdentifier: kind.identifier(of: store), transactionID: assignedID ?? TransactionID.next(), error: $0)
     }
     let me = onStartingThread ? nil : ThreadContext.withCurrent { ObjectIdentifier($0) }
-    let (startReady, completed) = state.withLock(owner: self) { state -> (Bool, Bool) in
+    let (startReady, completed) = state.withLock { state -> (Bool, Bool) in
       // A thread already starting nodes picks the new ones up: it pops them under this lock after this section,
       // or, if it is this thread (this operation finished inside or right after its start), takes the first from
       // `handoff`.
@@ -467,7 +466,7 @@ final class DispatchRun: OperationCompletionHandler {
     if startReady { startReadyWhenPlaced() }
     guard completed else { return }
     // Once per run: the result is final, and whoever waits for it registered under the lock.
-    let (result, waiter) = state.withLock(owner: self) { ($0.result!, $0.waiter) }
+    let (result, waiter) = state.withLock { ($0.result!, $0.waiter) }
     if onStartingThread {
       ThreadContext.withoutRunning { complete(with: result, waking: waiter) }
     } else {

@@ -1,5 +1,4 @@
 import Dispatch
-import Synchronization
 
 /// A FIFO lane of dispatches (`.serial` or `.mainThread`): each starts on the lane's executor after the previous
 /// one finished.
@@ -90,7 +89,7 @@ final class Lane: Sendable {
   let executor: Executor
   /// Where the lane's operations start and completions run.
   let placement: DispatchRun.Placement
-  private let state = Mutex(State())
+  private let state = LockedValue(State())
 
   init(executor: Executor, placement: DispatchRun.Placement) {
     self.executor = executor
@@ -99,13 +98,13 @@ final class Lane: Sendable {
 
   /// Appends `job`; it starts once every earlier job finished.
   func enqueue(_ job: Job, dispatcher: Dispatcher) {
-    let schedule = state.withLock(owner: self) { $0.enqueue(job) }
+    let schedule = state.withLock { $0.enqueue(job) }
     if schedule { scheduleDrain(dispatcher: dispatcher) }
   }
 
   /// Called by the completion of a job that finished after its start returned.
   func jobDone(dispatcher: Dispatcher) {
-    let schedule = state.withLock(owner: self) { $0.jobDone() }
+    let schedule = state.withLock { $0.jobDone() }
     if schedule { scheduleDrain(dispatcher: dispatcher) }
   }
 
@@ -117,7 +116,7 @@ final class Lane: Sendable {
     var ran = 0
     var finishedInline = false
     while true {
-      switch state.withLock(owner: self, { $0.next(ran: ran, finishedInline: finishedInline) }) {
+      switch state.withLock({ $0.next(ran: ran, finishedInline: finishedInline) }) {
       case .stop:
         return
       case .reschedule:

@@ -1,5 +1,4 @@
 import Dispatch
-import Synchronization
 
 /// A dispatch that reaches one store that waits for nobody: the common case, run without a ``DispatchRun`` and,
 /// when the operation finishes before its start returns (most do), without allocating anything of its own.
@@ -176,7 +175,7 @@ final class LateCompletion: OperationCompletionHandler {
   /// What a `.sync` dispatch waits on, when there is no completion.
   let waiter: DispatchSemaphore?
   /// The result, for the waiting thread.
-  private let result = Mutex<Result<Void, DispatchError>?>(nil)
+  private let result = LockedValue<Result<Void, DispatchError>?>(nil)
 
   init(
     dispatch: SingleStoreDispatch, watch: SingleStoreDispatch.Watch?, onComplete: Dispatcher.Completion?,
@@ -193,7 +192,7 @@ final class LateCompletion: OperationCompletionHandler {
     dispatch.finished(error: error, watch: watch)
     let result = dispatch.result(error: error, watch: watch)
     if let waiter {
-      self.result.withLock(owner: self) { $0 = result }
+      self.result.withLock { $0 = result }
       waiter.signal()
     }
     guard let onComplete else { return }
@@ -213,7 +212,7 @@ final class LateCompletion: OperationCompletionHandler {
 
   /// The result, once `waiter` was signalled.
   func takeResult() -> Result<Void, DispatchError> {
-    guard let result = result.withLock(owner: self, { $0 }) else {
+    guard let result = result.withLock({ $0 }) else {
       preconditionFailure("DispatchStore: a dispatch was woken before its operation finished")
     }
     return result

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Calls the dispatch methods of stores of one model and action type, given the store as `AnyObject`.
 ///
@@ -81,14 +80,14 @@ private final class TypedStoreKind<Model: ModelType, Action: ActionType>: StoreK
 private final class StoreKindCache: Sendable {
   static let shared = StoreKindCache()
 
-  private let kinds = Mutex<[ObjectIdentifier: StoreKind]>([:])
+  private let kinds = LockedValue<[ObjectIdentifier: StoreKind]>([:])
 
   func kind<Model, Action>(of type: Store<Model, Action>.Type) -> Unmanaged<StoreKind> {
     let key = ObjectIdentifier(type)
-    if let kind = kinds.withLock(owner: self, { $0[key] }) { return Unmanaged.passUnretained(kind) }
+    if let kind = kinds.withLock({ $0[key] }) { return Unmanaged.passUnretained(kind) }
     // Made outside the lock; if another thread made one meanwhile, its is kept and this one dropped.
     let made = TypedStoreKind<Model, Action>()
-    let kind = kinds.withLock(owner: self) { kinds -> StoreKind in
+    let kind = kinds.withLock { kinds -> StoreKind in
       if let existing = kinds[key] { return existing }
       kinds[key] = made
       return made

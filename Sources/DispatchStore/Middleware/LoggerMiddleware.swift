@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Middleware that writes one line per transaction: id, store, action, duration, and, for `Codable` models, the
 /// fields that changed as flattened key paths (`user/name: "A" -> "B"`).
@@ -16,7 +15,7 @@ public final class LoggerMiddleware: Middleware {
 
   private let sink: Sink
   /// Encoded models before each running transaction, by transaction id.
-  private let before = Mutex<[TransactionID: [String: String]]>([:])
+  private let before = LockedValue<[TransactionID: [String: String]]>([:])
 
   /// Creates a logger.
   /// - Parameter sink: Where lines go; standard error by default.
@@ -35,12 +34,12 @@ public final class LoggerMiddleware: Middleware {
   /// Keeps the store's model as it was before the transaction, flattened, to compare afterwards.
   public func willDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {
     guard let fields = Self.flatten(store.anyModel) else { return }
-    before.withLock(owner: self) { $0[transaction.id] = fields }
+    before.withLock { $0[transaction.id] = fields }
   }
 
   /// Writes the transaction's line.
   public func didDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {
-    let old = before.withLock(owner: self) { $0.removeValue(forKey: transaction.id) }
+    let old = before.withLock { $0.removeValue(forKey: transaction.id) }
     var line = "[\(transaction.id)] \(transaction.storeIdentifier) <- \(action)"
     if let duration = transaction.duration {
       let (seconds, attoseconds) = duration.components

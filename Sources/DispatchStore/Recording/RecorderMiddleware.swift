@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Middleware that records every successful transaction, moves through the history (time travel), and saves
 /// the session to a JSON Lines file that ``Session`` loads and replays.
@@ -21,7 +20,7 @@ public final class RecorderMiddleware: Middleware {
   /// The most records kept in memory; when a new record would exceed it, the oldest goes.
   public let maxNumberOfRecords: Int
 
-  private let state = Mutex(RecorderState())
+  private let state = LockedValue(RecorderState())
 
   /// Creates a recorder that keeps at most `maxNumberOfRecords` records in memory.
   /// - Parameter maxNumberOfRecords: The bound on the history; at least 1.
@@ -34,19 +33,19 @@ public final class RecorderMiddleware: Middleware {
 
   /// The records kept in memory, oldest first.
   public var records: [Record] {
-    state.withLock(owner: self) { $0.history.all }
+    state.withLock { $0.history.all }
   }
 
   /// The index of the current record.
   ///
   /// The latest record's, unless you moved back; one less than the first record's index when you moved before it.
   public var cursor: Int {
-    state.withLock(owner: self) { $0.cursor }
+    state.withLock { $0.cursor }
   }
 
   /// The current record, or `nil` before the first one.
   public var currentRecord: Record? {
-    state.withLock(owner: self) { $0.history.record(at: $0.cursor) }
+    state.withLock { $0.history.record(at: $0.cursor) }
   }
 
   /// The first failure writing the session file, if any.
@@ -54,7 +53,7 @@ public final class RecorderMiddleware: Middleware {
   /// After one the recorder stops writing, so the file stays a valid prefix of the session. Recording in memory
   /// continues.
   public var persistenceError: SessionError? {
-    let writer = state.withLock(owner: self) { $0.writer }
+    let writer = state.withLock { $0.writer }
     return writer?.failure
   }
 
@@ -87,7 +86,7 @@ public final class RecorderMiddleware: Middleware {
   ///   changed then.
   @discardableResult
   public func jump(to index: Int) throws(RecorderError) -> Record? {
-    let plan = try state.withLock(owner: self) { state throws(RecorderError) in try state.restorePlan(to: index) }
+    let plan = try state.withLock { state throws(RecorderError) in try state.restorePlan(to: index) }
     // Resolve the weak references outside the lock: releasing a store could run its reducer's deinit.
     var restores: [(store: any ModelRestoring, step: RecorderState.RestoreStep)] = []
     for step in plan.steps {
@@ -96,7 +95,7 @@ public final class RecorderMiddleware: Middleware {
       }
       restores.append((store, step))
     }
-    let (current, writer, sequence) = state.withLock(owner: self) { state in
+    let (current, writer, sequence) = state.withLock { state in
       state.cursor = index
       return (state.history.record(at: index), state.writer, state.takeSequence())
     }
@@ -135,8 +134,8 @@ public final class RecorderMiddleware: Middleware {
       baselines[identifier] = store.anyModel
       stores[identifier] = WeakStore(restorable)
     }
-    state.withLock(owner: self) { $0.isReplaying = true }
-    defer { state.withLock(owner: self) { $0.isReplaying = false } }
+    state.withLock { $0.isReplaying = true }
+    defer { state.withLock { $0.isReplaying = false } }
     try session.replay(into: dispatcher, mode: mode)
     var history = RecordHistory()
     var adopted = baselines
@@ -148,7 +147,7 @@ public final class RecorderMiddleware: Middleware {
         adopted[dropped.storeIdentifier] = dropped.model
       }
     }
-    let replaced = state.withLock(owner: self) { state in
+    let replaced = state.withLock { state in
       swap(&state.history, &history)
       let previousBaselines = state.baselines
       state.baselines = adopted
@@ -158,7 +157,7 @@ public final class RecorderMiddleware: Middleware {
     }
     withExtendedLifetime(replaced) {}  // The previous history is released here, after the lock.
     // A cursor older than the bound keeps can only go as far back as the oldest kept record allows.
-    let oldest = state.withLock(owner: self) { $0.history.firstIndex - 1 }
+    let oldest = state.withLock { $0.history.firstIndex - 1 }
     guard session.cursor != cursor else { return }
     do {
       try jump(to: max(session.cursor, oldest))
@@ -180,7 +179,7 @@ public final class RecorderMiddleware: Middleware {
   /// - Throws: ``SessionError`` if the file cannot be opened or is not a valid session for `codecs`.
   public func attach(appendingTo url: URL, codecs: SessionCodecs) throws(SessionError) {
     let writer = try SessionWriter(appendingTo: url, codecs: codecs)
-    state.withLock(owner: self) { state in
+    state.withLock { state in
       state.writer = writer
       state.codecs = codecs
       state.nextSequence = 0
@@ -194,7 +193,7 @@ public final class RecorderMiddleware: Middleware {
   /// - Throws: ``SessionError/historyIncomplete(droppedRecords:)`` if older records were dropped (the file
   ///   could not be replayed exactly), or an encoding or I/O error.
   public func save(to url: URL, codecs: SessionCodecs) throws(SessionError) {
-    let (records, cursor, dropped) = state.withLock(owner: self) { state in
+    let (records, cursor, dropped) = state.withLock { state in
       (state.history.all, state.cursor, state.history.firstIndex)
     }
     guard dropped == 0 else { throw .historyIncomplete(droppedRecords: dropped) }
@@ -217,10 +216,10 @@ public final class RecorderMiddleware: Middleware {
 
   /// Notes the model a store starts from, the first time the recorder sees the store.
   public func willDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {
-    let known = state.withLock(owner: self) { $0.isReplaying || $0.baselines[transaction.storeIdentifier] != nil }
+    let known = state.withLock { $0.isReplaying || $0.baselines[transaction.storeIdentifier] != nil }
     guard !known else { return }
     let model = store.anyModel
-    state.withLock(owner: self) { state in
+    state.withLock { state in
       if state.baselines[transaction.storeIdentifier] == nil {
         state.baselines[transaction.storeIdentifier] = model
       }
@@ -237,7 +236,7 @@ public final class RecorderMiddleware: Middleware {
     let model = store.anyModel
     let weakStore = WeakStore(store as? any ModelRestoring)
     var released: [any Sendable] = []
-    let appended = state.withLock(owner: self) { state -> (Record, SessionWriter?, SessionCodecs?, Int)? in
+    let appended = state.withLock { state -> (Record, SessionWriter?, SessionCodecs?, Int)? in
       guard !state.isReplaying else { return nil }
       let record = state.append(
         transaction: transaction, action: action, model: model, store: weakStore, bound: maxNumberOfRecords,

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Appends session lines to a file in the order the recorder numbered them.
 ///
@@ -15,7 +14,7 @@ final class SessionWriter: Sendable {
 
   let path: String
   private let handle: FileHandle
-  private let state = Mutex(State())
+  private let state = LockedValue(State())
 
   /// Opens `url` for appending.
   ///
@@ -65,13 +64,13 @@ final class SessionWriter: Sendable {
 
   /// The first write failure; after one, nothing more is written, so the file stays a valid prefix.
   var failure: SessionError? {
-    state.withLock(owner: self) { $0.failure }
+    state.withLock { $0.failure }
   }
 
   /// Writes `line` once every line with a smaller sequence number is written; `nil` marks a line that could not
   /// be encoded (`failure` then says why).
   func write(_ line: Result<Data, SessionError>, sequence: Int) {
-    state.withLock(owner: self) { state in
+    state.withLock { state in
       guard state.failure == nil else { return }
       switch line {
       case .success(let data): state.waiting[sequence] = data

@@ -60,7 +60,7 @@ public final class MainRunLoopThread: Sendable {
   /// - Parameter work: The closure to run. It runs on this thread even when called from it (it is then queued,
   ///   not run inline).
   public func schedule(_ work: @escaping @Sendable () -> Void) {
-    let action = state.withLock(owner: self) { state -> WakeAction in
+    let action = state.withLock { state -> WakeAction in
       state.pending.append(work)
       switch state.phase {
       case .notStarted:
@@ -117,7 +117,7 @@ public final class MainRunLoopThread: Sendable {
     var pending = FIFOQueue<@Sendable () -> Void>()
   }
 
-  private let state = Mutex(State())
+  private let state = LockedValue(State())
   /// Incremented after each ``schedule(_:)`` appended its work, so that a polling drain sees new work without
   /// taking the lock.
   private let scheduledCount = Atomic<UInt64>(0)
@@ -144,12 +144,12 @@ public final class MainRunLoopThread: Sendable {
     while true {
       // Read before looking at the queue: work scheduled after this changes the count.
       let seen = scheduledCount.load(ordering: .acquiring)
-      if let work = state.withLock(owner: self, { $0.pending.popFirst() }) {
+      if let work = state.withLock({ $0.pending.popFirst() }) {
         work()
         continue
       }
       if pollForWork(scheduledCountWas: seen) { continue }
-      let next = state.withLock(owner: self) { state -> (@Sendable () -> Void)? in
+      let next = state.withLock { state -> (@Sendable () -> Void)? in
         if let work = state.pending.popFirst() { return work }
         state.phase = .idle(runLoop)
         return nil
