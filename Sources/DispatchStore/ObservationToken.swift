@@ -1,4 +1,3 @@
-
 /// Keeps an observation made with ``Store/observe(delivery:onChange:)`` alive: releasing the token, or calling
 /// ``cancel()``, ends it.
 ///

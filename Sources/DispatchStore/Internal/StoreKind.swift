@@ -1,4 +1,3 @@
-
 /// Calls the dispatch methods of stores of one model and action type, given the store as `AnyObject`.
 ///
 /// Dispatch code is not generic, so it must reach stores through something type-erased. An existential
