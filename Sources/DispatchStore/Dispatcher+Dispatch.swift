@@ -196,9 +196,7 @@ extension Dispatcher {
     }
     switch consume prepared {
     case .single(let dispatch):
-      let outcome = dispatch.run(context: context, completion: completion)
-      if !dispatch.middleware.isEmpty { context.endMiddlewareLoan() }
-      return outcome
+      return dispatch.run(context: context, completion: completion)
     case .run(let plan):
       let onComplete = completion()
       let run = DispatchRun(plan: plan, onComplete: onComplete)

@@ -119,12 +119,11 @@ public final class Dispatcher: Sendable {
     withExtendedLifetime(released) {}  // Released here, after the lock.
   }
 
-  /// Removes `middleware`; transactions already running still call it once more at most.
+  /// Removes `middleware`: transactions that start from now on do not call it.
   ///
-  /// The dispatcher lets go of the middleware at once, but a thread that dispatched through it may keep it until
-  /// that thread dispatches again (through any dispatcher) or exits: each thread keeps the middleware list of its
-  /// last dispatch, so that the next dispatch need not retain it. Do not rely on the middleware's `deinit` to run
-  /// when this returns.
+  /// Transactions already running finish with the middleware they started with, and may still call it once. Once
+  /// this returns, neither the dispatcher nor the threads that dispatched through it hold the middleware: only
+  /// those running transactions do, until they finish.
   /// - Parameter middleware: A middleware instance passed to ``register(middleware:)``.
   public func unregister(middleware: any Middleware) {
     let removed = registry.withLock { registry in

@@ -79,8 +79,6 @@ final class DispatchRun: OperationCompletionHandler {
   /// What a prepared dispatch runs.
   enum Prepared {
     /// One store that waits for nobody: run by ``SingleStoreDispatch``, without a run object.
-    /// The dispatch calls its middleware through a view lent by the thread's context: unless the view is empty,
-    /// give it back with ``ThreadContext/endMiddlewareLoan()`` once the dispatch returned.
     case single(SingleStoreDispatch)
     /// Everything else: a run, once given its completion.
     case run(Plan)
@@ -107,19 +105,15 @@ final class DispatchRun: OperationCompletionHandler {
     context: ThreadContext
   ) throws(DispatchError) -> Prepared {
     let actionType = action.routingType
-    var middleware = MiddlewareList.Borrowed.empty
-    // A middleware list the thread kept and no longer needs, released after the lock.
-    var released: MiddlewareList?
+    // The registry's list as it is now, retained for this dispatch only: once `unregister(middleware:)` returned,
+    // only dispatches already running hold a middleware it removed.
+    var middleware = MiddlewareList()
     // The store named, or the only store handling the action; or every store handling it.
     let lookup = dispatcher.registry.withLock { registry -> StoreLookup in
-      middleware = context.lendMiddleware(registry.middleware, releasing: &released)
+      middleware = registry.middleware
       guard let storeIdentifier else { return registry.routes.lookup(actionType, generation: registry.generation) }
       return StoreLookup(registry.stores[storeIdentifier])
     }
-    withExtendedLifetime(released) {}
-    // A run keeps an owned copy of the list; the loan ends here unless a single-store dispatch takes it.
-    var loanTaken = false
-    defer { if !loanTaken && !middleware.isEmpty { context.endMiddlewareLoan() } }
     let targets: [StoreEntry]
     // The wait list of the first store, once asked.
     var firstWaits: [String]?
@@ -132,7 +126,6 @@ final class DispatchRun: OperationCompletionHandler {
         // The common case: one store that waits for nobody.
         let waits = store.withKind { $0.waitList(of: $1, for: action) }
         if waits.isEmpty {
-          loanTaken = true
           return .single(
             SingleStoreDispatch(
               store: store, action: action, dispatcherID: ObjectIdentifier(dispatcher), middleware: middleware,
@@ -207,7 +200,7 @@ final class DispatchRun: OperationCompletionHandler {
     }
     return .run(
       Plan(
-        dispatcherID: ObjectIdentifier(dispatcher), action: action, middleware: middleware.owned(),
+        dispatcherID: ObjectIdentifier(dispatcher), action: action, middleware: middleware,
         placement: placement, targets: targets, graph: graph))
   }
 

@@ -1,10 +1,10 @@
-/// The middleware a dispatch calls, in registration order: owned by the registry, a ``DispatchRun`` or a thread's
-/// ``ThreadContext``.
+/// The middleware a dispatch calls, in registration order: owned by the registry, and by each dispatch while it
+/// runs.
 ///
-/// The list is one immutable ``Snapshot``, replaced whole when a middleware is added or removed. So a copy of the
-/// list costs one retain, a thread can tell whether the list it kept from its last dispatch is still the registry's
-/// by identity, and a dispatch can call the middleware of a list someone else holds through a ``Borrowed`` view,
-/// with no retain at all.
+/// The list is one immutable ``Snapshot``, replaced whole when a middleware is added or removed. So a dispatch
+/// takes the list with one retain, under the registry's lock, and keeps calling the middleware it started with
+/// while the registry changes. Once the registry replaced its list and the dispatches that took the old one
+/// finished, nothing holds the old one: a removed middleware is released then.
 ///
 /// Each middleware sits in a small box of its own, made once when it is registered, so that a dispatch can call it
 /// through a borrowed reference: iterating an array of `any Middleware` retains and releases each element around
@@ -34,26 +34,10 @@ struct MiddlewareList: Sendable {
     }
   }
 
-  /// A list seen without owning it: valid only while an owner keeps the list, and never kept beyond that.
-  ///
-  /// Whoever makes one must keep an owner of the list for as long as the view is used; code that keeps a dispatch
-  /// for later (a late completion, a hop to the main queue) takes an owned copy with ``owned()`` first.
-  struct Borrowed: Sendable {
+  /// A list seen without owning it, to call its middleware without retaining each: valid only while an owner
+  /// keeps the list, and never kept beyond that.
+  struct Borrowed {
     fileprivate let snapshot: Unmanaged<Snapshot>?
-
-    static var empty: Borrowed { Borrowed(snapshot: nil) }
-
-    var isEmpty: Bool { snapshot == nil }
-
-    var needsDuration: Bool {
-      guard let snapshot else { return false }
-      return snapshot._withUnsafeGuaranteedRef { $0.needsDuration }
-    }
-
-    /// An owned copy of the list: one retain.
-    func owned() -> MiddlewareList {
-      MiddlewareList(snapshot: snapshot?.takeUnretainedValue())
-    }
 
     /// Calls `body` with each middleware in order, borrowed.
     @inline(__always)
@@ -74,26 +58,12 @@ struct MiddlewareList: Sendable {
 
   init() {}
 
-  private init(snapshot: Snapshot?) {
-    self.snapshot = snapshot
-  }
-
   var isEmpty: Bool { snapshot == nil }
 
   var needsDuration: Bool { snapshot?.needsDuration ?? false }
 
   /// A view of this list, valid while this list (or another owner of it) is kept.
   var borrowed: Borrowed { Borrowed(snapshot: snapshot.map { Unmanaged.passUnretained($0) }) }
-
-  /// Whether this is the very list `other` is, not only an equal one.
-  ///
-  /// An owner keeps its snapshot, so no other snapshot can be made at its address meanwhile.
-  func isIdentical(to other: MiddlewareList) -> Bool { snapshot === other.snapshot }
-
-  /// Moves the list out, leaving this one empty: the caller owns it without a retain.
-  mutating func take() -> MiddlewareList {
-    MiddlewareList(snapshot: snapshot.take())
-  }
 
   /// Appends `entry` unless its middleware instance is already in the list; returns what the caller releases after
   /// its lock: the replaced list, or `entry` if it was not appended.

@@ -12,8 +12,8 @@ struct SingleStoreDispatch: Sendable {
   let store: StoreEntry
   let action: any ActionType
   let dispatcherID: ObjectIdentifier
-  /// Valid while the dispatch runs on its thread; kept beyond that only by code that owns a copy (``owned()``).
-  let middleware: MiddlewareList.Borrowed
+  /// The registry's list when the dispatch was prepared.
+  let middleware: MiddlewareList
   let placement: DispatchRun.Placement
 
   /// The identifier of the transaction middleware sees, and when its operation started: what a
@@ -42,10 +42,8 @@ struct SingleStoreDispatch: Sendable {
   {
     if case .main(let mainQueue) = placement, !mainQueue.isCurrent {
       let onComplete = makeCompletion()
-      // The hop outlives this call, and so the loan of the middleware list: it keeps a copy of its own.
-      let middlewareOwner = middleware.owned()
       mainQueue.schedule { [self] in
-        let outcome = withExtendedLifetime(middlewareOwner) { run(completion: { onComplete }) }
+        let outcome = run(completion: { onComplete })
         if case .finished(let result) = outcome { onComplete?(result) }
       }
       return .later
@@ -113,7 +111,7 @@ struct SingleStoreDispatch: Sendable {
 
   /// Calls `willDispatch`, or `didDispatch` once `transaction` finished, on every middleware.
   private func tellMiddleware(_ transaction: Transaction) {
-    store.withKind { $0.tell(middleware, about: transaction, in: $1) }
+    store.withKind { $0.tell(middleware.borrowed, about: transaction, in: $1) }
   }
 
   /// Asks the reducer for the operation and starts it; registers a late completion if it did not finish.
@@ -168,8 +166,6 @@ struct SingleStoreDispatch: Sendable {
 /// delivers its result: to the completion, or to the `.sync` caller waiting on `waiter`.
 final class LateCompletion: OperationCompletionHandler {
   private let dispatch: SingleStoreDispatch
-  /// Keeps the list `dispatch.middleware` views: the completion outlives the dispatch's loan of it.
-  private let middlewareOwner: MiddlewareList
   private let watch: SingleStoreDispatch.Watch?
   private let onComplete: Dispatcher.Completion?
   /// What a `.sync` dispatch waits on, when there is no completion.
@@ -182,7 +178,6 @@ final class LateCompletion: OperationCompletionHandler {
     waiter: DispatchSemaphore?
   ) {
     self.dispatch = dispatch
-    self.middlewareOwner = dispatch.middleware.owned()
     self.watch = watch
     self.onComplete = onComplete
     self.waiter = waiter

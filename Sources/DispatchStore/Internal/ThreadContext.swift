@@ -8,7 +8,7 @@
 
 /// Per-thread bookkeeping: which dispatchers are running an operation on this thread (to refuse re-entrant
 /// `.sync` dispatch), the transaction identifiers it hands out, and whether this thread is the library's main
-/// run-loop thread.
+/// run-loop thread. It keeps no reference to anything a user registered.
 ///
 /// Each instance is reachable only from its own thread through a pthread key, so it needs no lock; it is not
 /// `Sendable` and never leaves its thread. For the same reason its properties skip the runtime's dynamic exclusivity
@@ -23,14 +23,6 @@ final class ThreadContext {
   @exclusivity(unchecked) private var runningDispatchers = RunningStack()
   /// The transaction identifiers this thread hands out next.
   @exclusivity(unchecked) var transactionIDs = TransactionIDBlock()
-  /// The middleware list of this thread's last dispatch with middleware, kept so that the next dispatch can borrow
-  /// it instead of retaining the registry's (see ``lendMiddleware(_:releasing:)``).
-  @exclusivity(unchecked) private var middleware = MiddlewareList()
-  /// Lists lent while ``middleware`` could not be replaced, kept until no dispatch on this thread borrows any.
-  @exclusivity(unchecked) private var middlewareHeldAside: [MiddlewareList] = []
-  /// How many dispatches on this thread are using a list it keeps through a borrowed view; while any is, no list
-  /// is released or replaced.
-  @exclusivity(unchecked) private var middlewareBorrows = 0
   /// The run-loop thread this thread is, if it is one.
   @exclusivity(unchecked) var mainRunLoopThread: MainRunLoopThread?
   /// Marks the start of user code that is not an operation in `runningDispatchers`; no dispatcher has this
@@ -65,45 +57,6 @@ final class ThreadContext {
   @inline(__always)
   func nextTransactionID() -> TransactionID {
     TransactionID(rawValue: transactionIDs.take(now: TransactionID.now()))
-  }
-
-  /// Lends a dispatch on this thread the registry's middleware `list`; call it under the registry's lock.
-  ///
-  /// If `list` is the one this thread kept, the dispatch borrows it: no retain. Otherwise this thread keeps `list`
-  /// from now on (one retain per change of the registry's list) and the dispatch borrows that. If an outer dispatch
-  /// on this thread is still borrowing the kept list, the new one is held aside until no dispatch borrows any.
-  /// A dispatch lent a list that is not empty gives it back with ``endMiddlewareLoan()``.
-  ///
-  /// A list this thread no longer needs is moved to `released`, for the caller to release after its lock: its
-  /// middleware may run user code when they go.
-  @inline(__always)
-  func lendMiddleware(_ list: MiddlewareList, releasing released: inout MiddlewareList?) -> MiddlewareList.Borrowed {
-    if list.isEmpty {
-      if !middleware.isEmpty && middlewareBorrows == 0 { released = middleware.take() }
-      return .empty
-    }
-    middlewareBorrows += 1
-    if list.isIdentical(to: middleware) { return middleware.borrowed }
-    if middlewareBorrows == 1 {
-      released = middleware.take()
-      middleware = list
-      return middleware.borrowed
-    }
-    middlewareHeldAside.append(list)
-    return list.borrowed
-  }
-
-  /// Gives back a list ``lendMiddleware(_:releasing:)`` lent.
-  @inline(__always)
-  func endMiddlewareLoan() {
-    middlewareBorrows -= 1
-    if middlewareBorrows == 0 && !middlewareHeldAside.isEmpty { releaseHeldAside() }
-  }
-
-  private func releaseHeldAside() {
-    let released = middlewareHeldAside
-    middlewareHeldAside = []
-    withExtendedLifetime(released) {}
   }
 
   /// Whether an operation of `dispatcher` is starting on this thread, outside any user code that is not an
