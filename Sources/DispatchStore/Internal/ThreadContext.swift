@@ -6,9 +6,12 @@
   import Darwin
 #endif
 
-/// Per-thread bookkeeping: which dispatchers are running an operation on this thread (to refuse re-entrant
-/// `.sync` dispatch), the transaction identifiers it hands out, and whether this thread is the library's main
-/// run-loop thread. It keeps no reference to anything a user registered.
+/// Per-thread bookkeeping: which dispatchers are running an operation on this thread, and what else a dispatch
+/// needs to know about its thread.
+///
+/// It records the running dispatchers (to refuse re-entrant `.sync` dispatch), the transaction identifiers the
+/// thread hands out, and whether the thread is one of the library's run-loop threads. It keeps no reference to
+/// anything a user registered.
 ///
 /// Each instance is reachable only from its own thread through a pthread key, so it needs no lock; it is not
 /// `Sendable` and never leaves its thread. For the same reason its properties skip the runtime's dynamic exclusivity

@@ -71,8 +71,9 @@ struct MiddlewareLifetimeTests {
     #expect(box.object == nil)
   }
 
-  /// Once `unregister(middleware:)` returned, nothing of the dispatcher's holds a middleware that no transaction
-  /// is running through: neither the dispatcher nor the threads that dispatched through it. The dispatch here
+  /// Once `unregister(middleware:)` returned, nothing holds a middleware that no transaction is running through.
+  ///
+  /// Neither the dispatcher nor the threads that dispatched through it keep it. The dispatch here
   /// finished (its completion ran after the dispatch let its list go), so the middleware is released at once.
   @Test(arguments: Dispatcher.Mode.allCases)
   func removedMiddlewareIsReleasedWhenUnregisterReturns(mode: Dispatcher.Mode) async throws {
