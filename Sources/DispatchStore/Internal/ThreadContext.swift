@@ -27,7 +27,7 @@ final class ThreadContext {
   /// The transaction identifiers this thread hands out next.
   @exclusivity(unchecked) var transactionIDs = TransactionIDBlock()
   /// The run-loop thread this thread is, if it is one.
-  @exclusivity(unchecked) var mainRunLoopThread: MainRunLoopThread?
+  @exclusivity(unchecked) var mainRunLoopThread: RunLoopThreadCore?
   /// Marks the start of user code that is not an operation in `runningDispatchers`; no dispatcher has this
   /// identifier.
   private static var barrier: ObjectIdentifier {

@@ -1,4 +1,5 @@
 import CoreFoundation
+import Dispatch
 import Foundation
 import Synchronization
 
@@ -27,6 +28,9 @@ import Synchronization
 /// before it goes back to its run loop to sleep. Work scheduled meanwhile starts within a microsecond or so,
 /// instead of waiting for the kernel to wake a sleeping thread, which takes about 25 µs on a virtual machine.
 ///
+/// The thread ends when ``stop()`` is called or the object is released, once the work scheduled before has run;
+/// ``shared`` lives as long as the process.
+///
 /// > Important: Never block this thread waiting for work that is itself scheduled on it (for example a `.sync`
 /// > dispatch whose operation finishes on the main run-loop thread): that work cannot run until you return.
 public final class MainRunLoopThread: Sendable {
@@ -37,6 +41,8 @@ public final class MainRunLoopThread: Sendable {
   public let name: String
   /// How long the thread polls for more work after running out, before it sleeps.
   public let idlePolling: Duration
+  /// What the OS thread runs and holds: never this object, so that releasing it ends the thread.
+  let core: RunLoopThreadCore
 
   /// Creates a new run-loop thread; it starts on first use.
   /// - Parameters:
@@ -47,38 +53,26 @@ public final class MainRunLoopThread: Sendable {
     self.name = name
     self.idlePolling = idlePolling
     let (seconds, attoseconds) = max(idlePolling, .zero).components
-    self.idlePollingNanoseconds = UInt64(seconds) &* 1_000_000_000 &+ UInt64(attoseconds / 1_000_000_000)
+    core = RunLoopThreadCore(
+      name: name,
+      idlePollingNanoseconds: UInt64(seconds) &* 1_000_000_000 &+ UInt64(attoseconds / 1_000_000_000))
+  }
+
+  deinit {
+    core.stop()
   }
 
   /// Whether the calling thread is this run-loop thread.
   public var isCurrent: Bool {
-    ThreadContext.current.mainRunLoopThread === self
+    ThreadContext.current.mainRunLoopThread === core
   }
 
   /// Schedules `work` to run on this thread after the work scheduled before it.
   ///
   /// - Parameter work: The closure to run. It runs on this thread even when called from it (it is then queued,
-  ///   not run inline).
+  ///   not run inline). If the thread was stopped, a new one starts for it.
   public func schedule(_ work: @escaping @Sendable () -> Void) {
-    let action = state.withLock { state -> WakeAction in
-      state.pending.append(work)
-      switch state.phase {
-      case .notStarted:
-        state.phase = .starting
-        return .start
-      case .starting, .draining:
-        return .none
-      case .idle(let runLoop):
-        state.phase = .draining
-        return .wake(runLoop)
-      }
-    }
-    scheduledCount.add(1, ordering: .releasing)
-    switch action {
-    case .none: break
-    case .start: startThread()
-    case .wake(let runLoop): wake(runLoop.value)
-    }
+    core.schedule(work)
   }
 
   /// Runs `work` on this thread: at once if called from it, otherwise scheduled.
@@ -87,12 +81,23 @@ public final class MainRunLoopThread: Sendable {
     if isCurrent { work() } else { schedule(work) }
   }
 
-  // MARK: - Implementation
+  /// Ends the OS thread once the work scheduled so far has run; returns at once.
+  ///
+  /// Nothing scheduled is dropped: work scheduled after this call starts a new thread. Releasing the object stops
+  /// the thread too.
+  public func stop() {
+    core.stop()
+  }
+}
 
+/// The state and the loop of one ``MainRunLoopThread``'s OS thread.
+///
+/// Decisions are made under the lock by ``State``; starting, waking and running work happen after it.
+final class RunLoopThreadCore: Sendable {
   /// The thread's run loop, to be woken from other threads.
   ///
-  /// `@unchecked Sendable`: only `CFRunLoopPerformBlock` and `CFRunLoopWakeUp` are called on it from other
-  /// threads, and Core Foundation documents both as thread-safe.
+  /// `@unchecked Sendable`: only `CFRunLoopPerformBlock`, `CFRunLoopWakeUp` and `CFRunLoopStop` are called on it
+  /// from other threads, and Core Foundation documents them as thread-safe.
   struct RunLoopReference: @unchecked Sendable {
     let value: CFRunLoop
   }
@@ -115,32 +120,113 @@ public final class MainRunLoopThread: Sendable {
   struct State {
     var phase = Phase.notStarted
     var pending = FIFOQueue<@Sendable () -> Void>()
+    /// The thread ends at the end of its current drain, once nothing is pending.
+    var stopRequested = false
+
+    /// Appends `work`; returns what the caller does after the lock.
+    mutating func schedule(_ work: @escaping @Sendable () -> Void) -> WakeAction {
+      pending.append(work)
+      switch phase {
+      case .notStarted:
+        phase = .starting
+        return .start
+      case .starting, .draining:
+        return .none
+      case .idle(let runLoop):
+        phase = .draining
+        return .wake(runLoop)
+      }
+    }
+
+    /// Asks a running thread to end; returns the loop to wake if it sleeps.
+    mutating func stop() -> RunLoopReference? {
+      switch phase {
+      case .notStarted:
+        return nil
+      case .starting, .draining:
+        stopRequested = true
+        return nil
+      case .idle(let runLoop):
+        stopRequested = true
+        phase = .draining
+        return runLoop
+      }
+    }
+
+    /// What a drain that found nothing pending does.
+    enum Idle {
+      case run(@Sendable () -> Void)
+      case sleep
+      case exit
+    }
+
+    /// The drain found nothing pending: run late work, go idle on `runLoop`, or end the thread.
+    mutating func drainFoundNothing(runLoop: RunLoopReference) -> Idle {
+      if let work = pending.popFirst() { return .run(work) }
+      if stopRequested {
+        stopRequested = false
+        phase = .notStarted  // The next `schedule` starts a new thread.
+        return .exit
+      }
+      phase = .idle(runLoop)
+      return .sleep
+    }
   }
 
+  let name: String
   private let state = LockedValue(State())
   /// Incremented after each ``schedule(_:)`` appended its work, so that a polling drain sees new work without
   /// taking the lock.
   private let scheduledCount = Atomic<UInt64>(0)
   private let idlePollingNanoseconds: UInt64
+  /// Signalled when a thread of this core ended its loop: tests wait on it.
+  let exited = DispatchSemaphore(value: 0)
+
+  init(name: String, idlePollingNanoseconds: UInt64) {
+    self.name = name
+    self.idlePollingNanoseconds = idlePollingNanoseconds
+  }
+
+  func schedule(_ work: @escaping @Sendable () -> Void) {
+    let action = state.withLock { $0.schedule(work) }
+    scheduledCount.add(1, ordering: .releasing)
+    switch action {
+    case .none: break
+    case .start: startThread()
+    case .wake(let runLoop): wake(runLoop.value)
+    }
+  }
+
+  func stop() {
+    if let runLoop = state.withLock({ $0.stop() }) { wake(runLoop.value) }
+  }
 
   private func startThread() {
+    // The thread holds this core, not the `MainRunLoopThread`: releasing that one stops the thread.
     let thread = Thread { [self] in
-      ThreadContext.current.mainRunLoopThread = self
+      let context = ThreadContext.current
+      context.mainRunLoopThread = self
       let runLoop = RunLoop.current
       // A timer far in the future keeps the loop alive when no work is pending.
-      runLoop.add(Timer(timeInterval: 1_000_000_000, repeats: true) { _ in }, forMode: .default)
-      drain(runLoop: RunLoopReference(value: CFRunLoopGetCurrent()))
-      while true {
+      let keepAlive = Timer(timeInterval: 1_000_000_000, repeats: true) { _ in }
+      runLoop.add(keepAlive, forMode: .default)
+      var running = drain(runLoop: RunLoopReference(value: CFRunLoopGetCurrent()))
+      while running {
         _ = runLoop.run(mode: .default, before: .distantFuture)
+        running = context.mainRunLoopThread != nil
       }
+      keepAlive.invalidate()
+      exited.signal()
     }
     thread.name = name
     thread.stackSize = 1 << 20
     thread.start()
   }
 
-  /// Runs every pending item, polls for more for `idlePolling`, then marks the loop idle.
-  private func drain(runLoop: RunLoopReference) {
+  /// Runs every pending item, polls for more for `idlePolling`, then marks the loop idle; returns `false` if the
+  /// thread is to end.
+  @discardableResult
+  private func drain(runLoop: RunLoopReference) -> Bool {
     while true {
       // Read before looking at the queue: work scheduled after this changes the count.
       let seen = scheduledCount.load(ordering: .acquiring)
@@ -149,13 +235,16 @@ public final class MainRunLoopThread: Sendable {
         continue
       }
       if pollForWork(scheduledCountWas: seen) { continue }
-      let next = state.withLock { state -> (@Sendable () -> Void)? in
-        if let work = state.pending.popFirst() { return work }
-        state.phase = .idle(runLoop)
-        return nil
+      switch state.withLock({ $0.drainFoundNothing(runLoop: runLoop) }) {
+      case .run(let work):
+        work()
+      case .sleep:
+        return true
+      case .exit:
+        ThreadContext.current.mainRunLoopThread = nil
+        CFRunLoopStop(runLoop.value)
+        return false
       }
-      guard let next else { return }
-      next()
     }
   }
 

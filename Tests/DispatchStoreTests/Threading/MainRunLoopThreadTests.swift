@@ -1,7 +1,9 @@
 import Dispatch
-import DispatchStore
+import Foundation
 import Synchronization
 import Testing
+
+@testable import DispatchStore
 
 @Suite("MainRunLoopThread", .timeLimit(.minutes(1)))
 struct MainRunLoopThreadTests {
@@ -49,6 +51,90 @@ struct MainRunLoopThreadTests {
     #expect(!queue.isCurrent)
   }
 }
+
+#if os(Linux)
+  /// A `MainRunLoopThread` owns an OS thread only while it is in use: stopping or releasing it ends the thread.
+  @Suite("MainRunLoopThread lifetime", .timeLimit(.minutes(1)))
+  struct MainRunLoopThreadLifetimeTests {
+    /// Twenty threads, each stopped or released after running work: each OS thread ends, checked by its kernel
+    /// thread identifier (other tests start threads meanwhile, so the process's thread count proves nothing).
+    @Test(arguments: [true, false])
+    func stoppedOrReleasedThreadsEndTheirOSThreads(explicitly: Bool) {
+      var threads: [MainRunLoopThread] = (0..<20).map { MainRunLoopThread(name: "test.end.\($0)") }
+      let cores = threads.map(\.core)
+      let identifiers = Locked<[String]>([])
+      let ran = DispatchSemaphore(value: 0)
+      for thread in threads {
+        thread.schedule {
+          identifiers.withLock { $0.append(currentTaskIdentifier()) }
+          ran.signal()
+        }
+      }
+      for _ in threads { ran.wait() }
+      let started = identifiers.withLock { $0 }
+      #expect(started.allSatisfy(taskExists))
+
+      if explicitly {
+        for thread in threads { thread.stop() }
+      } else {
+        threads.removeAll()
+      }
+      for core in cores { core.exited.wait() }
+
+      // The loops ended; only the kernel's reaping of each thread remains.
+      for identifier in started { #expect(taskEnds(identifier)) }
+      withExtendedLifetime(threads) {}
+    }
+
+    /// Work scheduled before `stop()` all runs; work scheduled after it starts a new OS thread, which is current.
+    @Test func stopRunsWorkScheduledBeforeAndRestartsForWorkAfter() {
+      let thread = MainRunLoopThread(name: "test.restart", idlePolling: .zero)
+      let seen = Locked<[Int]>([])
+      let done = DispatchSemaphore(value: 0)
+      for value in 0..<100 {
+        thread.schedule {
+          seen.withLock { $0.append(value) }
+          if value == 99 { done.signal() }
+        }
+      }
+      thread.stop()
+      done.wait()
+      thread.core.exited.wait()
+      #expect(seen.withLock { $0 } == Array(0..<100))
+
+      let current = Locked<Bool?>(nil)
+      thread.schedule {
+        current.withLock { $0 = thread.isCurrent }
+        done.signal()
+      }
+      done.wait()
+      #expect(current.withLock { $0 } == true)
+      thread.stop()
+      thread.core.exited.wait()
+    }
+  }
+
+  /// The calling thread's kernel thread identifier, as `/proc/thread-self` names it (`gettid` is not imported).
+  private func currentTaskIdentifier() -> String {
+    let path = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self")) ?? ""
+    return String(path.split(separator: "/").last ?? "")
+  }
+
+  /// Whether the kernel still lists the thread `identifier` in this process.
+  private func taskExists(_ identifier: String) -> Bool {
+    FileManager.default.fileExists(atPath: "/proc/self/task/\(identifier)")
+  }
+
+  /// Whether the thread `identifier`, whose loop ended, is gone once the kernel reaped it: a bounded number of
+  /// yields, not a sleep, since nothing in the process can signal a thread's last instruction.
+  private func taskEnds(_ identifier: String) -> Bool {
+    for _ in 0..<100_000 {
+      if !taskExists(identifier) { return true }
+      sched_yield()
+    }
+    return false
+  }
+#endif
 
 /// The test runner has an `async` main, which services `DispatchQueue.main`: on Linux through `dispatchMain()`, so
 /// that a thread of Dispatch's pool, not the main thread, runs the main queue's work.
