@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Routes actions to the stores registered with it, runs their operations in one of four ``Mode``s, and lets
 /// middleware see every transaction.
@@ -39,6 +40,9 @@ public final class Dispatcher: Sendable {
   public let mainQueue: MainQueue
 
   let registry = LockedValue(Registry())
+  /// How many stores were removed so far, readable without the registry's lock: a store about to start in a
+  /// dispatch checks that it is still registered only when this changed since the dispatch was prepared.
+  let unregistrations = Atomic<UInt64>(0)
   let serialLane: Lane
   let mainLane: Lane
 
@@ -72,6 +76,9 @@ public final class Dispatcher: Sendable {
   }
 
   /// Removes the store registered under `identifier`, and only that store.
+  ///
+  /// A dispatch in flight does not start the store if it had not started it yet, as if it had never responded;
+  /// stores waiting for it go on without it. If its operation is already running, it finishes normally.
   /// - Parameter identifier: The identifier of the store to remove.
   /// - Returns: The removed store, or `nil` if none was registered under `identifier`.
   @discardableResult
@@ -79,6 +86,8 @@ public final class Dispatcher: Sendable {
     registry.withLock { registry in
       guard let entry = registry.stores.removeValue(forKey: identifier) else { return nil }
       registry.generation &+= 1
+      registry.unregistrations &+= 1
+      unregistrations.store(registry.unregistrations, ordering: .relaxed)
       registry.routes.remove(entry.store, for: entry.actionType)
       return entry.anyStore
     }
@@ -141,4 +150,6 @@ struct Registry {
   var middleware = MiddlewareList()
   /// Changes whenever a store is registered or removed, so that cached wait graphs are rebuilt.
   var generation: UInt64 = 0
+  /// How many stores were removed so far; mirrored in ``Dispatcher/unregistrations``.
+  var unregistrations: UInt64 = 0
 }

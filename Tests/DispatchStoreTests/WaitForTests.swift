@@ -31,6 +31,74 @@ struct WaitForTests {
     #expect([country, city, price].allSatisfy { $0.model.count == 1 })
   }
 
+  /// A store removed by an earlier store's operation during the dispatch does not start in it.
+  ///
+  /// The stores waiting for it go on, and the dispatch succeeds. With `increaseLater` the removed store is reached from the thread that
+  /// finished the earlier operation, with `increase` from the dispatching thread.
+  @Test(arguments: Dispatcher.Mode.allCases, [CounterAction.increase(1), .increaseLater(1)])
+  func storeRemovedDuringADispatchDoesNotStartInIt(mode: Dispatcher.Mode, action: CounterAction) async throws {
+    let dispatcher = Dispatcher()
+    let log = StartLog()
+    let first = makeCounterStore(
+      "first",
+      onStart: { _, store in
+        log.record(store)
+        dispatcher.unregister(identifier: "removed")
+      })
+    let removedReducer = CounterReducer(waits: { _ in ["first"] }, onStart: { _, s in log.record(s) })
+    let removed = Store(identifier: "removed", model: Counter(), reducer: removedReducer)
+    let last = makeCounterStore("last", waits: { _ in ["removed"] }, onStart: { _, s in log.record(s) })
+    for store in [first, removed, last] { try dispatcher.register(store: store) }
+
+    try await dispatcher.dispatch(action: action, mode: mode)
+
+    #expect(log.starts.withLock { $0 } == ["first", "last"])
+    #expect(removedReducer.asked.withLock { $0 }.isEmpty)
+    #expect([first.model.count, removed.model.count, last.model.count] == [1, 0, 1])
+  }
+
+  /// A store whose running operation removes it finishes normally: its change stays and the dispatch succeeds.
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func storeRemovedWhileItsOperationRunsFinishesNormally(mode: Dispatcher.Mode) async throws {
+    let dispatcher = Dispatcher()
+    let first = makeCounterStore("first")
+    let leaving = makeCounterStore(
+      "leaving", waits: { _ in ["first"] }, onStart: { _, store in dispatcher.unregister(identifier: store.identifier) }
+    )
+    for store in [first, leaving] { try dispatcher.register(store: store) }
+
+    try await dispatcher.dispatch(action: CounterAction.increaseLater(2), mode: mode)
+
+    #expect(dispatcher.storeIdentifiers == ["first"])
+    #expect([first.model.count, leaving.model.count] == [2, 2])
+  }
+
+  /// A wait target registered while the dispatch asks for wait lists takes part in the dispatch: the waiting store
+  /// starts after it, rather than treating it as a store that does not respond.
+  @Test func waitTargetRegisteredWhilePreparingTakesPart() throws {
+    let dispatcher = Dispatcher()
+    let log = StartLog()
+    let target = makeCounterStore("target", onStart: { _, s in log.record(s) })
+    let registered = Locked(false)
+    let waiting = makeCounterStore(
+      "waiting",
+      waits: { _ in
+        // The first time it is asked, the store it names joins the dispatcher, as another thread might.
+        if !registered.withLock({ $0 }) {
+          registered.withLock { $0 = true }
+          try? dispatcher.register(store: target)
+        }
+        return ["target"]
+      },
+      onStart: { _, s in log.record(s) })
+    try dispatcher.register(store: waiting)
+
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+
+    #expect(log.starts.withLock { $0 } == ["target", "waiting"])
+    #expect([target.model.count, waiting.model.count] == [1, 1])
+  }
+
   @Test func dependentSeesTheModelOfTheStoreItWaitedFor() throws {
     let dispatcher = Dispatcher()
     let seen = Locked<Int?>(nil)

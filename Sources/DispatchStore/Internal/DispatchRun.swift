@@ -86,6 +86,10 @@ final class DispatchRun: OperationCompletionHandler {
 
   /// A run's stores, wait graph and middleware, checked and ready to start.
   struct Plan {
+    /// Asked, when a store is about to start, whether it is still registered.
+    fileprivate let dispatcher: Dispatcher
+    /// ``Dispatcher/unregistrations`` when the stores were looked up: while it is unchanged, every store is.
+    fileprivate let unregistrations: UInt64
     fileprivate let dispatcherID: ObjectIdentifier
     fileprivate let action: any ActionType
     fileprivate let middleware: MiddlewareList
@@ -97,6 +101,11 @@ final class DispatchRun: OperationCompletionHandler {
   }
 
   /// Prepares a dispatch, or returns the error that forbids running any operation.
+  ///
+  /// The stores and their wait targets are decided against one state of the registry. If a store is registered or
+  /// removed while the reducers' wait lists are being asked (user code, outside the lock), and a wait target is
+  /// not among the responding stores, the dispatch is prepared again: a store registered meanwhile either takes
+  /// part or is known not to handle the action.
   static func prepare(
     dispatcher: Dispatcher,
     storeIdentifier: String?,
@@ -108,9 +117,13 @@ final class DispatchRun: OperationCompletionHandler {
     // The registry's list as it is now, retained for this dispatch only: once `unregister(middleware:)` returned,
     // only dispatches already running hold a middleware it removed.
     var middleware = MiddlewareList()
+    var lookupGeneration: UInt64 = 0
+    var unregistrations: UInt64 = 0
     // The store named, or the only store handling the action; or every store handling it.
     let lookup = dispatcher.registry.withLock { registry -> StoreLookup in
       middleware = registry.middleware
+      lookupGeneration = registry.generation
+      unregistrations = registry.unregistrations
       guard let storeIdentifier else { return registry.routes.lookup(actionType, generation: registry.generation) }
       return StoreLookup(registry.stores[storeIdentifier])
     }
@@ -176,12 +189,25 @@ final class DispatchRun: OperationCompletionHandler {
       graph = kept.graph
     } else if let waitLists {
       let identifiers = targets.map(\.identifier)
-      // Asked only about identifiers that no responding store has.
-      let isRegistered = { (identifier: String) in
-        dispatcher.registry.withLock { $0.stores[identifier] != nil }
+      // Asked only about identifiers that no responding store has: about the registry the stores came from.
+      var registryChanged = false
+      let isRegistered = { (identifier: String) -> Bool in
+        dispatcher.registry.withLock { registry in
+          guard registry.generation == lookupGeneration else {
+            registryChanged = true
+            return true
+          }
+          return registry.stores[identifier] != nil
+        }
+      }
+      let outcome = WaitGraph.make(identifiers: identifiers, waitLists: waitLists, isRegistered: isRegistered)
+      if registryChanged {
+        return try prepare(
+          dispatcher: dispatcher, storeIdentifier: storeIdentifier, action: action, placement: placement,
+          context: context)
       }
       let made: WaitGraph
-      switch WaitGraph.make(identifiers: identifiers, waitLists: waitLists, isRegistered: isRegistered) {
+      switch outcome {
       case .failure(let error):
         throw error
       case .success(let graph):
@@ -200,7 +226,8 @@ final class DispatchRun: OperationCompletionHandler {
     }
     return .run(
       Plan(
-        dispatcherID: ObjectIdentifier(dispatcher), action: action, middleware: middleware,
+        dispatcher: dispatcher, unregistrations: unregistrations, dispatcherID: ObjectIdentifier(dispatcher),
+        action: action, middleware: middleware,
         placement: placement, targets: targets, graph: graph))
   }
 
@@ -346,6 +373,9 @@ final class DispatchRun: OperationCompletionHandler {
   private func startAlone(
     _ index: Int, of store: AnyObject, kind: StoreKind, context: ThreadContext, state alone: inout State
   ) -> AloneStep {
+    if wasUnregistered(store, kind: kind) {
+      return .finished(handedOff: alone.finish(index, failure: nil, takeFirstReady: true).handedOff)
+    }
     if !plan.middleware.isEmpty {
       alone.nodes[index] = tellMiddlewareStarting(of: store, kind: kind, context: context)
     }
@@ -374,6 +404,9 @@ final class DispatchRun: OperationCompletionHandler {
   }
 
   private func startOperation(_ index: Int, of store: AnyObject, kind: StoreKind, context: ThreadContext) {
+    if wasUnregistered(store, kind: kind) {
+      return afterOperationFinished(index, of: store, kind: kind, error: nil, onStartingThread: true, skipped: true)
+    }
     if !plan.middleware.isEmpty {
       let node = tellMiddlewareStarting(of: store, kind: kind, context: context)
       state.withLock { $0.nodes[index] = node }
@@ -385,6 +418,16 @@ final class DispatchRun: OperationCompletionHandler {
     case .failed(let error):
       afterOperationFinished(index, of: store, kind: kind, error: error, onStartingThread: true)
     }
+  }
+
+  /// Whether `store` was removed from the dispatcher after this dispatch was prepared.
+  ///
+  /// Such a store does not start, as Flux skips a callback removed during a dispatch. While no store was removed
+  /// since the dispatch was prepared, this is one atomic load.
+  private func wasUnregistered(_ store: AnyObject, kind: StoreKind) -> Bool {
+    guard plan.dispatcher.unregistrations.load(ordering: .relaxed) != plan.unregistrations else { return false }
+    let identifier = kind.identifier(of: store)
+    return plan.dispatcher.registry.withLock { $0.stores[identifier]?.store !== store }
   }
 
   /// Takes a transaction identifier (and start time, if a middleware needs durations) for a store about to handle
@@ -437,11 +480,15 @@ final class DispatchRun: OperationCompletionHandler {
   ///
   /// `onStartingThread`: called by the thread that is starting nodes, right after this node's start returned.
   private func afterOperationFinished(
-    _ index: Int, of store: AnyObject, kind: StoreKind, error: (any Error)?, onStartingThread: Bool
+    _ index: Int, of store: AnyObject, kind: StoreKind, error: (any Error)?, onStartingThread: Bool,
+    skipped: Bool = false
   ) {
-    let watch = plan.middleware.isEmpty ? nil : state.withLock { $0.nodes[index] }
-    let assignedID = announce(
-      index, of: store, kind: kind, error: error, watch: watch, hidingRunningDispatchers: onStartingThread)
+    let watch = plan.middleware.isEmpty || skipped ? nil : state.withLock { $0.nodes[index] }
+    let assignedID =
+      skipped
+      ? nil
+      : announce(
+        index, of: store, kind: kind, error: error, watch: watch, hidingRunningDispatchers: onStartingThread)
     let failure = error.map {
       OperationFailure(
         storeIdentifier: kind.identifier(of: store), transactionID: assignedID ?? TransactionID.next(), error: $0)
