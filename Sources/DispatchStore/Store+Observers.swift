@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 
 extension Store {
@@ -8,7 +9,8 @@ extension Store {
   /// - Parameters:
   ///   - observer: The object whose lifetime bounds the registration; also the key for ``unregister(observer:)``.
   ///   - delivery: Where `onChange` runs: on the main thread (default) or synchronously on the finishing thread.
-  ///   - onChange: Called once per operation that changed the model, in order, with the new model and the action.
+  ///   - onChange: Called once per change, in order, with the model after it and the action that made it (see
+  ///     ``ObserverDelivery`` for which changes share a notification).
   ///
   /// > Important: Notifications never overlap for one store and one delivery. `onChange` may dispatch further
   /// > actions; `.sync` dispatch is allowed from observers.
@@ -27,7 +29,8 @@ extension Store {
   /// observe a store that changes often.
   /// - Parameters:
   ///   - delivery: Where `onChange` runs: on the main thread (default) or synchronously on the finishing thread.
-  ///   - onChange: Called once per operation that changed the model, in order, with the new model and the action.
+  ///   - onChange: Called once per change, in order, with the model after it and the action that made it (see
+  ///     ``ObserverDelivery`` for which changes share a notification).
   /// - Returns: The token that keeps the observation alive; keep it for as long as you want to be notified.
   ///
   /// > Important: Notifications never overlap for one store and one delivery. A main-thread notification already
@@ -91,27 +94,60 @@ extension Store {
 
   /// Called by the dispatcher after an operation of this store finished: announces the change, if any.
   ///
+  /// The notification carries the model as it is now: the operation's changes, and those of any operation of this
+  /// store that ran at the same time and was not announced yet (its own announcement then finds nothing new).
+  ///
   /// Inlinable, like everything it uses, so that ``specialised`` runs it specialised in the app's module.
   @inlinable
   func announceChange(of action: Action, askingReducer: Bool = true) {
     let shouldNotify = askingReducer ? reducer.shouldNotifyObservers(for: action, in: self) : true
-    let synchronous = state.withLock { state -> StoreChange<Model, Action>? in
-      guard state.version != state.announcedVersion else { return nil }
+    let deliverer = ThreadContext.currentDeliverer
+    let turn = state.withLock { state -> SynchronousTurn<Model, Action> in
+      guard state.version != state.announcedVersion else {
+        // Another operation's announcement took this one's change: wait until it was delivered.
+        return state.observers?.turnAfterCurrentDelivery(deliverer: deliverer) ?? .none
+      }
       state.announcedVersion = state.version
-      guard shouldNotify else { return nil }
+      guard shouldNotify else { return .none }
       // Through optional chaining, which uses the lists in place: binding them would retain and release them.
-      return state.observers?.changes(of: state.model, by: action, store: self, mainQueue: state.mainQueue) ?? nil
+      return state.observers?.changes(
+        of: state.model, by: action, store: self, mainQueue: state.mainQueue, deliverer: deliverer) ?? .none
     }
-    guard var change = synchronous else { return }
-    ThreadContext.withoutRunningDispatchers {
+    deliverSynchronously(turn)
+  }
+
+  /// Delivers a synchronous notification when it is this thread's turn, then the ones this thread queued from
+  /// inside its own observers, and hands the turn to the next thread waiting for it.
+  ///
+  /// Notifications of one store never overlap and keep the order of the changes; each is delivered by the thread
+  /// that made the change, before that thread goes on, so a dispatch completes after its observers heard it. The
+  /// exception is a change made from inside a synchronous observer while another thread delivers this store's
+  /// notifications: that thread delivers it, in order, so that two threads never wait for each other's turn.
+  @inlinable
+  func deliverSynchronously(_ turn: SynchronousTurn<Model, Action>) {
+    var change: StoreChange<Model, Action>?
+    switch turn {
+    case .none:
+      return
+    case .deliver(let first):
+      change = first
+    case .wait(let waiter, let first):
+      waiter.wait()  // Until the thread delivering the changes before this one hands the turn over.
+      change = first
+    }
+    ThreadContext.deliveringSynchronously {
       while true {
-        deliver(change)
-        let next = state.withLock { state -> StoreChange<Model, Action>? in
-          // The lists stay once made, so they are still there.
-          state.observers?.nextPendingSynchronousChange() ?? nil
+        if let change { deliver(change) }
+        // The lists stay once made, so they are still there.
+        switch state.withLock({ $0.observers?.endSynchronousTurn() ?? .none }) {
+        case .deliver(let next):
+          change = next
+        case .handOver(let waiter):
+          waiter.signal()
+          return
+        case .none:
+          return
         }
-        guard let next else { return }
-        change = next
       }
     }
   }
@@ -177,31 +213,59 @@ extension StoreState {
 final class ObserverLists<Model: ModelType, Action: ActionType> {
   @usableFromInline @exclusivity(unchecked) var mainThread: [ObserverEntry<Model, Action>] = []
   @usableFromInline @exclusivity(unchecked) var synchronous: [ObserverEntry<Model, Action>] = []
-  /// Synchronous notifications waiting for the thread that is delivering them.
-  @usableFromInline @exclusivity(unchecked) var pendingSynchronous = FIFOQueue<StoreChange<Model, Action>>()
-  @usableFromInline @exclusivity(unchecked) var isDeliveringSynchronously = false
+  /// The synchronous notifications waiting for their turn, in the order of their changes.
+  @usableFromInline @exclusivity(unchecked) var pendingSynchronous = FIFOQueue<PendingChange<Model, Action>>()
+  /// The thread (its ``ThreadContext``) whose turn it is to deliver synchronous notifications; `nil` when nobody
+  /// delivers.
+  @usableFromInline @exclusivity(unchecked) var deliveringThread: ObjectIdentifier?
 
   init() {}
 
-  /// The next synchronous notification another thread left for this one; otherwise ends this thread's delivery.
+  /// Ends the delivering thread's notification: its next turn if it queued one from inside an observer, otherwise
+  /// the next waiting thread's (to hand over), or nobody's.
   ///
   /// Called under the store's lock.
   @inlinable
-  func nextPendingSynchronousChange() -> StoreChange<Model, Action>? {
-    if let next = pendingSynchronous.popFirst() { return next }
-    isDeliveringSynchronously = false
-    return nil
+  func endSynchronousTurn() -> NextTurn<Model, Action> {
+    switch pendingSynchronous.popFirst() {
+    case .none:
+      deliveringThread = nil
+      return .none
+    case .queued(let change):
+      return .deliver(change)
+    case .waiting(let waiter, let thread):
+      deliveringThread = thread
+      return .handOver(waiter)
+    }
+  }
+
+  /// The turn of a thread whose change another thread announced (operations of one store that ran at the same
+  /// time): it waits until the notification being delivered, which carries its change, was delivered.
+  ///
+  /// Called under the store's lock; runs no user code.
+  @inlinable
+  func turnAfterCurrentDelivery(deliverer: (thread: ObjectIdentifier, mayWait: Bool)) -> SynchronousTurn<Model, Action>
+  {
+    guard let delivering = deliveringThread, delivering != deliverer.thread, deliverer.mayWait else { return .none }
+    let waiter = DispatchSemaphore(value: 0)
+    pendingSynchronous.append(.waiting(waiter, thread: deliverer.thread))
+    return .wait(waiter, nil)
   }
 
   /// Announces `model`, which `action` made: schedules its main-thread notification, and returns the synchronous
-  /// notification for the caller to deliver after the store's lock, unless there is none or another thread is
-  /// delivering (it then delivers this one too, in order).
+  /// one's turn.
+  ///
+  /// The synchronous notification is delivered after the lock: by the calling thread at once if nobody is
+  /// delivering, or once its turn comes if another thread is (it waits). If the calling thread may not wait (it is
+  /// inside a synchronous observer itself), or is the one delivering (an observer changed the store), it is queued
+  /// for the delivering thread, which delivers it after the notifications before it.
   ///
   /// Called under the store's lock; runs no user code.
   @inlinable
   func changes(
-    of model: Model, by action: Action, store: Store<Model, Action>, mainQueue: MainQueue
-  ) -> StoreChange<Model, Action>? {
+    of model: Model, by action: Action, store: Store<Model, Action>, mainQueue: MainQueue,
+    deliverer: (thread: ObjectIdentifier, mayWait: Bool)
+  ) -> SynchronousTurn<Model, Action> {
     if !mainThread.isEmpty {
       let change = StoreChange(model: model, action: action, observers: mainThread)
       // Scheduled under the lock so that main-thread notifications keep the order of the changes; scheduling only
@@ -210,15 +274,49 @@ final class ObserverLists<Model: ModelType, Action: ActionType> {
         ThreadContext.withoutRunningDispatchers { store.deliver(change) }
       }
     }
-    guard !synchronous.isEmpty else { return nil }
+    guard !synchronous.isEmpty else { return .none }
     let change = StoreChange(model: model, action: action, observers: synchronous)
-    if isDeliveringSynchronously {
-      pendingSynchronous.append(change)
-      return nil
+    guard let delivering = deliveringThread else {
+      deliveringThread = deliverer.thread
+      return .deliver(change)
     }
-    isDeliveringSynchronously = true
-    return change
+    guard delivering != deliverer.thread && deliverer.mayWait else {
+      pendingSynchronous.append(.queued(change))
+      return .none
+    }
+    let waiter = DispatchSemaphore(value: 0)
+    pendingSynchronous.append(.waiting(waiter, thread: deliverer.thread))
+    return .wait(waiter, change)
   }
+}
+
+/// When a thread that announced a change delivers its synchronous notification.
+@usableFromInline
+enum SynchronousTurn<Model: ModelType, Action: ActionType> {
+  /// No synchronous notification.
+  case none
+  /// Now.
+  case deliver(StoreChange<Model, Action>)
+  /// Once another thread signals the semaphore; `nil` to only wait until the notifications before it were
+  /// delivered.
+  case wait(DispatchSemaphore, StoreChange<Model, Action>?)
+}
+
+/// A synchronous notification waiting for its turn.
+@usableFromInline
+enum PendingChange<Model: ModelType, Action: ActionType> {
+  /// Made from inside a synchronous observer: the thread whose turn it is delivers it.
+  case queued(StoreChange<Model, Action>)
+  /// Made by another thread, which waits on the semaphore for its turn.
+  case waiting(DispatchSemaphore, thread: ObjectIdentifier)
+}
+
+/// What the delivering thread does after a notification.
+@usableFromInline
+enum NextTurn<Model: ModelType, Action: ActionType> {
+  case none
+  case deliver(StoreChange<Model, Action>)
+  case handOver(DispatchSemaphore)
 }
 
 /// One change to announce: the model after it, the action that made it, and who to tell.

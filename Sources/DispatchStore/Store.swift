@@ -89,24 +89,43 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
 }
 
 extension Store {
-  /// Runs the ``SynchronousReducer``'s `reduce(_:into:)` on the model, under the lock; returns the error it threw.
+  /// Runs the ``SynchronousReducer``'s `reduce(_:into:)` on the model, under the lock, and announces the change;
+  /// returns the error it threw.
+  ///
+  /// The change is announced in the same critical section that made it: its notification carries the model this
+  /// reduction produced, even while other threads reduce the same store, and a synchronous observer hears it
+  /// before this returns (``deliverSynchronously(_:)``). Whether to notify is asked before the lock, since the
+  /// reducer is user code.
   @inlinable
   func reduceInPlace(_ action: Action) -> (any Error)? {
-    do {
-      // Borrowed: the store holds its reducer. `reduction` is only made for synchronous reducers.
-      try Unmanaged.passUnretained(reducer)._withUnsafeGuaranteedRef { reducer in
-        let reducer = unsafeDowncast(reducer, to: SynchronousReducer<Model, Action>.self)
-        try state.withLock { state in
-          defer { state.version &+= 1 }
+    let isObserved = registeredObservers.load(ordering: .relaxed) > 0
+    let shouldNotify = isObserved && reducer.shouldNotifyObservers(for: action, in: self)
+    let deliverer = shouldNotify ? ThreadContext.currentDeliverer : nil
+    // Borrowed: the store holds its reducer.
+    let (error, turn) = Unmanaged.passUnretained(reducer)._withUnsafeGuaranteedRef { reducer in
+      let reducer = unsafeDowncast(reducer, to: SynchronousReducer<Model, Action>.self)
+      return state.withLock { state -> ((any Error)?, SynchronousTurn<Model, Action>) in
+        var thrown: (any Error)?
+        do {
           try reducer.reduce(action, into: &state.model)
+        } catch {
+          thrown = error  // The changes made before the throw are kept, and announced.
         }
+        state.version &+= 1
+        guard isObserved else { return (thrown, .none) }
+        state.announcedVersion = state.version
+        guard let deliverer, let observers = state.observers else { return (thrown, .none) }
+        let turn = observers.changes(
+          of: state.model, by: action, store: self, mainQueue: state.mainQueue, deliverer: deliverer)
+        return (thrown, turn)
       }
-      return nil
-    } catch is SynchronousReducer<Model, Action>.NotImplemented {
-      return ReducerError.notImplemented(storeIdentifier: identifier)
-    } catch {
-      return error
     }
+    deliverSynchronously(turn)
+    guard let error else { return nil }
+    if error is SynchronousReducer<Model, Action>.NotImplemented {
+      return ReducerError.notImplemented(storeIdentifier: identifier)
+    }
+    return error
   }
 }
 

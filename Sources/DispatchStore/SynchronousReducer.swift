@@ -18,8 +18,9 @@
 /// through an ``ActionOperation``. For work that finishes later, subclass ``Reducer`` and return operations.
 ///
 /// Every call of `reduce(_:into:)` counts as a change of the model, as every ``Store/updateModel(_:)`` does:
-/// observers hear about it even if nothing changed. Override ``Reducer/shouldNotifyObservers(for:in:)`` to keep
-/// some actions quiet.
+/// observers hear about it even if nothing changed, with the model this call produced. Override
+/// ``Reducer/shouldNotifyObservers(for:in:)`` to keep some actions quiet; for a synchronous reducer it is asked
+/// before `reduce(_:into:)` runs.
 ///
 /// > Important: `reduce(_:into:)` runs under the store's lock: do not read or update this store from inside it
 /// > (that traps: the lock is not recursive). A `.sync` dispatch from inside it fails with

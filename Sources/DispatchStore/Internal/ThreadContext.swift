@@ -83,6 +83,28 @@ final class ThreadContext {
     return try body()
   }
 
+  /// How many synchronous observer notifications this thread is delivering, nested.
+  @exclusivity(unchecked) private var synchronousDeliveries = 0
+
+  /// The calling thread's identity (its context's), and whether it may wait for its turn to deliver a synchronous
+  /// notification: not while it delivers one itself, so that no two threads can wait for each other's turn.
+  ///
+  /// The non-generic entry point for inlinable code (observer delivery).
+  @usableFromInline
+  static var currentDeliverer: (thread: ObjectIdentifier, mayWait: Bool) {
+    withCurrent { (ObjectIdentifier($0), $0.synchronousDeliveries == 0) }
+  }
+
+  /// Runs `body`, which delivers synchronous notifications, with no dispatcher marked as running.
+  @usableFromInline
+  static func deliveringSynchronously(_ body: () -> Void) {
+    withCurrent { context in
+      context.synchronousDeliveries += 1
+      defer { context.synchronousDeliveries -= 1 }
+      context.withoutRunningDispatchers(body)
+    }
+  }
+
   /// Runs `body` on the calling thread with no dispatcher marked as running: the non-generic entry point for
   /// inlinable code (observer notification).
   @usableFromInline

@@ -1,5 +1,6 @@
 import Dispatch
 import DispatchStore
+import Foundation
 import Synchronization
 
 struct Counter: ModelType, Equatable, Codable {
@@ -206,5 +207,24 @@ func concurrently(iterations: Int, _ body: @escaping @Sendable (Int) -> Void) as
       DispatchQueue.concurrentPerform(iterations: iterations, execute: body)
       continuation.resume()
     }
+  }
+}
+
+/// Runs `body` on `threads` threads of its own at once (not a pool's, which may run fewer at a time), released
+/// together, and returns when every one returned.
+func onThreads(_ threads: Int, _ body: @escaping @Sendable (Int) -> Void) async {
+  let start = DispatchSemaphore(value: 0)
+  let finished = DispatchGroup()
+  for thread in 0..<threads {
+    finished.enter()
+    Thread {
+      start.wait()
+      body(thread)
+      finished.leave()
+    }.start()
+  }
+  for _ in 0..<threads { start.signal() }
+  await withCheckedContinuation { continuation in
+    finished.notify(queue: .global()) { continuation.resume() }
   }
 }

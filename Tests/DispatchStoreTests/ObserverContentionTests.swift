@@ -1,0 +1,112 @@
+import Dispatch
+import DispatchStore
+import Synchronization
+import Testing
+
+/// Synchronous observers while eight threads dispatch `.sync` to one store at once.
+@Suite("Observers under contention", .timeLimit(.minutes(2)))
+struct ObserverContentionTests {
+  static let threads = 8
+  static let perThread = 500
+
+  /// A unique amount per dispatch, so that each notification names the change it carries.
+  static func amount(thread: Int, index: Int) -> Int { thread * perThread + index + 1 }
+
+  /// Every in-place change is heard exactly once, in the order of the changes, with the model that change made
+  /// (each notified count is the previous one plus its own amount), and before its dispatch completed.
+  @Test func inPlaceChangesAreEachHeardOnceWithTheirOwnModelBeforeTheirDispatchCompletes() async throws {
+    let dispatcher = Dispatcher()
+    let store = Store(identifier: "contended", model: Counter(), reducer: CounterSynchronousReducer())
+    try dispatcher.register(store: store)
+    let heard = Locked<(order: [(amount: Int, count: Int)], amounts: Set<Int>)>(([], []))
+    let token = store.observe(delivery: .synchronous) { model, action in
+      guard case .increase(let amount) = action else { return }
+      heard.withLock {
+        $0.order.append((amount, model.count))
+        $0.amounts.insert(amount)
+      }
+    }
+    let completedUnheard = Atomic<Int>(0)
+
+    await onThreads(Self.threads) { thread in
+      for index in 0..<Self.perThread {
+        let amount = Self.amount(thread: thread, index: index)
+        dispatcher.dispatch(action: CounterAction.increase(amount), mode: .sync) { result in
+          if !result.isSuccess || !heard.withLock({ $0.amounts.contains(amount) }) {
+            completedUnheard.add(1, ordering: .relaxed)
+          }
+        }
+      }
+    }
+
+    let total = Self.threads * Self.perThread
+    let order = heard.withLock { $0.order }
+    #expect(order.count == total)
+    #expect(Set(order.map(\.amount)).count == total)
+    var previous = 0
+    var inconsistent = 0
+    for entry in order {
+      if entry.count != previous + entry.amount { inconsistent += 1 }
+      previous = entry.count
+    }
+    #expect(inconsistent == 0)
+    #expect(completedUnheard.load(ordering: .relaxed) == 0)
+    #expect(store.model.count == (1...total).reduce(0, +))
+    withExtendedLifetime(token) {}
+  }
+
+  /// Operations of one store that run at the same time may share a notification (the first to finish announces
+  /// both changes), but every dispatch completes after a notification carrying its change was delivered.
+  @Test func everyOperationsChangeIsHeardBeforeItsDispatchCompletes() async throws {
+    let dispatcher = Dispatcher()
+    let countAfter = Locked<[Int: Int]>([:])
+    let store = Store(identifier: "contended", model: Counter(), reducer: RecordingCountReducer(countAfter: countAfter))
+    try dispatcher.register(store: store)
+    let highestHeard = Locked(0)
+    let notifications = Atomic<Int>(0)
+    let token = store.observe(delivery: .synchronous) { model, _ in
+      notifications.add(1, ordering: .relaxed)
+      highestHeard.withLock { $0 = max($0, model.count) }
+    }
+    let completedUnheard = Atomic<Int>(0)
+
+    await onThreads(Self.threads) { thread in
+      for index in 0..<Self.perThread {
+        let amount = Self.amount(thread: thread, index: index)
+        dispatcher.dispatch(action: CounterAction.increase(amount), mode: .sync) { result in
+          let own = countAfter.withLock { $0[amount] } ?? .max
+          if !result.isSuccess || highestHeard.withLock({ $0 }) < own { completedUnheard.add(1, ordering: .relaxed) }
+        }
+      }
+    }
+
+    let total = Self.threads * Self.perThread
+    #expect(completedUnheard.load(ordering: .relaxed) == 0)
+    #expect(highestHeard.withLock { $0 } == (1...total).reduce(0, +))
+    #expect((1...total).contains(notifications.load(ordering: .relaxed)))
+    withExtendedLifetime(token) {}
+  }
+}
+
+/// Increases the count by the action's amount through an operation, recording the count its update produced.
+private final class RecordingCountReducer: Reducer<Counter, CounterAction>, @unchecked Sendable {
+  let countAfter: Locked<[Int: Int]>
+
+  init(countAfter: Locked<[Int: Int]>) {
+    self.countAfter = countAfter
+  }
+
+  override func operation(
+    for action: CounterAction, in store: Store<Counter, CounterAction>
+  ) -> ActionOperation<Counter, CounterAction> {
+    ActionOperation(action: action, store: store) { [countAfter] operation, action, store in
+      guard case .increase(let amount) = action else { return operation.finish() }
+      let count = store.updateModel { model -> Int in
+        model.count += amount
+        return model.count
+      }
+      countAfter.withLock { $0[amount] = count }
+      operation.finish()
+    }
+  }
+}
