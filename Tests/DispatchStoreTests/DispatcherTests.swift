@@ -212,6 +212,31 @@ struct DispatcherTests {
     #expect(first.model.log.count == threads * perThread)
   }
 
+  /// The benchmark's contention case, with smaller counts so that it also runs under ThreadSanitizer.
+  ///
+  /// Eight threads of their own dispatch to one in-place store at once. Every completion runs once, with success,
+  /// and the count is exact.
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func eightThreadsDispatchingToOneStoreLoseNothing(mode: Dispatcher.Mode) async throws {
+    let dispatcher = Dispatcher()
+    let store = Store(identifier: "contended", model: Counter(), reducer: CounterSynchronousReducer())
+    try dispatcher.register(store: store)
+    let threads = 8
+    let perThread = 1_000
+    let completions = Collector<Bool>()
+
+    await onThreads(threads) { _ in
+      for _ in 0..<perThread {
+        dispatcher.dispatch(action: CounterAction.increase(1), mode: mode) { completions.append($0.isSuccess) }
+      }
+    }
+
+    let results = await completions.wait(for: threads * perThread)
+    #expect(results.count == threads * perThread)
+    #expect(results.allSatisfy { $0 })
+    #expect(store.model.count == threads * perThread)
+  }
+
   // MARK: Failures
 
   @Test func failedOperationFailsDispatchWhileOtherStoresComplete() throws {
