@@ -57,18 +57,21 @@ public final class Dispatcher: Sendable {
 
   // MARK: - Stores
 
-  /// Registers `store` so that dispatched actions of its action type reach it.
+  /// Registers `store` so that dispatched actions of its action type, and of the types its reducer maps
+  /// (``Reducer/additionalActions``), reach it.
   /// - Parameter store: The store to add.
   /// - Throws: ``DispatchError/duplicateStoreIdentifier(_:)`` if a store already uses its identifier; the
   ///   registry is left unchanged.
   public func register<Model, Action>(store: Store<Model, Action>) throws(DispatchError) {
     let entry = StoreEntry(store)
+    let mappedTypes = store.mappedActionTypes
     let added = registry.withLock { registry -> Bool in
       guard registry.stores[store.identifier] == nil else { return false }
       registry.stores[store.identifier] = entry
       registry.generation &+= 1
       // Appended in place: the array is copied only while a dispatch still holds the previous one.
       registry.routes.append(entry, for: ObjectIdentifier(Action.self))
+      for type in mappedTypes { registry.routes.append(entry, for: type) }
       return true
     }
     guard added else { throw .duplicateStoreIdentifier(store.identifier) }
@@ -89,6 +92,7 @@ public final class Dispatcher: Sendable {
       registry.unregistrations &+= 1
       unregistrations.store(registry.unregistrations, ordering: .relaxed)
       registry.routes.remove(entry.store, for: entry.actionType)
+      for type in entry.mappedActionTypes { registry.routes.remove(entry.store, for: type) }
       return entry.anyStore
     }
   }

@@ -55,10 +55,21 @@ open class Reducer<Model: ModelType, Action: ActionType>: @unchecked Sendable {
     true
   }
 
+  /// The action types this store handles beside `Action`, each mapped to one of its own actions; none unless
+  /// overridden.
+  ///
+  /// The store is routed every action of a mapped type, from any dispatch, as the action its mapping returns: an
+  /// app-wide action (signing out, selecting a country) reaches every store that maps it, in waitFor order. Read
+  /// once, when the store is created.
+  open var additionalActions: [ActionMapping<Action>] {
+    []
+  }
+
   /// The identifiers of the stores that must finish handling `action` before this store's operation starts
   /// (Flux `waitFor`); empty unless overridden.
   ///
-  /// A listed store that does not handle the action is not waited for. A cycle, or an identifier that no
+  /// A listed store that does not handle the dispatched action (neither as its own type nor through
+  /// ``additionalActions``) is not waited for. A cycle, or an identifier that no
   /// registered store has, fails the whole dispatch before any operation runs.
   /// - Parameter action: The dispatched action.
   /// - Returns: Store identifiers to wait for.

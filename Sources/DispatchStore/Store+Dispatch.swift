@@ -24,7 +24,18 @@ extension Store {
     _ = specialised(self, ownAction(action), .announce)
   }
 
-  /// `action` as this store's action type, which it is: the registry routes only actions of that type here.
+  /// `action` as this store handles it: itself if it is of the store's action type, otherwise what the store's
+  /// mapping of its type returns (``Reducer/additionalActions``); `nil` if the store does not handle it.
+  func storeAction(for action: any ActionType) -> (any ActionType)? {
+    if action.routingType == ObjectIdentifier(Action.self) { return action }
+    return mappings.map(action)
+  }
+
+  /// The action types the store handles beside its own.
+  var mappedActionTypes: [ObjectIdentifier] { mappings.types }
+
+  /// `action` as this store's action type, which it is: a dispatch maps an action of another type with
+  /// ``storeAction(for:)`` when it is prepared.
   ///
   /// Cheaper than `as!`, which runs the general dynamic cast on every dispatch.
   private func ownAction(_ action: any ActionType) -> Action {

@@ -37,6 +37,8 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
   @usableFromInline let specialised: @Sendable (Store<Model, Action>, Action, SpecialisedWork) -> SpecialisedOutcome
   /// Whether the reducer is a ``SynchronousReducer``, so that a dispatch asks `specialised` to reduce only then.
   @usableFromInline let reducesInPlace: Bool
+  /// The action types the store handles beside `Action` (``Reducer/additionalActions``).
+  @usableFromInline let mappings: ActionMappings<Action>
 
   /// Creates a store.
   /// - Parameters:
@@ -50,6 +52,7 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
     self.state = LockedValue(StoreState(model: model))
     self.registeredObservers = Atomic(0)
     self.reducesInPlace = type(of: reducer).reducesInPlace
+    self.mappings = ActionMappings(reducer.additionalActions)
     self.specialised = { store, action, work in
       switch work {
       case .announce:

@@ -92,12 +92,19 @@ final class DispatchRun: OperationCompletionHandler {
     fileprivate let unregistrations: UInt64
     fileprivate let dispatcherID: ObjectIdentifier
     fileprivate let action: any ActionType
+    /// Each store's action, where one maps the dispatched action to an action of its own; `nil` when none does.
+    fileprivate let actions: [any ActionType]?
     fileprivate let middleware: MiddlewareList
     fileprivate let placement: Placement
     /// The responding stores, one per node: the registry's own array when the action's route is used whole.
     fileprivate let targets: [StoreEntry]
     /// Moved into the run's state when it starts, so that counting down does not copy it.
     fileprivate var graph: WaitGraph?
+
+    /// The action as the store of node `index` handles it.
+    fileprivate func action(of index: Int) -> any ActionType {
+      actions?[index] ?? action
+    }
   }
 
   /// Prepares a dispatch, or returns the error that forbids running any operation.
@@ -132,28 +139,43 @@ final class DispatchRun: OperationCompletionHandler {
     var firstWaits: [String]?
     // The route's cached wait graph, valid while the registry stays at `generation`.
     var cached: (graph: CachedWaitGraph?, generation: UInt64)?
+    // Each store's action, where a store maps the dispatched action to one of its own (app-wide actions).
+    var actions: [any ActionType]?
     // Consumed, so that the stores are moved out rather than retained again.
     switch consume lookup {
     case .one(let store):
+      let storeAction: any ActionType
       if store.actionType == actionType {
-        // The common case: one store that waits for nobody.
-        let waits = store.withKind { $0.waitList(of: $1, for: action) }
-        if waits.isEmpty {
-          return .single(
-            SingleStoreDispatch(
-              store: store, action: action, dispatcherID: ObjectIdentifier(dispatcher), middleware: middleware,
-              placement: placement))
-        }
-        firstWaits = waits
-      } else if let storeIdentifier {
+        storeAction = action
+      } else if let mapped = store.withKind({ $0.storeAction(for: action, in: $1) }) {
+        storeAction = mapped
+        actions = [mapped]
+      } else {
         throw .actionTypeMismatch(
-          storeIdentifier: storeIdentifier, expected: String(reflecting: store.anyStore.actionType),
+          storeIdentifier: storeIdentifier ?? store.identifier, expected: String(reflecting: store.anyStore.actionType),
           dispatched: String(reflecting: type(of: action)))
       }
+      let waits = store.withKind { $0.waitList(of: $1, for: storeAction) }
+      if waits.isEmpty {
+        // The common case: one store that waits for nobody.
+        return .single(
+          SingleStoreDispatch(
+            store: store, action: storeAction, dispatcherID: ObjectIdentifier(dispatcher), middleware: middleware,
+            placement: placement))
+      }
+      firstWaits = waits
       targets = [store]
     case .several(let stores, let graph, let generation):
       targets = stores
       cached = (graph, generation)
+      // User code (the stores' mappings), outside the lock; nothing is made unless a store maps the action.
+      stores.withUnsafeBufferPointer { stores in
+        for index in stores.indices where stores[index].actionType != actionType {
+          let mapped = stores.withEntry(at: index) { $0.storeAction(for: action, in: $1) }
+          if actions == nil { actions = Array(repeating: action, count: stores.count) }
+          actions?[index] = mapped ?? action
+        }
+      }
     case .none:
       if let storeIdentifier { throw .unknownStore(identifier: storeIdentifier) }
       throw .noRespondingStore(actionType: String(reflecting: type(of: action)))
@@ -171,7 +193,7 @@ final class DispatchRun: OperationCompletionHandler {
         // User code: each reducer is asked once.
         let waits =
           index == 0 && firstWaits != nil
-          ? firstWaits! : targets.withEntry(at: index) { $0.waitList(of: $1, for: action) }
+          ? firstWaits! : targets.withEntry(at: index) { $0.waitList(of: $1, for: actions?[index] ?? action) }
         if matchesKept, let kept {
           if kept.waitLists[index] == waits { continue }
           // The lists so far were the kept graph's.
@@ -227,7 +249,7 @@ final class DispatchRun: OperationCompletionHandler {
     return .run(
       Plan(
         dispatcher: dispatcher, unregistrations: unregistrations, dispatcherID: ObjectIdentifier(dispatcher),
-        action: action, middleware: middleware,
+        action: action, actions: actions, middleware: middleware,
         placement: placement, targets: targets, graph: graph))
   }
 
@@ -377,7 +399,7 @@ final class DispatchRun: OperationCompletionHandler {
       return .finished(handedOff: alone.finish(index, failure: nil, takeFirstReady: true).handedOff)
     }
     if !plan.middleware.isEmpty {
-      alone.nodes[index] = tellMiddlewareStarting(of: store, kind: kind, context: context)
+      alone.nodes[index] = tellMiddlewareStarting(index, of: store, kind: kind, context: context)
     }
     let me = ObjectIdentifier(context)
     let outcome = handle(index, of: store, kind: kind, context: context) {
@@ -408,7 +430,7 @@ final class DispatchRun: OperationCompletionHandler {
       return afterOperationFinished(index, of: store, kind: kind, error: nil, onStartingThread: true, skipped: true)
     }
     if !plan.middleware.isEmpty {
-      let node = tellMiddlewareStarting(of: store, kind: kind, context: context)
+      let node = tellMiddlewareStarting(index, of: store, kind: kind, context: context)
       state.withLock { $0.nodes[index] = node }
     }
     let outcome = handle(index, of: store, kind: kind, context: context) {}
@@ -432,10 +454,12 @@ final class DispatchRun: OperationCompletionHandler {
 
   /// Takes a transaction identifier (and start time, if a middleware needs durations) for a store about to handle
   /// the action, and tells middleware; returns what the node keeps of it.
-  private func tellMiddlewareStarting(of store: AnyObject, kind: StoreKind, context: ThreadContext) -> Node {
+  private func tellMiddlewareStarting(
+    _ index: Int, of store: AnyObject, kind: StoreKind, context: ThreadContext
+  ) -> Node {
     let id = context.nextTransactionID()
     let node = Node(transactionID: id, started: plan.middleware.needsDuration ? MonotonicClock.nanoseconds() : nil)
-    let transaction = Transaction(id: id, storeIdentifier: kind.identifier(of: store), action: plan.action)
+    let transaction = Transaction(id: id, storeIdentifier: kind.identifier(of: store), action: plan.action(of: index))
     kind.tell(plan.middleware.borrowed, about: transaction, in: store)
     return node
   }
@@ -450,7 +474,7 @@ final class DispatchRun: OperationCompletionHandler {
   ) -> OperationOutcome {
     context.withRunning(plan.dispatcherID) { () -> OperationOutcome in
       let operation: any OperationStarting
-      switch kind.handle(plan.action, in: store) {
+      switch kind.handle(plan.action(of: index), in: store) {
       case .reduced(let error): return error.map { .failed($0) } ?? .succeeded
       case .operation(let made): operation = made
       }
@@ -534,11 +558,12 @@ final class DispatchRun: OperationCompletionHandler {
     if let started = watch?.started {
       duration = .nanoseconds(Int64(bitPattern: MonotonicClock.nanoseconds() &- started))
     }
-    if isObserved { kind.announceChange(of: store, for: plan.action) }
+    if isObserved { kind.announceChange(of: store, for: plan.action(of: index)) }
     let assignedID = watch?.transactionID
     if let id = assignedID {
       let transaction = Transaction(
-        id: id, storeIdentifier: kind.identifier(of: store), action: plan.action, finished: true, duration: duration,
+        id: id, storeIdentifier: kind.identifier(of: store), action: plan.action(of: index), finished: true,
+        duration: duration,
         error: error)
       kind.tell(plan.middleware.borrowed, about: transaction, in: store)
     }

@@ -32,6 +32,11 @@ class StoreKind: @unchecked Sendable {
   func handle(_ action: any ActionType, in store: AnyObject) -> StoreHandling {
     preconditionFailure("StoreKind is abstract")
   }
+  /// `action` as the store handles it, or `nil` (see ``Store/storeAction(for:)``).
+  func storeAction(for action: any ActionType, in store: AnyObject) -> (any ActionType)? {
+    preconditionFailure("StoreKind is abstract")
+  }
+  func mappedActionTypes(of store: AnyObject) -> [ObjectIdentifier] { preconditionFailure("StoreKind is abstract") }
   func isObserved(_ store: AnyObject) -> Bool { preconditionFailure("StoreKind is abstract") }
   func announceChange(of store: AnyObject, for action: any ActionType) { preconditionFailure("StoreKind is abstract") }
 
@@ -69,6 +74,10 @@ private final class TypedStoreKind<Model: ModelType, Action: ActionType>: StoreK
   override func handle(_ action: any ActionType, in store: AnyObject) -> StoreHandling {
     typed(store).handle(action)
   }
+  override func storeAction(for action: any ActionType, in store: AnyObject) -> (any ActionType)? {
+    typed(store).storeAction(for: action)
+  }
+  override func mappedActionTypes(of store: AnyObject) -> [ObjectIdentifier] { typed(store).mappedActionTypes }
   override func isObserved(_ store: AnyObject) -> Bool { typed(store).isObserved }
   override func announceChange(of store: AnyObject, for action: any ActionType) {
     typed(store).announceChange(for: action)
@@ -115,6 +124,8 @@ struct StoreEntry: @unchecked Sendable {
   }
 
   var actionType: ObjectIdentifier { kind._withUnsafeGuaranteedRef { $0.actionType } }
+  /// The action types the store handles beside its own.
+  var mappedActionTypes: [ObjectIdentifier] { withKind { $0.mappedActionTypes(of: $1) } }
   var identifier: String { withKind { $0.identifier(of: $1) } }
   var anyStore: any AnyStore { withKind { $0.anyStore($1) } }
 }
