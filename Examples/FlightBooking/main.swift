@@ -1,7 +1,9 @@
-// FlightBooking: three stores on one dispatcher, ordered with waitFor.
+// FlightBooking: four stores on one dispatcher, ordered with waitFor.
 //
 // Selecting a country updates the country store; the city store waits for it and picks that country's main
 // airport city; the price store waits for both and quotes a fare. Each store's change is printed as it happens.
+// Signing out is an app-wide action: the booking stores (booking actions) and the traveller store (account
+// actions) each map it to an action of their own, and the traveller is forgotten after the booking was cleared.
 import DispatchStore
 import Foundation
 
@@ -10,7 +12,21 @@ import Foundation
 enum BookingAction: ActionType {
   case selectCountry(String)
   case selectCity(String)
+  case clear
 }
+
+enum AccountAction: ActionType {
+  case signIn(String)
+  case signOut
+}
+
+/// App-wide actions: no store has them as its own type; stores map them to theirs.
+enum SessionAction: ActionType {
+  case signOut
+}
+
+/// Maps signing out to clearing, for the three booking stores.
+let clearOnSignOut: [ActionMapping<BookingAction>] = [.on(SessionAction.self) { _ in .clear }]
 
 struct CountryModel: ModelType {
   var country: String?
@@ -23,6 +39,10 @@ struct CityModel: ModelType {
 
 struct PriceModel: ModelType {
   var quote: String?
+}
+
+struct AccountModel: ModelType {
+  var traveller: String?
 }
 
 /// What the "backend" knows: cities per country and a fare per city, in euros.
@@ -46,10 +66,16 @@ struct UnknownCountry: Error, CustomStringConvertible {
 
 /// Looks the country up "remotely": the operation finishes later, on another thread.
 final class CountryReducer: Reducer<CountryModel, BookingAction>, @unchecked Sendable {
+  override var additionalActions: [ActionMapping<BookingAction>] { clearOnSignOut }
+
   override func operation(
     for action: BookingAction, in store: Store<CountryModel, BookingAction>
   ) -> ActionOperation<CountryModel, BookingAction> {
     ActionOperation(action: action, store: store) { operation, action, store in
+      if case .clear = action {
+        store.updateModel { $0.country = nil }
+        return operation.finish()
+      }
       guard case .selectCountry(let name) = action else { return operation.finish() }
       DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(50)) {
         guard Catalogue.cities[name] != nil else {
@@ -70,6 +96,8 @@ final class CityReducer: Reducer<CityModel, BookingAction>, @unchecked Sendable 
     self.countries = countries
   }
 
+  override var additionalActions: [ActionMapping<BookingAction>] { clearOnSignOut }
+
   override func waitList(for action: BookingAction) -> [String] { ["country"] }
 
   override func operation(
@@ -86,6 +114,8 @@ final class CityReducer: Reducer<CityModel, BookingAction>, @unchecked Sendable 
         }
       case .selectCity(let city):
         store.updateModel { if $0.available.contains(city) { $0.city = city } }
+      case .clear:
+        store.updateModel { $0 = CityModel() }
       }
       operation.finish()
     }
@@ -102,17 +132,38 @@ final class PriceReducer: Reducer<PriceModel, BookingAction>, @unchecked Sendabl
     self.cities = cities
   }
 
+  override var additionalActions: [ActionMapping<BookingAction>] { clearOnSignOut }
+
   override func waitList(for action: BookingAction) -> [String] { ["country", "city"] }
 
   override func operation(
     for action: BookingAction, in store: Store<PriceModel, BookingAction>
   ) -> ActionOperation<PriceModel, BookingAction> {
-    ActionOperation(action: action, store: store) { [countries, cities] operation, _, store in
-      if let country = countries.model.country, let city = cities.model.city, let fare = Catalogue.fares[city] {
+    ActionOperation(action: action, store: store) { [countries, cities] operation, action, store in
+      if case .clear = action {
+        store.updateModel { $0.quote = nil }
+      } else if let country = countries.model.country, let city = cities.model.city, let fare = Catalogue.fares[city] {
         let quote = "\(city), \(country): €\(fare)"
         if store.model.quote != quote { store.updateModel { $0.quote = quote } }
       }
       operation.finish()
+    }
+  }
+}
+
+/// The signed-in traveller, reduced in place.
+///
+/// Another action type: it maps signing out to its own `.signOut`, and waits for the price store, so that the
+/// booking is cleared before the traveller is forgotten.
+final class AccountReducer: SynchronousReducer<AccountModel, AccountAction>, @unchecked Sendable {
+  override var additionalActions: [ActionMapping<AccountAction>] { [.on(SessionAction.self) { _ in .signOut }] }
+
+  override func waitList(for action: AccountAction) -> [String] { ["price"] }
+
+  override func reduce(_ action: AccountAction, into model: inout AccountModel) throws {
+    switch action {
+    case .signIn(let name): model.traveller = name
+    case .signOut: model.traveller = nil
     }
   }
 }
@@ -124,8 +175,10 @@ let countryStore = Store(identifier: "country", model: CountryModel(), reducer: 
 let cityStore = Store(identifier: "city", model: CityModel(), reducer: CityReducer(countries: countryStore))
 let priceStore = Store(
   identifier: "price", model: PriceModel(), reducer: PriceReducer(countries: countryStore, cities: cityStore))
+let accountStore = Store(identifier: "account", model: AccountModel(), reducer: AccountReducer())
 
 // Registered in reverse on purpose: waitFor, not registration order, decides who runs first.
+try dispatcher.register(store: accountStore)
 try dispatcher.register(store: priceStore)
 try dispatcher.register(store: cityStore)
 try dispatcher.register(store: countryStore)
@@ -142,6 +195,9 @@ cityStore.register(observer: screen) { model, _ in
 priceStore.register(observer: screen) { model, _ in
   print("  price    -> \(model.quote ?? "no quote")")
 }
+accountStore.register(observer: screen) { model, _ in
+  print("  account  -> \(model.traveller ?? "signed out")")
+}
 
 /// Returns once every notification scheduled so far on the main run-loop thread was printed (it is FIFO).
 func flushScreen() async {
@@ -152,25 +208,40 @@ func flushScreen() async {
 
 /// Dispatches each step, waits for all three stores, then for the screen to show their changes.
 func book() async {
-  print("Flight booking: three stores on one dispatcher.")
-  print("city waits for country; price waits for country and city.\n")
-  let steps: [(String, BookingAction)] = [
-    ("Select Italy", .selectCountry("Italy")),
-    ("Choose Venice", .selectCity("Venice")),
-    ("Select Japan", .selectCountry("Japan")),
-    ("Select Atlantis (unknown: the country store fails, the others still finish)", .selectCountry("Atlantis")),
-    ("Select Norway", .selectCountry("Norway")),
+  print("Flight booking: four stores on one dispatcher.")
+  print("city waits for country; price waits for country and city; account waits for price.\n")
+  let steps: [(String, any ActionType)] = [
+    ("Sign in as Ada", AccountAction.signIn("Ada")),
+    ("Select Italy", BookingAction.selectCountry("Italy")),
+    ("Choose Venice", BookingAction.selectCity("Venice")),
+    ("Select Japan", BookingAction.selectCountry("Japan")),
+    (
+      "Select Atlantis (unknown: the country store fails, the others still finish)",
+      BookingAction.selectCountry("Atlantis")
+    ),
+    ("Select Norway", BookingAction.selectCountry("Norway")),
   ]
   for (title, action) in steps {
-    print("> \(title)")
-    do {
-      try await dispatcher.dispatch(action: action, mode: .async)
-    } catch {
-      print("  ! dispatch failed: \(error)")
-    }
-    await flushScreen()
+    await run(title, action)
   }
-  print("\nFinal booking: \(priceStore.model.quote ?? "none")")
+  print("\nFinal booking: \(priceStore.model.quote ?? "none")\n")
+  // One action, four stores of two action types, in waitFor order: country, city, price, then account.
+  await run("Sign out (app-wide: every store maps it to an action of its own)", SessionAction.signOut)
+  let cleared = [
+    countryStore.model.country, cityStore.model.city, priceStore.model.quote, accountStore.model.traveller,
+  ]
+  print("\nAfter sign-out: \(cleared.allSatisfy { $0 == nil } ? "no traveller, no booking" : "something was kept")")
+}
+
+/// Dispatches one step, waits for every store that handles it, then for the screen to show their changes.
+func run(_ title: String, _ action: any ActionType) async {
+  print("> \(title)")
+  do {
+    try await dispatcher.dispatch(action: action, mode: .async)
+  } catch {
+    print("  ! dispatch failed: \(error)")
+  }
+  await flushScreen()
 }
 
 await book()
