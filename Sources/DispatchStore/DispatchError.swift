@@ -18,6 +18,10 @@ public enum DispatchError: Error, Sendable, CustomStringConvertible {
   case reentrantSynchronousDispatch(actionType: String)
   /// One or more operations failed; every other store of the dispatch still completed.
   case operationsFailed([OperationFailure])
+  /// An ``Interceptor`` stopped the action before any store saw it.
+  ///
+  /// `interceptor` is the interceptor's type, `reason` what it gave.
+  case blocked(interceptor: String, reason: String?)
 
   /// A readable explanation of the failure.
   public var description: String {
@@ -37,6 +41,8 @@ public enum DispatchError: Error, Sendable, CustomStringConvertible {
     case .reentrantSynchronousDispatch(let actionType):
       return "A .sync dispatch of \(actionType) was issued from inside a running operation of the same dispatcher; "
         + "use .async, .serial or .mainThread to dispatch from an operation."
+    case .blocked(let interceptor, let reason):
+      return "The interceptor \(interceptor) blocked the action" + (reason.map { ": \($0)." } ?? ".")
     case .operationsFailed(let failures):
       return "\(failures.count) operation(s) failed: "
         + failures.map { "\"\($0.storeIdentifier)\": \($0.error)" }.joined(separator: "; ")

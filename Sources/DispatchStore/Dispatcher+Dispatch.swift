@@ -24,26 +24,54 @@ extension Dispatcher {
     mode: Mode = .async,
     then completion: Completion?
   ) {
-    switch mode {
-    case .sync:
-      let result = dispatchSynchronously(storeIdentifier: storeIdentifier, action: action)
-      completion?(result)
-    case .async:
-      DispatchQueue.global().async { [self] in
-        // Never `nil`: that would make this thread wait for an operation that finishes later.
-        let outcome = ThreadContext.withCurrent { context in
-          run(storeIdentifier: storeIdentifier, action: action, placement: .anyThread, context: context) {
-            completion ?? { _ in }
-          }
-        }
-        if case .finished(let result) = outcome { completion?(result) }
+    if let chain = interceptorChain() {
+      return dispatch(storeIdentifier: storeIdentifier, action: action, mode: mode, through: chain) { report in
+        completion?(report.result)
       }
-    case .serial:
-      serialLane.enqueue(
-        Lane.Job(storeIdentifier: storeIdentifier, action: action, completion: completion), dispatcher: self)
-    case .mainThread:
-      mainLane.enqueue(
-        Lane.Job(storeIdentifier: storeIdentifier, action: action, completion: completion), dispatcher: self)
+    }
+    route(storeIdentifier: storeIdentifier, action: action, mode: mode, then: completion)
+  }
+
+  /// Dispatches `action` and reports what ran: the result, and the actions that reached the stores.
+  ///
+  /// The same as ``dispatch(storeIdentifier:action:mode:then:)``, for callers that need to know what interceptors
+  /// made of the action: passed on, replaced (the report names the replacement), or blocked (no action).
+  /// - Parameters:
+  ///   - storeIdentifier: The one store to send the action to; `nil` (the default) sends it to every store that
+  ///     handles it.
+  ///   - action: The action to dispatch.
+  ///   - mode: How the dispatch runs; `.async` by default.
+  ///   - report: Runs exactly once, where the completion of ``dispatch(storeIdentifier:action:mode:then:)`` runs.
+  public func dispatchReporting<Action: ActionType>(
+    storeIdentifier: String? = nil,
+    action: Action,
+    mode: Mode = .async,
+    report: @escaping @Sendable (DispatchReport) -> Void
+  ) {
+    if let chain = interceptorChain() {
+      return dispatch(storeIdentifier: storeIdentifier, action: action, mode: mode, through: chain, report: report)
+    }
+    route(storeIdentifier: storeIdentifier, action: action, mode: mode) { result in
+      report(DispatchReport(result: result, actions: [action]))
+    }
+  }
+
+  /// Dispatches `action`, returns once every responding store finished, and reports what ran.
+  /// - Parameters:
+  ///   - storeIdentifier: The one store to send the action to; `nil` (the default) sends it to every store that
+  ///     handles it.
+  ///   - action: The action to dispatch.
+  ///   - mode: How the dispatch runs; `.async` by default.
+  /// - Returns: The result, and the actions that reached the stores (see ``DispatchReport``).
+  public func dispatchReporting<Action: ActionType>(
+    storeIdentifier: String? = nil,
+    action: Action,
+    mode: Mode = .async
+  ) async -> DispatchReport {
+    await withCheckedContinuation { continuation in
+      dispatchReporting(storeIdentifier: storeIdentifier, action: action, mode: mode) { report in
+        continuation.resume(returning: report)
+      }
     }
   }
 
@@ -118,7 +146,7 @@ extension Dispatcher {
     if mode == .sync {
       // A loop, not recursion through completions: long synchronous sequences stay off the stack.
       for action in actions {
-        let result = dispatchSynchronously(storeIdentifier: nil, action: action)
+        let result = dispatchSynchronouslyIntercepted(storeIdentifier: nil, action: action)
         guard case .success = result else { return completion?(result) ?? () }
       }
       completion?(.success(()))
@@ -134,21 +162,160 @@ extension Dispatcher {
     dispatch(action: action, mode: mode, then: completion)
   }
 
+  /// Routes `action`, which interceptors passed on (or none saw), in `mode`.
+  private func route(storeIdentifier: String?, action: any ActionType, mode: Mode, then completion: Completion?) {
+    switch mode {
+    case .sync:
+      let result = dispatchSynchronously(storeIdentifier: storeIdentifier, action: action)
+      completion?(result)
+    case .async:
+      DispatchQueue.global().async { [self] in
+        runHere(storeIdentifier: storeIdentifier, action: action, then: completion)
+      }
+    case .serial:
+      serialLane.enqueue(
+        Lane.Job(storeIdentifier: storeIdentifier, action: action, completion: completion), dispatcher: self)
+    case .mainThread:
+      mainLane.enqueue(
+        Lane.Job(storeIdentifier: storeIdentifier, action: action, completion: completion), dispatcher: self)
+    }
+  }
+
+  /// Runs an `.async` dispatch on the calling thread, a background one.
+  private func runHere(storeIdentifier: String?, action: any ActionType, then completion: Completion?) {
+    // Never `nil`: that would make this thread wait for an operation that finishes later.
+    let outcome = ThreadContext.withCurrent { context in
+      run(storeIdentifier: storeIdentifier, action: action, placement: .anyThread, context: context) {
+        completion ?? { _ in }
+      }
+    }
+    if case .finished(let result) = outcome { completion?(result) }
+  }
+
+  /// Runs the interceptors of `chain` on `action`, where `mode` runs a dispatch, then routes what they passed on.
+  private func dispatch(
+    storeIdentifier: String?, action: any ActionType, mode: Mode, through chain: InterceptorChain,
+    report: @escaping @Sendable (DispatchReport) -> Void
+  ) {
+    switch mode {
+    case .sync:
+      report(dispatchSynchronously(storeIdentifier: storeIdentifier, action: action, through: chain))
+    case .async:
+      DispatchQueue.global().async { [self] in
+        let progress = chain.start(action, dispatcher: self) { [self] outcome in
+          DispatchQueue.global().async { self.finishAsynchronously(outcome, storeIdentifier: storeIdentifier, report) }
+        }
+        if case .decided(let outcome) = progress {
+          finishAsynchronously(outcome, storeIdentifier: storeIdentifier, report)
+        }
+      }
+    case .serial, .mainThread:
+      let job = Lane.Job(
+        storeIdentifier: storeIdentifier, action: action, completion: nil,
+        intercepted: Lane.InterceptedJob(chain: chain, report: report))
+      (mode == .serial ? serialLane : mainLane).enqueue(job, dispatcher: self)
+    }
+  }
+
+  private func finishAsynchronously(
+    _ outcome: InterceptorChain.Outcome, storeIdentifier: String?,
+    _ report: @escaping @Sendable (DispatchReport) -> Void
+  ) {
+    switch outcome {
+    case .blocked(let error):
+      report(DispatchReport(result: .failure(error), actions: []))
+    case .proceed(let action):
+      runHere(storeIdentifier: storeIdentifier, action: action) { result in
+        report(DispatchReport(result: result, actions: [action]))
+      }
+    }
+  }
+
+  /// A `.sync` dispatch through the interceptors, if any.
+  private func dispatchSynchronouslyIntercepted(
+    storeIdentifier: String?, action: any ActionType
+  ) -> Result<Void, DispatchError> {
+    guard let chain = interceptorChain() else {
+      return dispatchSynchronously(storeIdentifier: storeIdentifier, action: action)
+    }
+    return dispatchSynchronously(storeIdentifier: storeIdentifier, action: action, through: chain).result
+  }
+
+  /// Runs the interceptors on the calling thread, waiting for a decision made later, then the dispatch.
+  private func dispatchSynchronously(
+    storeIdentifier: String?, action: any ActionType, through chain: InterceptorChain
+  ) -> DispatchReport {
+    if let refused = refusedAsReentrant(action) { return DispatchReport(result: .failure(refused), actions: []) }
+    let later = LaterDecision()
+    let outcome: InterceptorChain.Outcome
+    switch chain.start(action, dispatcher: self, whenDecidedLater: later.deliver) {
+    case .decided(let decided): outcome = decided
+    case .pending: outcome = later.wait()
+    }
+    switch outcome {
+    case .blocked(let error):
+      return DispatchReport(result: .failure(error), actions: [])
+    case .proceed(let passed):
+      return DispatchReport(
+        result: dispatchSynchronously(storeIdentifier: storeIdentifier, action: passed), actions: [passed])
+    }
+  }
+
   /// Runs `job` for `lane`; returns whether it finished (and its completion ran) before returning.
   ///
-  /// Otherwise its completion tells the lane when it finished.
+  /// Otherwise its completion tells the lane when it finished. A job whose interceptors decide later waits for them
+  /// in the lane, so that the jobs after it keep their order; what they passed on then runs on the lane's executor.
   func runLaneJob(_ job: Lane.Job, on lane: Lane) -> Bool {
+    guard let intercepted = job.intercepted else {
+      return runRouted(storeIdentifier: job.storeIdentifier, action: job.action, on: lane, then: job.completion)
+    }
+    let progress = intercepted.chain.start(job.action, dispatcher: self) { [self] outcome in
+      lane.executor.schedule { [self] in
+        if finish(intercepted, outcome, storeIdentifier: job.storeIdentifier, on: lane) {
+          lane.jobDone(dispatcher: self)
+        }
+      }
+    }
+    guard case .decided(let outcome) = progress else { return false }
+    return finish(intercepted, outcome, storeIdentifier: job.storeIdentifier, on: lane)
+  }
+
+  /// Routes what a lane job's interceptors passed on; returns whether it finished before returning.
+  private func finish(
+    _ intercepted: Lane.InterceptedJob, _ outcome: InterceptorChain.Outcome, storeIdentifier: String?, on lane: Lane
+  ) -> Bool {
+    switch outcome {
+    case .blocked(let error):
+      intercepted.report(DispatchReport(result: .failure(error), actions: []))
+      return true
+    case .proceed(let action):
+      return runRouted(storeIdentifier: storeIdentifier, action: action, on: lane) { result in
+        intercepted.report(DispatchReport(result: result, actions: [action]))
+      }
+    }
+  }
+
+  /// Runs one routed dispatch of `lane`; returns whether it finished (and `completion` ran) before returning.
+  private func runRouted(
+    storeIdentifier: String?, action: any ActionType, on lane: Lane, then completion: Completion?
+  ) -> Bool {
     let outcome = ThreadContext.withCurrent { context in
-      run(storeIdentifier: job.storeIdentifier, action: job.action, placement: lane.placement, context: context) {
+      run(storeIdentifier: storeIdentifier, action: action, placement: lane.placement, context: context) {
         { [self] result in
-          job.completion?(result)
+          completion?(result)
           lane.jobDone(dispatcher: self)
         }
       }
     }
     guard case .finished(let result) = outcome else { return false }
-    job.completion?(result)
+    completion?(result)
     return true
+  }
+
+  /// The error a `.sync` dispatch of `action` fails with at once on this thread, if it would be re-entrant.
+  private func refusedAsReentrant(_ action: any ActionType) -> DispatchError? {
+    let running = ThreadContext.withCurrent { $0.isRunning(ObjectIdentifier(self)) }
+    return running ? .reentrantSynchronousDispatch(actionType: String(reflecting: type(of: action))) : nil
   }
 
   private func dispatchSynchronously(storeIdentifier: String?, action: any ActionType) -> Result<Void, DispatchError> {

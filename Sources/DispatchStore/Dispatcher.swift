@@ -43,6 +43,9 @@ public final class Dispatcher: Sendable {
   /// How many stores were removed so far, readable without the registry's lock: a store about to start in a
   /// dispatch checks that it is still registered only when this changed since the dispatch was prepared.
   let unregistrations = Atomic<UInt64>(0)
+  /// How many interceptors are registered, readable without the registry's lock: a dispatch reads this, and nothing
+  /// else, while there are none.
+  let interceptorCount = Atomic<Int>(0)
   let serialLane: Lane
   let mainLane: Lane
 
@@ -146,12 +149,47 @@ public final class Dispatcher: Sendable {
   }
 }
 
+extension Dispatcher {
+  // MARK: - Interceptors
+
+  /// Adds `interceptor` after the interceptors already registered; it sees every action dispatched from now on,
+  /// before any store does.
+  /// - Parameter interceptor: The interceptor to add. Registering the same instance twice has no effect.
+  public func register(interceptor: any Interceptor) {
+    registry.withLock { registry in
+      guard !registry.interceptors.contains(where: { $0 === interceptor }) else { return }
+      registry.interceptors.append(interceptor)
+      interceptorCount.store(registry.interceptors.count, ordering: .relaxed)
+    }
+  }
+
+  /// Removes `interceptor`: dispatches that start from now on do not see it; those already running may.
+  /// - Parameter interceptor: An interceptor passed to ``register(interceptor:)``.
+  public func unregister(interceptor: any Interceptor) {
+    let removed = registry.withLock { registry -> [any Interceptor] in
+      let removed = registry.interceptors.filter { $0 === interceptor }
+      registry.interceptors.removeAll { $0 === interceptor }
+      interceptorCount.store(registry.interceptors.count, ordering: .relaxed)
+      return removed
+    }
+    withExtendedLifetime(removed) {}  // Released here, after the lock.
+  }
+
+  /// The interceptors a dispatch starting now runs, or `nil` if there are none.
+  func interceptorChain() -> InterceptorChain? {
+    guard interceptorCount.load(ordering: .relaxed) > 0 else { return nil }
+    let interceptors = registry.withLock { $0.interceptors }
+    return interceptors.isEmpty ? nil : InterceptorChain(interceptors: interceptors)
+  }
+}
+
 /// The dispatcher's registry, behind its one lock.
 struct Registry {
   var stores: [String: StoreEntry] = [:]
   /// The stores handling each action type, keyed by `ObjectIdentifier(Action.self)`, in registration order.
   var routes = RouteTable()
   var middleware = MiddlewareList()
+  var interceptors: [any Interceptor] = []
   /// Changes whenever a store is registered or removed, so that cached wait graphs are rebuilt.
   var generation: UInt64 = 0
   /// How many stores were removed so far; mirrored in ``Dispatcher/unregistrations``.

@@ -14,6 +14,15 @@ final class Lane: Sendable {
     let storeIdentifier: String?
     let action: any ActionType
     let completion: Dispatcher.Completion?
+    /// The interceptors to run first, in the lane, and who hears what they made of the action; `nil` when none was
+    /// registered.
+    var intercepted: InterceptedJob? = nil
+  }
+
+  /// A job's interceptors, and where its report goes.
+  struct InterceptedJob: Sendable {
+    let chain: InterceptorChain
+    let report: @Sendable (DispatchReport) -> Void
   }
 
   enum Executor: Sendable {
