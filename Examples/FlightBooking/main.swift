@@ -168,6 +168,17 @@ final class AccountReducer: SynchronousReducer<AccountModel, AccountAction>, @un
   }
 }
 
+/// Lets booking actions through only while a traveller is signed in (an interceptor: it runs before routing).
+final class SignedInOnly: Interceptor {
+  let account: Store<AccountModel, AccountAction>
+  init(account: Store<AccountModel, AccountAction>) { self.account = account }
+
+  func intercept(_ action: any ActionType, dispatcher: Dispatcher) -> Interception {
+    guard action is BookingAction else { return .proceed }
+    return account.model.traveller != nil ? .proceed : .block(reason: "sign in first")
+  }
+}
+
 // MARK: - Wiring
 
 let dispatcher = Dispatcher()
@@ -182,6 +193,7 @@ try dispatcher.register(store: accountStore)
 try dispatcher.register(store: priceStore)
 try dispatcher.register(store: cityStore)
 try dispatcher.register(store: countryStore)
+dispatcher.register(interceptor: SignedInOnly(account: accountStore))
 
 /// Observers run on the library's main run-loop thread, in the order the changes happened.
 final class Screen {}
@@ -211,6 +223,7 @@ func book() async {
   print("Flight booking: four stores on one dispatcher.")
   print("city waits for country; price waits for country and city; account waits for price.\n")
   let steps: [(String, any ActionType)] = [
+    ("Select Italy before signing in", BookingAction.selectCountry("Italy")),
     ("Sign in as Ada", AccountAction.signIn("Ada")),
     ("Select Italy", BookingAction.selectCountry("Italy")),
     ("Choose Venice", BookingAction.selectCity("Venice")),
@@ -231,6 +244,9 @@ func book() async {
     countryStore.model.country, cityStore.model.city, priceStore.model.quote, accountStore.model.traveller,
   ]
   print("\nAfter sign-out: \(cleared.allSatisfy { $0 == nil } ? "no traveller, no booking" : "something was kept")")
+  await run(
+    "Select Italy again (the interceptor blocks booking actions until someone signs in)",
+    BookingAction.selectCountry("Italy"))
 }
 
 /// Dispatches one step, waits for every store that handles it, then for the screen to show their changes.

@@ -24,7 +24,8 @@ extension Dispatcher {
     mode: Mode = .async,
     then completion: Completion?
   ) {
-    if let chain = interceptorChain() {
+    // One relaxed load while no interceptor is registered.
+    if interceptorCount.load(ordering: .relaxed) > 0, let chain = interceptorChain() {
       return dispatch(storeIdentifier: storeIdentifier, action: action, mode: mode, through: chain) { report in
         completion?(report.result)
       }
@@ -163,6 +164,7 @@ extension Dispatcher {
   }
 
   /// Routes `action`, which interceptors passed on (or none saw), in `mode`.
+  @inline(__always)
   private func route(storeIdentifier: String?, action: any ActionType, mode: Mode, then completion: Completion?) {
     switch mode {
     case .sync:
@@ -362,7 +364,8 @@ extension Dispatcher {
       return .finished(.failure(error))
     }
     switch consume prepared {
-    case .single(let dispatch):
+    case .single(let dispatch, let middleware):
+      defer { withExtendedLifetime(middleware) {} }
       return dispatch.run(context: context, completion: completion)
     case .run(let plan):
       let onComplete = completion()

@@ -101,34 +101,47 @@ extension Store {
   /// reducer is user code.
   @inlinable
   func reduceInPlace(_ action: Action) -> (any Error)? {
-    let isObserved = registeredObservers.load(ordering: .relaxed) > 0
-    let shouldNotify = isObserved && reducer.shouldNotifyObservers(for: action, in: self)
-    let deliverer = shouldNotify ? ThreadContext.currentDeliverer : nil
-    // Borrowed: the store holds its reducer.
-    let (error, turn) = Unmanaged.passUnretained(reducer)._withUnsafeGuaranteedRef { reducer in
-      let reducer = unsafeDowncast(reducer, to: SynchronousReducer<Model, Action>.self)
-      return state.withLock { state -> ((any Error)?, SynchronousTurn<Model, Action>) in
-        var thrown: (any Error)?
-        do {
-          try reducer.reduce(action, into: &state.model)
-        } catch {
-          thrown = error  // The changes made before the throw are kept, and announced.
+    do {
+      // Borrowed: the store holds its reducer.
+      try Unmanaged.passUnretained(reducer)._withUnsafeGuaranteedRef { reducer in
+        let reducer = unsafeDowncast(reducer, to: SynchronousReducer<Model, Action>.self)
+        guard registeredObservers.load(ordering: .relaxed) > 0 else {
+          // Nobody to tell: the version catches up at the next announcement.
+          return try state.withLock { state in
+            defer { state.version &+= 1 }
+            try reducer.reduce(action, into: &state.model)
+          }
         }
-        state.version &+= 1
-        guard isObserved else { return (thrown, .none) }
-        state.announcedVersion = state.version
-        guard let deliverer, let observers = state.observers else { return (thrown, .none) }
-        let turn = observers.changes(
-          of: state.model, by: action, store: self, mainQueue: state.mainQueue, deliverer: deliverer)
-        return (thrown, turn)
+        try reduceAnnouncing(action, with: reducer)
       }
+      return nil
+    } catch is SynchronousReducer<Model, Action>.NotImplemented {
+      return ReducerError.notImplemented(storeIdentifier: identifier)
+    } catch {
+      return error
+    }
+  }
+
+  /// ``reduceInPlace(_:)`` for an observed store: the change is announced in the critical section that made it.
+  @inlinable
+  func reduceAnnouncing(_ action: Action, with reducer: SynchronousReducer<Model, Action>) throws {
+    let shouldNotify = reducer.shouldNotifyObservers(for: action, in: self)
+    let deliverer = ThreadContext.currentDeliverer
+    var thrown: (any Error)?
+    let turn = state.withLock { state -> SynchronousTurn<Model, Action> in
+      do {
+        try reducer.reduce(action, into: &state.model)
+      } catch {
+        thrown = error  // The changes made before the throw are kept, and announced.
+      }
+      state.version &+= 1
+      state.announcedVersion = state.version
+      guard shouldNotify, let observers = state.observers else { return .none }
+      return observers.changes(
+        of: state.model, by: action, store: self, mainQueue: state.mainQueue, deliverer: deliverer)
     }
     deliverSynchronously(turn)
-    guard let error else { return nil }
-    if error is SynchronousReducer<Model, Action>.NotImplemented {
-      return ReducerError.notImplemented(storeIdentifier: identifier)
-    }
-    return error
+    if let thrown { throw thrown }
   }
 }
 

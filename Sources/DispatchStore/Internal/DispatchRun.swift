@@ -79,7 +79,9 @@ final class DispatchRun: OperationCompletionHandler {
   /// What a prepared dispatch runs.
   enum Prepared {
     /// One store that waits for nobody: run by ``SingleStoreDispatch``, without a run object.
-    case single(SingleStoreDispatch)
+    /// The dispatch calls its middleware through a borrowed view of `middleware`, which the caller keeps until the
+    /// dispatch returned (what outlives it takes an owned copy).
+    case single(SingleStoreDispatch, middleware: MiddlewareList)
     /// Everything else: a run, once given its completion.
     case run(Plan)
   }
@@ -144,26 +146,34 @@ final class DispatchRun: OperationCompletionHandler {
     // Consumed, so that the stores are moved out rather than retained again.
     switch consume lookup {
     case .one(let store):
-      let storeAction: any ActionType
       if store.actionType == actionType {
-        storeAction = action
-      } else if let mapped = store.withKind({ $0.storeAction(for: action, in: $1) }) {
-        storeAction = mapped
-        actions = [mapped]
+        // The common case: one store of the action's own type, given `action` itself (no copy of the existential).
+        let waits = store.withKind { $0.waitList(of: $1, for: action) }
+        if waits.isEmpty {
+          return .single(
+            SingleStoreDispatch(
+              store: store, action: action, dispatcherID: ObjectIdentifier(dispatcher),
+              middleware: middleware.borrowed, placement: placement),
+            middleware: middleware)
+        }
+        firstWaits = waits
       } else {
-        throw .actionTypeMismatch(
-          storeIdentifier: storeIdentifier ?? store.identifier, expected: String(reflecting: store.anyStore.actionType),
-          dispatched: String(reflecting: type(of: action)))
+        guard let mapped = store.withKind({ $0.storeAction(for: action, in: $1) }) else {
+          throw .actionTypeMismatch(
+            storeIdentifier: storeIdentifier ?? store.identifier,
+            expected: String(reflecting: store.anyStore.actionType), dispatched: String(reflecting: type(of: action)))
+        }
+        let waits = store.withKind { $0.waitList(of: $1, for: mapped) }
+        if waits.isEmpty {
+          return .single(
+            SingleStoreDispatch(
+              store: store, action: mapped, dispatcherID: ObjectIdentifier(dispatcher),
+              middleware: middleware.borrowed, placement: placement),
+            middleware: middleware)
+        }
+        firstWaits = waits
+        actions = [mapped]
       }
-      let waits = store.withKind { $0.waitList(of: $1, for: storeAction) }
-      if waits.isEmpty {
-        // The common case: one store that waits for nobody.
-        return .single(
-          SingleStoreDispatch(
-            store: store, action: storeAction, dispatcherID: ObjectIdentifier(dispatcher), middleware: middleware,
-            placement: placement))
-      }
-      firstWaits = waits
       targets = [store]
     case .several(let stores, let graph, let generation):
       targets = stores

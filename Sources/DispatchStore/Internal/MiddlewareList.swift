@@ -36,8 +36,20 @@ struct MiddlewareList: Sendable {
 
   /// A list seen without owning it, to call its middleware without retaining each: valid only while an owner
   /// keeps the list, and never kept beyond that.
-  struct Borrowed {
+  struct Borrowed: Sendable {
     fileprivate let snapshot: Unmanaged<Snapshot>?
+
+    var isEmpty: Bool { snapshot == nil }
+
+    var needsDuration: Bool {
+      guard let snapshot else { return false }
+      return snapshot._withUnsafeGuaranteedRef { $0.needsDuration }
+    }
+
+    /// An owned copy of the list: one retain, for what outlives the owner the view was borrowed from.
+    func owned() -> MiddlewareList {
+      MiddlewareList(snapshot: snapshot?.takeUnretainedValue())
+    }
 
     /// Calls `body` with each middleware in order, borrowed.
     @inline(__always)
@@ -57,6 +69,10 @@ struct MiddlewareList: Sendable {
   private var snapshot: Snapshot?
 
   init() {}
+
+  private init(snapshot: Snapshot?) {
+    self.snapshot = snapshot
+  }
 
   var isEmpty: Bool { snapshot == nil }
 

@@ -12,8 +12,9 @@ struct SingleStoreDispatch: Sendable {
   let store: StoreEntry
   let action: any ActionType
   let dispatcherID: ObjectIdentifier
-  /// The registry's list when the dispatch was prepared.
-  let middleware: MiddlewareList
+  /// The registry's list when the dispatch was prepared, borrowed: valid while the dispatch runs on its thread
+  /// (``Dispatcher`` keeps the list meanwhile); what outlives that keeps an owned copy (``MiddlewareList/Borrowed/owned()``).
+  let middleware: MiddlewareList.Borrowed
   let placement: DispatchRun.Placement
 
   /// The identifier of the transaction middleware sees, and when its operation started: what a
@@ -42,8 +43,10 @@ struct SingleStoreDispatch: Sendable {
   {
     if case .main(let mainQueue) = placement, !mainQueue.isCurrent {
       let onComplete = makeCompletion()
+      // The hop outlives this call, and so the dispatch's loan of the middleware list: it keeps a copy of its own.
+      let middlewareOwner = middleware.owned()
       mainQueue.schedule { [self] in
-        let outcome = run(completion: { onComplete })
+        let outcome = withExtendedLifetime(middlewareOwner) { run(completion: { onComplete }) }
         if case .finished(let result) = outcome { onComplete?(result) }
       }
       return .later
@@ -111,7 +114,7 @@ struct SingleStoreDispatch: Sendable {
 
   /// Calls `willDispatch`, or `didDispatch` once `transaction` finished, on every middleware.
   private func tellMiddleware(_ transaction: Transaction) {
-    store.withKind { $0.tell(middleware.borrowed, about: transaction, in: $1) }
+    store.withKind { $0.tell(middleware, about: transaction, in: $1) }
   }
 
   /// Asks the reducer for the operation and starts it; registers a late completion if it did not finish.
@@ -166,6 +169,8 @@ struct SingleStoreDispatch: Sendable {
 /// delivers its result: to the completion, or to the `.sync` caller waiting on `waiter`.
 final class LateCompletion: OperationCompletionHandler {
   private let dispatch: SingleStoreDispatch
+  /// Keeps the list `dispatch.middleware` views: the completion outlives the dispatch's loan of it.
+  private let middlewareOwner: MiddlewareList
   private let watch: SingleStoreDispatch.Watch?
   private let onComplete: Dispatcher.Completion?
   /// What a `.sync` dispatch waits on, when there is no completion.
@@ -178,6 +183,7 @@ final class LateCompletion: OperationCompletionHandler {
     waiter: DispatchSemaphore?
   ) {
     self.dispatch = dispatch
+    self.middlewareOwner = dispatch.middleware.owned()
     self.watch = watch
     self.onComplete = onComplete
     self.waiter = waiter
