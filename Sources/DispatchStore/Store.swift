@@ -101,47 +101,54 @@ extension Store {
   /// reducer is user code.
   @inlinable
   func reduceInPlace(_ action: Action) -> (any Error)? {
+    // Nobody to tell: the version catches up at the next announcement.
+    if registeredObservers.load(ordering: .relaxed) > 0 { return reduceAnnouncing(action) }
     do {
       // Borrowed: the store holds its reducer.
       try Unmanaged.passUnretained(reducer)._withUnsafeGuaranteedRef { reducer in
         let reducer = unsafeDowncast(reducer, to: SynchronousReducer<Model, Action>.self)
-        guard registeredObservers.load(ordering: .relaxed) > 0 else {
-          // Nobody to tell: the version catches up at the next announcement.
-          return try state.withLock { state in
-            defer { state.version &+= 1 }
-            try reducer.reduce(action, into: &state.model)
-          }
+        try state.withLock { state in
+          defer { state.version &+= 1 }
+          try reducer.reduce(action, into: &state.model)
         }
-        try reduceAnnouncing(action, with: reducer)
       }
       return nil
-    } catch is SynchronousReducer<Model, Action>.NotImplemented {
-      return ReducerError.notImplemented(storeIdentifier: identifier)
     } catch {
-      return error
+      return reductionError(error)
     }
+  }
+
+  /// The error a ``SynchronousReducer`` threw, as the transaction fails with it.
+  @inlinable
+  func reductionError(_ error: any Error) -> any Error {
+    error is SynchronousReducer<Model, Action>.NotImplemented
+      ? ReducerError.notImplemented(storeIdentifier: identifier) : error
   }
 
   /// ``reduceInPlace(_:)`` for an observed store: the change is announced in the critical section that made it.
   @inlinable
-  func reduceAnnouncing(_ action: Action, with reducer: SynchronousReducer<Model, Action>) throws {
-    let shouldNotify = reducer.shouldNotifyObservers(for: action, in: self)
-    let deliverer = ThreadContext.currentDeliverer
-    var thrown: (any Error)?
-    let turn = state.withLock { state -> SynchronousTurn<Model, Action> in
-      do {
-        try reducer.reduce(action, into: &state.model)
-      } catch {
-        thrown = error  // The changes made before the throw are kept, and announced.
+  func reduceAnnouncing(_ action: Action) -> (any Error)? {
+    // Borrowed: the store holds its reducer.
+    Unmanaged.passUnretained(reducer)._withUnsafeGuaranteedRef { reducer in
+      let reducer = unsafeDowncast(reducer, to: SynchronousReducer<Model, Action>.self)
+      let shouldNotify = reducer.shouldNotifyObservers(for: action, in: self)
+      let deliverer = ThreadContext.currentDeliverer
+      var thrown: (any Error)?
+      let turn = state.withLock { state -> SynchronousTurn<Model, Action> in
+        do {
+          try reducer.reduce(action, into: &state.model)
+        } catch {
+          thrown = error  // The changes made before the throw are kept, and announced.
+        }
+        state.version &+= 1
+        state.announcedVersion = state.version
+        guard shouldNotify, let observers = state.observers else { return .none }
+        return observers.changes(
+          of: state.model, by: action, store: self, mainQueue: state.mainQueue, deliverer: deliverer)
       }
-      state.version &+= 1
-      state.announcedVersion = state.version
-      guard shouldNotify, let observers = state.observers else { return .none }
-      return observers.changes(
-        of: state.model, by: action, store: self, mainQueue: state.mainQueue, deliverer: deliverer)
+      deliverSynchronously(turn)
+      return thrown.map(reductionError)
     }
-    deliverSynchronously(turn)
-    if let thrown { throw thrown }
   }
 }
 

@@ -88,8 +88,11 @@ final class DispatchRun: OperationCompletionHandler {
 
   /// A run's stores, wait graph and middleware, checked and ready to start.
   struct Plan {
-    /// Asked, when a store is about to start, whether it is still registered.
-    fileprivate let dispatcher: Dispatcher
+    /// Asked, when a store is about to start, whether it is still registered; retained by the plan (``owner``),
+    /// read without retaining it again.
+    fileprivate let dispatcher: Unmanaged<Dispatcher>
+    /// Keeps `dispatcher` alive while the run lasts.
+    fileprivate let owner: Dispatcher
     /// ``Dispatcher/unregistrations`` when the stores were looked up: while it is unchanged, every store is.
     fileprivate let unregistrations: UInt64
     fileprivate let dispatcherID: ObjectIdentifier
@@ -103,9 +106,12 @@ final class DispatchRun: OperationCompletionHandler {
     /// Moved into the run's state when it starts, so that counting down does not copy it.
     fileprivate var graph: WaitGraph?
 
-    /// The action as the store of node `index` handles it.
-    fileprivate func action(of index: Int) -> any ActionType {
-      actions?[index] ?? action
+    /// Calls `body` with the action as the store of node `index` handles it, borrowed: returning the existential
+    /// would copy it, and destroy the copy, once per store and use.
+    @inline(__always)
+    fileprivate func withAction<Result>(of index: Int, _ body: (any ActionType) -> Result) -> Result {
+      guard let actions else { return body(action) }
+      return actions.withUnsafeBufferPointer { body($0[index]) }
     }
   }
 
@@ -201,9 +207,17 @@ final class DispatchRun: OperationCompletionHandler {
     targets.withUnsafeBufferPointer { targets in
       for index in targets.indices {
         // User code: each reducer is asked once.
-        let waits =
-          index == 0 && firstWaits != nil
-          ? firstWaits! : targets.withEntry(at: index) { $0.waitList(of: $1, for: actions?[index] ?? action) }
+        let waits: [String]
+        if index == 0, let firstWaits {
+          waits = firstWaits
+        } else if let actions {
+          waits = actions.withUnsafeBufferPointer { actions in
+            targets.withEntry(at: index) { $0.waitList(of: $1, for: actions[index]) }
+          }
+        } else {
+          // `action` itself: `actions?[index] ?? action` would copy the existential for every store.
+          waits = targets.withEntry(at: index) { $0.waitList(of: $1, for: action) }
+        }
         if matchesKept, let kept {
           if kept.waitLists[index] == waits { continue }
           // The lists so far were the kept graph's.
@@ -258,7 +272,8 @@ final class DispatchRun: OperationCompletionHandler {
     }
     return .run(
       Plan(
-        dispatcher: dispatcher, unregistrations: unregistrations, dispatcherID: ObjectIdentifier(dispatcher),
+        dispatcher: Unmanaged.passUnretained(dispatcher), owner: dispatcher, unregistrations: unregistrations,
+        dispatcherID: ObjectIdentifier(dispatcher),
         action: action, actions: actions, middleware: middleware,
         placement: placement, targets: targets, graph: graph))
   }
@@ -456,10 +471,14 @@ final class DispatchRun: OperationCompletionHandler {
   ///
   /// Such a store does not start, as Flux skips a callback removed during a dispatch. While no store was removed
   /// since the dispatch was prepared, this is one atomic load.
+  @inline(__always)
   private func wasUnregistered(_ store: AnyObject, kind: StoreKind) -> Bool {
-    guard plan.dispatcher.unregistrations.load(ordering: .relaxed) != plan.unregistrations else { return false }
+    let unchanged = plan.dispatcher._withUnsafeGuaranteedRef {
+      $0.unregistrations.load(ordering: .relaxed) == plan.unregistrations
+    }
+    guard !unchanged else { return false }
     let identifier = kind.identifier(of: store)
-    return plan.dispatcher.registry.withLock { $0.stores[identifier]?.store !== store }
+    return plan.dispatcher._withUnsafeGuaranteedRef { $0.registry.withLock { $0.stores[identifier]?.store !== store } }
   }
 
   /// Takes a transaction identifier (and start time, if a middleware needs durations) for a store about to handle
@@ -469,7 +488,9 @@ final class DispatchRun: OperationCompletionHandler {
   ) -> Node {
     let id = context.nextTransactionID()
     let node = Node(transactionID: id, started: plan.middleware.needsDuration ? MonotonicClock.nanoseconds() : nil)
-    let transaction = Transaction(id: id, storeIdentifier: kind.identifier(of: store), action: plan.action(of: index))
+    let transaction = plan.withAction(of: index) { action in
+      Transaction(id: id, storeIdentifier: kind.identifier(of: store), action: action)
+    }
     kind.tell(plan.middleware.borrowed, about: transaction, in: store)
     return node
   }
@@ -484,7 +505,7 @@ final class DispatchRun: OperationCompletionHandler {
   ) -> OperationOutcome {
     context.withRunning(plan.dispatcherID) { () -> OperationOutcome in
       let operation: any OperationStarting
-      switch kind.handle(plan.action(of: index), in: store) {
+      switch plan.withAction(of: index, { kind.handle($0, in: store) }) {
       case .reduced(let error): return error.map { .failed($0) } ?? .succeeded
       case .operation(let made): operation = made
       }
@@ -568,13 +589,14 @@ final class DispatchRun: OperationCompletionHandler {
     if let started = watch?.started {
       duration = .nanoseconds(Int64(bitPattern: MonotonicClock.nanoseconds() &- started))
     }
-    if isObserved { kind.announceChange(of: store, for: plan.action(of: index)) }
+    if isObserved { plan.withAction(of: index) { kind.announceChange(of: store, for: $0) } }
     let assignedID = watch?.transactionID
     if let id = assignedID {
-      let transaction = Transaction(
-        id: id, storeIdentifier: kind.identifier(of: store), action: plan.action(of: index), finished: true,
-        duration: duration,
-        error: error)
+      let transaction = plan.withAction(of: index) { action in
+        Transaction(
+          id: id, storeIdentifier: kind.identifier(of: store), action: action, finished: true, duration: duration,
+          error: error)
+      }
       kind.tell(plan.middleware.borrowed, about: transaction, in: store)
     }
     return assignedID
