@@ -376,8 +376,8 @@ final class DispatchRun: OperationCompletionHandler {
     _ index: Int, of store: AnyObject, kind: StoreKind, error: (any Error)?, watch: Node?,
     hidingRunningDispatchers: Bool
   ) -> TransactionID? {
-    let isObserved = kind.isObserved(store)
-    guard watch != nil || isObserved else { return nil }
+    let announces = kind.announcesWhenFinished(store)
+    guard watch != nil || announces else { return nil }
     guard !hidingRunningDispatchers else {
       return ThreadContext.withoutRunning {
         announce(index, of: store, kind: kind, error: error, watch: watch, hidingRunningDispatchers: false)
@@ -387,7 +387,7 @@ final class DispatchRun: OperationCompletionHandler {
     if let started = watch?.started {
       duration = .nanoseconds(Int64(bitPattern: MonotonicClock.nanoseconds() &- started))
     }
-    if isObserved { plan.withAction(of: index) { kind.announceChange(of: store, for: $0) } }
+    if announces { plan.withAction(of: index) { kind.announceChange(of: store, for: $0) } }
     let assignedID = watch?.transactionID
     if let id = assignedID {
       let transaction = plan.withAction(of: index) { action in

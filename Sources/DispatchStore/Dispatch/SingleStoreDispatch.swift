@@ -90,7 +90,7 @@ struct SingleStoreDispatch: Sendable {
     }
     Self.complete(&transaction, watch: watch, error: error)
     let result = result(error: error, watch: watch)
-    announce(isObserved: store.withKind { $0.isObserved($1) }, finished: transaction)
+    announce(toObservers: store.withKind { $0.announcesWhenFinished($1) }, finished: transaction)
     return .finished(result)
   }
 
@@ -103,11 +103,12 @@ struct SingleStoreDispatch: Sendable {
     transaction.error = error
   }
 
-  /// Announces the change if anyone observes the store, then tells middleware that `transaction` finished, with
+  /// Announces the change (`toObservers`: the store announces when finished), then tells middleware that
+  /// `transaction` finished, with
   /// the running dispatchers hidden from both.
-  private func announce(isObserved: Bool, finished transaction: Transaction) {
+  private func announce(toObservers: Bool, finished transaction: Transaction) {
     ThreadContext.withoutRunning {
-      if isObserved { store.withKind { $0.announceChange(of: $1, for: action) } }
+      if toObservers { store.withKind { $0.announceChange(of: $1, for: action) } }
       tellMiddleware(transaction)
     }
   }
@@ -145,15 +146,15 @@ struct SingleStoreDispatch: Sendable {
   /// With no middleware and nobody observing the store there is no user code to call, and nothing to hide the
   /// running dispatchers from.
   fileprivate func finished(error: (any Error)?, watch: Watch?) {
-    let isObserved = store.withKind { $0.isObserved($1) }
+    let announces = store.withKind { $0.announcesWhenFinished($1) }
     guard let watch else {
-      guard isObserved else { return }
+      guard announces else { return }
       ThreadContext.withoutRunning { store.withKind { $0.announceChange(of: $1, for: action) } }
       return
     }
     var transaction = Transaction(id: watch.id, storeIdentifier: store.identifier, action: action)
     Self.complete(&transaction, watch: watch, error: error)
-    announce(isObserved: isObserved, finished: transaction)
+    announce(toObservers: announces, finished: transaction)
   }
 
   /// The operation's error as the dispatch's result.

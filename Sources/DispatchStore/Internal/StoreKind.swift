@@ -37,7 +37,7 @@ class StoreKind: @unchecked Sendable {
     preconditionFailure("StoreKind is abstract")
   }
   func mappedActionTypes(of store: AnyObject) -> [ObjectIdentifier] { preconditionFailure("StoreKind is abstract") }
-  func isObserved(_ store: AnyObject) -> Bool { preconditionFailure("StoreKind is abstract") }
+  func announcesWhenFinished(_ store: AnyObject) -> Bool { preconditionFailure("StoreKind is abstract") }
   func announceChange(of store: AnyObject, for action: any ActionType) { preconditionFailure("StoreKind is abstract") }
 
   /// The kind of `Store<Model, Action>`, made on first use and never released.
@@ -78,7 +78,7 @@ private final class TypedStoreKind<Model: ModelType, Action: ActionType>: StoreK
     typed(store).storeAction(for: action)
   }
   override func mappedActionTypes(of store: AnyObject) -> [ObjectIdentifier] { typed(store).mappedActionTypes }
-  override func isObserved(_ store: AnyObject) -> Bool { typed(store).isObserved }
+  override func announcesWhenFinished(_ store: AnyObject) -> Bool { typed(store).announcesWhenFinished }
   override func announceChange(of store: AnyObject, for action: any ActionType) {
     typed(store).announceChange(for: action)
   }

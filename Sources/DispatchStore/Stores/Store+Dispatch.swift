@@ -12,9 +12,12 @@ extension Store {
     return .operation(reducer.operation(for: action, in: self))
   }
 
-  /// Whether anyone observes the store: when nobody does, announcing a change calls no user code.
-  var isObserved: Bool {
-    registeredObservers.load(ordering: .relaxed) > 0
+  /// Whether a dispatch announces the store's change once its transaction finished.
+  ///
+  /// Not for a store nobody observes (there is nobody to tell), nor for one that reduces in place: it announced the
+  /// change in the critical section that made it (``reduceInPlace(_:)``).
+  var announcesWhenFinished: Bool {
+    !reducesInPlace && registeredObservers.load(ordering: .relaxed) > 0
   }
 
   /// Announces the change the finished operation made, if any.
