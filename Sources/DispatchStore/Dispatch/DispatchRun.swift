@@ -17,21 +17,11 @@ final class DispatchRun: OperationCompletionHandler {
     case main(MainQueue)
   }
 
-  /// What middleware needs to know about one store's transaction.
-  ///
-  /// The stores themselves are in `targets`, readable without the lock; how many stores each waits for is counted
-  /// down in `graph`.
-  struct Node: Sendable {
-    /// Assigned when the operation starts if middleware will see the transaction, otherwise only if it fails:
-    /// with nobody watching, a dispatch reads no clock.
-    var transactionID: TransactionID?
-    /// `MonotonicClock` nanoseconds when the operation started, if a middleware needs the duration.
-    var started: UInt64?
-  }
-
   struct State: Sendable {
-    /// One per store when there is middleware; otherwise empty.
-    var nodes: [Node]
+    /// Each store's watched transaction, when there is middleware; otherwise empty.
+    ///
+    /// The stores themselves are in the plan, readable without the lock.
+    var nodes: [StoreTransaction.Watch?]
     /// Who waits for whom, counted down as stores finish; `nil` when nobody waits.
     var graph: WaitGraph?
     var unfinished: Int
@@ -81,7 +71,8 @@ final class DispatchRun: OperationCompletionHandler {
     var graph: WaitGraph?
     swap(&graph, &plan.graph)
     self.onComplete = onComplete
-    let nodes = plan.middleware.isEmpty ? [] : Array(repeating: Node(), count: plan.targets.count)
+    let nodes: [StoreTransaction.Watch?] =
+      plan.middleware.isEmpty ? [] : Array(repeating: nil, count: plan.targets.count)
     self.state = LockedValue(State(nodes: nodes, graph: graph, unfinished: plan.targets.count))
     self.plan = plan
   }
@@ -222,7 +213,7 @@ final class DispatchRun: OperationCompletionHandler {
       return .finished(handedOff: alone.finish(index, failure: nil, takeFirstReady: true).handedOff)
     }
     if !plan.middleware.isEmpty {
-      alone.nodes[index] = tellMiddlewareStarting(index, of: store, kind: kind, context: context)
+      alone.nodes[index] = begin(index, of: store, kind: kind, context: context)
     }
     let me = ObjectIdentifier(context)
     let outcome = handle(index, of: store, kind: kind, context: context) {
@@ -238,13 +229,9 @@ final class DispatchRun: OperationCompletionHandler {
     case .succeeded: error = nil
     case .failed(let failed): error = failed
     }
-    let watch = alone.nodes.isEmpty ? nil : alone.nodes[index]
-    let assignedID = announce(
-      index, of: store, kind: kind, error: error, watch: watch, hidingRunningDispatchers: true)
-    let failure = error.map {
-      OperationFailure(
-        storeIdentifier: kind.identifier(of: store), transactionID: assignedID ?? TransactionID.next(), error: $0)
-    }
+    let failure = end(
+      index, of: store, kind: kind, watch: alone.nodes.isEmpty ? nil : alone.nodes[index], error: error,
+      hidingRunningDispatchers: true)
     return .finished(handedOff: alone.finish(index, failure: failure, takeFirstReady: true).handedOff)
   }
 
@@ -253,8 +240,8 @@ final class DispatchRun: OperationCompletionHandler {
       return afterOperationFinished(index, of: store, kind: kind, error: nil, onStartingThread: true, skipped: true)
     }
     if !plan.middleware.isEmpty {
-      let node = tellMiddlewareStarting(index, of: store, kind: kind, context: context)
-      state.withLock { $0.nodes[index] = node }
+      let watch = begin(index, of: store, kind: kind, context: context)
+      state.withLock { $0.nodes[index] = watch }
     }
     let outcome = handle(index, of: store, kind: kind, context: context) {}
     switch outcome {
@@ -279,18 +266,25 @@ final class DispatchRun: OperationCompletionHandler {
     return plan.dispatcher._withUnsafeGuaranteedRef { $0.registry.withLock { $0.stores[identifier]?.store !== store } }
   }
 
-  /// Takes a transaction identifier (and start time, if a middleware needs durations) for a store about to handle
-  /// the action, and tells middleware; returns what the node keeps of it.
-  private func tellMiddlewareStarting(
-    _ index: Int, of store: AnyObject, kind: StoreKind, context: ThreadContext
-  ) -> Node {
-    let id = context.nextTransactionID()
-    let node = Node(transactionID: id, started: plan.middleware.needsDuration ? MonotonicClock.nanoseconds() : nil)
-    let transaction = plan.withAction(of: index) { action in
-      Transaction(id: id, storeIdentifier: kind.identifier(of: store), action: action)
+  /// Begins the transaction of the store of node `index` (``StoreTransaction``).
+  private func begin(_ index: Int, of store: AnyObject, kind: StoreKind, context: ThreadContext)
+    -> StoreTransaction.Watch
+  {
+    plan.withAction(of: index) { action in
+      StoreTransaction.begin(action, of: store, kind: kind, middleware: plan.middleware.borrowed, context: context)
     }
-    kind.tell(plan.middleware.borrowed, about: transaction, in: store)
-    return node
+  }
+
+  /// Ends the transaction of the store of node `index` (``StoreTransaction``); returns its failure, if any.
+  private func end(
+    _ index: Int, of store: AnyObject, kind: StoreKind, watch: StoreTransaction.Watch?, error: (any Error)?,
+    hidingRunningDispatchers: Bool
+  ) -> OperationFailure? {
+    plan.withAction(of: index) { action in
+      StoreTransaction.end(
+        action, of: store, kind: kind, middleware: plan.middleware.borrowed, watch: watch, error: error,
+        hidingRunningDispatchers: hidingRunningDispatchers)
+    }
   }
 
   /// Has the store handle the action, with this dispatcher marked as running on this thread.
@@ -336,15 +330,11 @@ final class DispatchRun: OperationCompletionHandler {
     _ index: Int, of store: AnyObject, kind: StoreKind, error: (any Error)?, onStartingThread: Bool,
     skipped: Bool = false
   ) {
-    let watch = plan.middleware.isEmpty || skipped ? nil : state.withLock { $0.nodes[index] }
-    let assignedID =
-      skipped
-      ? nil
-      : announce(
-        index, of: store, kind: kind, error: error, watch: watch, hidingRunningDispatchers: onStartingThread)
-    let failure = error.map {
-      OperationFailure(
-        storeIdentifier: kind.identifier(of: store), transactionID: assignedID ?? TransactionID.next(), error: $0)
+    var failure: OperationFailure?
+    if !skipped {
+      let watch = plan.middleware.isEmpty ? nil : state.withLock { $0.nodes[index] }
+      failure = end(
+        index, of: store, kind: kind, watch: watch, error: error, hidingRunningDispatchers: onStartingThread)
     }
     let me = onStartingThread ? nil : ThreadContext.withCurrent { ObjectIdentifier($0) }
     let (startReady, completed) = state.withLock { state -> (Bool, Bool) in
@@ -365,39 +355,6 @@ final class DispatchRun: OperationCompletionHandler {
     } else {
       complete(with: result, waking: waiter)
     }
-  }
-
-  /// Announces the store's change and tells middleware that its operation finished; returns the transaction's
-  /// identifier, if middleware saw it.
-  ///
-  /// `hidingRunningDispatchers`: hide the dispatchers running on this thread from the user code called here;
-  /// skipped when there is none to call.
-  private func announce(
-    _ index: Int, of store: AnyObject, kind: StoreKind, error: (any Error)?, watch: Node?,
-    hidingRunningDispatchers: Bool
-  ) -> TransactionID? {
-    let announces = kind.announcesWhenFinished(store)
-    guard watch != nil || announces else { return nil }
-    guard !hidingRunningDispatchers else {
-      return ThreadContext.withoutRunning {
-        announce(index, of: store, kind: kind, error: error, watch: watch, hidingRunningDispatchers: false)
-      }
-    }
-    var duration: Duration?
-    if let started = watch?.started {
-      duration = .nanoseconds(Int64(bitPattern: MonotonicClock.nanoseconds() &- started))
-    }
-    if announces { plan.withAction(of: index) { kind.announceChange(of: store, for: $0) } }
-    let assignedID = watch?.transactionID
-    if let id = assignedID {
-      let transaction = plan.withAction(of: index) { action in
-        Transaction(
-          id: id, storeIdentifier: kind.identifier(of: store), action: action, finished: true, duration: duration,
-          error: error)
-      }
-      kind.tell(plan.middleware.borrowed, about: transaction, in: store)
-    }
-    return assignedID
   }
 
   private func complete(with result: Result<Void, DispatchError>, waking waiter: DispatchSemaphore?) {

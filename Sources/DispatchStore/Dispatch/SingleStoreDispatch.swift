@@ -17,14 +17,6 @@ struct SingleStoreDispatch: Sendable {
   let middleware: MiddlewareList.Borrowed
   let placement: DispatchRun.Placement
 
-  /// The identifier of the transaction middleware sees, and when its operation started: what a
-  /// ``LateCompletion`` needs to build the finished ``Transaction`` again (it is cheaper than keeping one).
-  struct Watch: Sendable {
-    let id: TransactionID
-    /// `MonotonicClock` nanoseconds, if a middleware needs the duration.
-    let started: UInt64?
-  }
-
   /// How the operation's start ended.
   private enum Started {
     /// It finished, with this error if it failed.
@@ -52,6 +44,7 @@ struct SingleStoreDispatch: Sendable {
       return .later
     }
     guard middleware.isEmpty else { return runWatched(context: context, makeCompletion: makeCompletion) }
+    // Unwatched: no identifier is taken and no clock read. A path of its own, so that it carries no watch around.
     let started =
       if let context {
         context.withRunning(dispatcherID) { start(watch: nil, makeCompletion: makeCompletion) }
@@ -60,69 +53,39 @@ struct SingleStoreDispatch: Sendable {
       }
     switch started {
     case .finished(let error):
-      finished(error: error, watch: nil)
-      return .finished(result(error: error, watch: nil))
+      return .finished(finish(error: error, watch: nil))
     case .late(let late):
       return late.waitIfSynchronous()
     }
   }
 
-  /// ``run(context:completion:)`` with middleware: one ``Transaction`` is built, shown to `willDispatch`, and
-  /// finished in place for `didDispatch` (unless the operation finishes later, elsewhere).
-  ///
-  /// It reads the monotonic clock only if a middleware needs the duration.
+  /// ``run(context:completion:)`` with middleware: the transaction is begun, shown to `willDispatch`, and ended in
+  /// place for `didDispatch` (unless the operation finishes later, elsewhere).
   private func runWatched(context: ThreadContext?, makeCompletion: () -> Dispatcher.Completion?)
     -> Dispatcher.RunOutcome
   {
-    var transaction = Transaction(
-      id: context?.nextTransactionID() ?? TransactionID.next(), storeIdentifier: store.identifier, action: action)
-    let watch = Watch(id: transaction.id, started: middleware.needsDuration ? MonotonicClock.nanoseconds() : nil)
-    tellMiddleware(transaction)
+    let watch = store.withKind { kind, store in
+      StoreTransaction.begin(action, of: store, kind: kind, middleware: middleware, context: context)
+    }
     let started =
       if let context {
         context.withRunning(dispatcherID) { start(watch: watch, makeCompletion: makeCompletion) }
       } else {
         ThreadContext.withRunning(dispatcherID) { start(watch: watch, makeCompletion: makeCompletion) }
       }
-    guard case .finished(let error) = started else {
-      guard case .late(let late) = started else { preconditionFailure("DispatchStore: a start ended unfinished") }
+    switch started {
+    case .finished(let error):
+      return .finished(finish(error: error, watch: watch))
+    case .late(let late):
       return late.waitIfSynchronous()
     }
-    Self.complete(&transaction, watch: watch, error: error)
-    let result = result(error: error, watch: watch)
-    announce(toObservers: store.withKind { $0.announcesWhenFinished($1) }, finished: transaction)
-    return .finished(result)
-  }
-
-  /// Marks `transaction` finished, with its duration if a middleware needs it, and its error.
-  private static func complete(_ transaction: inout Transaction, watch: Watch, error: (any Error)?) {
-    if let started = watch.started {
-      transaction.duration = .nanoseconds(Int64(bitPattern: MonotonicClock.nanoseconds() &- started))
-    }
-    transaction.isFinished = true
-    transaction.error = error
-  }
-
-  /// Announces the change (`toObservers`: the store announces when finished), then tells middleware that
-  /// `transaction` finished, with
-  /// the running dispatchers hidden from both.
-  private func announce(toObservers: Bool, finished transaction: Transaction) {
-    ThreadContext.withoutRunning {
-      if toObservers { store.withKind { $0.announceChange(of: $1, for: action) } }
-      tellMiddleware(transaction)
-    }
-  }
-
-  /// Calls `willDispatch`, or `didDispatch` once `transaction` finished, on every middleware.
-  private func tellMiddleware(_ transaction: Transaction) {
-    store.withKind { $0.tell(middleware, about: transaction, in: $1) }
   }
 
   /// Asks the reducer for the operation and starts it; registers a late completion if it did not finish.
   ///
   /// The operation is a local of this function: it is released before the function returns, so that one dropped
   /// without finishing fails from its `deinit`, here, rather than while the dispatching thread waits for it.
-  private func start(watch: Watch?, makeCompletion: () -> Dispatcher.Completion?) -> Started {
+  private func start(watch: StoreTransaction.Watch?, makeCompletion: () -> Dispatcher.Completion?) -> Started {
     let operation: any OperationStarting
     switch store.withKind({ $0.handle(action, in: $1) }) {
     case .reduced(let error): return .finished(error)
@@ -141,27 +104,18 @@ struct SingleStoreDispatch: Sendable {
     return .late(late)
   }
 
-  /// Announces the change and tells middleware that the operation finished.
-  ///
-  /// With no middleware and nobody observing the store there is no user code to call, and nothing to hide the
-  /// running dispatchers from.
-  fileprivate func finished(error: (any Error)?, watch: Watch?) {
-    let announces = store.withKind { $0.announcesWhenFinished($1) }
-    guard let watch else {
-      guard announces else { return }
-      ThreadContext.withoutRunning { store.withKind { $0.announceChange(of: $1, for: action) } }
-      return
+  /// Ends the store's transaction (``StoreTransaction/end(_:of:kind:middleware:watch:error:hidingRunningDispatchers:)``)
+  /// and returns the dispatch's result.
+  @inline(__always)
+  fileprivate func finish(error: (any Error)?, watch: StoreTransaction.Watch?) -> Result<Void, DispatchError> {
+    // The common case, nobody to tell and nothing failed, checked here so that it passes nothing on.
+    if watch == nil, error == nil, !store.withKind({ $0.announcesWhenFinished($1) }) { return .success(()) }
+    let failure = store.withKind { kind, store in
+      StoreTransaction.end(
+        action, of: store, kind: kind, middleware: middleware, watch: watch, error: error,
+        hidingRunningDispatchers: true)
     }
-    var transaction = Transaction(id: watch.id, storeIdentifier: store.identifier, action: action)
-    Self.complete(&transaction, watch: watch, error: error)
-    announce(toObservers: announces, finished: transaction)
-  }
-
-  /// The operation's error as the dispatch's result.
-  fileprivate func result(error: (any Error)?, watch: Watch?) -> Result<Void, DispatchError> {
-    guard let error else { return .success(()) }
-    let failure = OperationFailure(
-      storeIdentifier: store.identifier, transactionID: watch?.id ?? TransactionID.next(), error: error)
+    guard let failure else { return .success(()) }
     return .failure(.operationsFailed([failure]))
   }
 }
@@ -172,7 +126,7 @@ final class LateCompletion: OperationCompletionHandler {
   private let dispatch: SingleStoreDispatch
   /// Keeps the list `dispatch.middleware` views: the completion outlives the dispatch's loan of it.
   private let middlewareOwner: MiddlewareList
-  private let watch: SingleStoreDispatch.Watch?
+  private let watch: StoreTransaction.Watch?
   private let onComplete: Dispatcher.Completion?
   /// What a `.sync` dispatch waits on, when there is no completion.
   let waiter: DispatchSemaphore?
@@ -180,7 +134,7 @@ final class LateCompletion: OperationCompletionHandler {
   private let result = LockedValue<Result<Void, DispatchError>?>(nil)
 
   init(
-    dispatch: SingleStoreDispatch, watch: SingleStoreDispatch.Watch?, onComplete: Dispatcher.Completion?,
+    dispatch: SingleStoreDispatch, watch: StoreTransaction.Watch?, onComplete: Dispatcher.Completion?,
     waiter: DispatchSemaphore?
   ) {
     self.dispatch = dispatch
@@ -191,8 +145,7 @@ final class LateCompletion: OperationCompletionHandler {
   }
 
   func operationFinished(token: Int, error: (any Error)?) {
-    dispatch.finished(error: error, watch: watch)
-    let result = dispatch.result(error: error, watch: watch)
+    let result = dispatch.finish(error: error, watch: watch)
     if let waiter {
       self.result.withLock { $0 = result }
       waiter.signal()

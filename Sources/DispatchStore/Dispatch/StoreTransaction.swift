@@ -1,0 +1,72 @@
+/// One store's handling of one dispatched action, as a dispatch runs it: the step every dispatch path takes for
+/// each store, written once.
+///
+/// `begin` gives the transaction its identifier and tells `willDispatch`; the caller then has the store handle the
+/// action (``StoreKind/handle(_:in:)``: reduce in place, or start the operation); `end`, once that finished,
+/// announces the change to the store's observers, tells `didDispatch`, and turns an error into the dispatch's
+/// ``OperationFailure``. With no middleware and nobody to announce to, `end` calls no user code and reads no clock.
+enum StoreTransaction {
+  /// What a transaction that middleware watches keeps between `begin` and `end`: its identifier, and when it
+  /// started (`MonotonicClock` nanoseconds) if a middleware needs the duration.
+  ///
+  /// Cheaper to keep than the ``Transaction`` itself, which `end` builds again.
+  struct Watch: Sendable {
+    let id: TransactionID
+    let started: UInt64?
+  }
+
+  /// Takes the transaction's identifier (and start time, if a middleware needs durations) and tells every
+  /// middleware's `willDispatch`.
+  /// - Parameter context: The calling thread's context, if the caller has it at hand.
+  @inline(__always)
+  static func begin(
+    _ action: any ActionType, of store: AnyObject, kind: StoreKind, middleware: MiddlewareList.Borrowed,
+    context: ThreadContext?
+  ) -> Watch {
+    let id = context?.nextTransactionID() ?? TransactionID.next()
+    let watch = Watch(id: id, started: middleware.needsDuration ? MonotonicClock.nanoseconds() : nil)
+    kind.tell(
+      middleware, about: Transaction(id: id, storeIdentifier: kind.identifier(of: store), action: action), in: store)
+    return watch
+  }
+
+  /// Announces the change to the store's observers, tells every middleware's `didDispatch` (if `begin` watched the
+  /// transaction), and returns the failure the dispatch reports, if the store's handling failed.
+  /// - Parameter hidingRunningDispatchers: Hide the dispatchers running on this thread from the user code called
+  ///   here (observers and middleware may dispatch `.sync`); `false` where the caller already did.
+  @inline(__always)
+  static func end(
+    _ action: any ActionType, of store: AnyObject, kind: StoreKind, middleware: MiddlewareList.Borrowed,
+    watch: Watch?, error: (any Error)?, hidingRunningDispatchers: Bool
+  ) -> OperationFailure? {
+    let announces = kind.announcesWhenFinished(store)
+    if watch != nil || announces {
+      if hidingRunningDispatchers {
+        ThreadContext.withoutRunning {
+          tell(action, of: store, kind: kind, middleware: middleware, watch: watch, error: error, announces: announces)
+        }
+      } else {
+        tell(action, of: store, kind: kind, middleware: middleware, watch: watch, error: error, announces: announces)
+      }
+    }
+    guard let error else { return nil }
+    return OperationFailure(
+      storeIdentifier: kind.identifier(of: store), transactionID: watch?.id ?? TransactionID.next(), error: error)
+  }
+
+  /// Observers first, then middleware: a middleware's `didDispatch` sees the store's model after the change, and a
+  /// recorder records what observers heard.
+  private static func tell(
+    _ action: any ActionType, of store: AnyObject, kind: StoreKind, middleware: MiddlewareList.Borrowed,
+    watch: Watch?, error: (any Error)?, announces: Bool
+  ) {
+    // Measured before observers run, so that the duration is the store's handling alone.
+    let duration = watch?.started.map { Duration.nanoseconds(Int64(bitPattern: MonotonicClock.nanoseconds() &- $0)) }
+    if announces { kind.announceChange(of: store, for: action) }
+    guard let watch else { return }
+    let transaction = Transaction(
+      id: watch.id, storeIdentifier: kind.identifier(of: store), action: action, finished: true, duration: duration,
+      error: error)
+    kind.tell(middleware, about: transaction, in: store)
+  }
+}
