@@ -3,8 +3,9 @@ import Dispatch
 /// One dispatch of one action to its responding stores: starts each store's operation once the stores it waits
 /// for finished, tells middleware, and reports one result when every operation finished.
 ///
-/// All mutable state is in `state`; user code (middleware, reducers, operations, observers, the completion) is
-/// only called after the lock was released. While the thread that made the run is the only one that can reach it,
+/// All mutable state is in `state`, a ``DispatchStateMachine`` whose events decide under the lock what the run then
+/// does; user code (middleware, reducers, operations, observers, the completion) is only called after the lock was
+/// released. While the thread that made the run is the only one that can reach it,
 /// that thread keeps the state out of the lock instead (``startAlone(context:)``). The run is not generic: the
 /// library is not specialised for the app's types, and generic state here would make every dispatch look its
 /// metadata up at run time.
@@ -17,48 +18,12 @@ final class DispatchRun: OperationCompletionHandler {
     case main(MainQueue)
   }
 
-  struct State: Sendable {
-    /// Each store's watched transaction, when there is middleware; otherwise empty.
-    ///
-    /// The stores themselves are in the plan, readable without the lock.
-    var nodes: [StoreTransaction.Watch?]
-    /// Who waits for whom, counted down as stores finish; `nil` when nobody waits.
-    var graph: WaitGraph?
-    var unfinished: Int
-    var failures: [(node: Int, failure: OperationFailure)] = []
-    /// Nodes ready to start, taken by the thread in `isStarting`; this keeps long wait chains off the stack.
-    var ready = ReadyQueue()
-    var isStarting = false
-    /// The thread in `isStarting`, by its ``ThreadContext``.
-    var starter: ObjectIdentifier?
-    var result: Result<Void, DispatchError>?
-    var waiter: DispatchSemaphore?
-
-    /// Counts node `index` as finished, with its failure if it failed; sets the result once every node finished.
-    ///
-    /// With `takeFirstReady`, the first node it makes ready is returned rather than queued, if no other node is
-    /// ready (nodes start in the order they became ready); `madeReady` says whether any was queued.
-    @inline(__always)
-    mutating func finish(
-      _ index: Int, failure: OperationFailure?, takeFirstReady: Bool
-    ) -> (handedOff: Int?, madeReady: Bool, completed: Bool) {
-      if let failure { failures.append((index, failure)) }
-      let (handedOff, madeReady) = graph?.nodeFinished(index, into: &ready, takeFirst: takeFirstReady) ?? (nil, false)
-      unfinished -= 1
-      guard unfinished == 0 else { return (handedOff, madeReady, false) }
-      result =
-        failures.isEmpty
-        ? .success(()) : .failure(.operationsFailed(failures.sorted { $0.node < $1.node }.map(\.failure)))
-      return (handedOff, madeReady, true)
-    }
-  }
-
   /// The stores (one per node), action, middleware and placement; immutable, so read without the lock.
   ///
   /// Kept whole, as it was prepared, so that starting a run copies (and later releases) none of its parts.
   private let plan: Plan
   let onComplete: (@Sendable (Result<Void, DispatchError>) -> Void)?
-  private let state: LockedValue<State>
+  private let state: LockedValue<DispatchStateMachine>
   /// A node made ready by an operation that finished on the starting thread, inside its start: the starting thread
   /// takes it next without taking the lock again.
   ///
@@ -73,18 +38,14 @@ final class DispatchRun: OperationCompletionHandler {
     self.onComplete = onComplete
     let nodes: [StoreTransaction.Watch?] =
       plan.middleware.isEmpty ? [] : Array(repeating: nil, count: plan.targets.count)
-    self.state = LockedValue(State(nodes: nodes, graph: graph, unfinished: plan.targets.count))
+    self.state = LockedValue(DispatchStateMachine(nodes: nodes, graph: graph, unfinished: plan.targets.count))
     self.plan = plan
   }
 
   /// Starts every store that waits for nobody.
   func start() {
     if case .main(let mainQueue) = plan.placement, !mainQueue.isCurrent {
-      state.withLock { state in
-        for index in 0..<plan.targets.count where (state.graph?.waitCount(of: index) ?? 0) == 0 {
-          state.ready.append(index)
-        }
-      }
+      state.withLock { $0.runStarted(count: plan.targets.count) }
       mainQueue.schedule { [self] in startReady() }
       return
     }
@@ -93,14 +54,16 @@ final class DispatchRun: OperationCompletionHandler {
 
   /// Blocks the calling thread until the run completed; returns at once if it already has.
   func waitForResult() -> Result<Void, DispatchError> {
-    let semaphore = state.withLock { state -> DispatchSemaphore? in
-      guard state.result == nil else { return nil }
-      let semaphore = DispatchSemaphore(value: 0)
-      state.waiter = semaphore
-      return semaphore
+    switch state.withLock({ $0.resultAwaited() }) {
+    case .done(let result):
+      return result
+    case .wait(let semaphore):
+      semaphore.wait()
+      guard let result = state.withLock({ $0.result }) else {
+        preconditionFailure("DispatchStore: a run was woken before it completed")
+      }
+      return result
     }
-    semaphore?.wait()
-    return state.withLock { $0.result! }
   }
 
   // MARK: - Starting operations
@@ -122,12 +85,7 @@ final class DispatchRun: OperationCompletionHandler {
 
   private func startReady(context: ThreadContext) {
     let me = ObjectIdentifier(context)
-    let first = state.withLock { state -> Int? in
-      guard !state.isStarting, let first = state.ready.popFirst() else { return nil }
-      state.isStarting = true
-      state.starter = me
-      return first
-    }
+    let first = state.withLock { $0.startRequested(by: me) }
     guard let first else { return }
     keepStarting(from: first, context: context)
   }
@@ -151,12 +109,7 @@ final class DispatchRun: OperationCompletionHandler {
       handoff = nil
       return handedOff
     }
-    return state.withLock { state -> Int? in
-      if let next = state.ready.popFirst() { return next }
-      state.isStarting = false
-      state.starter = nil
-      return nil
-    }
+    return state.withLock { $0.starterNeedsNext() }
   }
 
   /// Starts the run on the thread that made it, which nobody else knows of yet: until an operation is still
@@ -166,14 +119,12 @@ final class DispatchRun: OperationCompletionHandler {
   /// behind the lock before the run is registered with that operation, and the run goes on as usual.
   private func startAlone(context: ThreadContext) {
     var alone = state.withLock { state in
-      var taken = State(nodes: [], graph: nil, unfinished: 0)
+      var taken = DispatchStateMachine.empty
       swap(&taken, &state)
       return taken
     }
-    for index in 0..<plan.targets.count where (alone.graph?.waitCount(of: index) ?? 0) == 0 {
-      alone.ready.append(index)
-    }
-    var next = alone.ready.popFirst()
+    alone.runStarted(count: plan.targets.count)
+    var next = alone.nextReadyAlone()
     var shared = false
     plan.targets.withUnsafeBufferPointer { targets in
       while let node = next {
@@ -184,7 +135,7 @@ final class DispatchRun: OperationCompletionHandler {
           shared = true
           return
         }
-        next = handedOff ?? alone.ready.popFirst()
+        next = handedOff ?? alone.nextReadyAlone()
       }
     }
     if shared {
@@ -193,7 +144,7 @@ final class DispatchRun: OperationCompletionHandler {
     }
     // Every operation finished on this thread. `waitForResult()` reads the result under the lock.
     guard let result = alone.result else { preconditionFailure("DispatchStore: a run ended with nodes unfinished") }
-    state.withLock { $0.result = result }
+    state.withLock { $0.completedAlone(with: result) }
     context.withoutRunningDispatchers { complete(with: result, waking: nil) }
   }
 
@@ -207,19 +158,19 @@ final class DispatchRun: OperationCompletionHandler {
 
   /// Starts one node for ``startAlone(context:)``.
   private func startAlone(
-    _ index: Int, of store: AnyObject, kind: StoreKind, context: ThreadContext, state alone: inout State
+    _ index: Int, of store: AnyObject, kind: StoreKind, context: ThreadContext,
+    state alone: inout DispatchStateMachine
   ) -> AloneStep {
     if wasUnregistered(store, kind: kind) {
-      return .finished(handedOff: alone.finish(index, failure: nil, takeFirstReady: true).handedOff)
+      return .finished(handedOff: alone.storeFinishedAlone(index, failure: nil))
     }
     if !plan.middleware.isEmpty {
-      alone.nodes[index] = begin(index, of: store, kind: kind, context: context)
+      alone.storeBegan(index, watch: begin(index, of: store, kind: kind, context: context))
     }
     let me = ObjectIdentifier(context)
     let outcome = handle(index, of: store, kind: kind, context: context) {
       // Back behind the lock before anyone else can reach the run: its completion may come at once.
-      alone.isStarting = true
-      alone.starter = me
+      alone.sharedByStarter(me)
       let published = alone
       state.withLock { $0 = published }
     }
@@ -230,9 +181,9 @@ final class DispatchRun: OperationCompletionHandler {
     case .failed(let failed): error = failed
     }
     let failure = end(
-      index, of: store, kind: kind, watch: alone.nodes.isEmpty ? nil : alone.nodes[index], error: error,
+      index, of: store, kind: kind, watch: alone.watch(of: index), error: error,
       hidingRunningDispatchers: true)
-    return .finished(handedOff: alone.finish(index, failure: failure, takeFirstReady: true).handedOff)
+    return .finished(handedOff: alone.storeFinishedAlone(index, failure: failure))
   }
 
   private func startOperation(_ index: Int, of store: AnyObject, kind: StoreKind, context: ThreadContext) {
@@ -241,7 +192,7 @@ final class DispatchRun: OperationCompletionHandler {
     }
     if !plan.middleware.isEmpty {
       let watch = begin(index, of: store, kind: kind, context: context)
-      state.withLock { $0.nodes[index] = watch }
+      state.withLock { $0.storeBegan(index, watch: watch) }
     }
     let outcome = handle(index, of: store, kind: kind, context: context) {}
     switch outcome {
@@ -332,24 +283,20 @@ final class DispatchRun: OperationCompletionHandler {
   ) {
     var failure: OperationFailure?
     if !skipped {
-      let watch = plan.middleware.isEmpty ? nil : state.withLock { $0.nodes[index] }
+      let watch = plan.middleware.isEmpty ? nil : state.withLock { $0.watch(of: index) }
       failure = end(
         index, of: store, kind: kind, watch: watch, error: error, hidingRunningDispatchers: onStartingThread)
     }
     let me = onStartingThread ? nil : ThreadContext.withCurrent { ObjectIdentifier($0) }
-    let (startReady, completed) = state.withLock { state -> (Bool, Bool) in
-      // A thread already starting nodes picks the new ones up: it pops them under this lock after this section,
-      // or, if it is this thread (this operation finished inside or right after its start), takes the first from
-      // `handoff`.
-      let isStarter = onStartingThread || (me != nil && state.starter == me)
-      let finished = state.finish(index, failure: failure, takeFirstReady: isStarter && handoff == nil)
-      if let handedOff = finished.handedOff { handoff = handedOff }
-      return (finished.madeReady && !state.isStarting, finished.completed)
+    let after = state.withLock { state in
+      // `handoff` is only touched by the starter, and here for it, under this lock.
+      let after = state.storeFinished(index, failure: failure, on: me, mayHandOff: handoff == nil)
+      if let handedOff = after.handedOff { handoff = handedOff }
+      return after
     }
-    if startReady { startReadyWhenPlaced() }
-    guard completed else { return }
+    if after.startsReady { startReadyWhenPlaced() }
     // Once per run: the result is final, and whoever waits for it registered under the lock.
-    let (result, waiter) = state.withLock { ($0.result!, $0.waiter) }
+    guard let (result, waiter) = after.completion else { return }
     if onStartingThread {
       ThreadContext.withoutRunning { complete(with: result, waking: waiter) }
     } else {

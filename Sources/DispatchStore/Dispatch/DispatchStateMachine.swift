@@ -1,0 +1,160 @@
+import Dispatch
+
+/// The state of one ``DispatchRun``: which stores wait, which are ready, who is starting them, the failures and
+/// the result.
+///
+/// A value type: each event decides under the run's lock and returns what to do, which the run does after the lock
+/// (starting stores, completing), as swift-async-algorithms' state machines do.
+///
+/// No user code, no lock and no thread here, so that every decision of a run is made in one place. The fields are
+/// internal only so that Swift's memberwise initialiser builds the machine in place (an initialiser of its own
+/// cost a copy of the whole machine per dispatch, measured with callgrind); the run changes them only through the
+/// events below.
+struct DispatchStateMachine: Sendable {
+  /// Each store's watched transaction, when there is middleware; otherwise empty.
+  var nodes: [StoreTransaction.Watch?]
+  /// Who waits for whom, counted down as stores finish; `nil` when nobody waits.
+  var graph: WaitGraph?
+  var unfinished: Int
+  var failures: [(node: Int, failure: OperationFailure)] = []
+  /// Nodes ready to start, taken by the starter in order; this keeps long wait chains off the stack.
+  var ready = ReadyQueue()
+  /// The thread starting nodes, by its ``ThreadContext``; `nil` when none is.
+  var starter: ObjectIdentifier?
+  /// Set once, when the last store finished.
+  var result: Result<Void, DispatchError>?
+  var waiter: DispatchSemaphore?
+
+  /// A machine holding nothing, left behind while the starting thread holds the real one alone.
+  static var empty: DispatchStateMachine {
+    @inline(__always) get { DispatchStateMachine(nodes: [], graph: nil, unfinished: 0) }
+  }
+
+  // MARK: - Events
+
+  /// The run starts: every store that waits for nobody is ready, in node order.
+  @inline(__always)
+  mutating func runStarted(count: Int) {
+    for index in 0..<count where (graph?.waitCount(of: index) ?? 0) == 0 { ready.append(index) }
+  }
+
+  /// A thread would start ready stores.
+  ///
+  /// Returns the first for it to start (it is then the starter), or `nil` if another thread is starting them (it
+  /// starts these too, in order) or none is ready.
+  @inline(__always)
+  mutating func startRequested(by thread: ObjectIdentifier) -> Int? {
+    guard starter == nil, let first = ready.popFirst() else { return nil }
+    starter = thread
+    return first
+  }
+
+  /// Store `index` began its transaction, which middleware watches.
+  @inline(__always)
+  mutating func storeBegan(_ index: Int, watch: StoreTransaction.Watch) {
+    nodes[index] = watch
+  }
+
+  /// The watched transaction of store `index`, if middleware watches the dispatch.
+  @inline(__always)
+  func watch(of index: Int) -> StoreTransaction.Watch? {
+    nodes.isEmpty ? nil : nodes[index]
+  }
+
+  /// The starter, holding the state alone, handed it back: it is still the starter.
+  @inline(__always)
+  mutating func sharedByStarter(_ thread: ObjectIdentifier) {
+    starter = thread
+  }
+
+  /// The starter finished starting a store.
+  ///
+  /// Returns the next ready store, or `nil`, which ends its turn.
+  @inline(__always)
+  mutating func starterNeedsNext() -> Int? {
+    if let next = ready.popFirst() { return next }
+    starter = nil
+    return nil
+  }
+
+  /// What the run does after a store finished.
+  struct AfterStoreFinished {
+    /// A store made ready that the finishing thread, the starter, starts next itself.
+    var handedOff: Int?
+    /// Stores were made ready and no thread is starting them: the finishing thread must.
+    var startsReady = false
+    /// The run completed: its result, and the thread waiting for it, to wake.
+    var completion: (result: Result<Void, DispatchError>, waiter: DispatchSemaphore?)?
+  }
+
+  /// A store finished, with its failure if it failed.
+  ///
+  /// `thread` is the finishing thread, `nil` for the starter right after the store's start returned.
+  /// `mayHandOff`: the starter has no store handed to it yet.
+  mutating func storeFinished(
+    _ index: Int, failure: OperationFailure?, on thread: ObjectIdentifier?, mayHandOff: Bool
+  ) -> AfterStoreFinished {
+    // A thread already starting stores picks the new ones up: it pops them after this, or, if it is this thread
+    // (the store finished inside or right after its start), takes the first handed to it.
+    let isStarter = thread == nil || starter == thread
+    let finished = finish(index, failure: failure, takeFirstReady: isStarter && mayHandOff)
+    var after = AfterStoreFinished(handedOff: finished.handedOff, startsReady: finished.madeReady && starter == nil)
+    if finished.completed, let result { after.completion = (result, waiter) }
+    return after
+  }
+
+  /// Store `index` finished while the starting thread holds the state alone: as ``storeFinished(_:failure:on:mayHandOff:)``
+  /// for the starter, without the lock; returns the store it starts next, if it made one ready.
+  @inline(__always)
+  mutating func storeFinishedAlone(_ index: Int, failure: OperationFailure?) -> Int? {
+    finish(index, failure: failure, takeFirstReady: true).handedOff
+  }
+
+  /// The next ready store, while the starting thread holds the state alone.
+  @inline(__always)
+  mutating func nextReadyAlone() -> Int? {
+    ready.popFirst()
+  }
+
+  /// Every store finished while the starting thread held the state alone, with `result`: nobody waits yet, since
+  /// nobody else knew of the run.
+  @inline(__always)
+  mutating func completedAlone(with result: Result<Void, DispatchError>) {
+    self.result = result
+  }
+
+  /// What a caller waiting for the result does.
+  enum AwaitAction {
+    case done(Result<Void, DispatchError>)
+    /// Wait on it; the run signals it when it completes, and the result is then read again.
+    case wait(DispatchSemaphore)
+  }
+
+  /// A caller waits for the result.
+  mutating func resultAwaited() -> AwaitAction {
+    if let result { return .done(result) }
+    let semaphore = DispatchSemaphore(value: 0)
+    waiter = semaphore
+    return .wait(semaphore)
+  }
+
+  // MARK: - Counting down
+
+  /// Counts node `index` as finished, with its failure if it failed; sets the result once every node finished.
+  ///
+  /// With `takeFirstReady`, the first node it makes ready is returned rather than queued, if no other node is
+  /// ready (nodes start in the order they became ready); `madeReady` says whether any was queued.
+  @inline(__always)
+  private mutating func finish(
+    _ index: Int, failure: OperationFailure?, takeFirstReady: Bool
+  ) -> (handedOff: Int?, madeReady: Bool, completed: Bool) {
+    if let failure { failures.append((index, failure)) }
+    let (handedOff, madeReady) = graph?.nodeFinished(index, into: &ready, takeFirst: takeFirstReady) ?? (nil, false)
+    unfinished -= 1
+    guard unfinished == 0 else { return (handedOff, madeReady, false) }
+    result =
+      failures.isEmpty
+      ? .success(()) : .failure(.operationsFailed(failures.sorted { $0.node < $1.node }.map(\.failure)))
+    return (handedOff, madeReady, true)
+  }
+}
