@@ -10,14 +10,6 @@ import Dispatch
 /// library is not specialised for the app's types, and generic state here would make every dispatch look its
 /// metadata up at run time.
 final class DispatchRun: OperationCompletionHandler {
-  /// Where operations start.
-  enum Placement: Sendable {
-    /// On whichever thread makes them ready: the caller, or the thread that finished a store waited for.
-    case anyThread
-    /// On the main queue's thread.
-    case main(MainQueue)
-  }
-
   /// The stores (one per node), action, middleware and placement; immutable, so read without the lock.
   ///
   /// Kept whole, as it was prepared, so that starting a run copies (and later releases) none of its parts.
@@ -44,7 +36,7 @@ final class DispatchRun: OperationCompletionHandler {
 
   /// Starts every store that waits for nobody.
   func start() {
-    if case .main(let mainQueue) = plan.placement, !mainQueue.isCurrent {
+    if let mainQueue = plan.placement.queueToHopTo {
       state.withLock { $0.runStarted(count: plan.targets.count) }
       mainQueue.schedule { [self] in startReady() }
       return
@@ -69,7 +61,7 @@ final class DispatchRun: OperationCompletionHandler {
   // MARK: - Starting operations
 
   private func startReadyWhenPlaced() {
-    if case .main(let mainQueue) = plan.placement, !mainQueue.isCurrent {
+    if let mainQueue = plan.placement.queueToHopTo {
       mainQueue.schedule { [self] in startReady() }
     } else {
       startReady()
@@ -307,7 +299,7 @@ final class DispatchRun: OperationCompletionHandler {
   private func complete(with result: Result<Void, DispatchError>, waking waiter: DispatchSemaphore?) {
     waiter?.signal()
     guard let onComplete else { return }
-    if case .main(let mainQueue) = plan.placement, !mainQueue.isCurrent {
+    if let mainQueue = plan.placement.queueToHopTo {
       mainQueue.schedule { onComplete(result) }
     } else {
       onComplete(result)

@@ -33,7 +33,7 @@ struct SingleStoreDispatch: Sendable {
   func run(context: ThreadContext? = nil, completion makeCompletion: () -> Dispatcher.Completion?)
     -> Dispatcher.RunOutcome
   {
-    if case .main(let mainQueue) = placement, !mainQueue.isCurrent {
+    if let mainQueue = placement.queueToHopTo {
       let onComplete = makeCompletion()
       // The hop outlives this call, and so the dispatch's loan of the middleware list: it keeps a copy of its own.
       let middlewareOwner = middleware.owned()
@@ -151,7 +151,7 @@ final class LateCompletion: OperationCompletionHandler {
       waiter.signal()
     }
     guard let onComplete else { return }
-    if case .main(let mainQueue) = dispatch.placement, !mainQueue.isCurrent {
+    if let mainQueue = dispatch.placement.queueToHopTo {
       mainQueue.schedule { onComplete(result) }
     } else {
       ThreadContext.withoutRunning { onComplete(result) }
