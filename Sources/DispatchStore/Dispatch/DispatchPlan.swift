@@ -66,7 +66,7 @@ extension DispatchRun {
     let lookup = dispatcher.registry.withLock { registry -> StoreLookup in
       middleware = registry.middleware
       lookupGeneration = registry.generation
-      unregistrations = registry.unregistrations
+      unregistrations = dispatcher.unregistrations.load(ordering: .relaxed)
       guard let storeIdentifier else { return registry.routes.lookup(actionType, generation: registry.generation) }
       return StoreLookup(registry.stores[storeIdentifier])
     }

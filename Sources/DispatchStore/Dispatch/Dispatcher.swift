@@ -92,8 +92,8 @@ public final class Dispatcher: Sendable {
     registry.withLock { registry in
       guard let entry = registry.stores.removeValue(forKey: identifier) else { return nil }
       registry.generation &+= 1
-      registry.unregistrations &+= 1
-      unregistrations.store(registry.unregistrations, ordering: .relaxed)
+      // Under the lock, so that a dispatch reading it under the lock sees the registry that goes with it.
+      unregistrations.add(1, ordering: .relaxed)
       registry.routes.remove(entry.store, for: entry.actionType)
       for type in entry.mappedActionTypes { registry.routes.remove(entry.store, for: type) }
       return entry.anyStore
@@ -192,6 +192,4 @@ struct Registry {
   var interceptors: [any Interceptor] = []
   /// Changes whenever a store is registered or removed, so that cached wait graphs are rebuilt.
   var generation: UInt64 = 0
-  /// How many stores were removed so far; mirrored in ``Dispatcher/unregistrations``.
-  var unregistrations: UInt64 = 0
 }
