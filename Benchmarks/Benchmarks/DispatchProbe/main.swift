@@ -1,0 +1,61 @@
+// Dispatches N times in one of a few shapes, for `valgrind --tool=callgrind`: instruction counts are repeatable on
+// a noisy virtual machine where times are not. Run it twice (N = 10,000 and 30,000) and divide the difference of
+// the totals by 20,000 to get the instructions per dispatch, set-up excluded (Benchmarks/README.md).
+import DispatchStore
+import Foundation
+
+struct Tally: ModelType {
+  var count = 0
+}
+
+enum TallyAction: ActionType {
+  case increment
+}
+
+final class InPlace: SynchronousReducer<Tally, TallyAction>, @unchecked Sendable {
+  let waits: [String]
+  init(waits: [String] = []) { self.waits = waits }
+  override func waitList(for action: TallyAction) -> [String] { waits }
+  override func reduce(_ action: TallyAction, into model: inout Tally) { model.count += 1 }
+}
+
+final class ThroughOperation: Reducer<Tally, TallyAction>, @unchecked Sendable {
+  override func operation(
+    for action: TallyAction, in store: Store<Tally, TallyAction>
+  ) -> ActionOperation<Tally, TallyAction> {
+    ActionOperation(action: action, store: store) { operation, _, store in
+      store.updateModel { $0.count += 1 }
+      operation.finish()
+    }
+  }
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count == 3, let count = Int(arguments[1]),
+  ["inplace", "op", "chain", "tokensinplace", "tokensop"].contains(arguments[2])
+else {
+  print("usage: DispatchProbe COUNT inplace|op|chain|tokensinplace|tokensop")
+  exit(2)
+}
+let shape = arguments[2]
+let dispatcher = Dispatcher()
+let inPlace = shape == "inplace" || shape == "chain" || shape == "tokensinplace"
+let store = Store(
+  identifier: "s0", model: Tally(), reducer: inPlace ? InPlace() : ThroughOperation() as Reducer<Tally, TallyAction>)
+try dispatcher.register(store: store)
+if shape == "chain" {
+  // Nine more stores, each waiting for the one before: a waitFor chain of 10.
+  for index in 1..<10 {
+    try dispatcher.register(
+      store: Store(identifier: "s\(index)", model: Tally(), reducer: InPlace(waits: ["s\(index - 1)"])))
+  }
+}
+var tokens: [ObservationToken] = []
+if shape.hasPrefix("tokens") {
+  for _ in 0..<10 { tokens.append(store.observe(delivery: .synchronous) { model, _ in precondition(model.count > 0) }) }
+}
+for _ in 0..<count {
+  dispatcher.dispatch(action: TallyAction.increment, mode: .sync)
+}
+precondition(store.model.count == count, "the probe's store counted \(store.model.count), expected \(count)")
+withExtendedLifetime(tokens) {}
