@@ -20,13 +20,6 @@ let package = Package(
       path: "Benchmarks/DispatchBenchmarks",
       swiftSettings: [.swiftLanguageMode(.v6)],
       plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-    ),
-    // Instruction counts under callgrind (Benchmarks/README.md): no benchmark harness, so nothing but dispatches.
-    .executableTarget(
-      name: "DispatchProbe",
-      dependencies: [.product(name: "DispatchStore", package: "DispatchStore")],
-      path: "Benchmarks/DispatchProbe",
-      swiftSettings: [.swiftLanguageMode(.v6)]
-    ),
+    )
   ]
 )
