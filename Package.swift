@@ -9,6 +9,8 @@ let package = Package(
   ],
   targets: [
     .target(name: "DispatchStore"),
+    // The README's quick start, kept identical to it (CI compares them).
+    .executableTarget(name: "QuickStart", dependencies: ["DispatchStore"], path: "Examples/QuickStart"),
     .executableTarget(name: "FlightBooking", dependencies: ["DispatchStore"], path: "Examples/FlightBooking"),
     // `swift run todo`: the session-file todo list (Examples/TodoCLI).
     .executableTarget(name: "todo", dependencies: ["DispatchStore"], path: "Examples/TodoCLI"),

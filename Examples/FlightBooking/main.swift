@@ -73,7 +73,7 @@ final class CountryReducer: Reducer<CountryModel, BookingAction>, @unchecked Sen
   ) -> ActionOperation<CountryModel, BookingAction> {
     ActionOperation(action: action, store: store) { operation, action, store in
       if case .clear = action {
-        store.updateModel { $0.country = nil }
+        operation.updateModel { $0.country = nil }
         return operation.finish()
       }
       guard case .selectCountry(let name) = action else { return operation.finish() }
@@ -81,7 +81,7 @@ final class CountryReducer: Reducer<CountryModel, BookingAction>, @unchecked Sen
         guard Catalogue.cities[name] != nil else {
           return operation.finish(throwing: UnknownCountry(name: name))
         }
-        store.updateModel { $0.country = name }
+        operation.updateModel { $0.country = name }
         operation.finish()
       }
     }
@@ -108,14 +108,14 @@ final class CityReducer: Reducer<CityModel, BookingAction>, @unchecked Sendable 
       case .selectCountry:
         let available = countries.model.country.flatMap { Catalogue.cities[$0] } ?? []
         guard available != store.model.available else { return operation.finish() }
-        store.updateModel {
+        operation.updateModel {
           $0.available = available
           $0.city = available.first
         }
       case .selectCity(let city):
-        store.updateModel { if $0.available.contains(city) { $0.city = city } }
+        operation.updateModel { if $0.available.contains(city) { $0.city = city } }
       case .clear:
-        store.updateModel { $0 = CityModel() }
+        operation.updateModel { $0 = CityModel() }
       }
       operation.finish()
     }
@@ -141,10 +141,10 @@ final class PriceReducer: Reducer<PriceModel, BookingAction>, @unchecked Sendabl
   ) -> ActionOperation<PriceModel, BookingAction> {
     ActionOperation(action: action, store: store) { [countries, cities] operation, action, store in
       if case .clear = action {
-        store.updateModel { $0.quote = nil }
+        operation.updateModel { $0.quote = nil }
       } else if let country = countries.model.country, let city = cities.model.city, let fare = Catalogue.fares[city] {
         let quote = "\(city), \(country): €\(fare)"
-        if store.model.quote != quote { store.updateModel { $0.quote = quote } }
+        if store.model.quote != quote { operation.updateModel { $0.quote = quote } }
       }
       operation.finish()
     }

@@ -1,12 +1,15 @@
 /// Where and when a store observer is called.
 ///
-/// Observers hear each change of the model once. A ``SynchronousReducer``'s reduction is one change, announced
-/// with the model it produced, also while other threads change the same store. An operation's changes are
-/// announced when it finishes, with the model as it is then: operations of one store that run at the same time
-/// may share one notification (the first to finish carries both changes), and an operation that changed nothing
-/// is not announced.
+/// Observers hear each change of the model once, with the model that change produced, in the order of the changes,
+/// also while other threads change the same store. A change is one ``SynchronousReducer`` reduction, or one
+/// ``ActionOperation/updateModel(_:)`` call, announced in the critical section that made it.
+///
+/// Changes made with ``Store/updateModel(_:)`` are the exception, by choice of the caller: the store cannot tell
+/// which operation made them, so they are announced when an operation of the store next finishes, with that
+/// operation's action and the model as it is then. Several such changes, from operations running at the same
+/// time, then share one notification; an operation that changed nothing this way is not announced.
 public enum ObserverDelivery: Sendable, Hashable {
-  /// On the dispatcher's main thread (see ``MainQueue``), in order, after the operation finished. The default.
+  /// On the dispatcher's main thread (see ``MainQueue``), in the order of the changes. The default.
   case mainThread
   /// On the thread that made the change, in the order of the changes, before that change's dispatch completes.
   ///

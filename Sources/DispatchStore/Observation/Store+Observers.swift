@@ -2,7 +2,7 @@ import Dispatch
 import Synchronization
 
 extension Store {
-  /// Registers `observer` to hear about every change an operation makes to the model.
+  /// Registers `observer` to hear about every change of the model.
   ///
   /// The store holds `observer` weakly: once it is deallocated, `onChange` is no longer called. Registering the
   /// same observer again replaces its previous registration.
@@ -22,7 +22,7 @@ extension Store {
     add(ObserverEntry(object: observer, onChange: onChange), delivery: delivery)
   }
 
-  /// Calls `onChange` after every change an operation makes to the model, for as long as the returned token lives.
+  /// Calls `onChange` after every change of the model, for as long as the returned token lives.
   ///
   /// The store holds `onChange` until the token is released or cancelled: unlike
   /// ``register(observer:delivery:onChange:)``, notifying it costs no weak reference, so this is the cheaper way to
@@ -292,7 +292,7 @@ final class ObserverLists<Model: ModelType, Action: ActionType> {
 
 /// When a thread that announced a change delivers its synchronous notification.
 @usableFromInline
-enum SynchronousTurn<Model: ModelType, Action: ActionType> {
+enum SynchronousTurn<Model: ModelType, Action: ActionType>: Sendable {
   /// No synchronous notification.
   case none
   /// Now.

@@ -5,10 +5,12 @@ import Synchronization
 ///
 /// ```swift
 /// ActionOperation(action: action, store: store) { operation, action, store in
-///   store.updateModel { $0.count += 1 }
+///   operation.updateModel { $0.count += 1 }
 ///   operation.finish()
 /// }
 /// ```
+///
+/// Each ``updateModel(_:)`` is one change, which observers hear at once, with the model it produced.
 ///
 /// An operation may depend on others (``addDependency(_:)``): starting it starts its dependencies first, and its
 /// block runs once they all succeeded.
@@ -58,6 +60,34 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
     }
     guard case .some(let handlers) = consume handlers else { return }
     handlers.notify(ActionOperationError.releasedWithoutFinishing(storeIdentifier: store.identifier))
+  }
+
+  /// Changes the store's model atomically and announces the change at once, with this operation's action.
+  ///
+  /// Each call is one change: observers hear it exactly once, with the model this call produced, in the order of
+  /// the store's changes, also while other threads change the same store. A synchronous observer hears it before
+  /// this returns, so before the operation can finish. ``Reducer/shouldNotifyObservers(for:in:)`` is asked once
+  /// per call. (A change made with ``Store/updateModel(_:)`` is announced only when an operation finishes.)
+  /// - Parameter body: Mutates the model in place and may return a value.
+  /// - Returns: What `body` returned.
+  /// - Throws: What `body` threw; the mutations it made before throwing are kept, and announced.
+  ///
+  /// > Important: `body` runs under the store's lock: keep it short, and do not read or update this store from
+  /// > inside it (that traps: the lock is not recursive).
+  @inlinable
+  @discardableResult
+  public func updateModel<Value, Failure: Error>(
+    _ body: (inout Model) throws(Failure) -> Value
+  ) throws(Failure) -> Value {
+    guard store.registeredObservers.load(ordering: .relaxed) > 0 else {
+      // Nobody to tell: the version catches up at the next announcement.
+      return try store.state.withLock { state throws(Failure) -> Value in
+        defer { state.version &+= 1 }
+        return try body(&state.model)
+      }
+    }
+    let shouldNotify = store.reducer.shouldNotifyObservers(for: action, in: store)
+    return try store.change(by: action, shouldNotify: shouldNotify, body).get()
   }
 
   /// Marks the operation as successfully finished.

@@ -5,10 +5,10 @@
 ///   override func operation(
 ///     for action: CounterAction, in store: Store<Counter, CounterAction>
 ///   ) -> ActionOperation<Counter, CounterAction> {
-///     ActionOperation(action: action, store: store) { operation, action, store in
+///     ActionOperation(action: action, store: store) { operation, action, _ in
 ///       switch action {
-///       case .increase(let amount): store.updateModel { $0.count += amount }
-///       case .reset: store.updateModel { $0.count = 0 }
+///       case .increase(let amount): operation.updateModel { $0.count += amount }
+///       case .reset: operation.updateModel { $0.count = 0 }
 ///       }
 ///       operation.finish()
 ///     }

@@ -73,8 +73,9 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
 
   /// Changes the model atomically: no other update or read interleaves with `body`.
   ///
-  /// Call it from the operations your reducer returns. Observers hear about the change when the operation
-  /// finishes.
+  /// Observers hear about a change made here when an operation of the store next finishes, with that operation's
+  /// action and the model as it is then; operations running at the same time may share that notification. In an
+  /// operation, prefer ``ActionOperation/updateModel(_:)``: its change is announced at once, on its own.
   /// - Parameter body: Mutates the model in place and may return a value.
   /// - Returns: What `body` returned.
   /// - Throws: What `body` threw; the mutations it made before throwing are kept.
@@ -131,24 +132,43 @@ extension Store {
     // Borrowed: the store holds its reducer.
     Unmanaged.passUnretained(reducer)._withUnsafeGuaranteedRef { reducer in
       let reducer = unsafeDowncast(reducer, to: SynchronousReducer<Model, Action>.self)
-      let shouldNotify = reducer.shouldNotifyObservers(for: action, in: self)
-      let deliverer = ThreadContext.currentDeliverer
-      var thrown: (any Error)?
-      let turn = state.withLock { state -> SynchronousTurn<Model, Action> in
-        do {
-          try reducer.reduce(action, into: &state.model)
-        } catch {
-          thrown = error  // The changes made before the throw are kept, and announced.
-        }
-        state.version &+= 1
-        state.announcedVersion = state.version
-        guard shouldNotify, let observers = state.observers else { return .none }
-        return observers.changes(
-          of: state.model, by: action, store: self, mainQueue: state.mainQueue, deliverer: deliverer)
+      let changed = change(by: action, shouldNotify: reducer.shouldNotifyObservers(for: action, in: self)) {
+        (model: inout Model) throws(any Error) in try reducer.reduce(action, into: &model)
       }
-      deliverSynchronously(turn)
-      return thrown.map(reductionError)
+      guard case .failure(let error) = changed else { return nil }
+      return reductionError(error)
     }
+  }
+
+  /// Runs `body` on the model, under the lock, and announces the change, which `action` made, in the same critical
+  /// section: its notification carries the model `body` produced, also while other threads change the store.
+  ///
+  /// A synchronous observer hears it before this returns (``deliverSynchronously(_:)``). Changes `body` made before
+  /// throwing are kept, and announced. `shouldNotify` is the reducer's answer, asked before the lock (user code).
+  @inlinable
+  @inline(__always)
+  func change<Value, Failure: Error>(
+    by action: Action, shouldNotify: Bool, _ body: (inout Model) throws(Failure) -> Value
+  ) -> Result<Value, Failure> {
+    let deliverer = ThreadContext.currentDeliverer
+    let (result, turn) = state.withLock { state -> (Result<Value, Failure>, SynchronousTurn<Model, Action>) in
+      let result: Result<Value, Failure>
+      do throws(Failure) {
+        let value = try body(&state.model)
+        result = .success(value)
+      } catch {
+        result = .failure(error)
+      }
+      state.version &+= 1
+      state.announcedVersion = state.version
+      guard shouldNotify, let observers = state.observers else { return (result, .none) }
+      return (
+        result,
+        observers.changes(of: state.model, by: action, store: self, mainQueue: state.mainQueue, deliverer: deliverer)
+      )
+    }
+    deliverSynchronously(turn)
+    return result
   }
 }
 

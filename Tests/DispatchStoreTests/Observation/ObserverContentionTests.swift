@@ -12,11 +12,25 @@ struct ObserverContentionTests {
   /// A unique amount per dispatch, so that each notification names the change it carries.
   static func amount(thread: Int, index: Int) -> Int { thread * perThread + index + 1 }
 
-  /// Every in-place change is heard exactly once, in the order of the changes, with the model that change made
-  /// (each notified count is the previous one plus its own amount), and before its dispatch completed.
-  @Test func inPlaceChangesAreEachHeardOnceWithTheirOwnModelBeforeTheirDispatchCompletes() async throws {
+  /// How the store's reducer changes the model.
+  enum Changes: String, CaseIterable, Sendable {
+    /// A `SynchronousReducer`.
+    case inPlace
+    /// An operation calling `ActionOperation.updateModel`.
+    case operationUpdates
+  }
+
+  /// Every change is heard exactly once, in the order of the changes, with the model that change made (each
+  /// notified count is the previous one plus its own amount), and before its dispatch completed.
+  @Test(arguments: Changes.allCases)
+  func changesAreEachHeardOnceWithTheirOwnModelBeforeTheirDispatchCompletes(_ changes: Changes) async throws {
     let dispatcher = Dispatcher()
-    let store = Store(identifier: "contended", model: Counter(), reducer: CounterSynchronousReducer())
+    let reducer: Reducer<Counter, CounterAction> =
+      switch changes {
+      case .inPlace: CounterSynchronousReducer()
+      case .operationUpdates: OperationUpdateReducer()
+      }
+    let store = Store(identifier: "contended", model: Counter(), reducer: reducer)
     try dispatcher.register(store: store)
     let heard = Locked<(order: [(amount: Int, count: Int)], amounts: Set<Int>)>(([], []))
     let token = store.observe(delivery: .synchronous) { model, action in
@@ -55,9 +69,10 @@ struct ObserverContentionTests {
     withExtendedLifetime(token) {}
   }
 
-  /// Operations of one store that run at the same time may share a notification (the first to finish announces
-  /// both changes), but every dispatch completes after a notification carrying its change was delivered.
-  @Test func everyOperationsChangeIsHeardBeforeItsDispatchCompletes() async throws {
+  /// Changes made with `Store.updateModel` by operations of one store that run at the same time may share a
+  /// notification (the first to finish announces both), but every dispatch completes after a notification carrying
+  /// its change was delivered.
+  @Test func storeUpdatesOfOperationsAreHeardBeforeTheirDispatchCompletes() async throws {
     let dispatcher = Dispatcher()
     let countAfter = Locked<[Int: Int]>([:])
     let store = Store(identifier: "contended", model: Counter(), reducer: RecordingCountReducer(countAfter: countAfter))
@@ -106,6 +121,18 @@ private final class RecordingCountReducer: Reducer<Counter, CounterAction>, @unc
         return model.count
       }
       countAfter.withLock { $0[amount] = count }
+      operation.finish()
+    }
+  }
+}
+
+/// Increases the count by the action's amount through `ActionOperation.updateModel`.
+private final class OperationUpdateReducer: Reducer<Counter, CounterAction>, @unchecked Sendable {
+  override func operation(
+    for action: CounterAction, in store: Store<Counter, CounterAction>
+  ) -> ActionOperation<Counter, CounterAction> {
+    ActionOperation(action: action, store: store) { operation, action, _ in
+      if case .increase(let amount) = action { operation.updateModel { $0.count += amount } }
       operation.finish()
     }
   }

@@ -30,18 +30,32 @@ final class ThroughOperation: Reducer<Tally, TallyAction>, @unchecked Sendable {
   }
 }
 
+/// As `ThroughOperation`, through the operation's own `updateModel`, which announces the change at once.
+final class ThroughOperationUpdate: Reducer<Tally, TallyAction>, @unchecked Sendable {
+  override func operation(
+    for action: TallyAction, in store: Store<Tally, TallyAction>
+  ) -> ActionOperation<Tally, TallyAction> {
+    ActionOperation(action: action, store: store) { operation, _, _ in
+      operation.updateModel { $0.count += 1 }
+      operation.finish()
+    }
+  }
+}
+
+let shapes = ["inplace", "op", "opupdate", "chain", "tokensinplace", "tokensop", "tokensopupdate"]
 let arguments = CommandLine.arguments
 guard arguments.count == 3, let count = Int(arguments[1]),
-  ["inplace", "op", "chain", "tokensinplace", "tokensop"].contains(arguments[2])
+  shapes.contains(arguments[2])
 else {
-  print("usage: DispatchProbe COUNT inplace|op|chain|tokensinplace|tokensop")
+  print("usage: DispatchProbe COUNT \(shapes.joined(separator: "|"))")
   exit(2)
 }
 let shape = arguments[2]
 let dispatcher = Dispatcher()
 let inPlace = shape == "inplace" || shape == "chain" || shape == "tokensinplace"
-let store = Store(
-  identifier: "s0", model: Tally(), reducer: inPlace ? InPlace() : ThroughOperation() as Reducer<Tally, TallyAction>)
+let reducer: Reducer<Tally, TallyAction> =
+  inPlace ? InPlace() : shape.hasSuffix("update") ? ThroughOperationUpdate() : ThroughOperation()
+let store = Store(identifier: "s0", model: Tally(), reducer: reducer)
 try dispatcher.register(store: store)
 if shape == "chain" {
   // Nine more stores, each waiting for the one before: a waitFor chain of 10.
