@@ -1,3 +1,8 @@
+import Synchronization
+
+// The store's side of a dispatch: how the dispatcher, which is not generic, reaches a store (`StoreKind`), what
+// the store does with an action (reduce it in place, or make the operation), and how it announces a change.
+
 extension Store {
   /// The store's wait list for `action` (calls the reducer).
   func waitList(for action: any ActionType) -> [String] {
@@ -56,4 +61,272 @@ enum StoreHandling {
   case reduced(error: (any Error)?)
   /// The reducer returned this operation, not started yet.
   case operation(any OperationStarting)
+}
+
+
+extension Store {
+  /// The work ``specialised`` runs: made here, inlinable, so that it is compiled in the app's module for its
+  /// `Model` and `Action`.
+  @inlinable
+  static func specialisedWork(_ store: Store, _ action: Action, _ work: SpecialisedWork) -> SpecialisedOutcome {
+    switch work {
+    case .announce:
+      store.announceChange(of: action)
+      return .announced
+    case .reduce:
+      guard store.reducesInPlace else { return .notReducedInPlace }
+      return .reduced(error: store.reduceInPlace(action))
+    }
+  }
+}
+
+extension Store {
+  /// Runs the ``SynchronousReducer``'s `reduce(_:into:)` on the model, under the lock, and announces the change;
+  /// returns the error it threw.
+  ///
+  /// The change is announced in the same critical section that made it: its notification carries the model this
+  /// reduction produced, even while other threads reduce the same store, and a synchronous observer hears it
+  /// before this returns (``deliverSynchronously(_:)``). Whether to notify is asked before the lock, since the
+  /// reducer is user code.
+  @inlinable
+  func reduceInPlace(_ action: Action) -> (any Error)? {
+    // Nobody to tell: the version catches up at the next announcement.
+    if registeredObservers.load(ordering: .relaxed) > 0 { return reduceAnnouncing(action) }
+    do {
+      // Borrowed: the store holds its reducer.
+      try Unmanaged.passUnretained(reducer)._withUnsafeGuaranteedRef { reducer in
+        let reducer = unsafeDowncast(reducer, to: SynchronousReducer<Model, Action>.self)
+        try state.withLock { state in
+          defer { state.version &+= 1 }
+          try reducer.reduce(action, into: &state.model)
+        }
+      }
+      return nil
+    } catch {
+      return reductionError(error)
+    }
+  }
+
+  /// The error a ``SynchronousReducer`` threw, as the transaction fails with it.
+  @inlinable
+  func reductionError(_ error: any Error) -> any Error {
+    error is SynchronousReducer<Model, Action>.NotImplemented
+      ? ReducerError.notImplemented(storeIdentifier: identifier) : error
+  }
+
+  /// ``reduceInPlace(_:)`` for an observed store: the change is announced in the critical section that made it.
+  @inlinable
+  func reduceAnnouncing(_ action: Action) -> (any Error)? {
+    // Borrowed: the store holds its reducer.
+    Unmanaged.passUnretained(reducer)._withUnsafeGuaranteedRef { reducer in
+      let reducer = unsafeDowncast(reducer, to: SynchronousReducer<Model, Action>.self)
+      let changed = change(by: action, shouldNotify: reducer.shouldNotifyObservers(for: action, in: self)) {
+        (model: inout Model) throws(any Error) in try reducer.reduce(action, into: &model)
+      }
+      guard case .failure(let error) = changed else { return nil }
+      return reductionError(error)
+    }
+  }
+
+  /// Runs `body` on the model, under the lock, and announces the change, which `action` made, in the same critical
+  /// section: its notification carries the model `body` produced, also while other threads change the store.
+  ///
+  /// A synchronous observer hears it before this returns (``deliverSynchronously(_:)``). Changes `body` made before
+  /// throwing are kept, and announced. `shouldNotify` is the reducer's answer, asked before the lock (user code).
+  @inlinable
+  @inline(__always)
+  func change<Value, Failure: Error>(
+    by action: Action, shouldNotify: Bool, _ body: (inout Model) throws(Failure) -> Value
+  ) -> Result<Value, Failure> {
+    let deliverer = ThreadContext.currentDeliverer
+    let (result, turn) = state.withLock { state -> (Result<Value, Failure>, SynchronousTurn<Model, Action>) in
+      let result: Result<Value, Failure>
+      do throws(Failure) {
+        let value = try body(&state.model)
+        result = .success(value)
+      } catch {
+        result = .failure(error)
+      }
+      state.version &+= 1
+      state.announcedVersion = state.version
+      guard shouldNotify, let observers = state.observers else { return (result, .none) }
+      return (
+        result,
+        observers.changes(of: state.model, by: action, store: self, mainQueue: state.mainQueue, deliverer: deliverer)
+      )
+    }
+    deliverSynchronously(turn)
+    return result
+  }
+}
+
+/// What ``Store/specialised`` is asked to do.
+@usableFromInline
+enum SpecialisedWork {
+  case announce
+  case reduce
+}
+
+/// What ``Store/specialised`` did.
+@usableFromInline
+enum SpecialisedOutcome {
+  case announced
+  /// A ``SynchronousReducer`` reduced the action; the error is the one it threw.
+  case reduced(error: (any Error)?)
+  /// The reducer returns operations.
+  case notReducedInPlace
+}
+
+// MARK: - Reaching a store from the dispatcher
+
+/// Calls the dispatch methods of stores of one model and action type, given the store as `AnyObject`.
+///
+/// Dispatch code is not generic, so it must reach stores through something type-erased. An existential
+/// (`any P`) read out of an array is copied, which retains and releases the store: four atomic operations per
+/// store and dispatch in a wait chain. A class reference can instead be borrowed through `Unmanaged`, so the
+/// registry keeps each store as an `AnyObject` beside the kind of its type (a ``StoreEntry``), and calls it through
+/// the kind. There is one kind per model and action type, made on first registration and kept for the life of the
+/// process, like type metadata: entries refer to it without retaining it.
+///
+/// `@unchecked Sendable`: immutable (the subclass adds no state).
+class StoreKind: @unchecked Sendable {
+  /// `ObjectIdentifier` of the stores' action type.
+  let actionType: ObjectIdentifier
+
+  fileprivate init(actionType: ObjectIdentifier) {
+    self.actionType = actionType
+  }
+
+  func identifier(of store: AnyObject) -> String { preconditionFailure("StoreKind is abstract") }
+  func anyStore(_ store: AnyObject) -> any AnyStore { preconditionFailure("StoreKind is abstract") }
+  /// Calls `willDispatch`, or `didDispatch` once `transaction` finished, on every middleware in `middleware`, with
+  /// the store borrowed.
+  ///
+  /// One call into code specialised for the store's type: no closure is made, and passing the store to each
+  /// middleware retains nothing.
+  func tell(_ middleware: MiddlewareList.Borrowed, about transaction: Transaction, in store: AnyObject) {
+    preconditionFailure("StoreKind is abstract")
+  }
+  func waitList(of store: AnyObject, for action: any ActionType) -> [String] {
+    preconditionFailure("StoreKind is abstract")
+  }
+  func handle(_ action: any ActionType, in store: AnyObject) -> StoreHandling {
+    preconditionFailure("StoreKind is abstract")
+  }
+  /// `action` as the store handles it, or `nil` (see ``Store/storeAction(for:)``).
+  func storeAction(for action: any ActionType, in store: AnyObject) -> (any ActionType)? {
+    preconditionFailure("StoreKind is abstract")
+  }
+  func mappedActionTypes(of store: AnyObject) -> [ObjectIdentifier] { preconditionFailure("StoreKind is abstract") }
+  func announcesWhenFinished(_ store: AnyObject) -> Bool { preconditionFailure("StoreKind is abstract") }
+  func announceChange(of store: AnyObject, for action: any ActionType) { preconditionFailure("StoreKind is abstract") }
+
+  /// The kind of `Store<Model, Action>`, made on first use and never released.
+  static func of<Model, Action>(_ type: Store<Model, Action>.Type) -> Unmanaged<StoreKind> {
+    StoreKindCache.shared.kind(of: type)
+  }
+}
+
+/// The ``StoreKind`` of `Store<Model, Action>`.
+private final class TypedStoreKind<Model: ModelType, Action: ActionType>: StoreKind, @unchecked Sendable {
+  init() {
+    super.init(actionType: ObjectIdentifier(Action.self))
+  }
+
+  /// `store` as the store it is: only stores of this kind are passed to it.
+  @inline(__always)
+  private func typed(_ store: AnyObject) -> Store<Model, Action> {
+    unsafeDowncast(store, to: Store<Model, Action>.self)
+  }
+
+  override func identifier(of store: AnyObject) -> String { typed(store).identifier }
+  override func anyStore(_ store: AnyObject) -> any AnyStore { typed(store) }
+  override func tell(_ middleware: MiddlewareList.Borrowed, about transaction: Transaction, in store: AnyObject) {
+    let store = typed(store)
+    if transaction.isFinished {
+      middleware.forEach { $0.didDispatch(transaction: transaction, action: transaction.action, in: store) }
+    } else {
+      middleware.forEach { $0.willDispatch(transaction: transaction, action: transaction.action, in: store) }
+    }
+  }
+  override func waitList(of store: AnyObject, for action: any ActionType) -> [String] {
+    typed(store).waitList(for: action)
+  }
+  override func handle(_ action: any ActionType, in store: AnyObject) -> StoreHandling {
+    typed(store).handle(action)
+  }
+  override func storeAction(for action: any ActionType, in store: AnyObject) -> (any ActionType)? {
+    typed(store).storeAction(for: action)
+  }
+  override func mappedActionTypes(of store: AnyObject) -> [ObjectIdentifier] { typed(store).mappedActionTypes }
+  override func announcesWhenFinished(_ store: AnyObject) -> Bool { typed(store).announcesWhenFinished }
+  override func announceChange(of store: AnyObject, for action: any ActionType) {
+    typed(store).announceChange(for: action)
+  }
+}
+
+/// Every ``StoreKind`` made so far, by store type; they are never removed.
+private final class StoreKindCache: Sendable {
+  static let shared = StoreKindCache()
+
+  private let kinds = LockedValue<[ObjectIdentifier: StoreKind]>([:])
+
+  func kind<Model, Action>(of type: Store<Model, Action>.Type) -> Unmanaged<StoreKind> {
+    let key = ObjectIdentifier(type)
+    if let kind = kinds.withLock({ $0[key] }) { return Unmanaged.passUnretained(kind) }
+    // Made outside the lock; if another thread made one meanwhile, its is kept and this one dropped.
+    let made = TypedStoreKind<Model, Action>()
+    let kind = kinds.withLock { kinds -> StoreKind in
+      if let existing = kinds[key] { return existing }
+      kinds[key] = made
+      return made
+    }
+    return Unmanaged.passUnretained(kind)
+  }
+}
+
+/// A registered store as the dispatcher keeps it: the store, and the kind that calls it.
+///
+/// `@unchecked Sendable`: `store` is always a ``Store``, which is `Sendable`; it is kept as `AnyObject` so that a
+/// dispatch can borrow it (see ``StoreKind``). The kind is never released.
+struct StoreEntry: @unchecked Sendable {
+  let store: AnyObject
+  let kind: Unmanaged<StoreKind>
+
+  init<Model, Action>(_ store: Store<Model, Action>) {
+    self.store = store
+    self.kind = StoreKind.of(Store<Model, Action>.self)
+  }
+
+  /// Calls `body` with the kind and the store, both borrowed.
+  @inline(__always)
+  func withKind<Result>(_ body: (StoreKind, AnyObject) throws -> Result) rethrows -> Result {
+    try kind._withUnsafeGuaranteedRef { kind in try body(kind, store) }
+  }
+
+  var actionType: ObjectIdentifier { kind._withUnsafeGuaranteedRef { $0.actionType } }
+  /// The action types the store handles beside its own.
+  var mappedActionTypes: [ObjectIdentifier] { withKind { $0.mappedActionTypes(of: $1) } }
+  var identifier: String { withKind { $0.identifier(of: $1) } }
+  var anyStore: any AnyStore { withKind { $0.anyStore($1) } }
+}
+
+extension UnsafeBufferPointer where Element == StoreEntry {
+  /// Calls `body` with the kind and the store of the entry at `index`, both borrowed: reading the entry itself
+  /// would retain its store.
+  @inline(__always)
+  func withEntry<Result>(at index: Int, _ body: (StoreKind, AnyObject) throws -> Result) rethrows -> Result {
+    let kind = self[index].kind
+    return try Unmanaged.passUnretained(self[index].store)._withUnsafeGuaranteedRef { store in
+      try kind._withUnsafeGuaranteedRef { kind in try body(kind, store) }
+    }
+  }
+}
+
+extension Array where Element == StoreEntry {
+  /// Calls `body` with the kind and the store of the entry at `index`, both borrowed.
+  @inline(__always)
+  func withEntry<Result>(at index: Int, _ body: (StoreKind, AnyObject) throws -> Result) rethrows -> Result {
+    try withUnsafeBufferPointer { try $0.withEntry(at: index, body) }
+  }
 }

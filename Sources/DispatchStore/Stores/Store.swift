@@ -53,16 +53,7 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
     self.registeredObservers = Atomic(0)
     self.reducesInPlace = type(of: reducer).reducesInPlace
     self.mappings = ActionMappings(reducer.additionalActions)
-    self.specialised = { store, action, work in
-      switch work {
-      case .announce:
-        store.announceChange(of: action)
-        return .announced
-      case .reduce:
-        guard store.reducesInPlace else { return .notReducedInPlace }
-        return .reduced(error: store.reduceInPlace(action))
-      }
-    }
+    self.specialised = Self.specialisedWork
   }
 
   /// A snapshot of the current model.
@@ -90,103 +81,6 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
       return try body(&state.model)
     }
   }
-}
-
-extension Store {
-  /// Runs the ``SynchronousReducer``'s `reduce(_:into:)` on the model, under the lock, and announces the change;
-  /// returns the error it threw.
-  ///
-  /// The change is announced in the same critical section that made it: its notification carries the model this
-  /// reduction produced, even while other threads reduce the same store, and a synchronous observer hears it
-  /// before this returns (``deliverSynchronously(_:)``). Whether to notify is asked before the lock, since the
-  /// reducer is user code.
-  @inlinable
-  func reduceInPlace(_ action: Action) -> (any Error)? {
-    // Nobody to tell: the version catches up at the next announcement.
-    if registeredObservers.load(ordering: .relaxed) > 0 { return reduceAnnouncing(action) }
-    do {
-      // Borrowed: the store holds its reducer.
-      try Unmanaged.passUnretained(reducer)._withUnsafeGuaranteedRef { reducer in
-        let reducer = unsafeDowncast(reducer, to: SynchronousReducer<Model, Action>.self)
-        try state.withLock { state in
-          defer { state.version &+= 1 }
-          try reducer.reduce(action, into: &state.model)
-        }
-      }
-      return nil
-    } catch {
-      return reductionError(error)
-    }
-  }
-
-  /// The error a ``SynchronousReducer`` threw, as the transaction fails with it.
-  @inlinable
-  func reductionError(_ error: any Error) -> any Error {
-    error is SynchronousReducer<Model, Action>.NotImplemented
-      ? ReducerError.notImplemented(storeIdentifier: identifier) : error
-  }
-
-  /// ``reduceInPlace(_:)`` for an observed store: the change is announced in the critical section that made it.
-  @inlinable
-  func reduceAnnouncing(_ action: Action) -> (any Error)? {
-    // Borrowed: the store holds its reducer.
-    Unmanaged.passUnretained(reducer)._withUnsafeGuaranteedRef { reducer in
-      let reducer = unsafeDowncast(reducer, to: SynchronousReducer<Model, Action>.self)
-      let changed = change(by: action, shouldNotify: reducer.shouldNotifyObservers(for: action, in: self)) {
-        (model: inout Model) throws(any Error) in try reducer.reduce(action, into: &model)
-      }
-      guard case .failure(let error) = changed else { return nil }
-      return reductionError(error)
-    }
-  }
-
-  /// Runs `body` on the model, under the lock, and announces the change, which `action` made, in the same critical
-  /// section: its notification carries the model `body` produced, also while other threads change the store.
-  ///
-  /// A synchronous observer hears it before this returns (``deliverSynchronously(_:)``). Changes `body` made before
-  /// throwing are kept, and announced. `shouldNotify` is the reducer's answer, asked before the lock (user code).
-  @inlinable
-  @inline(__always)
-  func change<Value, Failure: Error>(
-    by action: Action, shouldNotify: Bool, _ body: (inout Model) throws(Failure) -> Value
-  ) -> Result<Value, Failure> {
-    let deliverer = ThreadContext.currentDeliverer
-    let (result, turn) = state.withLock { state -> (Result<Value, Failure>, SynchronousTurn<Model, Action>) in
-      let result: Result<Value, Failure>
-      do throws(Failure) {
-        let value = try body(&state.model)
-        result = .success(value)
-      } catch {
-        result = .failure(error)
-      }
-      state.version &+= 1
-      state.announcedVersion = state.version
-      guard shouldNotify, let observers = state.observers else { return (result, .none) }
-      return (
-        result,
-        observers.changes(of: state.model, by: action, store: self, mainQueue: state.mainQueue, deliverer: deliverer)
-      )
-    }
-    deliverSynchronously(turn)
-    return result
-  }
-}
-
-/// What ``Store/specialised`` is asked to do.
-@usableFromInline
-enum SpecialisedWork {
-  case announce
-  case reduce
-}
-
-/// What ``Store/specialised`` did.
-@usableFromInline
-enum SpecialisedOutcome {
-  case announced
-  /// A ``SynchronousReducer`` reduced the action; the error is the one it threw.
-  case reduced(error: (any Error)?)
-  /// The reducer returns operations.
-  case notReducedInPlace
 }
 
 /// The shared mutable state of a ``Store``, kept behind its one lock.
