@@ -29,12 +29,15 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   public let store: Store<Model, Action>
 
   private let block: Block
+  /// The error, dependencies and handlers; the phase is in `status`.
   private let state = LockedValue(OperationState())
-  /// Whether the operation finished, readable without the lock: 0 while unfinished, 1 finished, 2 failed.
+  /// The phase, and whether the operation has dependencies or handlers (``OperationStatus``).
   ///
-  /// Written under the lock, with the phase. `deinit` reads it to skip the lock for an operation that finished, and
-  /// ``isFinished`` to skip it always.
-  private let finishedFlag = Atomic<UInt8>(0)
+  /// Two transitions take no lock, since nearly every operation makes them and nothing else: starting one with no
+  /// dependencies (pending to running), and finishing one successfully that nobody registered to hear (running to
+  /// succeeded). Each is one compare-and-swap from the exact value it leaves; every other transition is made under
+  /// the lock, also by compare-and-swap, so that the two lock-free ones cannot be lost.
+  private let status = Atomic<UInt8>(OperationStatus.pending)
 
   /// Creates an operation; it runs when the dispatcher (or an operation depending on it) starts it.
   /// - Parameters:
@@ -48,17 +51,14 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   }
 
   deinit {
-    guard finishedFlag.load(ordering: .acquiring) == 0 else { return }
-    let handlers = state.withLock { state -> Handlers? in
-      switch state.phase {
-      case .pending, .finished: return nil
-      case .waiting, .running:
-        state.phase = .finished(failed: true)
-        finishedFlag.store(2, ordering: .releasing)
-        return state.takeHandlers()
-      }
+    let current = status.load(ordering: .acquiring)
+    // Finished, or never started: nothing to tell.
+    guard !OperationStatus.isFinished(current), OperationStatus.phase(of: current) != OperationStatus.pending else {
+      return
     }
-    guard case .some(let handlers) = consume handlers else { return }
+    // Nobody else holds the operation any more: no transition can race with this one.
+    status.store(OperationStatus.finished(current, failed: true), ordering: .releasing)
+    let handlers = state.withLock { $0.takeHandlers() }
     handlers.notify(ActionOperationError.releasedWithoutFinishing(storeIdentifier: store.identifier))
   }
 
@@ -107,7 +107,7 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
 
   /// Whether the operation has finished, successfully or not.
   public var isFinished: Bool {
-    finishedFlag.load(ordering: .acquiring) != 0
+    OperationStatus.isFinished(status.load(ordering: .acquiring))
   }
 
   /// Whether something registered to hear this operation finish.
@@ -115,10 +115,7 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   /// That is a dispatch (or a dependent operation) that found it still running when its start returned. Tests use it
   /// to finish an operation only once it is late.
   var isAwaited: Bool {
-    state.withLock { state in
-      if case .none = state.handlers { return false }
-      return true
-    }
+    status.load(ordering: .acquiring) & OperationStatus.hasHandlers != 0
   }
 
   /// Makes this operation run only after `operation` finished successfully.
@@ -134,7 +131,10 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
       !operation.dependsOn(ObjectIdentifier(self)),
       "DispatchStore: adding this dependency would make the operations wait for each other forever.")
     state.withLock { state in
-      guard case .pending = state.phase else {
+      let previous = update { current in
+        OperationStatus.phase(of: current) == OperationStatus.pending ? current | OperationStatus.hasDependencies : nil
+      }
+      guard previous != nil else {
         preconditionFailure("DispatchStore: addDependency(_:) was called on an operation that already started.")
       }
       state.dependencies.append(operation)
@@ -144,15 +144,27 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   // MARK: - Implementation
 
   private func complete(with error: (any Error)?) {
-    let handlers = state.withLock { state -> Handlers? in
-      switch state.phase {
-      case .finished: return nil
-      case .pending, .waiting, .running:
-        state.phase = .finished(failed: error != nil)
-        state.error = error
-        finishedFlag.store(error == nil ? 1 : 2, ordering: .releasing)
-        return state.takeHandlers()
+    if error == nil {
+      // Running, with nobody to tell: succeed without the lock.
+      var current = status.load(ordering: .relaxed)
+      while OperationStatus.phase(of: current) == OperationStatus.running,
+        current & OperationStatus.hasHandlers == 0
+      {
+        let (exchanged, original) = status.compareExchange(
+          expected: current, desired: OperationStatus.finished(current, failed: false),
+          ordering: .acquiringAndReleasing)
+        if exchanged { return }
+        current = original
       }
+    }
+    let handlers = state.withLock { state -> Handlers? in
+      // Ignored if the operation had finished. The error is only read under this lock, so it is set after the phase.
+      let previous = update { current in
+        OperationStatus.isFinished(current) ? nil : OperationStatus.finished(current, failed: error != nil)
+      }
+      guard previous != nil else { return nil }
+      state.error = error
+      return state.takeHandlers()
     }
     // Consumed, not copied: a copy would retain and release every handler.
     guard case .some(let handlers) = consume handlers else { return }
@@ -161,6 +173,25 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
 
   private func runBlock() {
     block(self, action, store)
+  }
+
+  /// Applies `transition` to the status until it is stored (compare-and-swap); returns the status it replaced, or
+  /// `nil` if `transition` returned `nil` (no change).
+  @discardableResult
+  private func update(_ transition: (UInt8) -> UInt8?) -> UInt8? {
+    var current = status.load(ordering: .acquiring)
+    while let desired = transition(current) {
+      let (exchanged, original) = status.compareExchange(
+        expected: current, desired: desired, ordering: .acquiringAndReleasing)
+      if exchanged { return current }
+      current = original
+    }
+    return nil
+  }
+
+  /// The error of a failed operation; `nil` if it succeeded.
+  private var finishedError: (any Error)? {
+    state.withLock { $0.error }
   }
 }
 
@@ -231,37 +262,45 @@ enum Handlers {
 extension ActionOperation: OperationStarting, OperationCompletionHandler {
   func start(notifying handler: any OperationCompletionHandler, token: Int) {
     let action = state.withLock { state -> OperationStartAction in
-      switch state.phase {
-      case .finished:
-        return .alreadyFinished(state.error)
-      case .waiting, .running:
-        state.handlers.append(handler, token: token)
-        return .none
-      case .pending:
-        state.handlers.append(handler, token: token)
-        return state.leavePending()
+      var pending = false
+      let previous = update { current in
+        if OperationStatus.isFinished(current) { return nil }
+        pending = OperationStatus.phase(of: current) == OperationStatus.pending
+        let registered = current | OperationStatus.hasHandlers
+        guard pending else { return registered }
+        return OperationStatus.leavingPending(registered)
       }
+      guard previous != nil else { return .alreadyFinished }
+      state.handlers.append(handler, token: token)
+      return pending ? state.leftPending() : .none
     }
-    if case .alreadyFinished(let error) = action {
-      handler.operationFinished(token: token, error: error)
-    } else {
-      perform(action)
+    switch action {
+    case .alreadyFinished: handler.operationFinished(token: token, error: finishedError)
+    default: perform(action)
     }
   }
 
   func startUnobserved() -> OperationOutcome {
-    let action = state.withLock { state -> OperationStartAction in
-      guard case .pending = state.phase else { return .none }
-      return state.leavePending()
+    // No dependencies and nobody registered: start without the lock.
+    let (started, current) = status.compareExchange(
+      expected: OperationStatus.pending, desired: OperationStatus.running, ordering: .acquiringAndReleasing)
+    if started {
+      runBlock()
+    } else if OperationStatus.phase(of: current) == OperationStatus.pending {
+      let action = state.withLock { state -> OperationStartAction in
+        let previous = update { current in
+          OperationStatus.phase(of: current) == OperationStatus.pending ? OperationStatus.leavingPending(current) : nil
+        }
+        return previous == nil ? .none : state.leftPending()
+      }
+      perform(action)
     }
-    perform(action)
-    switch finishedFlag.load(ordering: .acquiring) {
-    case 0: return .unfinished
-    case 1: return .succeeded
-    default:
-      // Set under the lock before the flag, and never changed after.
-      let error = state.withLock { $0.error }
-      return .failed(error ?? ActionOperationError.releasedWithoutFinishing(storeIdentifier: store.identifier))
+    let now = status.load(ordering: .acquiring)
+    switch OperationStatus.phase(of: now) {
+    case OperationStatus.succeeded: return .succeeded
+    case OperationStatus.failed:
+      return .failed(finishedError ?? ActionOperationError.releasedWithoutFinishing(storeIdentifier: store.identifier))
+    default: return .unfinished
     }
   }
 
@@ -284,14 +323,16 @@ extension ActionOperation: OperationStarting, OperationCompletionHandler {
   /// A dependency finished.
   func operationFinished(token: Int, error: (any Error)?) {
     let next = state.withLock { state -> OperationAfterDependency in
-      guard case .waiting(let remaining, let failed) = state.phase else { return .wait }
-      let nowFailed = failed || error != nil
-      if remaining > 1 {
-        state.phase = .waiting(remaining: remaining - 1, failed: nowFailed)
+      guard OperationStatus.phase(of: status.load(ordering: .acquiring)) == OperationStatus.waiting else {
         return .wait
       }
-      if nowFailed { return .fail }
-      state.phase = .running
+      state.dependencyFailed = state.dependencyFailed || error != nil
+      state.remainingDependencies -= 1
+      guard state.remainingDependencies == 0 else { return .wait }
+      if state.dependencyFailed { return .fail }
+      update { current in
+        OperationStatus.phase(of: current) == OperationStatus.waiting ? OperationStatus.running(current) : nil
+      }
       return .run
     }
     switch next {
@@ -304,28 +345,45 @@ extension ActionOperation: OperationStarting, OperationCompletionHandler {
 
 // MARK: - State (top level, not nested in the generic class, so that unspecialised code finds its metadata at once)
 
-enum OperationPhase {
-  case pending
-  case waiting(remaining: Int, failed: Bool)
-  case running
-  case finished(failed: Bool)
+/// The bits of an operation's status word: its phase (the low three bits), and flags.
+enum OperationStatus {
+  static let pending: UInt8 = 0
+  /// Started; waiting for its dependencies.
+  static let waiting: UInt8 = 1
+  static let running: UInt8 = 2
+  static let succeeded: UInt8 = 3
+  static let failed: UInt8 = 4
+  static let phaseMask: UInt8 = 0b111
+  /// A handler registered to hear the operation finish: finishing must take the lock to tell it.
+  static let hasHandlers: UInt8 = 0b1000
+  /// Dependencies were added: starting must take the lock to start them.
+  static let hasDependencies: UInt8 = 0b1_0000
+
+  static func phase(of status: UInt8) -> UInt8 { status & phaseMask }
+  static func isFinished(_ status: UInt8) -> Bool { phase(of: status) >= succeeded }
+  static func withPhase(_ status: UInt8, _ phase: UInt8) -> UInt8 { status & ~phaseMask | phase }
+  static func finished(_ status: UInt8, failed: Bool) -> UInt8 { withPhase(status, failed ? Self.failed : succeeded) }
+  static func running(_ status: UInt8) -> UInt8 { withPhase(status, running) }
+  /// Running, or waiting if it has dependencies.
+  static func leavingPending(_ status: UInt8) -> UInt8 {
+    withPhase(status, status & hasDependencies != 0 ? waiting : running)
+  }
 }
 
-/// The mutable state of an ``ActionOperation``, behind its lock.
+/// The mutable state of an ``ActionOperation`` beside its status word, behind its lock.
 struct OperationState {
-  var phase = OperationPhase.pending
   var error: (any Error)?
   var dependencies: [any OperationStarting] = []
+  /// While waiting: the dependencies that have not finished, and whether one failed.
+  var remainingDependencies = 0
+  var dependencyFailed = false
   var handlers = Handlers.none
 
-  /// Leaves the pending phase: running, or waiting for the dependencies to finish; returns what to do once the
-  /// lock is released.
-  mutating func leavePending() -> OperationStartAction {
-    if dependencies.isEmpty {
-      phase = .running
-      return .run
-    }
-    phase = .waiting(remaining: dependencies.count, failed: false)
+  /// What to do, once the lock is released, after the status left the pending phase: run, or start the
+  /// dependencies.
+  mutating func leftPending() -> OperationStartAction {
+    if dependencies.isEmpty { return .run }
+    remainingDependencies = dependencies.count
     return .startDependencies(dependencies)
   }
 
@@ -342,7 +400,7 @@ enum OperationStartAction {
   case none
   case run
   case startDependencies([any OperationStarting])
-  case alreadyFinished((any Error)?)
+  case alreadyFinished
 }
 
 /// What a finished dependency leads to once the lock is released.

@@ -63,7 +63,6 @@ enum StoreHandling {
   case operation(any OperationStarting)
 }
 
-
 extension Store {
   /// The work ``specialised`` runs: made here, inlinable, so that it is compiled in the app's module for its
   /// `Model` and `Action`.
