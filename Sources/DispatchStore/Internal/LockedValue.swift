@@ -1,8 +1,10 @@
 import Synchronization
 
 #if canImport(Glibc)
+  import Dispatch
   import Glibc
 #elseif canImport(Musl)
+  import Dispatch
   import Musl
 #endif
 
@@ -11,11 +13,13 @@ import Synchronization
 /// Stored inline, like `Mutex`, so that an object holding one allocates nothing more for it. What it locks with
 /// depends on the platform:
 ///
-/// - On Linux, a `pthread_mutex_t` of the default kind. `Synchronization.Mutex` there is a priority-inheritance
-///   futex, whose unlock hands the lock to a sleeping waiter, so that with more threads than cores every
-///   acquisition waits for the kernel to schedule that waiter (swiftlang/swift issue 88440). A default pthread
-///   mutex lets the running thread take the lock again and wakes a waiter to compete for it. ThreadSanitizer
-///   intercepts it, so it sees every critical section without annotations.
+/// - On Linux, a lock word of its own: taking and releasing a free lock is one inlined compare-and-swap and one
+///   exchange. A thread that finds it taken spins briefly, then parks in ``LockParking`` until a releasing thread
+///   wakes it; the woken thread competes for the lock again rather than being handed it.
+///   `Synchronization.Mutex` there is a priority-inheritance futex, whose unlock hands the lock to a sleeping
+///   waiter, so that with more threads than cores every acquisition waits for the kernel to schedule that waiter
+///   (swiftlang/swift issue 88440); a `pthread_mutex_t` does not hand over, but costs a call into the C library
+///   per lock and unlock. ThreadSanitizer sees the word's atomic operations, so it needs no annotations.
 /// - On Apple platforms, `Mutex`, which is an `os_unfair_lock` there: it does not hand itself over either.
 ///
 /// Proposal 0008 has the measurements behind the choice.
@@ -25,20 +29,18 @@ import Synchronization
 @usableFromInline
 struct LockedValue<Value>: ~Copyable, @unchecked Sendable {
   #if canImport(Glibc) || canImport(Musl)
-    // `_Cell` gives each part a fixed address inside its owner, as `Mutex` does for its own: a pthread mutex must
-    // not move once initialised. A zeroed `pthread_mutex_t` is `PTHREAD_MUTEX_INITIALIZER`.
-    @usableFromInline let mutex: _Cell<pthread_mutex_t>
+    // The value first: ThreadSanitizer reports Swift's accesses to the value at the struct's address, and its
+    // atomic operations on the word must not be at that same address.
     @usableFromInline let value: _Cell<Value>
+    /// The lock: 0 free, 1 taken, 2 taken with a thread perhaps parked waiting for it.
+    ///
+    /// `_Cell` gives it a fixed address, which is also its key in ``LockParking``.
+    @usableFromInline let word: _Cell<Atomic<UInt32>>
 
     @inlinable
     init(_ initialValue: consuming sending Value) {
-      mutex = _Cell(pthread_mutex_t())
       value = _Cell(initialValue)
-    }
-
-    @inlinable
-    deinit {
-      pthread_mutex_destroy(mutex._address)
+      word = _Cell(Atomic(0))
     }
 
     /// Runs `body` with the value, under the lock.
@@ -50,8 +52,12 @@ struct LockedValue<Value>: ~Copyable, @unchecked Sendable {
     borrowing func withLock<Result: ~Copyable, E: Error>(
       _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result {
-      pthread_mutex_lock(mutex._address)
-      defer { pthread_mutex_unlock(mutex._address) }
+      if !word._address.pointee.compareExchange(expected: 0, desired: 1, ordering: .acquiring).exchanged {
+        LockParking.lock(word._address)
+      }
+      defer {
+        if word._address.pointee.exchange(0, ordering: .releasing) == 2 { LockParking.wakeOne(word._address) }
+      }
       return try body(&value._address.pointee)
     }
   #else
@@ -74,3 +80,83 @@ struct LockedValue<Value>: ~Copyable, @unchecked Sendable {
     }
   #endif
 }
+
+#if canImport(Glibc) || canImport(Musl)
+  /// Where threads wait for a taken ``LockedValue`` on Linux: a fixed table of buckets, chosen by the lock word's
+  /// address, each a pthread mutex and the queue of threads parked on words of that bucket.
+  ///
+  /// A parking thread sets the word to 2 and queues itself under the bucket's mutex, so a releasing thread that
+  /// finds 2 and takes the same mutex either finds it queued, or the parking thread finds the word free and takes
+  /// the lock instead of parking: no wake-up is lost.
+  @usableFromInline
+  enum LockParking {
+    /// Spins before parking: the holder may be running on another core and about to release.
+    static let spins = 64
+    static let bucketCount = 64
+
+    /// `@unchecked Sendable`: the buckets are allocated once and never freed, and each bucket's queue is only
+    /// touched with that bucket's mutex held.
+    struct Table: @unchecked Sendable {
+      let buckets: UnsafeMutablePointer<Bucket>
+    }
+
+    struct Bucket {
+      var mutex = pthread_mutex_t()
+      var parked: [(word: UInt, semaphore: DispatchSemaphore)] = []
+    }
+
+    static let table: Table = {
+      let buckets = UnsafeMutablePointer<Bucket>.allocate(capacity: bucketCount)
+      buckets.initialize(repeating: Bucket(), count: bucketCount)
+      return Table(buckets: buckets)
+    }()
+
+    static func bucket(of word: UnsafeMutablePointer<Atomic<UInt32>>) -> UnsafeMutablePointer<Bucket> {
+      // The low bits of an address are alignment; the bits above them spread neighbouring objects' words.
+      let address = UInt(bitPattern: word)
+      return table.buckets + Int(((address >> 4) ^ (address >> 10)) % UInt(bucketCount))
+    }
+
+    /// Takes the lock whose word is `word`, which a compare-and-swap just found taken.
+    @usableFromInline
+    @inline(never)
+    static func lock(_ word: UnsafeMutablePointer<Atomic<UInt32>>) {
+      for _ in 0..<spins {
+        if word.pointee.load(ordering: .relaxed) == 0,
+          word.pointee.compareExchange(expected: 0, desired: 1, ordering: .acquiring).exchanged
+        {
+          return
+        }
+      }
+      let bucket = bucket(of: word)
+      var semaphore: DispatchSemaphore?
+      while true {
+        pthread_mutex_lock(&bucket.pointee.mutex)
+        // 2, not 1: this thread cannot tell whether others are parked, so its own release must look.
+        if word.pointee.exchange(2, ordering: .acquiring) == 0 {
+          pthread_mutex_unlock(&bucket.pointee.mutex)
+          return
+        }
+        let parked = semaphore ?? DispatchSemaphore(value: 0)
+        semaphore = parked
+        bucket.pointee.parked.append((UInt(bitPattern: word), parked))
+        pthread_mutex_unlock(&bucket.pointee.mutex)
+        parked.wait()
+      }
+    }
+
+    /// Wakes one thread parked on `word`, if any, after the lock was released with the word at 2.
+    @usableFromInline
+    @inline(never)
+    static func wakeOne(_ word: UnsafeMutablePointer<Atomic<UInt32>>) {
+      let bucket = bucket(of: word)
+      let address = UInt(bitPattern: word)
+      pthread_mutex_lock(&bucket.pointee.mutex)
+      let woken = bucket.pointee.parked.firstIndex { $0.word == address }.map {
+        bucket.pointee.parked.remove(at: $0).semaphore
+      }
+      pthread_mutex_unlock(&bucket.pointee.mutex)
+      woken?.signal()
+    }
+  }
+#endif
