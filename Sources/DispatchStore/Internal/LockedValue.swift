@@ -34,14 +34,19 @@ struct LockedValue<Value>: ~Copyable, @unchecked Sendable {
     @usableFromInline let value: _Cell<Value>
     /// The lock: 0 free, 1 taken, 2 taken with a thread perhaps parked waiting for it.
     ///
-    /// `_Cell` gives it a fixed address, which is also its key in ``LockParking``.
-    @usableFromInline let word: _Cell<Atomic<UInt32>>
+    /// Stored directly, not in a `_Cell`: destroying a `_Cell` of it goes through the generic `Atomic` deinit,
+    /// which looks a conformance up at run time, for every object that holds a lock.
+    @usableFromInline let word: Atomic<UInt32>
 
     @inlinable
     init(_ initialValue: consuming sending Value) {
       value = _Cell(initialValue)
-      word = _Cell(Atomic(0))
+      word = Atomic(0)
     }
+
+    /// This lock's key in ``LockParking``: an address inside it, unique among the locks that exist.
+    @inlinable
+    var parkingKey: UInt { UInt(bitPattern: value._address) }
 
     /// Runs `body` with the value, under the lock.
     ///
@@ -52,11 +57,11 @@ struct LockedValue<Value>: ~Copyable, @unchecked Sendable {
     borrowing func withLock<Result: ~Copyable, E: Error>(
       _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result {
-      if !word._address.pointee.compareExchange(expected: 0, desired: 1, ordering: .acquiring).exchanged {
-        LockParking.lock(word._address)
+      if !word.compareExchange(expected: 0, desired: 1, ordering: .acquiring).exchanged {
+        LockParking.lock(word, key: parkingKey)
       }
       defer {
-        if word._address.pointee.exchange(0, ordering: .releasing) == 2 { LockParking.wakeOne(word._address) }
+        if word.exchange(0, ordering: .releasing) == 2 { LockParking.wakeOne(key: parkingKey) }
       }
       return try body(&value._address.pointee)
     }
@@ -82,8 +87,8 @@ struct LockedValue<Value>: ~Copyable, @unchecked Sendable {
 }
 
 #if canImport(Glibc) || canImport(Musl)
-  /// Where threads wait for a taken ``LockedValue`` on Linux: a fixed table of buckets, chosen by the lock word's
-  /// address, each a pthread mutex and the queue of threads parked on words of that bucket.
+  /// Where threads wait for a taken ``LockedValue`` on Linux: a fixed table of buckets, chosen by the lock's key
+  /// (an address), each a pthread mutex and the queue of threads parked on locks of that bucket.
   ///
   /// A parking thread sets the word to 2 and queues itself under the bucket's mutex, so a releasing thread that
   /// finds 2 and takes the same mutex either finds it queued, or the parking thread finds the word free and takes
@@ -102,7 +107,7 @@ struct LockedValue<Value>: ~Copyable, @unchecked Sendable {
 
     struct Bucket {
       var mutex = pthread_mutex_t()
-      var parked: [(word: UInt, semaphore: DispatchSemaphore)] = []
+      var parked: [(key: UInt, semaphore: DispatchSemaphore)] = []
     }
 
     static let table: Table = {
@@ -111,48 +116,46 @@ struct LockedValue<Value>: ~Copyable, @unchecked Sendable {
       return Table(buckets: buckets)
     }()
 
-    static func bucket(of word: UnsafeMutablePointer<Atomic<UInt32>>) -> UnsafeMutablePointer<Bucket> {
-      // The low bits of an address are alignment; the bits above them spread neighbouring objects' words.
-      let address = UInt(bitPattern: word)
-      return table.buckets + Int(((address >> 4) ^ (address >> 10)) % UInt(bucketCount))
+    static func bucket(of key: UInt) -> UnsafeMutablePointer<Bucket> {
+      // The low bits of an address are alignment; the bits above them spread neighbouring objects' locks.
+      table.buckets + Int(((key >> 4) ^ (key >> 10)) % UInt(bucketCount))
     }
 
     /// Takes the lock whose word is `word`, which a compare-and-swap just found taken.
     @usableFromInline
     @inline(never)
-    static func lock(_ word: UnsafeMutablePointer<Atomic<UInt32>>) {
+    static func lock(_ word: borrowing Atomic<UInt32>, key: UInt) {
       for _ in 0..<spins {
-        if word.pointee.load(ordering: .relaxed) == 0,
-          word.pointee.compareExchange(expected: 0, desired: 1, ordering: .acquiring).exchanged
+        if word.load(ordering: .relaxed) == 0,
+          word.compareExchange(expected: 0, desired: 1, ordering: .acquiring).exchanged
         {
           return
         }
       }
-      let bucket = bucket(of: word)
+      let bucket = bucket(of: key)
       var semaphore: DispatchSemaphore?
       while true {
         pthread_mutex_lock(&bucket.pointee.mutex)
         // 2, not 1: this thread cannot tell whether others are parked, so its own release must look.
-        if word.pointee.exchange(2, ordering: .acquiring) == 0 {
+        if word.exchange(2, ordering: .acquiring) == 0 {
           pthread_mutex_unlock(&bucket.pointee.mutex)
           return
         }
         let parked = semaphore ?? DispatchSemaphore(value: 0)
         semaphore = parked
-        bucket.pointee.parked.append((UInt(bitPattern: word), parked))
+        bucket.pointee.parked.append((key, parked))
         pthread_mutex_unlock(&bucket.pointee.mutex)
         parked.wait()
       }
     }
 
-    /// Wakes one thread parked on `word`, if any, after the lock was released with the word at 2.
+    /// Wakes one thread parked on the lock `key` names, if any, after it was released with its word at 2.
     @usableFromInline
     @inline(never)
-    static func wakeOne(_ word: UnsafeMutablePointer<Atomic<UInt32>>) {
-      let bucket = bucket(of: word)
-      let address = UInt(bitPattern: word)
+    static func wakeOne(key: UInt) {
+      let bucket = bucket(of: key)
       pthread_mutex_lock(&bucket.pointee.mutex)
-      let woken = bucket.pointee.parked.firstIndex { $0.word == address }.map {
+      let woken = bucket.pointee.parked.firstIndex { $0.key == key }.map {
         bucket.pointee.parked.remove(at: $0).semaphore
       }
       pthread_mutex_unlock(&bucket.pointee.mutex)
