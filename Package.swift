@@ -11,6 +11,10 @@ let package = Package(
     .target(name: "DispatchStore"),
     // The README's quick start, kept identical to it (CI compares them).
     .executableTarget(name: "QuickStart", dependencies: ["DispatchStore"], path: "Examples/QuickStart"),
+    // A search field whose latest query cancels the one in flight.
+    .executableTarget(name: "Search", dependencies: ["DispatchStore"], path: "Examples/Search"),
+    // Top-level code awaiting dispatches (CI checks that they waited).
+    .executableTarget(name: "TopLevel", dependencies: ["DispatchStore"], path: "Examples/TopLevel"),
     .executableTarget(name: "FlightBooking", dependencies: ["DispatchStore"], path: "Examples/FlightBooking"),
     // `swift run todo`: the session-file todo list (Examples/TodoCLI).
     .executableTarget(name: "todo", dependencies: ["DispatchStore"], path: "Examples/TodoCLI"),

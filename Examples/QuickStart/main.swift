@@ -35,7 +35,7 @@ func start() throws {
   counter.register(observer: view) { model, action in  // the view is held weakly
     print("count is now \(model.count) after \(action)")
   }
-  dispatcher.dispatch(action: CounterAction.increase(by: 1), mode: .sync)  // returns when done
+  try dispatcher.dispatchSync(action: CounterAction.increase(by: 1))  // returns when done; throws if it failed
   dispatcher.dispatch(action: CounterAction.reset, mode: .serial) { result in
     if case .failure(let error) = result { print("reset failed: \(error)") }
   }

@@ -35,7 +35,7 @@ func registerContention() {
     Benchmark("Dispatcher.dispatch(sync,\(name))", configuration: configuration) { benchmark in
       let fixture = Fixture(synchronous: true)
       runOnThreads(threads, benchmark: benchmark) {
-        fixture.dispatcher.dispatch(action: TallyAction.increment, mode: .sync)
+        try? fixture.dispatcher.dispatchSync(action: TallyAction.increment)
       }
       fixture.verify(contentionTotal)
     }

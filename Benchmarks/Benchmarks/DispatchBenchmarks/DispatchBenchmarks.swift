@@ -138,7 +138,7 @@ func registerSynchronousDispatch() {
       let fixture = setup()
       benchmark.startMeasurement()
       for _ in benchmark.scaledIterations {
-        fixture.dispatcher.dispatch(action: action, mode: .sync)
+        try? fixture.dispatcher.dispatchSync(action: action)
       }
       benchmark.stopMeasurement()
       fixture.verify(benchmark.scaledIterations.count)
@@ -217,7 +217,7 @@ func registerSynchronousDispatch() {
     try! recorder.attach(appendingTo: file, codecs: codecs)
     benchmark.startMeasurement()
     for _ in benchmark.scaledIterations {
-      fixture.dispatcher.dispatch(action: TallyAction.increment, mode: .sync)
+      try? fixture.dispatcher.dispatchSync(action: TallyAction.increment)
     }
     benchmark.stopMeasurement()
     fixture.verify(benchmark.scaledIterations.count)
@@ -235,7 +235,7 @@ func registerSynchronousDispatch() {
     recorded.dispatcher.register(middleware: recorder)
     try! recorder.attach(appendingTo: file, codecs: codecs)
     for _ in benchmark.scaledIterations {
-      recorded.dispatcher.dispatch(action: TallyAction.increment, mode: .sync)
+      try? recorded.dispatcher.dispatchSync(action: TallyAction.increment)
     }
     let session = try! Session.load(from: file, codecs: codecs)
     let fresh = Fixture()

@@ -23,6 +23,10 @@ public enum DispatchError: Error, Sendable, CustomStringConvertible {
   /// `interceptor` is the interceptor's type, `reason` what it gave.
   case blocked(interceptor: String, reason: String?)
 
+  /// The dispatch was cancelled (``DispatchHandle/cancel()``, ``Dispatcher/cancelAll()``,
+  /// ``Dispatcher/cancelPending(in:)``) before it finished.
+  case cancelled
+
   /// A readable explanation of the failure.
   public var description: String {
     switch self {
@@ -41,6 +45,8 @@ public enum DispatchError: Error, Sendable, CustomStringConvertible {
     case .reentrantSynchronousDispatch(let actionType):
       return "A .sync dispatch of \(actionType) was issued from inside a running operation of the same dispatcher; "
         + "use .async, .serial or .mainThread to dispatch from an operation."
+    case .cancelled:
+      return "The dispatch was cancelled."
     case .blocked(let interceptor, let reason):
       return "The interceptor \(interceptor) blocked the action" + (reason.map { ": \($0)." } ?? ".")
     case .operationsFailed(let failures):

@@ -15,26 +15,28 @@ extension Dispatcher {
   /// A dispatch that finishes before its start returns (or fails to start) reports `.finished`; nothing else
   /// hears about it. Otherwise `completion` is asked for what will: `nil` makes this wait and return `.finished`,
   /// which `.sync` does. A completion is only made (allocated) when it is needed.
-  /// `context`: the calling thread's context.
+  /// `context`: the calling thread's context. `handle`: the dispatch's handle, if it has one.
   @inline(__always)
   func run(
     storeIdentifier: String?,
     action: any ActionType,
     placement: DispatchRun.Placement,
     context: ThreadContext,
+    handle: DispatchHandle? = nil,
     completion: () -> Completion?
   ) -> RunOutcome {
     let prepared: DispatchRun.Prepared
     do {
       prepared = try DispatchRun.prepare(
-        dispatcher: self, storeIdentifier: storeIdentifier, action: action, placement: placement, context: context)
+        dispatcher: self, storeIdentifier: storeIdentifier, action: action, placement: placement, context: context,
+        handle: handle)
     } catch {
       return .finished(.failure(error))
     }
     switch consume prepared {
     case .single(let dispatch, let middleware):
       defer { withExtendedLifetime(middleware) {} }
-      return dispatch.run(context: context, completion: completion)
+      return dispatch.run(context: context, handle: handle, completion: completion)
     case .run(let plan):
       let onComplete = completion()
       let run = DispatchRun(plan: plan, onComplete: onComplete)
@@ -79,6 +81,8 @@ extension DispatchRun {
     let targets: [StoreEntry]
     /// Moved into the run's state when it starts, so that counting down does not copy it.
     var graph: WaitGraph?
+    /// The dispatch's handle, if it has one: a cancelled one starts no more stores.
+    let handle: DispatchHandle?
 
     /// Calls `body` with the action as the store of node `index` handles it, borrowed: returning the existential
     /// would copy it, and destroy the copy, once per store and use.
@@ -100,7 +104,8 @@ extension DispatchRun {
     storeIdentifier: String?,
     action: any ActionType,
     placement: Placement,
-    context: ThreadContext
+    context: ThreadContext,
+    handle: DispatchHandle?
   ) throws(DispatchError) -> Prepared {
     let actionType = action.routingType
     // The registry's list as it is now, retained for this dispatch only: once `unregister(middleware:)` returned,
@@ -226,7 +231,7 @@ extension DispatchRun {
       if registryChanged {
         return try prepare(
           dispatcher: dispatcher, storeIdentifier: storeIdentifier, action: action, placement: placement,
-          context: context)
+          context: context, handle: handle)
       }
       let made: WaitGraph
       switch outcome {
@@ -251,6 +256,6 @@ extension DispatchRun {
         dispatcher: Unmanaged.passUnretained(dispatcher), owner: dispatcher, unregistrations: unregistrations,
         dispatcherID: ObjectIdentifier(dispatcher),
         action: action, actions: actions, middleware: middleware,
-        placement: placement, targets: targets, graph: graph))
+        placement: placement, targets: targets, graph: graph, handle: handle))
   }
 }

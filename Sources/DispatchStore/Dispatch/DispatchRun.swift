@@ -34,32 +34,38 @@ struct SingleStoreDispatch: Sendable {
   ///
   /// Reports `.finished` if the operation finished before its start returned; otherwise asks `completion` for the
   /// completion to call later (`nil`: wait here, and report `.finished`). `context` is the calling thread's
-  /// context, if the caller has it at hand.
+  /// context, if the caller has it at hand; `handle` the dispatch's handle, if it has one (a parameter, not a
+  /// property: each copy of the dispatch would retain and release it, `nil` or not).
   @inline(__always)
-  func run(context: ThreadContext? = nil, completion makeCompletion: () -> Dispatcher.Completion?)
-    -> Dispatcher.RunOutcome
-  {
+  func run(
+    context: ThreadContext? = nil, handle: DispatchHandle? = nil,
+    completion makeCompletion: () -> Dispatcher.Completion?
+  ) -> Dispatcher.RunOutcome {
     if let mainQueue = placement.queueToHopTo {
       let onComplete = makeCompletion()
       // The hop outlives this call, and so the dispatch's loan of the middleware list: it keeps a copy of its own.
       let middlewareOwner = middleware.owned()
       mainQueue.schedule { [self] in
-        let outcome = withExtendedLifetime(middlewareOwner) { run(completion: { onComplete }) }
+        let outcome = withExtendedLifetime(middlewareOwner) { run(handle: handle, completion: { onComplete }) }
         if case .finished(let result) = outcome { onComplete?(result) }
       }
       return .later
     }
-    guard middleware.isEmpty else { return runWatched(context: context, makeCompletion: makeCompletion) }
+    // Cancelled since it left its queue: its handle already reported it.
+    if let handle, handle.isCancelled { return .finished(.failure(.cancelled)) }
+    guard middleware.isEmpty else {
+      return runWatched(context: context, handle: handle, makeCompletion: makeCompletion)
+    }
     // Unwatched: no identifier is taken and no clock read. A path of its own, so that it carries no watch around.
     let started =
       if let context {
-        context.withRunning(dispatcherID) { start(watch: nil, makeCompletion: makeCompletion) }
+        context.withRunning(dispatcherID) { start(watch: nil, handle: handle, makeCompletion: makeCompletion) }
       } else {
-        ThreadContext.withRunning(dispatcherID) { start(watch: nil, makeCompletion: makeCompletion) }
+        ThreadContext.withRunning(dispatcherID) { start(watch: nil, handle: handle, makeCompletion: makeCompletion) }
       }
     switch started {
     case .finished(let error):
-      return .finished(finish(error: error, watch: nil))
+      return .finished(finish(error: error, watch: nil, handle: handle))
     case .late(let late):
       return late.waitIfSynchronous()
     }
@@ -67,21 +73,21 @@ struct SingleStoreDispatch: Sendable {
 
   /// ``run(context:completion:)`` with middleware: the transaction is begun, shown to `willDispatch`, and ended in
   /// place for `didDispatch` (unless the operation finishes later, elsewhere).
-  private func runWatched(context: ThreadContext?, makeCompletion: () -> Dispatcher.Completion?)
-    -> Dispatcher.RunOutcome
-  {
+  private func runWatched(
+    context: ThreadContext?, handle: DispatchHandle?, makeCompletion: () -> Dispatcher.Completion?
+  ) -> Dispatcher.RunOutcome {
     let watch = store.withKind { kind, store in
       StoreTransaction.begin(action, of: store, kind: kind, middleware: middleware, context: context)
     }
     let started =
       if let context {
-        context.withRunning(dispatcherID) { start(watch: watch, makeCompletion: makeCompletion) }
+        context.withRunning(dispatcherID) { start(watch: watch, handle: handle, makeCompletion: makeCompletion) }
       } else {
-        ThreadContext.withRunning(dispatcherID) { start(watch: watch, makeCompletion: makeCompletion) }
+        ThreadContext.withRunning(dispatcherID) { start(watch: watch, handle: handle, makeCompletion: makeCompletion) }
       }
     switch started {
     case .finished(let error):
-      return .finished(finish(error: error, watch: watch))
+      return .finished(finish(error: error, watch: watch, handle: handle))
     case .late(let late):
       return late.waitIfSynchronous()
     }
@@ -91,7 +97,9 @@ struct SingleStoreDispatch: Sendable {
   ///
   /// The operation is a local of this function: it is released before the function returns, so that one dropped
   /// without finishing fails from its `deinit`, here, rather than while the dispatching thread waits for it.
-  private func start(watch: StoreTransaction.Watch?, makeCompletion: () -> Dispatcher.Completion?) -> Started {
+  private func start(
+    watch: StoreTransaction.Watch?, handle: DispatchHandle?, makeCompletion: () -> Dispatcher.Completion?
+  ) -> Started {
     let operation: any OperationStarting
     switch store.withKind({ $0.handle(action, in: $1) }) {
     case .reduced(let error): return .finished(error)
@@ -100,11 +108,11 @@ struct SingleStoreDispatch: Sendable {
     switch operation.startUnobserved() {
     case .succeeded: return .finished(nil)
     case .failed(let error): return .finished(error)
-    case .unfinished: break
+    case .unfinished: handle?.operationRunning(operation)
     }
     let onComplete = makeCompletion()
     let late = LateCompletion(
-      dispatch: self, watch: watch, onComplete: onComplete,
+      dispatch: self, watch: watch, handle: handle, onComplete: onComplete,
       waiter: onComplete == nil ? DispatchSemaphore(value: 0) : nil)
     operation.start(notifying: late, token: 0)
     return .late(late)
@@ -113,13 +121,15 @@ struct SingleStoreDispatch: Sendable {
   /// Ends the store's transaction (``StoreTransaction/end(_:of:kind:middleware:watch:error:hidingRunningDispatchers:)``)
   /// and returns the dispatch's result.
   @inline(__always)
-  fileprivate func finish(error: (any Error)?, watch: StoreTransaction.Watch?) -> Result<Void, DispatchError> {
+  fileprivate func finish(
+    error: (any Error)?, watch: StoreTransaction.Watch?, handle: DispatchHandle?
+  ) -> Result<Void, DispatchError> {
     // The common case, nobody to tell and nothing failed, checked here so that it passes nothing on.
     if watch == nil, error == nil, !store.withKind({ $0.announcesWhenFinished($1) }) { return .success(()) }
     let failure = store.withKind { kind, store in
       StoreTransaction.end(
         action, of: store, kind: kind, middleware: middleware, watch: watch, error: error,
-        hidingRunningDispatchers: true)
+        hidingRunningDispatchers: true, handle: handle)
     }
     guard let failure else { return .success(()) }
     return .failure(.operationsFailed([failure]))
@@ -133,6 +143,7 @@ final class LateCompletion: OperationCompletionHandler {
   /// Keeps the list `dispatch.middleware` views: the completion outlives the dispatch's loan of it.
   private let middlewareOwner: MiddlewareList
   private let watch: StoreTransaction.Watch?
+  private let handle: DispatchHandle?
   private let onComplete: Dispatcher.Completion?
   /// What a `.sync` dispatch waits on, when there is no completion.
   let waiter: DispatchSemaphore?
@@ -140,18 +151,19 @@ final class LateCompletion: OperationCompletionHandler {
   private let result = LockedValue<Result<Void, DispatchError>?>(nil)
 
   init(
-    dispatch: SingleStoreDispatch, watch: StoreTransaction.Watch?, onComplete: Dispatcher.Completion?,
-    waiter: DispatchSemaphore?
+    dispatch: SingleStoreDispatch, watch: StoreTransaction.Watch?, handle: DispatchHandle?,
+    onComplete: Dispatcher.Completion?, waiter: DispatchSemaphore?
   ) {
     self.dispatch = dispatch
     self.middlewareOwner = dispatch.middleware.owned()
     self.watch = watch
+    self.handle = handle
     self.onComplete = onComplete
     self.waiter = waiter
   }
 
   func operationFinished(token: Int, error: (any Error)?) {
-    let result = dispatch.finish(error: error, watch: watch)
+    let result = dispatch.finish(error: error, watch: watch, handle: handle)
     if let waiter {
       self.result.withLock { $0 = result }
       waiter.signal()
@@ -383,6 +395,8 @@ final class DispatchRun: OperationCompletionHandler {
   /// since the dispatch was prepared, this is one atomic load.
   @inline(__always)
   private func wasUnregistered(_ store: AnyObject, kind: StoreKind) -> Bool {
+    // A cancelled dispatch starts no more stores either (its handle already reported it).
+    if let handle = plan.handle, handle.isCancelled { return true }
     let unchanged = plan.dispatcher._withUnsafeGuaranteedRef {
       $0.unregistrations.load(ordering: .relaxed) == plan.unregistrations
     }
@@ -408,7 +422,7 @@ final class DispatchRun: OperationCompletionHandler {
     plan.withAction(of: index) { action in
       StoreTransaction.end(
         action, of: store, kind: kind, middleware: plan.middleware.borrowed, watch: watch, error: error,
-        hidingRunningDispatchers: hidingRunningDispatchers)
+        hidingRunningDispatchers: hidingRunningDispatchers, handle: plan.handle)
     }
   }
 
@@ -428,6 +442,7 @@ final class DispatchRun: OperationCompletionHandler {
       }
       let outcome = operation.startUnobserved()
       if case .unfinished = outcome {
+        plan.handle?.operationRunning(operation)
         beforeRegistering()
         operation.start(notifying: self, token: index)
       }

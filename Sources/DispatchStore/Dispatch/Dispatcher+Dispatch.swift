@@ -76,18 +76,81 @@ extension Dispatcher {
     }
   }
 
-  /// Dispatches `action` without waiting for, or hearing about, its result.
+  /// Dispatches `action` and returns a handle to follow, await or cancel it.
   ///
-  /// Failures still happen (and reach middleware); use ``dispatch(storeIdentifier:action:mode:then:)`` or the
-  /// `async` form to receive them. In an `async` context this name resolves to the `async` form: write
-  /// `try await`.
+  /// The dispatch runs as ``dispatch(storeIdentifier:action:mode:then:)`` runs it. Ignore the handle to fire and
+  /// forget: failures still happen (and reach middleware), nobody hears them.
+  /// - Parameters:
+  ///   - action: The action to dispatch.
+  ///   - storeIdentifier: The one store to send the action to; `nil` (the default) sends it to every store that
+  ///     handles it.
+  ///   - mode: How the dispatch runs; `.async` by default. With `.sync` this returns once the dispatch finished.
+  /// - Returns: The dispatch's handle, ``DispatchState/pending`` until it runs (final already for `.sync`).
+  @discardableResult
+  public func start<Action: ActionType>(
+    _ action: Action, to storeIdentifier: String? = nil, mode: Mode = .async
+  ) -> DispatchHandle {
+    let handle = DispatchHandle(action: action, mode: mode) { [weak self] handle in
+      self?.handles.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(handle)) }
+    }
+    // Known before it can finish, so that `cancelAll()` reaches it and its end forgets it.
+    handles.withLock { $0[ObjectIdentifier(handle)] = handle }
+    if interceptorCount.load(ordering: .relaxed) > 0, let chain = interceptorChain() {
+      dispatch(storeIdentifier: storeIdentifier, action: action, mode: mode, through: chain, handle: handle) { report in
+        handle.finish(report.result)
+      }
+    } else {
+      route(storeIdentifier: storeIdentifier, action: action, mode: mode, handle: handle) { handle.finish($0) }
+    }
+    return handle
+  }
+
+  /// Dispatches `action` on the calling thread and returns once every responding store finished, as `.sync`
+  /// does.
   /// - Parameters:
   ///   - storeIdentifier: The one store to send the action to; `nil` (the default) sends it to every store that
-  ///     handles `Action`.
+  ///     handles it.
   ///   - action: The action to dispatch.
-  ///   - mode: How the dispatch runs; `.async` by default.
-  public func dispatch<Action: ActionType>(storeIdentifier: String? = nil, action: Action, mode: Mode = .async) {
-    dispatch(storeIdentifier: storeIdentifier, action: action, mode: mode, then: nil)
+  /// - Throws: The ``DispatchError`` that made the dispatch fail.
+  ///
+  /// > Important: See ``Mode/sync``: issued from inside a running operation of this dispatcher, it fails with
+  /// > ``DispatchError/reentrantSynchronousDispatch(actionType:)``.
+  public func dispatchSync<Action: ActionType>(storeIdentifier: String? = nil, action: Action) throws(DispatchError) {
+    try dispatchSynchronouslyIntercepted(storeIdentifier: storeIdentifier, action: action).get()
+  }
+
+  /// Cancels every dispatch made with ``start(_:to:mode:)`` that has not finished, and every dispatch still
+  /// waiting in the `.serial` and `.mainThread` lanes.
+  ///
+  /// Dispatches made with a completion and already running have no handle and go on.
+  public func cancelAll() {
+    cancelPending(in: .serial)
+    cancelPending(in: .mainThread)
+    let live = handles.withLock { Array($0.values) }
+    for handle in live { handle.cancel() }
+  }
+
+  /// Cancels the dispatches waiting in the lane of `mode` (`.serial` or `.mainThread`); the one running goes on.
+  ///
+  /// Each completes with ``DispatchError/cancelled``: its handle is cancelled, or its completion called, on this
+  /// thread. Other modes have no lane: nothing happens.
+  /// - Parameter mode: The lane's mode.
+  public func cancelPending(in mode: Mode) {
+    let jobs: [Lane.Job]
+    switch mode {
+    case .serial: jobs = serialLane.takePending()
+    case .mainThread: jobs = mainLane.takePending()
+    case .sync, .async: return
+    }
+    for job in jobs {
+      if let handle = job.handle {
+        handle.cancel()
+      } else if let intercepted = job.intercepted {
+        intercepted.report(DispatchReport(result: .failure(.cancelled), actions: []))
+      } else {
+        job.completion?(.failure(.cancelled))
+      }
+    }
   }
 
   /// Dispatches `actions` one after another: each starts after the previous one's stores all finished.
@@ -164,30 +227,41 @@ extension Dispatcher {
   }
 
   /// Routes `action`, which interceptors passed on (or none saw), in `mode`.
+  ///
+  /// `handle`: the dispatch's handle, if it has one; a cancelled one is not run when its turn comes.
   @inline(__always)
-  private func route(storeIdentifier: String?, action: any ActionType, mode: Mode, then completion: Completion?) {
+  private func route(
+    storeIdentifier: String?, action: any ActionType, mode: Mode, handle: DispatchHandle? = nil,
+    then completion: Completion?
+  ) {
     switch mode {
     case .sync:
-      let result = dispatchSynchronously(storeIdentifier: storeIdentifier, action: action)
+      if let handle, !handle.markStarted() { return }
+      let result = dispatchSynchronously(storeIdentifier: storeIdentifier, action: action, handle: handle)
       completion?(result)
     case .async:
       DispatchQueue.global().async { [self] in
-        runHere(storeIdentifier: storeIdentifier, action: action, then: completion)
+        if let handle, !handle.markStarted() { return }
+        runHere(storeIdentifier: storeIdentifier, action: action, handle: handle, then: completion)
       }
     case .serial:
       serialLane.enqueue(
-        Lane.Job(storeIdentifier: storeIdentifier, action: action, completion: completion), dispatcher: self)
+        Lane.Job(storeIdentifier: storeIdentifier, action: action, completion: completion, handle: handle),
+        dispatcher: self)
     case .mainThread:
       mainLane.enqueue(
-        Lane.Job(storeIdentifier: storeIdentifier, action: action, completion: completion), dispatcher: self)
+        Lane.Job(storeIdentifier: storeIdentifier, action: action, completion: completion, handle: handle),
+        dispatcher: self)
     }
   }
 
   /// Runs an `.async` dispatch on the calling thread, a background one.
-  private func runHere(storeIdentifier: String?, action: any ActionType, then completion: Completion?) {
+  private func runHere(
+    storeIdentifier: String?, action: any ActionType, handle: DispatchHandle? = nil, then completion: Completion?
+  ) {
     // Never `nil`: that would make this thread wait for an operation that finishes later.
     let outcome = ThreadContext.withCurrent { context in
-      run(storeIdentifier: storeIdentifier, action: action, placement: .anyThread, context: context) {
+      run(storeIdentifier: storeIdentifier, action: action, placement: .anyThread, context: context, handle: handle) {
         completion ?? { _ in }
       }
     }
@@ -197,37 +271,41 @@ extension Dispatcher {
   /// Runs the interceptors of `chain` on `action`, where `mode` runs a dispatch, then routes what they passed on.
   private func dispatch(
     storeIdentifier: String?, action: any ActionType, mode: Mode, through chain: InterceptorChain,
-    report: @escaping @Sendable (DispatchReport) -> Void
+    handle: DispatchHandle? = nil, report: @escaping @Sendable (DispatchReport) -> Void
   ) {
     switch mode {
     case .sync:
-      report(dispatchSynchronously(storeIdentifier: storeIdentifier, action: action, through: chain))
+      if let handle, !handle.markStarted() { return }
+      report(dispatchSynchronously(storeIdentifier: storeIdentifier, action: action, through: chain, handle: handle))
     case .async:
       DispatchQueue.global().async { [self] in
+        if let handle, !handle.markStarted() { return }
         let progress = chain.start(action, dispatcher: self) { [self] outcome in
-          DispatchQueue.global().async { self.finishAsynchronously(outcome, storeIdentifier: storeIdentifier, report) }
+          DispatchQueue.global().async {
+            self.finishAsynchronously(outcome, storeIdentifier: storeIdentifier, handle: handle, report)
+          }
         }
         if case .decided(let outcome) = progress {
-          finishAsynchronously(outcome, storeIdentifier: storeIdentifier, report)
+          finishAsynchronously(outcome, storeIdentifier: storeIdentifier, handle: handle, report)
         }
       }
     case .serial, .mainThread:
       let job = Lane.Job(
         storeIdentifier: storeIdentifier, action: action, completion: nil,
-        intercepted: Lane.InterceptedJob(chain: chain, report: report))
+        intercepted: Lane.InterceptedJob(chain: chain, report: report), handle: handle)
       (mode == .serial ? serialLane : mainLane).enqueue(job, dispatcher: self)
     }
   }
 
   private func finishAsynchronously(
-    _ outcome: InterceptorChain.Outcome, storeIdentifier: String?,
+    _ outcome: InterceptorChain.Outcome, storeIdentifier: String?, handle: DispatchHandle?,
     _ report: @escaping @Sendable (DispatchReport) -> Void
   ) {
     switch outcome {
     case .blocked(let error):
       report(DispatchReport(result: .failure(error), actions: []))
     case .proceed(let action):
-      runHere(storeIdentifier: storeIdentifier, action: action) { result in
+      runHere(storeIdentifier: storeIdentifier, action: action, handle: handle) { result in
         report(DispatchReport(result: result, actions: [action]))
       }
     }
@@ -245,7 +323,7 @@ extension Dispatcher {
 
   /// Runs the interceptors on the calling thread, waiting for a decision made later, then the dispatch.
   private func dispatchSynchronously(
-    storeIdentifier: String?, action: any ActionType, through chain: InterceptorChain
+    storeIdentifier: String?, action: any ActionType, through chain: InterceptorChain, handle: DispatchHandle? = nil
   ) -> DispatchReport {
     if let refused = refusedAsReentrant(action) { return DispatchReport(result: .failure(refused), actions: []) }
     let later = LaterDecision()
@@ -259,7 +337,8 @@ extension Dispatcher {
       return DispatchReport(result: .failure(error), actions: [])
     case .proceed(let passed):
       return DispatchReport(
-        result: dispatchSynchronously(storeIdentifier: storeIdentifier, action: passed), actions: [passed])
+        result: dispatchSynchronously(storeIdentifier: storeIdentifier, action: passed, handle: handle),
+        actions: [passed])
     }
   }
 
@@ -268,30 +347,34 @@ extension Dispatcher {
   /// Otherwise its completion tells the lane when it finished. A job whose interceptors decide later waits for them
   /// in the lane, so that the jobs after it keep their order; what they passed on then runs on the lane's executor.
   func runLaneJob(_ job: Lane.Job, on lane: Lane) -> Bool {
+    // Cancelled while it waited: its handle already reported it.
+    if let handle = job.handle, !handle.markStarted() { return true }
     guard let intercepted = job.intercepted else {
-      return runRouted(storeIdentifier: job.storeIdentifier, action: job.action, on: lane, then: job.completion)
+      return runRouted(
+        storeIdentifier: job.storeIdentifier, action: job.action, on: lane, handle: job.handle, then: job.completion)
     }
     let progress = intercepted.chain.start(job.action, dispatcher: self) { [self] outcome in
       lane.executor.schedule { [self] in
-        if finish(intercepted, outcome, storeIdentifier: job.storeIdentifier, on: lane) {
+        if finish(intercepted, outcome, storeIdentifier: job.storeIdentifier, handle: job.handle, on: lane) {
           lane.jobDone(dispatcher: self)
         }
       }
     }
     guard case .decided(let outcome) = progress else { return false }
-    return finish(intercepted, outcome, storeIdentifier: job.storeIdentifier, on: lane)
+    return finish(intercepted, outcome, storeIdentifier: job.storeIdentifier, handle: job.handle, on: lane)
   }
 
   /// Routes what a lane job's interceptors passed on; returns whether it finished before returning.
   private func finish(
-    _ intercepted: Lane.InterceptedJob, _ outcome: InterceptorChain.Outcome, storeIdentifier: String?, on lane: Lane
+    _ intercepted: Lane.InterceptedJob, _ outcome: InterceptorChain.Outcome, storeIdentifier: String?,
+    handle: DispatchHandle?, on lane: Lane
   ) -> Bool {
     switch outcome {
     case .blocked(let error):
       intercepted.report(DispatchReport(result: .failure(error), actions: []))
       return true
     case .proceed(let action):
-      return runRouted(storeIdentifier: storeIdentifier, action: action, on: lane) { result in
+      return runRouted(storeIdentifier: storeIdentifier, action: action, on: lane, handle: handle) { result in
         intercepted.report(DispatchReport(result: result, actions: [action]))
       }
     }
@@ -299,10 +382,13 @@ extension Dispatcher {
 
   /// Runs one routed dispatch of `lane`; returns whether it finished (and `completion` ran) before returning.
   private func runRouted(
-    storeIdentifier: String?, action: any ActionType, on lane: Lane, then completion: Completion?
+    storeIdentifier: String?, action: any ActionType, on lane: Lane, handle: DispatchHandle?,
+    then completion: Completion?
   ) -> Bool {
     let outcome = ThreadContext.withCurrent { context in
-      run(storeIdentifier: storeIdentifier, action: action, placement: lane.placement, context: context) {
+      run(
+        storeIdentifier: storeIdentifier, action: action, placement: lane.placement, context: context, handle: handle
+      ) {
         { [self] result in
           completion?(result)
           lane.jobDone(dispatcher: self)
@@ -320,7 +406,9 @@ extension Dispatcher {
     return running ? .reentrantSynchronousDispatch(actionType: String(reflecting: type(of: action))) : nil
   }
 
-  private func dispatchSynchronously(storeIdentifier: String?, action: any ActionType) -> Result<Void, DispatchError> {
+  private func dispatchSynchronously(
+    storeIdentifier: String?, action: any ActionType, handle: DispatchHandle? = nil
+  ) -> Result<Void, DispatchError> {
     // The thread's context is looked up once for the whole dispatch.
     ThreadContext.withCurrent { context in
       guard !context.isRunning(ObjectIdentifier(self)) else {
@@ -328,7 +416,7 @@ extension Dispatcher {
       }
       guard
         case .finished(let result) = run(
-          storeIdentifier: storeIdentifier, action: action, placement: .anyThread, context: context,
+          storeIdentifier: storeIdentifier, action: action, placement: .anyThread, context: context, handle: handle,
           completion: { nil })
       else { preconditionFailure("DispatchStore: a dispatch without completion must finish before returning") }
       return result

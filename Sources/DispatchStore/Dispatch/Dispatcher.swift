@@ -48,6 +48,8 @@ public final class Dispatcher: Sendable {
   let interceptorCount = Atomic<Int>(0)
   let serialLane: Lane
   let mainLane: Lane
+  /// The handles of dispatches made with ``start(_:to:mode:)`` that have not finished, for ``cancelAll()``.
+  let handles = LockedValue<[ObjectIdentifier: DispatchHandle]>([:])
 
   /// Creates an independent dispatcher with its own stores, middleware and lanes.
   /// - Parameter mainQueue: Where `.mainThread` work runs; the library's own run-loop thread unless you choose

@@ -37,16 +37,20 @@ enum StoreTransaction {
   @inline(__always)
   static func end(
     _ action: any ActionType, of store: AnyObject, kind: StoreKind, middleware: MiddlewareList.Borrowed,
-    watch: Watch?, error: (any Error)?, hidingRunningDispatchers: Bool
+    watch: Watch?, error: (any Error)?, hidingRunningDispatchers: Bool, handle: DispatchHandle? = nil
   ) -> OperationFailure? {
     let announces = kind.announcesWhenFinished(store)
     if watch != nil || announces {
       if hidingRunningDispatchers {
         ThreadContext.withoutRunning {
-          tell(action, of: store, kind: kind, middleware: middleware, watch: watch, error: error, announces: announces)
+          tell(
+            action, of: store, kind: kind, middleware: middleware, watch: watch, error: error, announces: announces,
+            handle: handle)
         }
       } else {
-        tell(action, of: store, kind: kind, middleware: middleware, watch: watch, error: error, announces: announces)
+        tell(
+          action, of: store, kind: kind, middleware: middleware, watch: watch, error: error, announces: announces,
+          handle: handle)
       }
     }
     guard let error else { return nil }
@@ -58,15 +62,16 @@ enum StoreTransaction {
   /// recorder records what observers heard.
   private static func tell(
     _ action: any ActionType, of store: AnyObject, kind: StoreKind, middleware: MiddlewareList.Borrowed,
-    watch: Watch?, error: (any Error)?, announces: Bool
+    watch: Watch?, error: (any Error)?, announces: Bool, handle: DispatchHandle?
   ) {
     // Measured before observers run, so that the duration is the store's handling alone.
     let duration = watch?.started.map { Duration.nanoseconds(Int64(bitPattern: MonotonicClock.nanoseconds() &- $0)) }
     if announces { kind.announceChange(of: store, for: action) }
     guard let watch else { return }
-    let transaction = Transaction(
+    var transaction = Transaction(
       id: watch.id, storeIdentifier: kind.identifier(of: store), action: action, finished: true, duration: duration,
       error: error)
+    if let handle { transaction.wasCancelled = handle.isCancelled }
     kind.tell(middleware, about: transaction, in: store)
   }
 }

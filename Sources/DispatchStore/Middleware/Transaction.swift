@@ -17,6 +17,9 @@ public struct Transaction: Sendable, Identifiable, CustomStringConvertible {
   public internal(set) var error: (any Error)?
   /// Whether the operation finished: `false` in `willDispatch`, `true` in `didDispatch`.
   public internal(set) var isFinished: Bool
+  /// Whether the dispatch was cancelled (``DispatchHandle/cancel()``) by the time the store finished: its result
+  /// was no longer the dispatch's.
+  public internal(set) var wasCancelled = false
 
   /// A transaction about to run, or, with `finished`, one that ran.
   init(
@@ -39,6 +42,7 @@ public struct Transaction: Sendable, Identifiable, CustomStringConvertible {
     var text = "[\(id)] \(storeIdentifier) <- \(action)"
     if let duration { text += " (\(duration))" }
     if let error { text += " failed: \(error)" }
+    if wasCancelled { text += " (cancelled)" }
     return text
   }
 }

@@ -105,6 +105,26 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
     complete(with: error)
   }
 
+  /// Whether the dispatch running this operation was cancelled (``DispatchHandle/cancel()``).
+  ///
+  /// Long or repeated work can check it and stop early; the operation must still finish (``finish()``, or
+  /// ``finish(throwing:)`` with a `CancellationError` or an error of yours).
+  public var isCancelled: Bool {
+    status.load(ordering: .acquiring) & OperationStatus.cancelled != 0
+  }
+
+  /// Calls `handler` once if the dispatch running this operation is cancelled: at once, on the calling thread, if
+  /// it already was; otherwise on the cancelling thread.
+  /// - Parameter handler: Stops the operation's work (cancels a request, a timer); it must not block.
+  public func onCancel(_ handler: @escaping @Sendable () -> Void) {
+    let cancelled = state.withLock { state -> Bool in
+      guard status.load(ordering: .acquiring) & OperationStatus.cancelled == 0 else { return true }
+      state.cancelHandlers.append(handler)
+      return false
+    }
+    if cancelled { handler() }
+  }
+
   /// Whether the operation has finished, successfully or not.
   public var isFinished: Bool {
     OperationStatus.isFinished(status.load(ordering: .acquiring))
@@ -216,6 +236,8 @@ protocol OperationStarting: AnyObject, Sendable {
   func startUnobserved() -> OperationOutcome
   /// Whether this operation, directly or through its dependencies, depends on the given operation.
   func dependsOn(_ operation: ObjectIdentifier) -> Bool
+  /// Tells the operation that the dispatch running it was cancelled; later calls do nothing.
+  func cancel()
 }
 
 /// How far an operation got.
@@ -314,6 +336,17 @@ extension ActionOperation: OperationStarting, OperationCompletionHandler {
     }
   }
 
+  func cancel() {
+    // Set before the handlers are taken under the lock, so that one registering after sees it.
+    let (previous, _) = status.bitwiseOr(OperationStatus.cancelled, ordering: .acquiringAndReleasing)
+    guard previous & OperationStatus.cancelled == 0 else { return }
+    let handlers = state.withLock { state in
+      defer { state.cancelHandlers = [] }
+      return state.cancelHandlers
+    }
+    for handler in handlers { handler() }
+  }
+
   func dependsOn(_ operation: ObjectIdentifier) -> Bool {
     if ObjectIdentifier(self) == operation { return true }
     let dependencies = state.withLock { $0.dependencies }
@@ -358,6 +391,8 @@ enum OperationStatus {
   static let hasHandlers: UInt8 = 0b1000
   /// Dependencies were added: starting must take the lock to start them.
   static let hasDependencies: UInt8 = 0b1_0000
+  /// The dispatch running the operation was cancelled.
+  static let cancelled: UInt8 = 0b10_0000
 
   static func phase(of status: UInt8) -> UInt8 { status & phaseMask }
   static func isFinished(_ status: UInt8) -> Bool { phase(of: status) >= succeeded }
@@ -378,6 +413,8 @@ struct OperationState {
   var remainingDependencies = 0
   var dependencyFailed = false
   var handlers = Handlers.none
+  /// What ``ActionOperation/onCancel(_:)`` registered.
+  var cancelHandlers: [@Sendable () -> Void] = []
 
   /// What to do, once the lock is released, after the status left the pending phase: run, or start the
   /// dependencies.

@@ -5,7 +5,7 @@ import Synchronization
 /// ```swift
 /// let counter = Store(identifier: "counter", model: Counter(), reducer: CounterReducer())
 /// try Dispatcher.default.register(store: counter)
-/// Dispatcher.default.dispatch(action: CounterAction.increase(by: 1), mode: .sync)
+/// try Dispatcher.default.dispatchSync(action: CounterAction.increase(by: 1))
 /// print(counter.model.count)  // 1
 /// ```
 ///

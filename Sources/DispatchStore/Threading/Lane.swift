@@ -17,6 +17,8 @@ final class Lane: Sendable {
     /// The interceptors to run first, in the lane, and who hears what they made of the action; `nil` when none was
     /// registered.
     var intercepted: InterceptedJob? = nil
+    /// The dispatch's handle, if it was made with ``Dispatcher/start(_:to:mode:)``.
+    var handle: DispatchHandle? = nil
   }
 
   /// A job's interceptors, and where its report goes.
@@ -109,6 +111,15 @@ final class Lane: Sendable {
   func enqueue(_ job: Job, dispatcher: Dispatcher) {
     let schedule = state.withLock { $0.enqueue(job) }
     if schedule { scheduleDrain(dispatcher: dispatcher) }
+  }
+
+  /// Removes the jobs waiting in the lane and returns them, in order; the one running goes on.
+  func takePending() -> [Job] {
+    state.withLock { state in
+      var jobs: [Job] = []
+      while let job = state.pending.popFirst() { jobs.append(job) }
+      return jobs
+    }
   }
 
   /// Called by the completion of a job that finished after its start returned.

@@ -414,7 +414,7 @@ struct DispatcherTests {
     let outer = Store(
       identifier: "outer", model: Text(),
       reducer: DispatchingReducer { _ in
-        innerDispatcher.dispatch(action: CounterAction.increase(2), mode: .sync)
+        try? innerDispatcher.dispatchSync(action: CounterAction.increase(2))
       })
     try outerDispatcher.register(store: outer)
 

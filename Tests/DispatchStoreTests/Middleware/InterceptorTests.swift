@@ -178,7 +178,7 @@ struct InterceptorTests {
     let (dispatcher, counter, text) = try makeDispatcher()
     dispatcher.register(
       interceptor: ClosureInterceptor { action, dispatcher in
-        if action is CounterAction { dispatcher.dispatch(action: TextAction.append("seen"), mode: .sync) }
+        if action is CounterAction { try? dispatcher.dispatchSync(action: TextAction.append("seen")) }
         return .proceed
       })
 

@@ -102,7 +102,7 @@ struct ObservationTokenTests {
 
     await concurrently(iterations: 4) { thread in
       for round in 0..<200 {
-        dispatcher.dispatch(action: CounterAction.increase(1), mode: .sync)
+        try? dispatcher.dispatchSync(action: CounterAction.increase(1))
         // Two threads cancel tokens while the others dispatch.
         if thread < 2, round % 50 == 0 {
           tokens.withLock { $0.popLast() }?.cancel()

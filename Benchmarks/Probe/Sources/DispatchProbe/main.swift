@@ -69,7 +69,7 @@ if shape.hasPrefix("tokens") {
   for _ in 0..<10 { tokens.append(store.observe(delivery: .synchronous) { model, _ in precondition(model.count > 0) }) }
 }
 for _ in 0..<count {
-  dispatcher.dispatch(action: TallyAction.increment, mode: .sync)
+  try dispatcher.dispatchSync(action: TallyAction.increment)
 }
 precondition(store.model.count == count, "the probe's store counted \(store.model.count), expected \(count)")
 withExtendedLifetime(tokens) {}

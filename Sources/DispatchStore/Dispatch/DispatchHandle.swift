@@ -1,0 +1,151 @@
+import Synchronization
+
+/// A dispatch you can hold: its identifier and action, its ``DispatchState`` at any time, and ways to observe it,
+/// await it and cancel it.
+///
+/// ```swift
+/// let search = dispatcher.start(SearchAction.query("swift"), mode: .serial)
+/// let token = search.observe { state in print("search is \(state)") }
+/// search.cancel()                      // a newer query came: stop this one
+/// try await search.value               // throws DispatchError.cancelled
+/// ```
+///
+/// Made by ``Dispatcher/start(_:to:mode:)``. Dispatches made with ``Dispatcher/dispatch(storeIdentifier:action:mode:then:)``
+/// have no handle and cost nothing for one.
+///
+/// > Important: Safe to use from any thread. Observers are called after the handle's lock was released, one state
+/// > at a time and in order, on the thread that changed the state (or the one registering, for the current state).
+public final class DispatchHandle: Sendable, CustomStringConvertible {
+  /// The dispatch's identifier.
+  public let id: TransactionID
+  /// The dispatched action, as it was given to ``Dispatcher/start(_:to:mode:)``.
+  public let action: any ActionType
+  /// The mode the dispatch runs in.
+  public let mode: Dispatcher.Mode
+
+  private let machine = LockedValue(HandleStateMachine())
+  /// Whether the dispatch was cancelled, readable without the lock: a run loads it before starting each store.
+  private let cancelledFlag = Atomic<Bool>(false)
+  /// Runs once, after the final state was reached: the dispatcher forgets the handle.
+  private let onFinished: (@Sendable (DispatchHandle) -> Void)?
+
+  init(action: any ActionType, mode: Dispatcher.Mode, onFinished: (@Sendable (DispatchHandle) -> Void)? = nil) {
+    self.id = TransactionID.next()
+    self.action = action
+    self.mode = mode
+    self.onFinished = onFinished
+  }
+
+  /// The dispatch's state now.
+  public var state: DispatchState {
+    machine.withLock { $0.state }
+  }
+
+  /// Whether the dispatch was cancelled.
+  public var isCancelled: Bool {
+    cancelledFlag.load(ordering: .acquiring)
+  }
+
+  /// Returns once the dispatch finished; throws the error it failed with.
+  ///
+  /// Awaiting does not cancel the dispatch when the awaiting task is cancelled (as with `Task.value`): call
+  /// ``cancel()`` for that.
+  /// - Throws: The ``DispatchError`` that made the dispatch fail; ``DispatchError/cancelled`` if it was cancelled.
+  public var value: Void {
+    get async throws(DispatchError) {
+      try await result.get()
+    }
+  }
+
+  /// The dispatch's result, once it finished.
+  public var result: Result<Void, DispatchError> {
+    get async {
+      await withCheckedContinuation { continuation in
+        if let result = machine.withLock({ $0.awaited(by: continuation) }) {
+          continuation.resume(returning: result)
+        }
+      }
+    }
+  }
+
+  /// Calls `onChange` with the current state, then with every later one, until the returned token is released or
+  /// cancelled.
+  /// - Parameter onChange: Called once per state, in order, never while the handle's lock is held.
+  /// - Returns: The token that keeps the observation alive.
+  public func observe(_ onChange: @escaping @Sendable (DispatchState) -> Void) -> ObservationToken {
+    let token = ObservationToken()
+    let (id, effects) = machine.withLock { $0.observerAdded(onChange) }
+    token.setCancellation { [weak self] in
+      guard let self else { return }
+      let removed = machine.withLock { $0.observerRemoved(id) }
+      withExtendedLifetime(removed) {}  // Released after the lock.
+    }
+    perform(effects)
+    return token
+  }
+
+  /// The current state, then every later one; the sequence ends after the final state.
+  ///
+  /// It holds at most the three states a dispatch can still go through, so it never grows.
+  public var states: AsyncStream<DispatchState> {
+    AsyncStream(bufferingPolicy: .bufferingNewest(3)) { continuation in
+      let token = observe { state in
+        continuation.yield(state)
+        if state.isFinished { continuation.finish() }
+      }
+      continuation.onTermination = { _ in token.cancel() }
+    }
+  }
+
+  /// Cancels the dispatch: if it had not finished, it ends as ``DispatchState/cancelled`` at once.
+  ///
+  /// Stores that had not started do not start; running operations are told (``ActionOperation/isCancelled``,
+  /// ``ActionOperation/onCancel(_:)``). Later calls, and calls after the dispatch finished, do nothing.
+  public func cancel() {
+    let effects = machine.withLock { machine in
+      let effects = machine.cancelled()
+      if effects.finished { cancelledFlag.store(true, ordering: .releasing) }
+      return effects
+    }
+    perform(effects)
+  }
+
+  /// The identifier, action and state.
+  public var description: String {
+    "[\(id)] \(action): \(state)"
+  }
+
+  // MARK: - The dispatcher's side
+
+  /// The dispatch leaves its queue and runs; returns `false` if it was cancelled (skip it).
+  func markStarted() -> Bool {
+    let (run, effects) = machine.withLock { $0.started() }
+    perform(effects)
+    return run
+  }
+
+  /// The dispatch finished; ignored if it was cancelled before.
+  func finish(_ result: Result<Void, DispatchError>) {
+    perform(machine.withLock { $0.finished(result) })
+  }
+
+  /// `operation` is still running after its start returned: tell it if the dispatch is cancelled.
+  func operationRunning(_ operation: any OperationStarting) {
+    let running = machine.withLock { $0.operationRunning(operation) }
+    if !running { operation.cancel() }
+  }
+
+  private func perform(_ effects: HandleStateMachine.Effects) {
+    for operation in effects.cancel { operation.cancel() }
+    // Observers first: unless another thread is delivering, they heard the final state when `value` returns.
+    if effects.deliver {
+      while let (state, observers) = machine.withLock({ $0.nextNotification() }) {
+        for observer in observers { observer(state) }
+      }
+    }
+    if let (result, waiters) = effects.resume {
+      for waiter in waiters { waiter.resume(returning: result) }
+    }
+    if effects.finished { onFinished?(self) }
+  }
+}

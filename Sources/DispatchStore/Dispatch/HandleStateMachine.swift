@@ -1,0 +1,138 @@
+/// The state of a ``DispatchHandle``: its transitions, and who to tell, decided under the handle's lock.
+///
+/// Events return what the handle does once its lock is released. Notifications go through one queue and are
+/// delivered by one thread at a time, so that every observer hears the states in order even when they change on
+/// different threads (started on the dispatching thread, completed on the one that finished the last operation).
+struct HandleStateMachine {
+  typealias Observer = @Sendable (DispatchState) -> Void
+
+  /// One notification waiting to be delivered: the state, and the observer it is for (`nil`: every observer
+  /// registered before it was queued).
+  struct Notification {
+    let state: DispatchState
+    let sequence: Int
+    let observer: Int?
+  }
+
+  /// What the handle does after its lock, following an event.
+  struct Effects {
+    /// Deliver the notification queue: this thread is now the one delivering it.
+    var deliver = false
+    /// The final result for those awaiting it, and who awaits it.
+    var resume: (Result<Void, DispatchError>, [CheckedContinuation<Result<Void, DispatchError>, Never>])?
+    /// Operations to tell that the dispatch was cancelled.
+    var cancel: [any OperationStarting] = []
+    /// The handle reached its final state: run what the dispatcher asked to run then.
+    var finished = false
+  }
+
+  private(set) var state = DispatchState.pending
+  /// Incremented by every transition: an observer is told only of transitions after its registration.
+  private var transitions = 0
+  private var observers: [(id: Int, since: Int, observer: Observer)] = []
+  private var nextObserverID = 0
+  private var queue = FIFOQueue<Notification>()
+  private var isDelivering = false
+  private var waiters: [CheckedContinuation<Result<Void, DispatchError>, Never>] = []
+  /// Operations still running when their start returned, told if the dispatch is cancelled.
+  private var running: [any OperationStarting] = []
+
+  /// The dispatch leaves its queue; `false` if it was cancelled (it must not run).
+  mutating func started() -> (run: Bool, effects: Effects) {
+    guard case .pending = state else { return (false, Effects()) }
+    return (true, transition(to: .started))
+  }
+
+  /// The dispatch finished with `result`; ignored if it had already reached a final state (it was cancelled).
+  mutating func finished(_ result: Result<Void, DispatchError>) -> Effects {
+    guard !state.isFinished else { return Effects() }
+    switch result {
+    case .success: return transition(to: .completed)
+    case .failure(let error): return transition(to: .failed(error))
+    }
+  }
+
+  /// Cancels the dispatch, unless it had finished.
+  mutating func cancelled() -> Effects {
+    guard !state.isFinished else { return Effects() }
+    let told = running  // The transition to a final state lets them go.
+    var effects = transition(to: .cancelled)
+    effects.cancel = told
+    return effects
+  }
+
+  /// An operation of the dispatch is still running when its start returned; returns `false` if the dispatch was
+  /// cancelled meanwhile (tell the operation at once).
+  mutating func operationRunning(_ operation: any OperationStarting) -> Bool {
+    if case .cancelled = state { return false }
+    if !state.isFinished { running.append(operation) }
+    return true
+  }
+
+  /// Registers `observer`, to be told the current state and every later one; returns its identifier.
+  mutating func observerAdded(_ observer: @escaping Observer) -> (id: Int, effects: Effects) {
+    let id = nextObserverID
+    nextObserverID += 1
+    observers.append((id, transitions, observer))
+    queue.append(Notification(state: state, sequence: transitions, observer: id))
+    return (id, Effects(deliver: becomeDeliverer()))
+  }
+
+  /// Removes the observer with identifier `id`; returns it, so that it is released after the lock.
+  mutating func observerRemoved(_ id: Int) -> Observer? {
+    guard let index = observers.firstIndex(where: { $0.id == id }) else { return nil }
+    return observers.remove(at: index).observer
+  }
+
+  /// Somebody awaits the result: the result at once if the dispatch finished, otherwise `nil` (resumed later).
+  mutating func awaited(
+    by continuation: CheckedContinuation<Result<Void, DispatchError>, Never>
+  ) -> Result<Void, DispatchError>? {
+    if let result = state.result { return result }
+    waiters.append(continuation)
+    return nil
+  }
+
+  /// The next notification to deliver and the observers to tell, or `nil` when the queue is empty (the
+  /// delivering thread stops).
+  mutating func nextNotification() -> (state: DispatchState, observers: [Observer])? {
+    guard let notification = queue.popFirst() else {
+      isDelivering = false
+      return nil
+    }
+    let told: [Observer]
+    if let target = notification.observer {
+      told = observers.filter { $0.id == target }.map(\.observer)
+    } else {
+      told = observers.filter { $0.since < notification.sequence }.map(\.observer)
+    }
+    if notification.state.isFinished, queue.isEmpty {
+      // Nothing follows a final state: the observers can go once told.
+      observers.removeAll()
+    }
+    return (notification.state, told)
+  }
+
+  private mutating func transition(to new: DispatchState) -> Effects {
+    state = new
+    transitions += 1
+    var effects = Effects()
+    if !observers.isEmpty {
+      queue.append(Notification(state: new, sequence: transitions, observer: nil))
+      effects.deliver = becomeDeliverer()
+    }
+    if let result = new.result {
+      effects.resume = (result, waiters)
+      waiters = []
+      running = []
+      effects.finished = true
+    }
+    return effects
+  }
+
+  private mutating func becomeDeliverer() -> Bool {
+    guard !isDelivering else { return false }
+    isDelivering = true
+    return true
+  }
+}

@@ -1,0 +1,300 @@
+import Dispatch
+import DispatchStore
+import Foundation
+import Testing
+
+/// Dispatches made with `Dispatcher.start`: states, awaiting, observing, cancelling.
+@Suite("Dispatch handles", .timeLimit(.minutes(1)))
+struct DispatchHandleTests {
+  static let queuedModes: [Dispatcher.Mode] = [.async, .serial, .mainThread]
+
+  /// A handle's states, as its observer heard them, are a run through pending, started and completed, ending in
+  /// completed; the same as `states` yields.
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func aHandleGoesThroughItsStatesInOrder(mode: Dispatcher.Mode) async throws {
+    let dispatcher = Dispatcher()
+    let gate = Gate()
+    try dispatcher.register(store: Store(identifier: "gated", model: Counter(), reducer: GatedReducer(gate: gate)))
+    let heard = Collector<String>()
+
+    let handle: DispatchHandle
+    if mode == .sync {
+      // `.sync` returns once the dispatch finished: open the gate from another thread once the operation is there.
+      Task {
+        _ = await gate.waitForOperations(1); gate.open()
+      }
+      handle = dispatcher.start(CounterAction.increase(1), mode: mode)
+      #expect(handle.state.isFinished)
+    } else {
+      handle = dispatcher.start(CounterAction.increase(1), mode: mode)
+    }
+    let ended = Collector<Bool>()
+    let token = handle.observe { state in
+      heard.append(state.description)
+      if state.isFinished { ended.append(true) }
+    }
+    if mode != .sync {
+      _ = await gate.waitForOperations(1)
+      gate.open()
+    }
+    try await handle.value
+
+    _ = await ended.wait(for: 1)
+    let states = heard.values
+    let expected = ["pending", "started", "completed"]
+    #expect(states.last == "completed")
+    #expect(Array(expected.suffix(states.count)) == states)
+    var streamed: [String] = []
+    for await state in handle.states { streamed.append(state.description) }
+    #expect(streamed == ["completed"])  // Registered after the end: the final state, and the sequence ends.
+    withExtendedLifetime(token) {}
+  }
+
+  /// A dispatch queued behind another in its lane is pending, then started, then completed, heard in that order.
+  @Test(arguments: [Dispatcher.Mode.serial, .mainThread])
+  func aQueuedDispatchIsPendingUntilItsTurn(mode: Dispatcher.Mode) async throws {
+    let dispatcher = Dispatcher()
+    let gate = Gate()
+    try dispatcher.register(store: Store(identifier: "gated", model: Counter(), reducer: GatedReducer(gate: gate)))
+    let first = dispatcher.start(CounterAction.increase(1), mode: mode)
+    _ = await gate.waitForOperations(1)
+
+    let second = dispatcher.start(CounterAction.increase(2), mode: mode)
+    let heard = Collector<String>()
+    let token = second.observe { heard.append($0.description) }
+    #expect(second.state.description == "pending")
+    gate.open()
+    _ = await gate.waitForOperations(2)
+    gate.open()
+    try await second.value
+
+    #expect(await heard.wait(for: 3) == ["pending", "started", "completed"])
+    #expect(first.state.description == "completed")
+    withExtendedLifetime(token) {}
+  }
+
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func valueThrowsTheErrorTheDispatchFailedWith(mode: Dispatcher.Mode) async throws {
+    let dispatcher = Dispatcher()
+    try dispatcher.register(store: makeCounterStore("failing"))
+
+    let handle = dispatcher.start(CounterAction.fail, mode: mode)
+
+    await #expect(throws: DispatchError.self) { try await handle.value }
+    guard case .failed(.operationsFailed(let failures)) = handle.state else {
+      Issue.record("expected a failure, got \(handle.state)")
+      return
+    }
+    #expect(failures.map(\.storeIdentifier) == ["failing"])
+  }
+
+  /// A dispatch cancelled while it waits in its lane never reaches a reducer, and is reported cancelled once.
+  @Test(arguments: [Dispatcher.Mode.serial, .mainThread])
+  func aDispatchCancelledBeforeItStartsRunsNoReducer(mode: Dispatcher.Mode) async throws {
+    let dispatcher = Dispatcher()
+    let gate = Gate()
+    let reducer = GatedReducer(gate: gate)
+    try dispatcher.register(store: Store(identifier: "gated", model: Counter(), reducer: reducer))
+    _ = dispatcher.start(CounterAction.increase(1), mode: mode)
+    _ = await gate.waitForOperations(1)
+    let queued = dispatcher.start(CounterAction.increase(100), mode: mode)
+    let finals = Locked(0)
+    let token = queued.observe { if $0.isFinished { finals.withLock { $0 += 1 } } }
+
+    queued.cancel()
+    queued.cancel()
+    gate.open()
+    // The lane goes on past the cancelled dispatch: this one runs and completes.
+    let after = dispatcher.start(CounterAction.increase(10), mode: mode)
+    _ = await gate.waitForOperations(2)
+    gate.open()
+    try await after.value
+
+    await #expect(throws: DispatchError.self) { try await queued.value }
+    #expect(queued.state.description == "cancelled")
+    #expect(finals.withLock { $0 } == 1)
+    #expect(reducer.asked.withLock { $0 } == [.increase(1), .increase(10)])
+    withExtendedLifetime(token) {}
+  }
+
+  /// Cancelling a dispatch whose operation is running (to finish later, on another thread) tells the operation,
+  /// ends the handle as cancelled at once, and lets middleware see the store's transaction end as cancelled.
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func cancellingARunningOperationTellsItAndEndsTheDispatch(mode: Dispatcher.Mode) async throws {
+    let dispatcher = Dispatcher()
+    let gate = Gate()
+    let store = Store(identifier: "gated", model: Counter(), reducer: GatedReducer(gate: gate))
+    try dispatcher.register(store: store)
+    let middleware = RecordingMiddleware()
+    dispatcher.register(middleware: middleware)
+
+    let started = Collector<DispatchHandle>()
+    if mode == .sync {
+      // Started on a thread of its own, which it blocks until the dispatch ends.
+      Thread.detachNewThread { started.append(dispatcher.start(CounterAction.increase(5), mode: .sync)) }
+      _ = await gate.waitForOperations(1)
+      dispatcher.cancelAll()
+    } else {
+      let handle = dispatcher.start(CounterAction.increase(5), mode: mode)
+      let operations = await gate.waitForOperations(1)
+      #expect(!operations[0].isCancelled)
+      handle.cancel()
+      #expect(handle.state.description == "cancelled")
+      started.append(handle)
+    }
+    let handle = await started.wait(for: 1)[0]
+
+    await #expect(throws: DispatchError.self) { try await handle.value }
+    let operation = await gate.waitForOperations(1)[0]
+    #expect(operation.isCancelled)
+    #expect(gate.cancellations.withLock { $0 } == 1)
+    #expect(store.model.count == 0)
+    // The dispatcher is not stuck: the next dispatch in the same mode runs.
+    let next = dispatcher.start(CounterAction.increase(1), mode: mode == .sync ? .async : mode)
+    _ = await gate.waitForOperations(2)
+    gate.open()
+    try await next.value
+    #expect(store.model.count == 1)
+    let ended = middleware.transactions.withLock { $0 }
+    #expect(ended.map(\.wasCancelled) == [true, false])
+  }
+
+  /// A store waiting for a store whose operation is running does not start once the dispatch is cancelled.
+  @Test(arguments: queuedModes)
+  func storesWaitingForACancelledStoreDoNotStart(mode: Dispatcher.Mode) async throws {
+    let dispatcher = Dispatcher()
+    let gate = Gate()
+    let waiting = GatedReducer(gate: gate, waits: ["first"])
+    try dispatcher.register(store: Store(identifier: "first", model: Counter(), reducer: GatedReducer(gate: gate)))
+    try dispatcher.register(store: Store(identifier: "second", model: Counter(), reducer: waiting))
+
+    let handle = dispatcher.start(CounterAction.increase(1), mode: mode)
+    _ = await gate.waitForOperations(1)
+    handle.cancel()
+
+    await #expect(throws: DispatchError.self) { try await handle.value }
+    // Both stores handle the next dispatch, in order: the lane and the stores are free.
+    let next = dispatcher.start(CounterAction.increase(2), mode: mode)
+    _ = await gate.waitForOperations(2)
+    gate.open()
+    _ = await gate.waitForOperations(3)
+    gate.open()
+    try await next.value
+    #expect(waiting.asked.withLock { $0 } == [.increase(2)])
+  }
+
+  /// An operation that registers for cancellation after its dispatch was cancelled hears it at once.
+  @Test func onCancelAfterTheCancellationRunsAtOnce() async throws {
+    let dispatcher = Dispatcher()
+    let gate = Gate()
+    try dispatcher.register(store: Store(identifier: "gated", model: Counter(), reducer: GatedReducer(gate: gate)))
+    let handle = dispatcher.start(CounterAction.increase(1), mode: .async)
+    let operation = await gate.waitForOperations(1)[0]
+    handle.cancel()
+
+    let heard = Locked(0)
+    operation.onCancel { heard.withLock { $0 += 1 } }
+
+    #expect(heard.withLock { $0 } == 1)
+  }
+
+  /// `cancelPending(in:)` empties a lane: dispatches with a completion hear `cancelled` once, handles end
+  /// cancelled, and no reducer runs for them; the running one goes on.
+  @Test(arguments: [Dispatcher.Mode.serial, .mainThread])
+  func cancelPendingEmptiesTheLane(mode: Dispatcher.Mode) async throws {
+    let dispatcher = Dispatcher()
+    let gate = Gate()
+    let reducer = GatedReducer(gate: gate)
+    try dispatcher.register(store: Store(identifier: "gated", model: Counter(), reducer: reducer))
+    let running = dispatcher.start(CounterAction.increase(1), mode: mode)
+    _ = await gate.waitForOperations(1)
+    let completions = Collector<String>()
+    dispatcher.dispatch(action: CounterAction.increase(2), mode: mode) { result in
+      completions.append(result.dispatchError.map { "\($0)" } ?? "success")
+    }
+    let held = dispatcher.start(CounterAction.increase(3), mode: mode)
+
+    dispatcher.cancelPending(in: mode)
+    dispatcher.cancelPending(in: .async)  // No lane: nothing happens.
+    gate.open()
+    try await running.value
+
+    #expect(await completions.wait(for: 1) == ["The dispatch was cancelled."])
+    #expect(held.state.description == "cancelled")
+    #expect(reducer.asked.withLock { $0 } == [.increase(1)])
+  }
+
+  @Test func cancelAllCancelsEveryUnfinishedHandle() async throws {
+    let dispatcher = Dispatcher()
+    let gate = Gate()
+    try dispatcher.register(store: Store(identifier: "gated", model: Counter(), reducer: GatedReducer(gate: gate)))
+    let handles = (1...4).map {
+      dispatcher.start(CounterAction.increase($0), mode: $0.isMultiple(of: 2) ? .serial : .async)
+    }
+    _ = await gate.waitForOperations(3)  // Two `.async` ones and the first `.serial` one run; one waits.
+
+    dispatcher.cancelAll()
+
+    for handle in handles { #expect(handle.state.description == "cancelled") }
+    #expect(gate.cancellations.withLock { $0 } == 3)
+  }
+
+  /// Eight threads of their own start dispatches in every mode and cancel every third one at once, while one of
+  /// them also cancels everything now and then: every handle ends exactly once, completed and cancelled add up to
+  /// the total, and the store counted each reduction that ran (at least every completed one).
+  @Test func eightThreadsStartingAndCancellingAtOnceLoseNothing() async throws {
+    let dispatcher = Dispatcher()
+    let store = Store(identifier: "contended", model: Counter(), reducer: CounterSynchronousReducer())
+    try dispatcher.register(store: store)
+    let threads = 8
+    let perThread = 200
+    let endings = Locked<[TransactionID: Int]>([:])
+    let outcomes = Collector<Bool>()  // true: completed; false: cancelled.
+    let tokens = Locked<[ObservationToken]>([])
+    let modes: [Dispatcher.Mode] = [.async, .serial, .mainThread, .sync]
+
+    await onThreads(threads) { thread in
+      for index in 0..<perThread {
+        let handle = dispatcher.start(CounterAction.increase(1), mode: modes[index % modes.count])
+        let key = handle.id
+        let token = handle.observe { state in
+          guard state.isFinished else { return }
+          endings.withLock { $0[key, default: 0] += 1 }
+          switch state {
+          case .completed: outcomes.append(true)
+          case .cancelled: outcomes.append(false)
+          default: Issue.record("unexpected final state \(state)")
+          }
+        }
+        tokens.withLock { $0.append(token) }
+        if index % 3 == 0 { handle.cancel() }
+        if thread == 0, index % 50 == 49 { dispatcher.cancelAll() }
+      }
+    }
+
+    let total = threads * perThread
+    let results = await outcomes.wait(for: total)
+    let completed = results.filter { $0 }.count
+    #expect(results.count == total)
+    #expect(endings.withLock { $0.count == total && $0.values.allSatisfy { $0 == 1 } })
+    #expect(completed >= total - total / 3 - perThread)  // At most every third, and what cancelAll caught.
+    #expect(store.model.count >= completed)
+    #expect(store.model.count <= total)
+    // The lanes are free: one more dispatch in each runs.
+    for mode in modes { try await dispatcher.start(CounterAction.increase(1), mode: mode).value }
+  }
+
+  @Test func dispatchSyncThrowsWhereItIsCalled() throws {
+    let dispatcher = Dispatcher()
+    let store = makeCounterStore("counter")
+    try dispatcher.register(store: store)
+
+    try dispatcher.dispatchSync(action: CounterAction.increase(2))
+    #expect(throws: DispatchError.self) { try dispatcher.dispatchSync(action: CounterAction.fail) }
+    #expect(throws: DispatchError.self) {
+      try dispatcher.dispatchSync(storeIdentifier: "nobody", action: CounterAction.noop)
+    }
+
+    #expect(store.model.count == 2)
+  }
+}

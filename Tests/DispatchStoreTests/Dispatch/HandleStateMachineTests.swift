@@ -1,0 +1,92 @@
+import Testing
+
+@testable import DispatchStore
+
+/// The handle's state machine alone: transitions, what each party is told, and in which order.
+@Suite("Handle state machine")
+struct HandleStateMachineTests {
+  /// Drains the notification queue as the delivering thread would, recording what each observer heard.
+  func deliver(_ machine: inout HandleStateMachine) -> [String] {
+    var heard: [String] = []
+    while let (state, observers) = machine.nextNotification() {
+      for _ in observers { heard.append(state.description) }
+    }
+    return heard
+  }
+
+  @Test func startedThenFinishedTellsObserversInOrder() {
+    var machine = HandleStateMachine()
+    _ = machine.observerAdded { _ in }
+
+    let started = machine.started()
+    let finished = machine.finished(.success(()))
+    let heard = deliver(&machine)
+
+    #expect(started.run)
+    #expect(finished.finished)
+    #expect(heard == ["pending", "started", "completed"])
+  }
+
+  @Test func aCancelledHandleDoesNotStartAndIgnoresItsLateResult() {
+    var machine = HandleStateMachine()
+
+    let cancelled = machine.cancelled()
+    let start = machine.started()
+    let late = machine.finished(.success(()))
+
+    #expect(cancelled.finished)
+    #expect(!start.run)
+    #expect(!late.finished)
+    #expect(machine.state.description == "cancelled")
+  }
+
+  @Test func cancellingTellsTheRunningOperationsOnce() {
+    var machine = HandleStateMachine()
+    _ = machine.started()
+    let operation = ActionOperation(action: CounterAction.noop, store: makeCounterStore("s")) { _, _, _ in }
+    let tracked = machine.operationRunning(operation)
+
+    let first = machine.cancelled()
+    let second = machine.cancelled()
+    // An operation still starting when the dispatch was cancelled is told by its caller.
+    let trackedAfter = machine.operationRunning(operation)
+
+    #expect(tracked)
+    #expect(first.cancel.count == 1)
+    #expect(second.cancel.isEmpty)
+    #expect(!trackedAfter)
+  }
+
+  @Test func finishingLetsTheRunningOperationsGo() {
+    var machine = HandleStateMachine()
+    _ = machine.started()
+    let operation = ActionOperation(action: CounterAction.noop, store: makeCounterStore("s")) { _, _, _ in }
+    _ = machine.operationRunning(operation)
+
+    _ = machine.finished(.failure(.cancelled))
+    let cancelled = machine.cancelled()
+
+    #expect(cancelled.cancel.isEmpty)
+  }
+
+  /// An observer added after some transitions hears the current state, then only later ones, never an earlier
+  /// state still queued for the observers before it.
+  @Test func aLateObserverHearsTheCurrentStateThenLaterOnes() {
+    var machine = HandleStateMachine()
+    let early = Locked<[String]>([])
+    let late = Locked<[String]>([])
+    _ = machine.observerAdded { state in early.withLock { $0.append(state.description) } }
+    _ = machine.started()
+    let lateID = machine.observerAdded { state in late.withLock { $0.append(state.description) } }.id
+    _ = machine.finished(.success(()))
+
+    while let (state, observers) = machine.nextNotification() {
+      for observer in observers { observer(state) }
+    }
+
+    #expect(early.withLock { $0 } == ["pending", "started", "completed"])
+    #expect(late.withLock { $0 } == ["started", "completed"])
+    let removed = machine.observerRemoved(lateID)
+    #expect(removed == nil)  // Dropped once the final state was delivered.
+  }
+}
