@@ -27,6 +27,14 @@ public enum DispatchError: Error, Sendable, CustomStringConvertible {
   /// ``Dispatcher/cancelPending(in:)``) before it finished.
   case cancelled
 
+  /// A throttled dispatch (``DispatchOptions/throttle``) came within the interval after the last one that ran, and
+  /// did not run.
+  case throttled
+
+  /// A debounced dispatch (``DispatchOptions/debounce``) was replaced by a later one before its quiet interval
+  /// ended, and did not run.
+  case superseded
+
   /// A readable explanation of the failure.
   public var description: String {
     switch self {
@@ -47,6 +55,10 @@ public enum DispatchError: Error, Sendable, CustomStringConvertible {
         + "use .async, .serial or .mainThread to dispatch from an operation."
     case .cancelled:
       return "The dispatch was cancelled."
+    case .throttled:
+      return "The dispatch was throttled: another one ran less than the interval before."
+    case .superseded:
+      return "The dispatch was debounced: a later one replaced it before its quiet interval ended."
     case .blocked(let interceptor, let reason):
       return "The interceptor \(interceptor) blocked the action" + (reason.map { ": \($0)." } ?? ".")
     case .operationsFailed(let failures):

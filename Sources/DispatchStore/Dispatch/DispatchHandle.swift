@@ -10,7 +10,7 @@ import Synchronization
 /// try await search.value               // throws DispatchError.cancelled
 /// ```
 ///
-/// Made by ``Dispatcher/start(_:to:mode:)``. Dispatches made with ``Dispatcher/dispatch(storeIdentifier:action:mode:then:)``
+/// Made by ``Dispatcher/start(_:to:mode:options:)``. Dispatches made with ``Dispatcher/dispatch(storeIdentifier:action:mode:then:)``
 /// have no handle and cost nothing for one.
 ///
 /// > Important: Safe to use from any thread. Observers are called after the handle's lock was released, one state
@@ -18,10 +18,12 @@ import Synchronization
 public final class DispatchHandle: Sendable, CustomStringConvertible {
   /// The dispatch's identifier.
   public let id: TransactionID
-  /// The dispatched action, as it was given to ``Dispatcher/start(_:to:mode:)``.
+  /// The dispatched action, as it was given to ``Dispatcher/start(_:to:mode:options:)``.
   public let action: any ActionType
   /// The mode the dispatch runs in.
   public let mode: Dispatcher.Mode
+  /// The cancellation id it was made with, if any (``DispatchOptions/cancellationID``).
+  public let cancellationID: CancellationID?
 
   private let machine = LockedValue(HandleStateMachine())
   /// Whether the dispatch was cancelled, readable without the lock: a run loads it before starting each store.
@@ -29,10 +31,14 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
   /// Runs once, after the final state was reached: the dispatcher forgets the handle.
   private let onFinished: (@Sendable (DispatchHandle) -> Void)?
 
-  init(action: any ActionType, mode: Dispatcher.Mode, onFinished: (@Sendable (DispatchHandle) -> Void)? = nil) {
+  init(
+    action: any ActionType, mode: Dispatcher.Mode, cancellationID: CancellationID? = nil,
+    onFinished: (@Sendable (DispatchHandle) -> Void)? = nil
+  ) {
     self.id = TransactionID.next()
     self.action = action
     self.mode = mode
+    self.cancellationID = cancellationID
     self.onFinished = onFinished
   }
 

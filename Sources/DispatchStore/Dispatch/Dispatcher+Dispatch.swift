@@ -78,29 +78,42 @@ extension Dispatcher {
 
   /// Dispatches `action` and returns a handle to follow, await or cancel it.
   ///
-  /// The dispatch runs as ``dispatch(storeIdentifier:action:mode:then:)`` runs it. Ignore the handle to fire and
+  /// The dispatch runs as ``dispatch(storeIdentifier:action:mode:then:)`` runs it, once `options` admit it
+  /// (throttled, debounced, cancelling the dispatches in flight with its id). Ignore the handle to fire and
   /// forget: failures still happen (and reach middleware), nobody hears them.
   /// - Parameters:
   ///   - action: The action to dispatch.
   ///   - storeIdentifier: The one store to send the action to; `nil` (the default) sends it to every store that
   ///     handles it.
-  ///   - mode: How the dispatch runs; `.async` by default. With `.sync` this returns once the dispatch finished.
-  /// - Returns: The dispatch's handle, ``DispatchState/pending`` until it runs (final already for `.sync`).
+  ///   - mode: How the dispatch runs; `.async` by default. With `.sync` (and no debounce) this returns once the
+  ///     dispatch finished.
+  ///   - options: Cancellation id, throttle, debounce; none by default.
+  /// - Returns: The dispatch's handle, ``DispatchState/pending`` until it runs.
   @discardableResult
   public func start<Action: ActionType>(
-    _ action: Action, to storeIdentifier: String? = nil, mode: Mode = .async
+    _ action: Action, to storeIdentifier: String? = nil, mode: Mode = .async,
+    options: DispatchOptions = DispatchOptions()
   ) -> DispatchHandle {
-    let handle = DispatchHandle(action: action, mode: mode) { [weak self] handle in
-      self?.handles.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(handle)) }
+    let handle = DispatchHandle(action: action, mode: mode, cancellationID: options.cancellationID) {
+      [weak self] handle in self?.handleFinished(handle)
     }
     // Known before it can finish, so that `cancelAll()` reaches it and its end forgets it.
     handles.withLock { $0[ObjectIdentifier(handle)] = handle }
-    if interceptorCount.load(ordering: .relaxed) > 0, let chain = interceptorChain() {
-      dispatch(storeIdentifier: storeIdentifier, action: action, mode: mode, through: chain, handle: handle) { report in
-        handle.finish(report.result)
+    let submit: @Sendable () -> Void = { [self] in
+      if interceptorCount.load(ordering: .relaxed) > 0, let chain = interceptorChain() {
+        dispatch(storeIdentifier: storeIdentifier, action: action, mode: mode, through: chain, handle: handle) {
+          handle.finish($0.result)
+        }
+      } else {
+        route(storeIdentifier: storeIdentifier, action: action, mode: mode, handle: handle) { handle.finish($0) }
       }
+    }
+    if options.cancellationID == nil, options.throttle == nil, options.debounce == nil {
+      submit()
     } else {
-      route(storeIdentifier: storeIdentifier, action: action, mode: mode, handle: handle) { handle.finish($0) }
+      admit(
+        handle, options: options, key: options.cancellationID ?? CancellationID(ObjectIdentifier(Action.self)),
+        submit: submit)
     }
     return handle
   }
@@ -119,7 +132,7 @@ extension Dispatcher {
     try dispatchSynchronouslyIntercepted(storeIdentifier: storeIdentifier, action: action).get()
   }
 
-  /// Cancels every dispatch made with ``start(_:to:mode:)`` that has not finished, and every dispatch still
+  /// Cancels every dispatch made with ``start(_:to:mode:options:)`` that has not finished, and every dispatch still
   /// waiting in the `.serial` and `.mainThread` lanes.
   ///
   /// Dispatches made with a completion and already running have no handle and go on.

@@ -48,14 +48,21 @@ public final class Dispatcher: Sendable {
   let interceptorCount = Atomic<Int>(0)
   let serialLane: Lane
   let mainLane: Lane
-  /// The handles of dispatches made with ``start(_:to:mode:)`` that have not finished, for ``cancelAll()``.
+  /// The handles of dispatches made with ``start(_:to:mode:options:)`` that have not finished, for ``cancelAll()``.
   let handles = LockedValue<[ObjectIdentifier: DispatchHandle]>([:])
+  /// Throttling, debouncing and cancellation ids (``DispatchOptions``).
+  let admission = LockedValue(AdmissionState())
+  /// The time throttling and debouncing count by.
+  public let clock: any DispatchClock
 
   /// Creates an independent dispatcher with its own stores, middleware and lanes.
-  /// - Parameter mainQueue: Where `.mainThread` work runs; the library's own run-loop thread unless you choose
-  ///   the process main thread (on Apple platforms).
-  public init(mainQueue: MainQueue = .libraryThread) {
+  /// - Parameters:
+  ///   - mainQueue: Where `.mainThread` work runs; the library's own run-loop thread unless you choose the process
+  ///     main thread (on Apple platforms).
+  ///   - clock: The time throttled and debounced dispatches count by; the system's unless a test gives its own.
+  public init(mainQueue: MainQueue = .libraryThread, clock: any DispatchClock = SystemDispatchClock()) {
     self.mainQueue = mainQueue
+    self.clock = clock
     self.serialLane = Lane(executor: .queue(DispatchQueue(label: "DispatchStore.serial")), placement: .anyThread)
     self.mainLane = Lane(executor: .main(mainQueue), placement: .main(mainQueue))
   }
@@ -80,7 +87,10 @@ public final class Dispatcher: Sendable {
       return true
     }
     guard added else { throw .duplicateStoreIdentifier(store.identifier) }
-    store.state.withLock { $0.mainQueue = mainQueue }
+    store.state.withLock { state in
+      state.mainQueue = mainQueue
+      state.dispatcher = self
+    }
   }
 
   /// Removes the store registered under `identifier`, and only that store.
@@ -91,15 +101,19 @@ public final class Dispatcher: Sendable {
   /// - Returns: The removed store, or `nil` if none was registered under `identifier`.
   @discardableResult
   public func unregister(identifier: String) -> (any AnyStore)? {
-    registry.withLock { registry in
+    let removed = registry.withLock { registry -> StoreEntry? in
       guard let entry = registry.stores.removeValue(forKey: identifier) else { return nil }
       registry.generation &+= 1
       // Under the lock, so that a dispatch reading it under the lock sees the registry that goes with it.
       unregistrations.add(1, ordering: .relaxed)
       registry.routes.remove(entry.store, for: entry.actionType)
       for type in entry.mappedActionTypes { registry.routes.remove(entry.store, for: type) }
-      return entry.anyStore
+      return entry
     }
+    guard let removed else { return nil }
+    // After the registry's lock: the store's is never taken inside it.
+    removed.withKind { $0.detach($1, from: self) }
+    return removed.anyStore
   }
 
   /// The store registered under `identifier`.

@@ -39,6 +39,47 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   /// the lock, also by compare-and-swap, so that the two lock-free ones cannot be lost.
   private let status = Atomic<UInt8>(OperationStatus.pending)
 
+  /// Creates an operation whose work is `async`: it runs as a task, finishes when `body` returns, and fails with
+  /// what `body` throws.
+  ///
+  /// ```swift
+  /// ActionOperation(action: action, store: store) { operation in
+  ///   let profile = try await api.profile(id)       // cancelled with the dispatch (task cancellation)
+  ///   operation.updateModel { $0.profile = profile }
+  ///   operation.dispatcher?.start(FeedAction.reload) // a follow-up action
+  /// }
+  /// ```
+  ///
+  /// When the dispatch is cancelled, the task is cancelled: `Task.isCancelled` becomes `true` and cancellable
+  /// awaits (`Task.sleep`, `URLSession`) throw `CancellationError`, which fails the operation. The task runs on
+  /// Dispatch's global queue, not on Swift's cooperative pool, so that a `.sync` dispatch waiting for it on a pool
+  /// thread does not take the thread it needs.
+  /// - Parameters:
+  ///   - action: The action being handled.
+  ///   - store: The store whose model `body` changes.
+  ///   - body: The work; it must not call ``finish()``: returning finishes the operation.
+  public convenience init(
+    action: Action, store: Store<Model, Action>,
+    body: @escaping @Sendable (ActionOperation<Model, Action>) async throws -> Void
+  ) {
+    self.init(action: action, store: store) { operation, _, _ in
+      let task = Task(executorPreference: OperationTaskExecutor.shared) {
+        do {
+          try await body(operation)
+          operation.finish()
+        } catch {
+          operation.finish(throwing: error)
+        }
+      }
+      operation.onCancel { task.cancel() }
+    }
+  }
+
+  /// The dispatcher the operation's store is registered with, for dispatching follow-up actions.
+  public var dispatcher: Dispatcher? {
+    store.dispatcher
+  }
+
   /// Creates an operation; it runs when the dispatcher (or an operation depending on it) starts it.
   /// - Parameters:
   ///   - action: The action being handled.

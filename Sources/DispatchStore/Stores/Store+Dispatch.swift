@@ -218,6 +218,8 @@ class StoreKind: @unchecked Sendable {
   }
   func mappedActionTypes(of store: AnyObject) -> [ObjectIdentifier] { preconditionFailure("StoreKind is abstract") }
   func announcesWhenFinished(_ store: AnyObject) -> Bool { preconditionFailure("StoreKind is abstract") }
+  /// Forgets `dispatcher` as the store's, if it is: the store was removed from it.
+  func detach(_ store: AnyObject, from dispatcher: Dispatcher) { preconditionFailure("StoreKind is abstract") }
   func announceChange(of store: AnyObject, for action: any ActionType) { preconditionFailure("StoreKind is abstract") }
 
   /// The kind of `Store<Model, Action>`, made on first use and never released.
@@ -259,6 +261,11 @@ private final class TypedStoreKind<Model: ModelType, Action: ActionType>: StoreK
   }
   override func mappedActionTypes(of store: AnyObject) -> [ObjectIdentifier] { typed(store).mappedActionTypes }
   override func announcesWhenFinished(_ store: AnyObject) -> Bool { typed(store).announcesWhenFinished }
+  override func detach(_ store: AnyObject, from dispatcher: Dispatcher) {
+    typed(store).state.withLock { state in
+      if state.dispatcher === dispatcher { state.dispatcher = nil }
+    }
+  }
   override func announceChange(of store: AnyObject, for action: any ActionType) {
     typed(store).announceChange(for: action)
   }

@@ -62,6 +62,13 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
     state.withLock { $0.model }
   }
 
+  /// The dispatcher the store was last registered with, while it is registered there; `nil` otherwise.
+  ///
+  /// Operations use it to dispatch follow-up actions (``ActionOperation/dispatcher``).
+  public var dispatcher: Dispatcher? {
+    state.withLock { $0.dispatcher }
+  }
+
   /// Changes the model atomically: no other update or read interleaves with `body`.
   ///
   /// Observers hear about a change made here when an operation of the store next finishes, with that operation's
@@ -94,6 +101,8 @@ struct StoreState<Model: ModelType, Action: ActionType> {
   /// Observer registrations; `nil` until the first.
   @usableFromInline var observers: ObserverLists<Model, Action>?
   @usableFromInline var mainQueue = MainQueue.libraryThread
+  /// The dispatcher the store was last registered with, while it is registered there.
+  @usableFromInline weak var dispatcher: Dispatcher?
 
   @inlinable
   init(model: Model) {
