@@ -1,5 +1,5 @@
-// A search field: each keystroke dispatches a query; the latest one cancels the query still in flight, and every
-// handle says how its query ended. (Issue 13 adds debouncing and cancellation ids to this example.)
+// A search field: each keystroke dispatches a query, debounced, and the query that runs cancels the one still in
+// flight; every handle says how its query ended.
 import Dispatch
 import DispatchStore
 
@@ -23,7 +23,7 @@ final class SearchReducer: Reducer<Results, SearchAction>, @unchecked Sendable {
       guard case .query(let text) = action else { return operation.finish() }
       // Stop at once when cancelled; the lookup, when it comes, sees it and drops its answer.
       operation.onCancel { operation.finish(throwing: CancellationError()) }
-      DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(30)) {
+      DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(400)) {
         guard !operation.isCancelled else { return }
         let hits = catalogue.filter { $0.hasPrefix(text) }
         operation.updateModel { $0 = Results(query: text, hits: hits) }
@@ -49,17 +49,19 @@ func follow() async throws {
   withExtendedLifetime(token) {}
 }
 
-/// Typing "s", "sw", "swe", "swee": each keystroke cancels the query still in flight.
-func type(_ keystrokes: [String]) async throws {
-  var handles: [DispatchHandle] = []
-  for text in keystrokes {
-    handles.last?.cancel()
-    handles.append(dispatcher.start(SearchAction.query(text)))
+/// Typing "s", "sw", a pause, then "swe", "swee". Each query waits for 100 ms of quiet (a later keystroke replaces
+/// it: superseded); the one that runs cancels the query still in flight with the same id.
+func type() async throws {
+  let options = DispatchOptions(cancellationID: "search", debounce: .milliseconds(100))
+  var handles: [(String, DispatchHandle)] = []
+  for (text, pause) in [("s", 20), ("sw", 250), ("swe", 20), ("swee", 0)] {
+    handles.append((text, dispatcher.start(SearchAction.query(text), options: options)))
+    try await Task.sleep(for: .milliseconds(pause))
   }
-  try await handles.last?.value
-  for (text, handle) in zip(keystrokes, handles) { print("query \"\(text)\": \(handle.state)") }
+  try await handles.last?.1.value
+  for (text, handle) in handles { print("query \"\(text)\": \(handle.state)") }
   print("results for \"\(results.model.query)\": \(results.model.hits.joined(separator: ", "))")
 }
 
 try await follow()
-try await type(["s", "sw", "swe", "swee"])
+try await type()

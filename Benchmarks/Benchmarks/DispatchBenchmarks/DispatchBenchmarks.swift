@@ -25,6 +25,7 @@ let benchmarks: @Sendable () -> Void = {
   registerLanes()
   registerMemory()
   registerContention()
+  registerTransactions()
 }
 
 // MARK: - Baselines
