@@ -49,8 +49,10 @@ func follow() async throws {
   withExtendedLifetime(token) {}
 }
 
-/// Typing "s", "sw", a pause, then "swe", "swee". Each query waits for 100 ms of quiet (a later keystroke replaces
-/// it: superseded); the one that runs cancels the query still in flight with the same id.
+/// Types "s", "sw", pauses, then types "swe", "swee".
+///
+/// Each query waits for 100 ms of quiet (a later keystroke replaces it: superseded); the one that runs cancels the
+/// query still in flight with the same id.
 func type() async throws {
   let options = DispatchOptions(cancellationID: "search", debounce: .milliseconds(100))
   var handles: [(String, DispatchHandle)] = []
