@@ -35,6 +35,16 @@ public enum DispatchError: Error, Sendable, CustomStringConvertible {
   /// ended, and did not run.
   case superseded
 
+  /// A dispatch this one depended on (``DispatchHandle/depend(on:)``) failed or was cancelled; this one did not run.
+  /// The identifier is the dependency's.
+  case dependencyFailed(TransactionID)
+
+  /// The dependency would make dispatches wait for each other; the identifiers go around the cycle.
+  case dependencyCycle([TransactionID])
+
+  /// A dependency was added to the dispatch with this identifier after it was started.
+  case dependencyAfterStart(TransactionID)
+
   /// A readable explanation of the failure.
   public var description: String {
     switch self {
@@ -59,6 +69,13 @@ public enum DispatchError: Error, Sendable, CustomStringConvertible {
       return "The dispatch was throttled: another one ran less than the interval before."
     case .superseded:
       return "The dispatch was debounced: a later one replaced it before its quiet interval ended."
+    case .dependencyFailed(let id):
+      return "The dispatch \(id) it depended on did not complete, so it did not run."
+    case .dependencyCycle(let ids):
+      return "The dependency would make dispatches wait for each other: "
+        + ids.map(\.description).joined(separator: " -> ") + "."
+    case .dependencyAfterStart(let id):
+      return "A dependency was added to the dispatch \(id) after it was started."
     case .blocked(let interceptor, let reason):
       return "The interceptor \(interceptor) blocked the action" + (reason.map { ": \($0)." } ?? ".")
     case .operationsFailed(let failures):

@@ -25,7 +25,7 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
   /// The cancellation id it was made with, if any (``DispatchOptions/cancellationID``).
   public let cancellationID: CancellationID?
 
-  private let machine = LockedValue(HandleStateMachine())
+  private let machine: LockedValue<HandleStateMachine>
   /// Whether the dispatch was cancelled, readable without the lock: a run loads it before starting each store.
   private let cancelledFlag = Atomic<Bool>(false)
   /// Runs once, after the final state was reached: the dispatcher forgets the handle.
@@ -33,8 +33,9 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
 
   init(
     action: any ActionType, mode: Dispatcher.Mode, cancellationID: CancellationID? = nil,
-    onFinished: (@Sendable (DispatchHandle) -> Void)? = nil
+    onFinished: (@Sendable (DispatchHandle) -> Void)? = nil, submission: (@Sendable () -> Void)? = nil
   ) {
+    self.machine = LockedValue(HandleStateMachine(submission: submission))
     self.id = TransactionID.next()
     self.action = action
     self.mode = mode
@@ -116,6 +117,49 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
     perform(effects)
   }
 
+  /// Makes this dispatch start only after `dependency` completed; if it fails or is cancelled, this one fails with
+  /// ``DispatchError/dependencyFailed(_:)`` without running.
+  ///
+  /// Call it before ``start()``, on a handle made with ``Dispatcher/prepare(_:to:mode:options:)``.
+  /// - Parameter dependency: A dispatch of this or another dispatcher, in any mode.
+  /// - Throws: ``DispatchError/dependencyCycle(_:)`` if `dependency` is this dispatch or waits for it, directly or
+  ///   through others; ``DispatchError/dependencyAfterStart(_:)`` if this dispatch was started already. Nothing is
+  ///   changed then.
+  public func depend(on dependency: DispatchHandle) throws(DispatchError) {
+    // One graph change at a time: two threads adding the two halves of a cycle must not both find none.
+    let outcome = Self.dependencyChanges.withLock { changes -> DispatchError? in
+      changes += 1
+      if let path = dependency.path(to: self) { return .dependencyCycle([id] + path) }
+      return machine.withLock({ $0.dependencyAdded(dependency) }) ? nil : .dependencyAfterStart(id)
+    }
+    if let outcome { throw outcome }
+  }
+
+  /// Taken while a dependency is checked and added, before any handle's lock (never inside one).
+  private static let dependencyChanges = LockedValue(0)
+
+  /// Starts a dispatch made with ``Dispatcher/prepare(_:to:mode:options:)``, once its dependencies completed; later
+  /// calls do nothing.
+  ///
+  /// Without dependencies it runs as ``Dispatcher/start(_:to:mode:options:)`` runs it; with some, it runs on the
+  /// thread that finished the last of them.
+  public func start() {
+    guard let (submission, dependencies) = machine.withLock({ $0.submitted() }) else { return }
+    guard !dependencies.isEmpty else { return submission?() ?? () }
+    let countdown = DependencyCountdown(count: dependencies.count)
+    for dependency in dependencies {
+      dependency.whenFinished { [self] result in
+        if case .failure = result { countdown.failed(dependency.id) }
+        guard countdown.finishedOne() else { return }
+        if let failed = countdown.firstFailure {
+          finish(.failure(.dependencyFailed(failed)))
+        } else {
+          submission?()
+        }
+      }
+    }
+  }
+
   /// The identifier, action and state.
   public var description: String {
     "[\(id)] \(action): \(state)"
@@ -141,6 +185,22 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
     if !running { operation.cancel() }
   }
 
+  /// The identifiers from this dispatch to `target` through dependencies, `target`'s last; `nil` if it does not
+  /// wait for `target`.
+  func path(to target: DispatchHandle) -> [TransactionID]? {
+    if self === target { return [id] }
+    let dependencies = machine.withLock { $0.dependencies }
+    for dependency in dependencies {
+      if let path = dependency.path(to: target) { return [id] + path }
+    }
+    return nil
+  }
+
+  /// Calls `body` with the final result: at once if the dispatch finished, otherwise when it does.
+  func whenFinished(_ body: @escaping @Sendable (Result<Void, DispatchError>) -> Void) {
+    if let result = machine.withLock({ $0.dependentAdded(body) }) { body(result) }
+  }
+
   private func perform(_ effects: HandleStateMachine.Effects) {
     for operation in effects.cancel { operation.cancel() }
     // Observers first: unless another thread is delivering, they heard the final state when `value` returns.
@@ -151,7 +211,41 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
     }
     if let (result, waiters) = effects.resume {
       for waiter in waiters { waiter.resume(returning: result) }
+      for dependent in effects.dependents { dependent(result) }
     }
     if effects.finished { onFinished?(self) }
   }
+}
+
+/// Counts the dependencies of a dispatch that have not finished, and remembers the first that failed.
+private final class DependencyCountdown: Sendable {
+  private let state: LockedValue<(remaining: Int, failure: TransactionID?)>
+
+  init(count: Int) {
+    state = LockedValue((count, nil))
+  }
+
+  func failed(_ id: TransactionID) {
+    state.withLock { if $0.failure == nil { $0.failure = id } }
+  }
+
+  /// Counts one more finished; `true` for the last.
+  func finishedOne() -> Bool {
+    state.withLock { state in
+      state.remaining -= 1
+      return state.remaining == 0
+    }
+  }
+
+  var firstFailure: TransactionID? { state.withLock { $0.failure } }
+}
+
+/// Hands a handle to the closure made before it (``Dispatcher/prepare(_:to:mode:options:)``).
+///
+/// `@unchecked Sendable`: written once, before the handle is published; read only after, by the handle's own
+/// submission, which `start()` calls after taking the handle's lock. It holds the handle strongly (a weak reference
+/// would allocate a side table per handle): the handle lets go of its submission, and so of the box, when it is
+/// started or reaches its final state.
+final class HandleBox: @unchecked Sendable {
+  var handle: DispatchHandle?
 }

@@ -94,28 +94,65 @@ extension Dispatcher {
     _ action: Action, to storeIdentifier: String? = nil, mode: Mode = .async,
     options: DispatchOptions = DispatchOptions()
   ) -> DispatchHandle {
-    let handle = DispatchHandle(action: action, mode: mode, cancellationID: options.cancellationID) {
-      [weak self] handle in self?.handleFinished(handle)
-    }
+    let handle = prepare(action, to: storeIdentifier, mode: mode, options: options)
+    handle.start()
+    return handle
+  }
+
+  /// Makes the handle of a dispatch of `action` without starting it: add dependencies with
+  /// ``DispatchHandle/depend(on:)``, then call ``DispatchHandle/start()``.
+  ///
+  /// ```swift
+  /// let load = dispatcher.prepare(ProfileAction.load)
+  /// let show = dispatcher.prepare(FeedAction.show)
+  /// try show.depend(on: load)   // show runs once load completed; if load fails, show fails
+  /// show.start()
+  /// load.start()
+  /// ```
+  /// - Parameters:
+  ///   - action: The action to dispatch.
+  ///   - storeIdentifier: The one store to send the action to; `nil` (the default) sends it to every store that
+  ///     handles it.
+  ///   - mode: How the dispatch runs once started; `.async` by default.
+  ///   - options: Cancellation id, throttle, debounce; none by default.
+  /// - Returns: The dispatch's handle, ``DispatchState/pending`` until it runs. Until it is started, only
+  ///   ``DispatchHandle/cancel()`` and ``cancelAll()`` end it.
+  public func prepare<Action: ActionType>(
+    _ action: Action, to storeIdentifier: String? = nil, mode: Mode = .async,
+    options: DispatchOptions = DispatchOptions()
+  ) -> DispatchHandle {
+    // The handle is made before the closure that routes it, which needs it: a box hands it over.
+    let made = HandleBox()
+    let handle = DispatchHandle(
+      action: action, mode: mode, cancellationID: options.cancellationID,
+      onFinished: { [weak self] handle in self?.handleFinished(handle) },
+      submission: { [weak self] in
+        guard let self, let handle = made.handle else { return }
+        submit(action, to: storeIdentifier, mode: mode, options: options, handle: handle)
+      })
+    made.handle = handle
     // Known before it can finish, so that `cancelAll()` reaches it and its end forgets it.
     handles.withLock { $0[ObjectIdentifier(handle)] = handle }
-    let submit: @Sendable () -> Void = { [self] in
+    return handle
+  }
+
+  /// Admits the dispatch of `handle` as `options` say, then routes it (through the interceptors, if any).
+  private func submit<Action: ActionType>(
+    _ action: Action, to storeIdentifier: String?, mode: Mode, options: DispatchOptions, handle: DispatchHandle
+  ) {
+    let route: @Sendable () -> Void = { [self] in
       if interceptorCount.load(ordering: .relaxed) > 0, let chain = interceptorChain() {
         dispatch(storeIdentifier: storeIdentifier, action: action, mode: mode, through: chain, handle: handle) {
           handle.finish($0.result)
         }
       } else {
-        route(storeIdentifier: storeIdentifier, action: action, mode: mode, handle: handle) { handle.finish($0) }
+        self.route(storeIdentifier: storeIdentifier, action: action, mode: mode, handle: handle) { handle.finish($0) }
       }
     }
-    if options.cancellationID == nil, options.throttle == nil, options.debounce == nil {
-      submit()
-    } else {
-      admit(
-        handle, options: options, key: options.cancellationID ?? CancellationID(ObjectIdentifier(Action.self)),
-        submit: submit)
-    }
-    return handle
+    if options.cancellationID == nil, options.throttle == nil, options.debounce == nil { return route() }
+    admit(
+      handle, options: options, key: options.cancellationID ?? CancellationID(ObjectIdentifier(Action.self)),
+      submit: route)
   }
 
   /// Dispatches `action` on the calling thread and returns once every responding store finished, as `.sync`

@@ -24,6 +24,8 @@ struct HandleStateMachine {
     var cancel: [any OperationStarting] = []
     /// The handle reached its final state: run what the dispatcher asked to run then.
     var finished = false
+    /// Called with the final result: dispatches that depend on this one.
+    var dependents: [@Sendable (Result<Void, DispatchError>) -> Void] = []
   }
 
   private(set) var state = DispatchState.pending
@@ -36,6 +38,41 @@ struct HandleStateMachine {
   private var waiters: [CheckedContinuation<Result<Void, DispatchError>, Never>] = []
   /// Operations still running when their start returned, told if the dispatch is cancelled.
   private var running: [any OperationStarting] = []
+  /// Told the final result: the dispatches waiting for this one (``DispatchHandle/depend(on:)``).
+  private var dependents: [@Sendable (Result<Void, DispatchError>) -> Void] = []
+  /// The dispatches this one waits for, until it finished (kept after it started, for finding cycles).
+  private(set) var dependencies: [DispatchHandle] = []
+  private var isStarted = false
+  /// Routes the dispatch; run once, when it is started and its dependencies completed.
+  private var submission: (@Sendable () -> Void)?
+
+  init(submission: (@Sendable () -> Void)? = nil) {
+    self.submission = submission
+  }
+
+  /// Adds a dependency; `false` if the dispatch was started already.
+  mutating func dependencyAdded(_ handle: DispatchHandle) -> Bool {
+    guard !isStarted else { return false }
+    dependencies.append(handle)
+    return true
+  }
+
+  /// The dispatch is started: returns its submission and dependencies the first time, `nil` after.
+  mutating func submitted() -> (submission: (@Sendable () -> Void)?, dependencies: [DispatchHandle])? {
+    guard !isStarted else { return nil }
+    isStarted = true
+    defer { submission = nil }
+    return (submission, dependencies)
+  }
+
+  /// `body` hears the final result: at once (returned) if the dispatch finished, otherwise when it does.
+  mutating func dependentAdded(
+    _ body: @escaping @Sendable (Result<Void, DispatchError>) -> Void
+  ) -> Result<Void, DispatchError>? {
+    if let result = state.result { return result }
+    dependents.append(body)
+    return nil
+  }
 
   /// The dispatch leaves its queue; `false` if it was cancelled (it must not run).
   mutating func started() -> (run: Bool, effects: Effects) {
@@ -125,6 +162,10 @@ struct HandleStateMachine {
       effects.resume = (result, waiters)
       waiters = []
       running = []
+      effects.dependents = dependents
+      dependents = []
+      submission = nil  // It holds the handle: a dispatch ended before it started must not keep itself.
+      dependencies = []
       effects.finished = true
     }
     return effects

@@ -277,7 +277,6 @@ struct DispatchHandleTests {
     let completed = results.filter { $0 }.count
     #expect(results.count == total)
     #expect(endings.withLock { $0.count == total && $0.values.allSatisfy { $0 == 1 } })
-    #expect(completed >= total - total / 3 - perThread)  // At most every third, and what cancelAll caught.
     #expect(store.model.count >= completed)
     #expect(store.model.count <= total)
     // The lanes are free: one more dispatch in each runs.
