@@ -1,4 +1,5 @@
 import DispatchStore
+import Foundation
 import Testing
 
 /// Operations whose work is `async`: finished when the body returns, failed with what it throws, cancelled with
@@ -9,11 +10,13 @@ struct AsyncOperationTests {
   /// `.increaseLater` adds and dispatches a follow-up `.increase(1)`.
   final class AsyncReducer: Reducer<Counter, CounterAction>, @unchecked Sendable {
     let sawCancellation = Locked(false)
+    /// Hears each `.noop` body begin.
+    let began = Collector<Bool>()
 
     override func operation(
       for action: CounterAction, in store: Store<Counter, CounterAction>
     ) -> ActionOperation<Counter, CounterAction> {
-      ActionOperation(action: action, store: store) { [sawCancellation] operation in
+      ActionOperation(action: action, store: store) { [sawCancellation, began] operation in
         switch operation.action {
         case .increase(let amount):
           await Task.yield()
@@ -24,6 +27,7 @@ struct AsyncOperationTests {
         case .fail:
           throw TestFailure(reason: "async")
         case .noop:
+          began.append(true)
           do {
             try await Task.sleep(for: .seconds(600))
           } catch {
@@ -65,7 +69,7 @@ struct AsyncOperationTests {
 
   /// Cancelling the dispatch cancels the operation's task: a cancellable await throws, and the operation fails
   /// with it; the dispatch is cancelled at once.
-  @Test(arguments: [Dispatcher.Mode.async, .serial, .mainThread])
+  @Test(arguments: Dispatcher.Mode.allCases)
   func cancellingTheDispatchCancelsTheTask(mode: Dispatcher.Mode) async throws {
     let dispatcher = Dispatcher()
     let reducer = AsyncReducer()
@@ -76,9 +80,19 @@ struct AsyncOperationTests {
     let watcher = EndWatcher(ended: ended)
     dispatcher.register(middleware: watcher)
 
-    let handle = dispatcher.start(CounterAction.noop, mode: mode)
-    while handle.state.description != "started" { await Task.yield() }
-    handle.cancel()
+    let started = Collector<DispatchHandle>()
+    if mode == .sync {
+      // On a thread of its own, which it blocks until the dispatch ends; cancelled from here.
+      Thread.detachNewThread { started.append(dispatcher.start(CounterAction.noop, mode: .sync)) }
+      _ = await reducer.began.wait(for: 1)
+      dispatcher.cancelAll()
+    } else {
+      let handle = dispatcher.start(CounterAction.noop, mode: mode)
+      _ = await reducer.began.wait(for: 1)
+      handle.cancel()
+      started.append(handle)
+    }
+    let handle = await started.wait(for: 1)[0]
 
     #expect(handle.state.description == "cancelled")
     let transaction = await ended.wait(for: 1)[0]
