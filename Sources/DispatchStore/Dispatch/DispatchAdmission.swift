@@ -62,9 +62,11 @@ extension Dispatcher {
   /// Admits `handle` as `options` say, then calls `submit`, which routes it; a dispatch that is not admitted ends
   /// with its error instead.
   func admit(
-    _ handle: DispatchHandle, options: DispatchOptions, key: CancellationID,
+    _ handle: DispatchHandle, options: DispatchOptions, key: CancellationID?,
     submit: @escaping @Sendable () -> Void
   ) {
+    // Made whenever the options throttle or debounce.
+    let key = key ?? CancellationID(0)
     if let interval = options.throttle {
       let now = clock.now
       guard admission.withLock({ $0.throttle(key, interval: interval, now: now) }) else {

@@ -25,22 +25,33 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
   /// The cancellation id it was made with, if any (``DispatchOptions/cancellationID``).
   public let cancellationID: CancellationID?
 
-  private let machine: LockedValue<HandleStateMachine>
+  /// Where the dispatch goes, and how it is admitted: kept to route it when it is started.
+  let storeIdentifier: String?
+  /// `nil` for the default options, which admit the dispatch at once.
+  let options: DispatchOptions?
+  /// What throttling and debouncing count by: the cancellation id, or else the action's type; `nil` when the
+  /// options neither throttle nor debounce (making one from a type costs a dynamic cast).
+  let admissionKey: CancellationID?
+  /// The dispatcher that made it, which routes it and forgets it when it finished; weak, since a handle may outlive
+  /// it. `nonisolated(unsafe)`: assigned once, in `init`, and only read after (a `let` cannot be `weak` before
+  /// Swift 6.2).
+  nonisolated(unsafe) private weak var dispatcher: Dispatcher?
+
+  private let machine = LockedValue(HandleStateMachine())
   /// Whether the dispatch was cancelled, readable without the lock: a run loads it before starting each store.
   private let cancelledFlag = Atomic<Bool>(false)
-  /// Runs once, after the final state was reached: the dispatcher forgets the handle.
-  private let onFinished: (@Sendable (DispatchHandle) -> Void)?
-
   init(
-    action: any ActionType, mode: Dispatcher.Mode, cancellationID: CancellationID? = nil,
-    onFinished: (@Sendable (DispatchHandle) -> Void)? = nil, submission: (@Sendable () -> Void)? = nil
+    action: any ActionType, storeIdentifier: String? = nil, mode: Dispatcher.Mode,
+    options: DispatchOptions? = nil, admissionKey: CancellationID? = nil, dispatcher: Dispatcher? = nil
   ) {
-    self.machine = LockedValue(HandleStateMachine(submission: submission))
     self.id = TransactionID.next()
     self.action = action
+    self.storeIdentifier = storeIdentifier
     self.mode = mode
-    self.cancellationID = cancellationID
-    self.onFinished = onFinished
+    self.options = options
+    self.cancellationID = options?.cancellationID
+    self.admissionKey = admissionKey
+    self.dispatcher = dispatcher
   }
 
   /// The dispatch's state now.
@@ -144,8 +155,8 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
   /// Without dependencies it runs as ``Dispatcher/start(_:to:mode:options:)`` runs it; with some, it runs on the
   /// thread that finished the last of them.
   public func start() {
-    guard let (submission, dependencies) = machine.withLock({ $0.submitted() }) else { return }
-    guard !dependencies.isEmpty else { return submission?() ?? () }
+    guard let dependencies = machine.withLock({ $0.submitted() }) else { return }
+    guard !dependencies.isEmpty else { return dispatcher?.submit(self) ?? () }
     let countdown = DependencyCountdown(count: dependencies.count)
     for dependency in dependencies {
       dependency.whenFinished { [self] result in
@@ -154,7 +165,7 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
         if let failed = countdown.firstFailure {
           finish(.failure(.dependencyFailed(failed)))
         } else {
-          submission?()
+          dispatcher?.submit(self)
         }
       }
     }
@@ -213,7 +224,7 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
       for waiter in waiters { waiter.resume(returning: result) }
       for dependent in effects.dependents { dependent(result) }
     }
-    if effects.finished { onFinished?(self) }
+    if effects.finished { dispatcher?.handleFinished(self) }
   }
 }
 
@@ -238,14 +249,4 @@ private final class DependencyCountdown: Sendable {
   }
 
   var firstFailure: TransactionID? { state.withLock { $0.failure } }
-}
-
-/// Hands a handle to the closure made before it (``Dispatcher/prepare(_:to:mode:options:)``).
-///
-/// `@unchecked Sendable`: written once, before the handle is published; read only after, by the handle's own
-/// submission, which `start()` calls after taking the handle's lock. It holds the handle strongly (a weak reference
-/// would allocate a side table per handle): the handle lets go of its submission, and so of the box, when it is
-/// started or reaches its final state.
-final class HandleBox: @unchecked Sendable {
-  var handle: DispatchHandle?
 }

@@ -121,38 +121,35 @@ extension Dispatcher {
     _ action: Action, to storeIdentifier: String? = nil, mode: Mode = .async,
     options: DispatchOptions = DispatchOptions()
   ) -> DispatchHandle {
-    // The handle is made before the closure that routes it, which needs it: a box hands it over.
-    let made = HandleBox()
+    let admits = options.cancellationID != nil || options.throttle != nil || options.debounce != nil
+    let timed = options.throttle != nil || options.debounce != nil
     let handle = DispatchHandle(
-      action: action, mode: mode, cancellationID: options.cancellationID,
-      onFinished: { [weak self] handle in self?.handleFinished(handle) },
-      submission: { [weak self] in
-        guard let self, let handle = made.handle else { return }
-        submit(action, to: storeIdentifier, mode: mode, options: options, handle: handle)
-      })
-    made.handle = handle
+      action: action, storeIdentifier: storeIdentifier, mode: mode, options: admits ? options : nil,
+      admissionKey: timed ? options.cancellationID ?? CancellationID(ObjectIdentifier(Action.self)) : nil,
+      dispatcher: self)
     // Known before it can finish, so that `cancelAll()` reaches it and its end forgets it.
     handles.withLock { $0[ObjectIdentifier(handle)] = handle }
     return handle
   }
 
-  /// Admits the dispatch of `handle` as `options` say, then routes it (through the interceptors, if any).
-  private func submit<Action: ActionType>(
-    _ action: Action, to storeIdentifier: String?, mode: Mode, options: DispatchOptions, handle: DispatchHandle
-  ) {
-    let route: @Sendable () -> Void = { [self] in
-      if interceptorCount.load(ordering: .relaxed) > 0, let chain = interceptorChain() {
-        dispatch(storeIdentifier: storeIdentifier, action: action, mode: mode, through: chain, handle: handle) {
-          handle.finish($0.result)
-        }
-      } else {
-        self.route(storeIdentifier: storeIdentifier, action: action, mode: mode, handle: handle) { handle.finish($0) }
+  /// Admits the started dispatch of `handle` as its options say, then routes it (through the interceptors, if any).
+  func submit(_ handle: DispatchHandle) {
+    guard let options = handle.options else { return route(handle) }
+    admit(handle, options: options, key: handle.admissionKey) { [self] in route(handle) }
+  }
+
+  /// Routes the dispatch of `handle`, which was admitted.
+  private func route(_ handle: DispatchHandle) {
+    if interceptorCount.load(ordering: .relaxed) > 0, let chain = interceptorChain() {
+      dispatch(
+        storeIdentifier: handle.storeIdentifier, action: handle.action, mode: handle.mode, through: chain,
+        handle: handle
+      ) { handle.finish($0.result) }
+    } else {
+      route(storeIdentifier: handle.storeIdentifier, action: handle.action, mode: handle.mode, handle: handle) {
+        handle.finish($0)
       }
     }
-    if options.cancellationID == nil, options.throttle == nil, options.debounce == nil { return route() }
-    admit(
-      handle, options: options, key: options.cancellationID ?? CancellationID(ObjectIdentifier(Action.self)),
-      submit: route)
   }
 
   /// Dispatches `action` on the calling thread and returns once every responding store finished, as `.sync`

@@ -43,12 +43,6 @@ struct HandleStateMachine {
   /// The dispatches this one waits for, until it finished (kept after it started, for finding cycles).
   private(set) var dependencies: [DispatchHandle] = []
   private var isStarted = false
-  /// Routes the dispatch; run once, when it is started and its dependencies completed.
-  private var submission: (@Sendable () -> Void)?
-
-  init(submission: (@Sendable () -> Void)? = nil) {
-    self.submission = submission
-  }
 
   /// Adds a dependency; `false` if the dispatch was started already.
   mutating func dependencyAdded(_ handle: DispatchHandle) -> Bool {
@@ -57,12 +51,11 @@ struct HandleStateMachine {
     return true
   }
 
-  /// The dispatch is started: returns its submission and dependencies the first time, `nil` after.
-  mutating func submitted() -> (submission: (@Sendable () -> Void)?, dependencies: [DispatchHandle])? {
+  /// The dispatch is started: returns its dependencies the first time, `nil` after.
+  mutating func submitted() -> [DispatchHandle]? {
     guard !isStarted else { return nil }
     isStarted = true
-    defer { submission = nil }
-    return (submission, dependencies)
+    return dependencies
   }
 
   /// `body` hears the final result: at once (returned) if the dispatch finished, otherwise when it does.
@@ -164,7 +157,6 @@ struct HandleStateMachine {
       running = []
       effects.dependents = dependents
       dependents = []
-      submission = nil  // It holds the handle: a dispatch ended before it started must not keep itself.
       dependencies = []
       effects.finished = true
     }

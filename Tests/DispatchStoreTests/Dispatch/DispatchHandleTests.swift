@@ -160,7 +160,7 @@ struct DispatchHandleTests {
   }
 
   /// A store waiting for a store whose operation is running does not start once the dispatch is cancelled.
-  @Test(arguments: queuedModes)
+  @Test(arguments: Dispatcher.Mode.allCases)
   func storesWaitingForACancelledStoreDoNotStart(mode: Dispatcher.Mode) async throws {
     let dispatcher = Dispatcher()
     let gate = Gate()
@@ -168,13 +168,23 @@ struct DispatchHandleTests {
     try dispatcher.register(store: Store(identifier: "first", model: Counter(), reducer: GatedReducer(gate: gate)))
     try dispatcher.register(store: Store(identifier: "second", model: Counter(), reducer: waiting))
 
-    let handle = dispatcher.start(CounterAction.increase(1), mode: mode)
-    _ = await gate.waitForOperations(1)
-    handle.cancel()
+    let started = Collector<DispatchHandle>()
+    if mode == .sync {
+      // On a thread of its own, which it blocks until the dispatch ends; cancelled from here.
+      Thread.detachNewThread { started.append(dispatcher.start(CounterAction.increase(1), mode: .sync)) }
+      _ = await gate.waitForOperations(1)
+      dispatcher.cancelAll()
+    } else {
+      let handle = dispatcher.start(CounterAction.increase(1), mode: mode)
+      _ = await gate.waitForOperations(1)
+      handle.cancel()
+      started.append(handle)
+    }
+    let handle = await started.wait(for: 1)[0]
 
     await #expect(throws: DispatchError.self) { try await handle.value }
     // Both stores handle the next dispatch, in order: the lane and the stores are free.
-    let next = dispatcher.start(CounterAction.increase(2), mode: mode)
+    let next = dispatcher.start(CounterAction.increase(2), mode: mode == .sync ? .async : mode)
     _ = await gate.waitForOperations(2)
     gate.open()
     _ = await gate.waitForOperations(3)

@@ -42,7 +42,7 @@ final class ThroughOperationUpdate: Reducer<Tally, TallyAction>, @unchecked Send
   }
 }
 
-let shapes = ["inplace", "op", "opupdate", "chain", "tokensinplace", "tokensop", "tokensopupdate"]
+let shapes = ["inplace", "op", "opupdate", "chain", "tokensinplace", "tokensop", "tokensopupdate", "handle"]
 let arguments = CommandLine.arguments
 guard arguments.count == 3, let count = Int(arguments[1]),
   shapes.contains(arguments[2])
@@ -52,7 +52,7 @@ else {
 }
 let shape = arguments[2]
 let dispatcher = Dispatcher()
-let inPlace = shape == "inplace" || shape == "chain" || shape == "tokensinplace"
+let inPlace = shape == "inplace" || shape == "chain" || shape == "tokensinplace" || shape == "handle"
 let reducer: Reducer<Tally, TallyAction> =
   inPlace ? InPlace() : shape.hasSuffix("update") ? ThroughOperationUpdate() : ThroughOperation()
 let store = Store(identifier: "s0", model: Tally(), reducer: reducer)
@@ -69,7 +69,12 @@ if shape.hasPrefix("tokens") {
   for _ in 0..<10 { tokens.append(store.observe(delivery: .synchronous) { model, _ in precondition(model.count > 0) }) }
 }
 for _ in 0..<count {
-  try dispatcher.dispatchSync(action: TallyAction.increment)
+  if shape == "handle" {
+    // A held handle per action (proposal 0009).
+    _ = dispatcher.start(TallyAction.increment, mode: .sync)
+  } else {
+    try dispatcher.dispatchSync(action: TallyAction.increment)
+  }
 }
 precondition(store.model.count == count, "the probe's store counted \(store.model.count), expected \(count)")
 withExtendedLifetime(tokens) {}
