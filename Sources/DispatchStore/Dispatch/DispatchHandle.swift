@@ -32,9 +32,10 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
   /// What throttling and debouncing count by: the cancellation id, or else the action's type; `nil` when the
   /// options neither throttle nor debounce (making one from a type costs a dynamic cast).
   let admissionKey: CancellationID?
-  /// The dispatcher that made it, which routes it and forgets it when it finished; weak, since a handle may outlive
-  /// it. `nonisolated(unsafe)`: assigned once, in `init`, and only read after (a `let` cannot be `weak` before
-  /// Swift 6.2).
+  /// The dispatcher that made it, which routes it and forgets it when it finished.
+  ///
+  /// Weak, since a handle may outlive it. `nonisolated(unsafe)`: assigned once, in `init`, and only read after (a
+  /// `let` cannot be `weak` before Swift 6.2).
   nonisolated(unsafe) private weak var dispatcher: Dispatcher?
 
   private let machine = LockedValue(HandleStateMachine())
