@@ -128,21 +128,11 @@ struct DispatchHandleTests {
     let middleware = RecordingMiddleware()
     dispatcher.register(middleware: middleware)
 
-    let started = Collector<DispatchHandle>()
-    if mode == .sync {
-      // Started on a thread of its own, which it blocks until the dispatch ends.
-      Thread.detachNewThread { started.append(dispatcher.start(CounterAction.increase(5), mode: .sync)) }
-      _ = await gate.waitForOperations(1)
-      dispatcher.cancelAll()
-    } else {
-      let handle = dispatcher.start(CounterAction.increase(5), mode: mode)
+    let handle = await startThenCancel(CounterAction.increase(5), mode: mode, on: dispatcher) {
       let operations = await gate.waitForOperations(1)
       #expect(!operations[0].isCancelled)
-      handle.cancel()
-      #expect(handle.state.description == "cancelled")
-      started.append(handle)
     }
-    let handle = await started.wait(for: 1)[0]
+    #expect(handle.state.description == "cancelled")
 
     await #expect(throws: DispatchError.self) { try await handle.value }
     let operation = await gate.waitForOperations(1)[0]
@@ -168,19 +158,9 @@ struct DispatchHandleTests {
     try dispatcher.register(store: Store(identifier: "first", model: Counter(), reducer: GatedReducer(gate: gate)))
     try dispatcher.register(store: Store(identifier: "second", model: Counter(), reducer: waiting))
 
-    let started = Collector<DispatchHandle>()
-    if mode == .sync {
-      // On a thread of its own, which it blocks until the dispatch ends; cancelled from here.
-      Thread.detachNewThread { started.append(dispatcher.start(CounterAction.increase(1), mode: .sync)) }
+    let handle = await startThenCancel(CounterAction.increase(1), mode: mode, on: dispatcher) {
       _ = await gate.waitForOperations(1)
-      dispatcher.cancelAll()
-    } else {
-      let handle = dispatcher.start(CounterAction.increase(1), mode: mode)
-      _ = await gate.waitForOperations(1)
-      handle.cancel()
-      started.append(handle)
     }
-    let handle = await started.wait(for: 1)[0]
 
     await #expect(throws: DispatchError.self) { try await handle.value }
     // Both stores handle the next dispatch, in order: the lane and the stores are free.

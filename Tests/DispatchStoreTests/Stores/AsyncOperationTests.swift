@@ -1,5 +1,4 @@
 import DispatchStore
-import Foundation
 import Testing
 
 /// Operations whose work is `async`: finished when the body returns, failed with what it throws, cancelled with
@@ -80,19 +79,9 @@ struct AsyncOperationTests {
     let watcher = EndWatcher(ended: ended)
     dispatcher.register(middleware: watcher)
 
-    let started = Collector<DispatchHandle>()
-    if mode == .sync {
-      // On a thread of its own, which it blocks until the dispatch ends; cancelled from here.
-      Thread.detachNewThread { started.append(dispatcher.start(CounterAction.noop, mode: .sync)) }
+    let handle = await startThenCancel(CounterAction.noop, mode: mode, on: dispatcher) {
       _ = await reducer.began.wait(for: 1)
-      dispatcher.cancelAll()
-    } else {
-      let handle = dispatcher.start(CounterAction.noop, mode: mode)
-      _ = await reducer.began.wait(for: 1)
-      handle.cancel()
-      started.append(handle)
     }
-    let handle = await started.wait(for: 1)[0]
 
     #expect(handle.state.description == "cancelled")
     let transaction = await ended.wait(for: 1)[0]

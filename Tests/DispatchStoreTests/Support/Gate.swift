@@ -1,4 +1,5 @@
 import DispatchStore
+import Foundation
 
 /// Holds the operations of a ``GatedReducer`` until the test opens the gate, or their dispatch is cancelled.
 final class Gate: Sendable {
@@ -60,4 +61,25 @@ final class GatedReducer: Reducer<Counter, CounterAction>, @unchecked Sendable {
     asked.withLock { $0.append(action) }
     return ActionOperation(action: action, store: store) { [gate] operation, _, _ in gate.hold(operation) }
   }
+}
+
+/// Starts `action` in `mode`, waits for `running` (the operation is under way), and cancels the dispatch; returns
+/// its handle.
+///
+/// A `.sync` dispatch runs on a thread of its own, which it blocks until the dispatch ends, and is cancelled with
+/// `cancelAll()` (its handle comes back only then); any other is cancelled through its handle.
+func startThenCancel<Action: ActionType>(
+  _ action: Action, mode: Dispatcher.Mode, on dispatcher: Dispatcher, once running: () async -> Void
+) async -> DispatchHandle {
+  guard mode == .sync else {
+    let handle = dispatcher.start(action, mode: mode)
+    await running()
+    handle.cancel()
+    return handle
+  }
+  let started = Collector<DispatchHandle>()
+  Thread.detachNewThread { started.append(dispatcher.start(action, mode: .sync)) }
+  await running()
+  dispatcher.cancelAll()
+  return await started.wait(for: 1)[0]
 }
