@@ -61,12 +61,13 @@ struct AdmissionState {
 extension Dispatcher {
   /// Admits `handle` as `options` say, then calls `submit`, which routes it; a dispatch that is not admitted ends
   /// with its error instead.
-  func admit(
-    _ handle: DispatchHandle, options: DispatchOptions, key: CancellationID?,
-    submit: @escaping @Sendable () -> Void
-  ) {
-    // Made whenever the options throttle or debounce.
-    let key = key ?? CancellationID(0)
+  func admit(_ handle: DispatchHandle, options: DispatchOptions, submit: @escaping @Sendable () -> Void) {
+    guard options.throttle != nil || options.debounce != nil else {
+      return proceed(handle, options: options, submit: submit)
+    }
+    // What throttling and debouncing count by. Made only here: a key from a type costs a dynamic cast into
+    // `AnyHashable`.
+    let key = options.cancellationID ?? CancellationID(ObjectIdentifier(type(of: handle.action)))
     if let interval = options.throttle {
       let now = clock.now
       guard admission.withLock({ $0.throttle(key, interval: interval, now: now) }) else {

@@ -29,9 +29,6 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
   let storeIdentifier: String?
   /// `nil` for the default options, which admit the dispatch at once.
   let options: DispatchOptions?
-  /// What throttling and debouncing count by: the cancellation id, or else the action's type; `nil` when the
-  /// options neither throttle nor debounce (making one from a type costs a dynamic cast).
-  let admissionKey: CancellationID?
   /// The dispatcher that made it, which routes it and forgets it when it finished.
   ///
   /// Weak, since a handle may outlive it. `nonisolated(unsafe)`: assigned once, in `init`, and only read after (a
@@ -43,7 +40,7 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
   private let cancelledFlag = Atomic<Bool>(false)
   init(
     action: any ActionType, storeIdentifier: String? = nil, mode: Dispatcher.Mode,
-    options: DispatchOptions? = nil, admissionKey: CancellationID? = nil, dispatcher: Dispatcher? = nil
+    options: DispatchOptions? = nil, dispatcher: Dispatcher? = nil
   ) {
     self.id = TransactionID.next()
     self.action = action
@@ -51,7 +48,6 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
     self.mode = mode
     self.options = options
     self.cancellationID = options?.cancellationID
-    self.admissionKey = admissionKey
     self.dispatcher = dispatcher
   }
 

@@ -347,7 +347,7 @@ final class DispatchRun: OperationCompletionHandler {
     _ index: Int, of store: AnyObject, kind: StoreKind, context: ThreadContext,
     state alone: inout DispatchStateMachine
   ) -> AloneStep {
-    if wasUnregistered(store, kind: kind) {
+    if skips(store, kind: kind) {
       return .finished(handedOff: alone.storeFinishedAlone(index, failure: nil))
     }
     if !plan.middleware.isEmpty {
@@ -373,7 +373,7 @@ final class DispatchRun: OperationCompletionHandler {
   }
 
   private func startOperation(_ index: Int, of store: AnyObject, kind: StoreKind, context: ThreadContext) {
-    if wasUnregistered(store, kind: kind) {
+    if skips(store, kind: kind) {
       return afterOperationFinished(index, of: store, kind: kind, error: nil, onStartingThread: true, skipped: true)
     }
     if !plan.middleware.isEmpty {
@@ -389,13 +389,14 @@ final class DispatchRun: OperationCompletionHandler {
     }
   }
 
-  /// Whether `store` was removed from the dispatcher after this dispatch was prepared.
+  /// Whether `store` does not start in this dispatch: the dispatch was cancelled, or the store was removed from the
+  /// dispatcher after the dispatch was prepared.
   ///
-  /// Such a store does not start, as Flux skips a callback removed during a dispatch. While no store was removed
-  /// since the dispatch was prepared, this is one atomic load.
+  /// A removed store does not start, as Flux skips a callback removed during a dispatch; a cancelled dispatch starts
+  /// no more stores (its handle already reported it). While there is no handle and no store was removed since the
+  /// dispatch was prepared, this is one atomic load.
   @inline(__always)
-  private func wasUnregistered(_ store: AnyObject, kind: StoreKind) -> Bool {
-    // A cancelled dispatch starts no more stores either (its handle already reported it).
+  private func skips(_ store: AnyObject, kind: StoreKind) -> Bool {
     if let handle = plan.handle, handle.isCancelled { return true }
     let unchanged = plan.dispatcher._withUnsafeGuaranteedRef {
       $0.unregistrations.load(ordering: .relaxed) == plan.unregistrations

@@ -24,13 +24,7 @@ extension Dispatcher {
     mode: Mode = .async,
     then completion: Completion?
   ) {
-    // One relaxed load while no interceptor is registered.
-    if interceptorCount.load(ordering: .relaxed) > 0, let chain = interceptorChain() {
-      return dispatch(storeIdentifier: storeIdentifier, action: action, mode: mode, through: chain) { report in
-        completion?(report.result)
-      }
-    }
-    route(storeIdentifier: storeIdentifier, action: action, mode: mode, then: completion)
+    routeIntercepted(storeIdentifier: storeIdentifier, action: action, mode: mode, then: completion)
   }
 
   /// Dispatches `action` and reports what ran: the result, and the actions that reached the stores.
@@ -122,11 +116,8 @@ extension Dispatcher {
     options: DispatchOptions = DispatchOptions()
   ) -> DispatchHandle {
     let admits = options.cancellationID != nil || options.throttle != nil || options.debounce != nil
-    let timed = options.throttle != nil || options.debounce != nil
     let handle = DispatchHandle(
-      action: action, storeIdentifier: storeIdentifier, mode: mode, options: admits ? options : nil,
-      admissionKey: timed ? options.cancellationID ?? CancellationID(ObjectIdentifier(Action.self)) : nil,
-      dispatcher: self)
+      action: action, storeIdentifier: storeIdentifier, mode: mode, options: admits ? options : nil, dispatcher: self)
     // Known before it can finish, so that `cancelAll()` reaches it and its end forgets it.
     handles.withLock { $0[ObjectIdentifier(handle)] = handle }
     return handle
@@ -135,21 +126,14 @@ extension Dispatcher {
   /// Admits the started dispatch of `handle` as its options say, then routes it (through the interceptors, if any).
   func submit(_ handle: DispatchHandle) {
     guard let options = handle.options else { return route(handle) }
-    admit(handle, options: options, key: handle.admissionKey) { [self] in route(handle) }
+    admit(handle, options: options) { [self] in route(handle) }
   }
 
   /// Routes the dispatch of `handle`, which was admitted.
   private func route(_ handle: DispatchHandle) {
-    if interceptorCount.load(ordering: .relaxed) > 0, let chain = interceptorChain() {
-      dispatch(
-        storeIdentifier: handle.storeIdentifier, action: handle.action, mode: handle.mode, through: chain,
-        handle: handle
-      ) { handle.finish($0.result) }
-    } else {
-      route(storeIdentifier: handle.storeIdentifier, action: handle.action, mode: handle.mode, handle: handle) {
-        handle.finish($0)
-      }
-    }
+    routeIntercepted(
+      storeIdentifier: handle.storeIdentifier, action: handle.action, mode: handle.mode, handle: handle
+    ) { handle.finish($0) }
   }
 
   /// Dispatches `action` on the calling thread and returns once every responding store finished, as `.sync`
@@ -271,6 +255,20 @@ extension Dispatcher {
 
   private func dispatchOne<Action: ActionType>(_ action: Action, mode: Mode, then completion: @escaping Completion) {
     dispatch(action: action, mode: mode, then: completion)
+  }
+
+  /// Routes `action` in `mode`, through the interceptors if any is registered (one relaxed load while none is).
+  @inline(__always)
+  private func routeIntercepted(
+    storeIdentifier: String?, action: any ActionType, mode: Mode, handle: DispatchHandle? = nil,
+    then completion: Completion?
+  ) {
+    if interceptorCount.load(ordering: .relaxed) > 0, let chain = interceptorChain() {
+      return dispatch(storeIdentifier: storeIdentifier, action: action, mode: mode, through: chain, handle: handle) {
+        completion?($0.result)
+      }
+    }
+    route(storeIdentifier: storeIdentifier, action: action, mode: mode, handle: handle, then: completion)
   }
 
   /// Routes `action`, which interceptors passed on (or none saw), in `mode`.

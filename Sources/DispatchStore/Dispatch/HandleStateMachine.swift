@@ -22,8 +22,8 @@ struct HandleStateMachine {
     var resume: (Result<Void, DispatchError>, [CheckedContinuation<Result<Void, DispatchError>, Never>])?
     /// Operations to tell that the dispatch was cancelled.
     var cancel: [any OperationStarting] = []
-    /// The handle reached its final state: run what the dispatcher asked to run then.
-    var finished = false
+    /// Whether the handle reached its final state (the result is then given to those awaiting it).
+    var finished: Bool { resume != nil }
     /// Called with the final result: dispatches that depend on this one.
     var dependents: [@Sendable (Result<Void, DispatchError>) -> Void] = []
   }
@@ -158,7 +158,6 @@ struct HandleStateMachine {
       effects.dependents = dependents
       dependents = []
       dependencies = []
-      effects.finished = true
     }
     return effects
   }
