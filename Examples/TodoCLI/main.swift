@@ -1,7 +1,8 @@
 // todo: a todo list whose state lives only in a DispatchStore session file.
 //
-// Each run loads the session, replays it into a fresh dispatcher (checking every recorded model), applies the new
-// command and appends it to the file. `undo` is time travel: it moves the recorder back one record.
+// Each run loads the session, restores the list from it (no reducer runs: from the last snapshot and the records
+// after it), applies the new command and appends it to the file. `undo` is time travel: it moves the recorder back
+// one dispatch. `verify` re-runs every recorded change and checks each state.
 import DispatchStore
 import Foundation
 import Synchronization
@@ -15,7 +16,7 @@ let usage = """
     list         show the list (the default)
     undo         go back one change (time travel; the next change replaces what was undone)
     history      show every recorded change; > marks where the list is now
-    replay       replay the whole session and check every recorded state
+    verify       re-run every recorded change and check each recorded state
 
   The list lives only in a session file (JSON Lines, one line per change):
     --session PATH, else $TODO_SESSION, else ~/.todo-session.jsonl
@@ -45,7 +46,7 @@ let sessionURL =
   ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".todo-session.jsonl")
 let command = arguments.first ?? "list"
 
-// MARK: - Load and replay the session
+// MARK: - Load and restore the session
 
 let dispatcher = Dispatcher()
 let todos = Store(identifier: "todos", model: TodoList(), reducer: TodoReducer())
@@ -65,15 +66,24 @@ if sessionSize > 0 {
     fail("cannot use the session file \(sessionURL.path): \(error)\nThe file was left untouched.")
   }
 }
+if let loaded = session, loaded.formatVersion < 2 {
+  // A file of an earlier release: rewritten in the current format, which is appended to.
+  do {
+    try loaded.save(to: sessionURL)
+    session = try Session.load(from: sessionURL, codecs: codecs)
+  } catch {
+    fail("cannot upgrade the session file \(sessionURL.path): \(error)")
+  }
+}
 if let session {
   if let line = session.truncatedLine {
     FileHandle.standardError.write(
       Data("todo: note: line \(line) of \(sessionURL.path) was incomplete (an interrupted write); dropped it\n".utf8))
   }
   do {
-    try recorder.replay(session, into: dispatcher)
+    try recorder.resume(session, in: dispatcher)
   } catch {
-    fail("the session does not replay: \(error)\nThe file was left untouched.")
+    fail("the session does not restore: \(error)\nThe file was left untouched.")
   }
 }
 do {
@@ -114,7 +124,7 @@ case "list":
   printList()
 case "undo":
   guard let undone = recorder.currentRecord else { fail("nothing to undo") }
-  do { try recorder.previousRecord() } catch { fail("\(error)") }
+  do { try recorder.undo() } catch { fail("\(error)") }
   if let error = recorder.persistenceError { fail("undone but not saved: \(error)") }
   print("Undid: \(undone.action)")
   printList()
@@ -127,8 +137,16 @@ case "history":
     print(
       "\(marker) #\(record.index) \(record.action)  (\(record.timestamp.formatted(date: .numeric, time: .standard)))")
   }
-case "replay":
-  print("Replayed \(session?.records.count ?? 0) changes from \(sessionURL.path): every recorded state matched.")
+case "verify":
+  guard let session else { fail("nothing recorded yet") }
+  let fresh = Dispatcher()
+  try! fresh.register(store: Store(identifier: "todos", model: TodoList(), reducer: TodoReducer()))
+  do {
+    try session.verify(against: fresh)
+  } catch {
+    fail("\(error)")
+  }
+  print("Re-ran \(session.recordCount) changes from \(sessionURL.path): every recorded state matched.")
   printList()
 default:
   fail("unknown command \"\(command)\"\n\(usage)")

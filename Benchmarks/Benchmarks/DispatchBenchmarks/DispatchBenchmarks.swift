@@ -26,6 +26,7 @@ let benchmarks: @Sendable () -> Void = {
   registerMemory()
   registerContention()
   registerTransactions()
+  registerRecording()
 }
 
 // MARK: - Baselines
@@ -200,51 +201,6 @@ func registerSynchronousDispatch() {
     return fixture
   }
   syncDispatch("synchronousReducer,waitForChain:10") { Fixture(responding: 10, chained: true, synchronous: true) }
-
-  syncDispatch("recorder:memory") {
-    let fixture = Fixture()
-    fixture.dispatcher.register(middleware: RecorderMiddleware(maxNumberOfRecords: 1_000))
-    return fixture
-  }
-
-  Benchmark("Dispatcher.dispatch(sync,recorder:file)") { benchmark in
-    let fixture = Fixture()
-    let recorder = RecorderMiddleware(maxNumberOfRecords: 1_000)
-    fixture.dispatcher.register(middleware: recorder)
-    var codecs = SessionCodecs()
-    codecs.register(storeIdentifier: "tally-0", model: Tally.self, action: TallyAction.self)
-    let file = FileManager.default.temporaryDirectory.appendingPathComponent("dispatch-bench-\(UUID()).jsonl")
-    defer { try? FileManager.default.removeItem(at: file) }
-    try! recorder.attach(appendingTo: file, codecs: codecs)
-    benchmark.startMeasurement()
-    for _ in benchmark.scaledIterations {
-      try? fixture.dispatcher.dispatchSync(action: TallyAction.increment)
-    }
-    benchmark.stopMeasurement()
-    fixture.verify(benchmark.scaledIterations.count)
-    precondition(recorder.persistenceError == nil)
-  }
-
-  Benchmark("Session.replay(actions:1000)") { benchmark in
-    // Record 1,000 actions to a file, load it, then measure replaying it into a fresh dispatcher.
-    var codecs = SessionCodecs()
-    codecs.register(storeIdentifier: "tally-0", model: Tally.self, action: TallyAction.self)
-    let file = FileManager.default.temporaryDirectory.appendingPathComponent("replay-bench-\(UUID()).jsonl")
-    defer { try? FileManager.default.removeItem(at: file) }
-    let recorded = Fixture()
-    let recorder = RecorderMiddleware()
-    recorded.dispatcher.register(middleware: recorder)
-    try! recorder.attach(appendingTo: file, codecs: codecs)
-    for _ in benchmark.scaledIterations {
-      try? recorded.dispatcher.dispatchSync(action: TallyAction.increment)
-    }
-    let session = try! Session.load(from: file, codecs: codecs)
-    let fresh = Fixture()
-    benchmark.startMeasurement()
-    try! session.replay(into: fresh.dispatcher)
-    benchmark.stopMeasurement()
-    fresh.verify(benchmark.scaledIterations.count)
-  }
 
   syncDispatch("finishesOnAnotherThread", action: .incrementElsewhere)
 }

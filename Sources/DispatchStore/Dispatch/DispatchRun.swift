@@ -77,7 +77,8 @@ struct SingleStoreDispatch: Sendable {
     context: ThreadContext?, handle: DispatchHandle?, makeCompletion: () -> Dispatcher.Completion?
   ) -> Dispatcher.RunOutcome {
     let watch = store.withKind { kind, store in
-      StoreTransaction.begin(action, of: store, kind: kind, middleware: middleware, context: context)
+      StoreTransaction.begin(
+        action, of: store, kind: kind, middleware: middleware, context: context, dispatchID: handle?.id)
     }
     let started =
       if let context {
@@ -101,7 +102,8 @@ struct SingleStoreDispatch: Sendable {
     watch: StoreTransaction.Watch?, handle: DispatchHandle?, makeCompletion: () -> Dispatcher.Completion?
   ) -> Started {
     let operation: any OperationStarting
-    switch store.withKind({ $0.handle(action, in: $1) }) {
+    let recording = watch?.recording(middleware)
+    switch store.withKind({ $0.handle(action, in: $1, recording: recording) }) {
     case .reduced(let error): return .finished(error)
     case .operation(let made): operation = made
     }
@@ -216,6 +218,8 @@ final class DispatchRun: OperationCompletionHandler {
   /// `nonisolated(unsafe)`: only the thread in `State.isStarting` reads or writes it (a finishing thread writes it
   /// only when it is that thread, checked under the lock).
   nonisolated(unsafe) private var handoff: Int?
+  /// The identifier every transaction of the run shares (``Transaction/dispatchID``), when middleware watches it.
+  private let dispatchID: TransactionID?
 
   /// Makes the run of `plan`; `onComplete` hears its result (with none, call ``waitForResult()``).
   init(plan: consuming Plan, onComplete: (@Sendable (Result<Void, DispatchError>) -> Void)?) {
@@ -225,6 +229,7 @@ final class DispatchRun: OperationCompletionHandler {
     let nodes: [StoreTransaction.Watch?] =
       plan.middleware.isEmpty ? [] : Array(repeating: nil, count: plan.targets.count)
     self.state = LockedValue(DispatchStateMachine(nodes: nodes, graph: graph, unfinished: plan.targets.count))
+    self.dispatchID = plan.middleware.isEmpty ? nil : plan.handle?.id ?? TransactionID.next()
     self.plan = plan
   }
 
@@ -350,11 +355,14 @@ final class DispatchRun: OperationCompletionHandler {
     if skips(store, kind: kind) {
       return .finished(handedOff: alone.storeFinishedAlone(index, failure: nil))
     }
+    var recording: RecordingContext?
     if !plan.middleware.isEmpty {
-      alone.storeBegan(index, watch: begin(index, of: store, kind: kind, context: context))
+      let watch = begin(index, of: store, kind: kind, context: context)
+      alone.storeBegan(index, watch: watch)
+      recording = watch.recording(plan.middleware.borrowed)
     }
     let me = ObjectIdentifier(context)
-    let outcome = handle(index, of: store, kind: kind, context: context) {
+    let outcome = handle(index, of: store, kind: kind, context: context, recording: recording) {
       // Back behind the lock before anyone else can reach the run: its completion may come at once.
       alone.sharedByStarter(me)
       let published = alone
@@ -376,11 +384,13 @@ final class DispatchRun: OperationCompletionHandler {
     if skips(store, kind: kind) {
       return afterOperationFinished(index, of: store, kind: kind, error: nil, onStartingThread: true, skipped: true)
     }
+    var recording: RecordingContext?
     if !plan.middleware.isEmpty {
       let watch = begin(index, of: store, kind: kind, context: context)
       state.withLock { $0.storeBegan(index, watch: watch) }
+      recording = watch.recording(plan.middleware.borrowed)
     }
-    let outcome = handle(index, of: store, kind: kind, context: context) {}
+    let outcome = handle(index, of: store, kind: kind, context: context, recording: recording) {}
     switch outcome {
     case .unfinished: break
     case .succeeded: afterOperationFinished(index, of: store, kind: kind, error: nil, onStartingThread: true)
@@ -411,7 +421,8 @@ final class DispatchRun: OperationCompletionHandler {
     -> StoreTransaction.Watch
   {
     plan.withAction(of: index) { action in
-      StoreTransaction.begin(action, of: store, kind: kind, middleware: plan.middleware.borrowed, context: context)
+      StoreTransaction.begin(
+        action, of: store, kind: kind, middleware: plan.middleware.borrowed, context: context, dispatchID: dispatchID)
     }
   }
 
@@ -433,11 +444,12 @@ final class DispatchRun: OperationCompletionHandler {
   /// reported here, and the run is registered only with one still running, after `beforeRegistering`. The operation
   /// is released inside, so that one dropped without finishing fails from its `deinit` there.
   private func handle(
-    _ index: Int, of store: AnyObject, kind: StoreKind, context: ThreadContext, beforeRegistering: () -> Void
+    _ index: Int, of store: AnyObject, kind: StoreKind, context: ThreadContext, recording: RecordingContext?,
+    beforeRegistering: () -> Void
   ) -> OperationOutcome {
     context.withRunning(plan.dispatcherID) { () -> OperationOutcome in
       let operation: any OperationStarting
-      switch plan.withAction(of: index, { kind.handle($0, in: store) }) {
+      switch plan.withAction(of: index, { kind.handle($0, in: store, recording: recording) }) {
       case .reduced(let error): return error.map { .failed($0) } ?? .succeeded
       case .operation(let made): operation = made
       }

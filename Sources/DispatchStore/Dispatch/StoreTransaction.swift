@@ -12,21 +12,38 @@ enum StoreTransaction {
   /// Cheaper to keep than the ``Transaction`` itself, which `end` builds again.
   struct Watch: Sendable {
     let id: TransactionID
+    /// The dispatch the transaction belongs to (``Transaction/dispatchID``).
+    let dispatchID: TransactionID
     let started: UInt64?
+
+    /// Where the store files the transaction's record, if a recorder is among `middleware`.
+    @inline(__always)
+    func recording(_ middleware: MiddlewareList.Borrowed) -> RecordingContext? {
+      guard let recorder = middleware.recorder else { return nil }
+      return RecordingContext(recorder: recorder, dispatchID: dispatchID, transactionID: id)
+    }
   }
 
   /// Takes the transaction's identifier (and start time, if a middleware needs durations) and tells every
   /// middleware's `willDispatch`.
-  /// - Parameter context: The calling thread's context, if the caller has it at hand.
+  /// - Parameters:
+  ///   - context: The calling thread's context, if the caller has it at hand.
+  ///   - dispatchID: The dispatch's identifier; `nil` for a dispatch of one transaction, which takes the
+  ///     transaction's.
   @inline(__always)
   static func begin(
     _ action: any ActionType, of store: AnyObject, kind: StoreKind, middleware: MiddlewareList.Borrowed,
-    context: ThreadContext?
+    context: ThreadContext?, dispatchID: TransactionID?
   ) -> Watch {
     let id = context?.nextTransactionID() ?? TransactionID.next()
-    let watch = Watch(id: id, started: middleware.needsDuration ? MonotonicClock.nanoseconds() : nil)
+    let dispatchID = dispatchID ?? id
+    let watch = Watch(
+      id: id, dispatchID: dispatchID, started: middleware.needsDuration ? MonotonicClock.nanoseconds() : nil)
     kind.tell(
-      middleware, about: Transaction(id: id, storeIdentifier: kind.identifier(of: store), action: action), in: store)
+      middleware,
+      about: Transaction(
+        id: id, dispatchID: dispatchID, storeIdentifier: kind.identifier(of: store), action: action),
+      in: store)
     return watch
   }
 
@@ -69,8 +86,8 @@ enum StoreTransaction {
     if announces { kind.announceChange(of: store, for: action) }
     guard let watch else { return }
     var transaction = Transaction(
-      id: watch.id, storeIdentifier: kind.identifier(of: store), action: action, finished: true, duration: duration,
-      error: error)
+      id: watch.id, dispatchID: watch.dispatchID, storeIdentifier: kind.identifier(of: store), action: action,
+      finished: true, duration: duration, error: error)
     if let handle { transaction.wasCancelled = handle.isCancelled }
     kind.tell(middleware, about: transaction, in: store)
   }

@@ -27,10 +27,13 @@ struct MiddlewareList: Sendable {
     let entries: [Entry]
     /// Whether a middleware in the list needs transaction durations: read once per middleware, when it is added.
     let needsDuration: Bool
+    /// The first recorder in the list: stores file their records with it as they change (``RecordingContext``).
+    let recorder: RecorderMiddleware?
 
     init(_ entries: [Entry]) {
       self.entries = entries
       self.needsDuration = entries.contains { $0.needsDuration }
+      self.recorder = entries.lazy.compactMap { $0.middleware as? RecorderMiddleware }.first
     }
   }
 
@@ -44,6 +47,12 @@ struct MiddlewareList: Sendable {
     var needsDuration: Bool {
       guard let snapshot else { return false }
       return snapshot._withUnsafeGuaranteedRef { $0.needsDuration }
+    }
+
+    /// The first recorder in the list, borrowed.
+    var recorder: RecorderMiddleware? {
+      guard let snapshot else { return nil }
+      return snapshot._withUnsafeGuaranteedRef { $0.recorder }
     }
 
     /// An owned copy of the list: one retain, for what outlives the owner the view was borrowed from.

@@ -6,6 +6,11 @@
 public struct Transaction: Sendable, Identifiable, CustomStringConvertible {
   /// The unique, time-sortable identifier of this transaction.
   public let id: TransactionID
+  /// The dispatch this transaction belongs to: every store one dispatch reaches shares it.
+  ///
+  /// The ``DispatchHandle/id`` of a dispatch made with ``Dispatcher/start(_:to:mode:options:)``; otherwise the
+  /// first transaction's identifier, or, for a dispatch reaching several stores, one taken for it.
+  public let dispatchID: TransactionID
   /// The identifier of the store handling the action.
   public let storeIdentifier: String
   /// The dispatched action.
@@ -23,10 +28,11 @@ public struct Transaction: Sendable, Identifiable, CustomStringConvertible {
 
   /// A transaction about to run, or, with `finished`, one that ran.
   init(
-    id: TransactionID, storeIdentifier: String, action: any ActionType, finished: Bool = false,
-    duration: Duration? = nil, error: (any Error)? = nil
+    id: TransactionID, dispatchID: TransactionID, storeIdentifier: String, action: any ActionType,
+    finished: Bool = false, duration: Duration? = nil, error: (any Error)? = nil
   ) {
     self.id = id
+    self.dispatchID = dispatchID
     self.storeIdentifier = storeIdentifier
     self.action = action
     self.isFinished = finished

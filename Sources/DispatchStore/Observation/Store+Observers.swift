@@ -19,7 +19,7 @@ extension Store {
     delivery: ObserverDelivery = .mainThread,
     onChange: @escaping @Sendable (Model, Action) -> Void
   ) {
-    add(ObserverEntry(object: observer, onChange: onChange), delivery: delivery)
+    add(ObserverEntry(object: observer, onChange: { model, action, _ in onChange(model, action) }), delivery: delivery)
   }
 
   /// Calls `onChange` after every change of the model, for as long as the returned token lives.
@@ -38,6 +38,29 @@ extension Store {
   public func observe(
     delivery: ObserverDelivery = .mainThread,
     onChange: @escaping @Sendable (Model, Action) -> Void
+  ) -> ObservationToken {
+    observe(delivery: delivery) { model, action, _ in onChange(model, action) }
+  }
+
+  /// Calls `onChange` after every change of the model, telling it whether a dispatch made the change or the
+  /// recorder restored it, for as long as the returned token lives.
+  ///
+  /// ```swift
+  /// let token = store.observe(delivery: .synchronous) { model, action, origin in
+  ///   if origin == .restore { print("time travel:", model) } else { print(action, "->", model) }
+  /// }
+  /// ```
+  /// - Parameters:
+  ///   - delivery: Where `onChange` runs: on the main thread (default) or synchronously on the finishing thread.
+  ///   - onChange: Called once per change, in order, with the model after it, the action that made it (for a
+  ///     restore, the action of the record restored or undone) and the change's ``ChangeOrigin``.
+  /// - Returns: The token that keeps the observation alive; keep it for as long as you want to be notified.
+  ///
+  /// > Important: As for ``observe(delivery:onChange:)``: notifications never overlap for one store and one
+  /// > delivery.
+  public func observe(
+    delivery: ObserverDelivery = .mainThread,
+    onChange: @escaping @Sendable (Model, Action, ChangeOrigin) -> Void
   ) -> ObservationToken {
     let token = ObservationToken()
     let entry = ObserverEntry(token: token, onChange: onChange)
@@ -162,7 +185,7 @@ extension Store {
         Unmanaged.passUnretained(entries[index])._withUnsafeGuaranteedRef { entry in
           // A token's observation lives until it is removed: nothing to load.
           if entry.isHeldByToken {
-            entry.onChange(change.model, change.action)
+            entry.onChange(change.model, change.action, change.origin)
             return
           }
           // Holding the object keeps it alive while its callback runs.
@@ -170,7 +193,7 @@ extension Store {
             deadEntries.append(entry)
             return
           }
-          entry.onChange(change.model, change.action)
+          entry.onChange(change.model, change.action, change.origin)
           withExtendedLifetime(object) {}
         }
       }
@@ -263,11 +286,11 @@ final class ObserverLists<Model: ModelType, Action: ActionType> {
   /// Called under the store's lock; runs no user code.
   @inlinable
   func changes(
-    of model: Model, by action: Action, store: Store<Model, Action>, mainQueue: MainQueue,
-    deliverer: (thread: ObjectIdentifier, mayWait: Bool)
+    of model: Model, by action: Action, origin: ChangeOrigin = .dispatch, store: Store<Model, Action>,
+    mainQueue: MainQueue, deliverer: (thread: ObjectIdentifier, mayWait: Bool)
   ) -> SynchronousTurn<Model, Action> {
     if !mainThread.isEmpty {
-      let change = StoreChange(model: model, action: action, observers: mainThread)
+      let change = StoreChange(model: model, action: action, origin: origin, observers: mainThread)
       // Scheduled under the lock so that main-thread notifications keep the order of the changes; scheduling only
       // appends to the main queue.
       mainQueue.schedule {
@@ -275,7 +298,7 @@ final class ObserverLists<Model: ModelType, Action: ActionType> {
       }
     }
     guard !synchronous.isEmpty else { return .none }
-    let change = StoreChange(model: model, action: action, observers: synchronous)
+    let change = StoreChange(model: model, action: action, origin: origin, observers: synchronous)
     guard let delivering = deliveringThread else {
       deliveringThread = deliverer.thread
       return .deliver(change)
@@ -324,12 +347,14 @@ enum NextTurn<Model: ModelType, Action: ActionType> {
 struct StoreChange<Model: ModelType, Action: ActionType>: Sendable {
   @usableFromInline let model: Model
   @usableFromInline let action: Action
+  @usableFromInline let origin: ChangeOrigin
   @usableFromInline let observers: [ObserverEntry<Model, Action>]
 
   @inlinable
-  init(model: Model, action: Action, observers: [ObserverEntry<Model, Action>]) {
+  init(model: Model, action: Action, origin: ChangeOrigin, observers: [ObserverEntry<Model, Action>]) {
     self.model = model
     self.action = action
+    self.origin = origin
     self.observers = observers
   }
 }
@@ -348,16 +373,16 @@ final class ObserverEntry<Model: ModelType, Action: ActionType>: @unchecked Send
   @usableFromInline let id: ObjectIdentifier
   /// Whether this is a token's observation, alive until the token removes it; `object` is then `nil`.
   @usableFromInline let isHeldByToken: Bool
-  @usableFromInline let onChange: @Sendable (Model, Action) -> Void
+  @usableFromInline let onChange: @Sendable (Model, Action, ChangeOrigin) -> Void
 
-  init(object: AnyObject, onChange: @escaping @Sendable (Model, Action) -> Void) {
+  init(object: AnyObject, onChange: @escaping @Sendable (Model, Action, ChangeOrigin) -> Void) {
     self.object = object
     self.id = ObjectIdentifier(object)
     self.isHeldByToken = false
     self.onChange = onChange
   }
 
-  init(token: ObservationToken, onChange: @escaping @Sendable (Model, Action) -> Void) {
+  init(token: ObservationToken, onChange: @escaping @Sendable (Model, Action, ChangeOrigin) -> Void) {
     self.object = nil
     self.id = ObjectIdentifier(token)
     self.isHeldByToken = true

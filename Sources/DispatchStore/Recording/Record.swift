@@ -1,44 +1,103 @@
 import Foundation
 
-/// One recorded transaction: which store handled which action, and the store's model after it.
+/// One recorded transaction: which store handled which action in which dispatch, how it ended, and the store's
+/// model right after it.
 ///
-/// The model is the value itself (models are value types), not an encoding: recording costs a copy.
+/// The model is the value itself (models are value types), not an encoding: recording costs a copy. It is the
+/// model the transaction's own change produced, taken in the same critical section as that change.
 public struct Record: Sendable, CustomStringConvertible {
+  /// The fields, in one object: a history holds and copies records often, and one reference copies cheaper than
+  /// eight fields with three existentials.
+  private let storage: Storage
+
   /// The record's position in the session's history, counted from the session's first record.
-  public let index: Int
+  public var index: Int { storage.index }
+  /// The dispatch the transaction belongs to (``Transaction/dispatchID``): records of one dispatch are undone and
+  /// redone together.
+  public var dispatchID: TransactionID { storage.dispatchID }
   /// The transaction that produced this record.
-  public let transactionID: TransactionID
-  /// When the transaction finished.
-  public let timestamp: Date
+  public var transactionID: TransactionID { storage.transactionID }
   /// The store that handled the action.
-  public let storeIdentifier: String
-  /// The action.
-  public let action: any ActionType
-  /// The store's model after the transaction.
-  public let model: any ModelType
+  public var storeIdentifier: String { storage.storeIdentifier }
+  /// The action, as the store handled it.
+  public var action: any ActionType { storage.action }
+  /// The store's model right after the transaction, including the changes of a transaction that failed.
+  public var model: any ModelType { storage.model }
+  /// The error the transaction failed with; `nil` if it succeeded.
+  ///
+  /// A record loaded from a file carries a ``RecordedError`` with the original's description.
+  public var error: (any Error)? { storage.error }
+  /// Whether the dispatch was cancelled while the transaction ran (``ActionOperation/isCancelled``).
+  public var wasCancelled: Bool { storage.wasCancelled }
+
+  /// When the transaction began (``TransactionID/date``).
+  public var timestamp: Date { transactionID.date }
+
+  /// Whether the transaction succeeded.
+  public var succeeded: Bool { error == nil && !wasCancelled }
 
   /// Creates a record.
   /// - Parameters:
   ///   - index: The position in the session's history.
+  ///   - dispatchID: The dispatch the transaction belongs to.
   ///   - transactionID: The transaction that produced it.
-  ///   - timestamp: When the transaction finished.
   ///   - storeIdentifier: The store that handled the action.
   ///   - action: The action.
   ///   - model: The store's model after the transaction.
+  ///   - error: The error the transaction failed with, if it did.
+  ///   - wasCancelled: Whether the dispatch was cancelled while the transaction ran.
   public init(
-    index: Int, transactionID: TransactionID, timestamp: Date, storeIdentifier: String, action: any ActionType,
-    model: any ModelType
+    index: Int, dispatchID: TransactionID, transactionID: TransactionID, storeIdentifier: String,
+    action: any ActionType, model: any ModelType, error: (any Error)? = nil, wasCancelled: Bool = false
   ) {
-    self.index = index
-    self.transactionID = transactionID
-    self.timestamp = timestamp
-    self.storeIdentifier = storeIdentifier
-    self.action = action
-    self.model = model
+    storage = Storage(
+      index: index, dispatchID: dispatchID, transactionID: transactionID, storeIdentifier: storeIdentifier,
+      action: action, model: model, error: error, wasCancelled: wasCancelled)
   }
 
-  /// `#index [id] store <- action`.
+  /// `#index [dispatch/transaction] store <- action`, and how it failed.
   public var description: String {
-    "#\(index) [\(transactionID)] \(storeIdentifier) <- \(action)"
+    var text = "#\(index) [\(dispatchID)/\(transactionID)] \(storeIdentifier) <- \(action)"
+    if let error { text += " failed: \(error)" }
+    if wasCancelled { text += " (cancelled)" }
+    return text
+  }
+
+  /// Immutable, and its existentials are `Sendable`.
+  private final class Storage: Sendable {
+    let index: Int
+    let dispatchID: TransactionID
+    let transactionID: TransactionID
+    let storeIdentifier: String
+    let action: any ActionType
+    let model: any ModelType
+    let error: (any Error)?
+    let wasCancelled: Bool
+
+    init(
+      index: Int, dispatchID: TransactionID, transactionID: TransactionID, storeIdentifier: String,
+      action: any ActionType, model: any ModelType, error: (any Error)?, wasCancelled: Bool
+    ) {
+      self.index = index
+      self.dispatchID = dispatchID
+      self.transactionID = transactionID
+      self.storeIdentifier = storeIdentifier
+      self.action = action
+      self.model = model
+      self.error = error
+      self.wasCancelled = wasCancelled
+    }
+  }
+}
+
+/// The error of a recorded transaction, as a session file keeps it: its description.
+public struct RecordedError: Error, Sendable, Equatable, CustomStringConvertible {
+  /// The original error's description.
+  public let description: String
+
+  /// Creates a recorded error.
+  /// - Parameter description: The original error's description.
+  public init(description: String) {
+    self.description = description
   }
 }

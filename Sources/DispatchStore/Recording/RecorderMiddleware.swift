@@ -1,32 +1,62 @@
 import Foundation
+import Synchronization
 
-/// Middleware that records every successful transaction, moves through the history (time travel), and saves
-/// the session to a JSON Lines file that ``Session`` loads and replays.
+/// Middleware that records every transaction as it happened, moves through the history by whole dispatches (time
+/// travel), and writes the session to a file that ``Session`` loads, restores and verifies.
 ///
 /// ```swift
 /// let recorder = RecorderMiddleware(maxNumberOfRecords: 1_000)
 /// dispatcher.register(middleware: recorder)
+/// try recorder.attach(appendingTo: url, codecs: codecs)  // optional: a session file, written off-thread
 /// // ... dispatch ...
-/// try recorder.previousRecord()  // the stores show the state before the last transaction
+/// try recorder.undo()  // every store the last dispatch changed is back where it was
 /// ```
 ///
-/// A record keeps the store's model itself (models are value types), so recording in memory costs a copy;
-/// encoding happens only for a file. Failed transactions are not recorded.
+/// Each transaction's record is filed in the critical section that ends it: for a ``SynchronousReducer``, the one
+/// that reduced the action; for an operation, the one in which it finished. So the record holds the model that
+/// transaction left, also while other threads dispatch to the same store, and records of one store are in the
+/// order of its changes. Failed and cancelled transactions are recorded too, with their changes and their error.
 ///
-/// > Important: Safe to use from any thread. The model recorded is the store's model when the transaction
-/// > finished: with `.sync` and `.serial` dispatch that is exactly the transaction's result; with concurrent
-/// > dispatches to the same store another transaction may already have changed it.
-public final class RecorderMiddleware: Middleware {
+/// > Important: Safe to use from any thread, also while other threads dispatch. Moves (``undo(by:)``,
+/// > ``redo(by:)``, ``jump(to:)``) are checked before anything changes: one that throws changes nothing. An
+/// > operation's record holds the model when it finished; operations of one store running at the same time share
+/// > their changes, as observers do (``Store/updateModel(_:)``).
+public final class RecorderMiddleware: Middleware, SessionLineSource {
+  /// How far a move goes.
+  public enum Step: Sendable, Hashable {
+    /// To the position before (or after) a whole dispatch: every store it changed moves together. Dispatches whose
+    /// records interleave (they ran at the same time) move together.
+    case dispatch
+    /// One record: one store's transaction.
+    case record
+  }
+
   /// The most records kept in memory; when a new record would exceed it, the oldest goes.
   public let maxNumberOfRecords: Int
 
-  private let state = LockedValue(RecorderState())
+  private let state: LockedValue<RecorderState>
+  /// Whether a record left work for after the lock (``afterLock()``): checked without the lock after every
+  /// transaction, which mostly leaves none.
+  private let pendingWork = Atomic<Bool>(false)
+  /// The store whose baseline `willDispatch` last confirmed, by identity: a dispatch to the same store skips the
+  /// lock.
+  private let lastKnownStore = Atomic<UInt>(0)
 
   /// Creates a recorder that keeps at most `maxNumberOfRecords` records in memory.
   /// - Parameter maxNumberOfRecords: The bound on the history; at least 1.
   public init(maxNumberOfRecords: Int = 10_000) {
     precondition(maxNumberOfRecords > 0, "DispatchStore: maxNumberOfRecords must be at least 1")
     self.maxNumberOfRecords = maxNumberOfRecords
+    self.state = LockedValue(RecorderState(bound: maxNumberOfRecords))
+  }
+
+  deinit {
+    // The writer writes what is left, and ends its thread, when it is released with the recorder.
+    let (writer, rest) = state.withLock { state in
+      defer { state.outbox = [] }
+      return (state.writer, state.outbox)
+    }
+    writer?.write(finally: rest)
   }
 
   // MARK: - Reading the history
@@ -59,152 +89,209 @@ public final class RecorderMiddleware: Middleware {
 
   // MARK: - Time travel
 
-  /// Moves to the previous record and restores every store it changed to the models of that point.
+  /// Moves back by one dispatch (or one record) and restores every store it changed to the models before it.
+  /// - Parameter step: ``Step/dispatch`` (the default) or ``Step/record``.
   /// - Returns: The record now current, or `nil` if the cursor is now before the first record.
-  /// - Throws: ``RecorderError`` if there is no earlier position, or a store to restore is gone.
+  /// - Throws: ``RecorderError/atStartOfHistory``, or ``RecorderError/storeUnavailable(storeIdentifier:)`` if a
+  ///   store to restore is gone; nothing is changed then.
   @discardableResult
-  public func previousRecord() throws(RecorderError) -> Record? {
-    try jump(to: cursor - 1)
+  public func undo(by step: Step = .dispatch) throws(RecorderError) -> Record? {
+    try move { state throws(RecorderError) in
+      guard let target = state.history.position(before: state.cursor, by: step) else { throw .atStartOfHistory }
+      return target
+    }
   }
 
-  /// Moves to the next record and restores the stores it changed.
+  /// Moves forward by one dispatch (or one record) and restores every store it changed.
+  /// - Parameter step: ``Step/dispatch`` (the default) or ``Step/record``.
   /// - Returns: The record now current.
-  /// - Throws: ``RecorderError`` if there is no later record, or a store to restore is gone.
+  /// - Throws: ``RecorderError/atEndOfHistory``, or ``RecorderError/storeUnavailable(storeIdentifier:)`` if a
+  ///   store to restore is gone; nothing is changed then.
   @discardableResult
-  public func nextRecord() throws(RecorderError) -> Record? {
-    try jump(to: cursor + 1)
+  public func redo(by step: Step = .dispatch) throws(RecorderError) -> Record? {
+    try move { state throws(RecorderError) in
+      guard let target = state.history.position(after: state.cursor, by: step) else { throw .atEndOfHistory }
+      return target
+    }
   }
 
   /// Moves to the record at `index` and restores each store's model to what it was right after that record.
   ///
-  /// No reducer runs; observers hear each restored model with the action of the record it comes from (for a
-  /// store restored to before its first record, the action being undone). Dispatching afterwards drops the
-  /// records after the cursor.
+  /// No reducer runs; observers hear each restored model with ``ChangeOrigin/restore`` and the action of the record
+  /// it comes from (for a store restored to before its first record, the action being undone). Dispatching
+  /// afterwards drops the records after the cursor.
   /// - Parameter index: A record's ``Record/index``, or one less than the first record's to go before it.
   /// - Returns: The record now current, or `nil` before the first record.
   /// - Throws: ``RecorderError`` if `index` is outside the history or a store to restore is gone; nothing is
   ///   changed then.
   @discardableResult
   public func jump(to index: Int) throws(RecorderError) -> Record? {
-    let plan = try state.withLock { state throws(RecorderError) in try state.restorePlan(to: index) }
-    // Resolve the weak references outside the lock: releasing a store could run its reducer's deinit.
-    var restores: [(store: any ModelRestoring, step: RecorderState.RestoreStep)] = []
-    for step in plan.steps {
-      guard let store = step.store.value else {
-        throw .storeUnavailable(storeIdentifier: step.storeIdentifier)
+    try move { state throws(RecorderError) in
+      let valid = state.history.validPositions
+      guard valid.contains(index) else { throw .indexOutOfRange(index, valid: valid) }
+      return index
+    }
+  }
+
+  /// Moves the cursor to the position `target` picks.
+  ///
+  /// In three steps, so that a move that fails changes nothing and moves racing dispatches and each other leave
+  /// every store at the models of the cursor:
+  /// 1. under the lock, plan which store gets which model;
+  /// 2. after it, resolve each store (user code may run when a reference is released) and check the types;
+  /// 3. under the lock again, plan again (a dispatch may have come), commit if every store is resolved, and take
+  ///    an event number; each store then applies its model unless a later record or move already changed it.
+  private func move(
+    _ target: (RecorderState) throws(RecorderError) -> Int
+  ) throws(RecorderError) -> Record? {
+    var resolved: [String: any ModelRestoring] = [:]
+    while true {
+      let plan = try state.withLock { state throws(RecorderError) in try state.restorePlan(to: target(state)) }
+      for step in plan.steps where resolved[step.storeIdentifier] == nil {
+        guard let store = step.store.value, store.canRestore(model: step.model, action: step.action) else {
+          throw .storeUnavailable(storeIdentifier: step.storeIdentifier)
+        }
+        resolved[step.storeIdentifier] = store
       }
-      restores.append((store, step))
+      let committed = try state.withLock { state throws(RecorderError) -> RecorderState.Commit? in
+        let position = try target(state)
+        let plan = try state.restorePlan(to: position)
+        guard plan.steps.allSatisfy({ resolved[$0.storeIdentifier] != nil }) else { return nil }
+        return state.commitMove(to: position, plan: plan)
+      }
+      // A dispatch brought a store not resolved yet: plan again.
+      guard let committed else { continue }
+      for step in committed.plan.steps {
+        resolved[step.storeIdentifier]?.restore(model: step.model, action: step.action, event: committed.event)
+      }
+      afterLock()
+      return committed.current
     }
-    let (current, writer, sequence) = state.withLock { state in
-      state.cursor = index
-      return (state.history.record(at: index), state.writer, state.takeSequence())
-    }
-    for (store, step) in restores where !store.restore(model: step.model, action: step.action) {
-      throw .storeUnavailable(storeIdentifier: step.storeIdentifier)
-    }
-    if let writer, let codecs = plan.codecs {
-      writer.write(Self.encode(.cursor(index), codecs: codecs), sequence: sequence)
-    }
-    return current
+  }
+
+  // MARK: - Snapshots
+
+  /// Writes every recorded store's model at the cursor to the session file, so that ``Session/restore(into:)``
+  /// starts from here instead of reading the records before it.
+  ///
+  /// Does nothing without a file (``attach(appendingTo:codecs:durability:)``).
+  public func snapshot() {
+    state.withLock { $0.writeSnapshot() }
+    afterLock()
   }
 
   // MARK: - Continuing a session
 
-  /// Replays `session` into `dispatcher`, checking every recorded model, then takes over its history: the
-  /// records keep their original ids and timestamps, and the cursor is where the session left it.
+  /// Puts the stores of `dispatcher` at the session's cursor and takes over its history, so that undo, redo and
+  /// appending continue where the session left off: the launch of an app that restores its last state.
   ///
-  /// While this runs the recorder does not record, so replayed transactions are not recorded twice. Register the
-  /// recorder with `dispatcher` to go on recording afterwards, and ``attach(appendingTo:codecs:)`` to go on
-  /// appending to the file.
+  /// No reducer runs (see ``Session/restore(into:)``). Register the recorder with `dispatcher` to go on recording,
+  /// and ``attach(appendingTo:codecs:durability:)`` to the same file to go on appending to it.
   /// - Parameters:
   ///   - session: A loaded session.
-  ///   - dispatcher: A fresh dispatcher with the session's stores registered at their initial models.
-  ///   - mode: How each action is dispatched; `.sync` by default.
-  /// - Throws: ``ReplayError`` at the first record that fails or diverges; the history is then left unchanged.
-  public func replay(_ session: Session, into dispatcher: Dispatcher, mode: Dispatcher.Mode = .sync) throws(ReplayError)
-  {
-    var baselines: [String: any ModelType] = [:]
+  ///   - dispatcher: A dispatcher with the session's stores registered.
+  /// - Throws: ``ReplayError`` if a store is missing or the session does not decode; nothing is changed then.
+  public func resume(_ session: Session, in dispatcher: Dispatcher) throws(ReplayError) {
+    let plan = try session.restorePlan(in: dispatcher, at: session.cursor)
+    let records: [Record]
+    let base: [String: Session.PositionedModel]
+    do {
+      records = try session.records
+      base = try session.models(at: session.firstIndex - 1)
+    } catch {
+      throw .unreadable(error)
+    }
     var stores: [String: WeakStore] = [:]
-    for identifier in Set(session.records.map(\.storeIdentifier)) {
-      let store = dispatcher.store(with: identifier)
-      guard let store, let restorable = store as? any ModelRestoring else {
-        let first = session.records.first { $0.storeIdentifier == identifier }
-        throw .unknownStore(index: first?.index ?? 0, storeIdentifier: identifier)
+    var baselines: [String: (model: any ModelType, action: (any ActionType)?)] = [:]
+    for identifier in Set(records.map(\.storeIdentifier)).union(base.keys) {
+      guard let store = dispatcher.store(with: identifier) as? any ModelRestoring else {
+        throw .unknownStore(index: session.cursor, storeIdentifier: identifier)
       }
-      baselines[identifier] = store.anyModel
-      stores[identifier] = WeakStore(restorable)
+      stores[identifier] = WeakStore(store)
+      baselines[identifier] = base[identifier].map { ($0.model, $0.action) } ?? (store.anyModel, nil)
     }
-    state.withLock { $0.isReplaying = true }
-    defer { state.withLock { $0.isReplaying = false } }
-    try session.replay(into: dispatcher, mode: mode)
-    var history = RecordHistory()
-    var adopted = baselines
-    for record in session.records {
-      history.append(record)
-      while history.count > maxNumberOfRecords {
-        var unused: [any Sendable] = []
-        let dropped = history.dropOldest(released: &unused)
-        adopted[dropped.storeIdentifier] = dropped.model
-      }
-    }
-    let replaced = state.withLock { state in
-      swap(&state.history, &history)
-      let previousBaselines = state.baselines
-      state.baselines = adopted
-      state.stores.merge(stores) { _, new in new }
-      state.cursor = state.history.lastIndex
-      return (history, previousBaselines)
+    let (event, replaced) = state.withLock { state in
+      state.adopt(
+        records: records, firstIndex: session.firstIndex, cursor: session.cursor, baselines: baselines,
+        stores: stores, bound: maxNumberOfRecords)
     }
     withExtendedLifetime(replaced) {}  // The previous history is released here, after the lock.
-    // A cursor older than the bound keeps can only go as far back as the oldest kept record allows.
-    let oldest = state.withLock { $0.history.firstIndex - 1 }
-    guard session.cursor != cursor else { return }
-    do {
-      try jump(to: max(session.cursor, oldest))
-    } catch {
-      throw .unknownStore(index: session.cursor, storeIdentifier: "\(error)")
-    }
+    for (store, model) in plan { store.restore(model: model.model, action: model.action, event: event) }
   }
 
   // MARK: - Files
 
-  /// From now on, appends every record and cursor move to the session file at `url`.
+  /// From now on, writes every record, move and snapshot to the session file at `url`, on a writer thread.
   ///
-  /// A new or empty file gets a header listing the stores in `codecs`. An existing file is validated first; a
-  /// corrupt one is left untouched, and an incomplete last line (from a crash) is dropped. To continue a
-  /// session, load and replay it into the dispatcher before attaching.
+  /// A new or empty file gets a header listing the stores in `codecs`, then the recorder's history so far (from a
+  /// snapshot of the models before its oldest record). An existing file must be the session this recorder resumed
+  /// (``resume(_:in:)``): it is checked first, a corrupt one is left untouched, and an incomplete last line (from a
+  /// crash) is dropped.
   /// - Parameters:
   ///   - url: The session file.
   ///   - codecs: How each store's actions and models encode.
-  /// - Throws: ``SessionError`` if the file cannot be opened or is not a valid session for `codecs`.
-  public func attach(appendingTo url: URL, codecs: SessionCodecs) throws(SessionError) {
-    let writer = try SessionWriter(appendingTo: url, codecs: codecs)
+  ///   - durability: When lines reach the file; ``SessionDurability/buffered`` by default.
+  /// - Throws: ``SessionError`` if the file cannot be opened or is not a valid session for `codecs` and this
+  ///   recorder.
+  public func attach(
+    appendingTo url: URL, codecs: SessionCodecs, durability: SessionDurability = .buffered
+  ) throws(SessionError) {
+    let nextIndex = state.withLock { $0.history.nextIndex }
+    let writer = try SessionWriter(appendingTo: url, codecs: codecs, durability: durability, nextIndex: nextIndex)
+    let attached = state.withLock { state -> (SessionWriter?, [SessionFormat.Line])? in
+      // A record filed meanwhile is not in the file's history.
+      guard writer.startedEmpty || state.history.nextIndex == nextIndex else { return nil }
+      return state.attach(writer)
+    }
+    guard let (previous, leftover) = attached else {
+      throw .historyMismatch(fileRecords: nextIndex, recorderRecords: state.withLock { $0.history.nextIndex })
+    }
+    previous?.write(finally: leftover)
+    writer.start(taking: self)
+    afterLock()
+  }
+
+  /// Returns once everything recorded before the call is written to the session file (or writing failed: see
+  /// ``persistenceError``).
+  ///
+  /// The recorder also flushes when it is released and when the process exits normally.
+  public func flush() {
+    let (writer, queued) = state.withLock { ($0.writer, $0.queued) }
+    writer?.waitUntilWritten(queued)
+  }
+
+  func takeLines() -> [SessionFormat.Line] {
     state.withLock { state in
-      state.writer = writer
-      state.codecs = codecs
-      state.nextSequence = 0
+      var lines: [SessionFormat.Line] = []
+      swap(&lines, &state.outbox)
+      return lines
     }
   }
 
+  var hasLines: Bool {
+    state.withLock { !$0.outbox.isEmpty }
+  }
+
   /// Writes the whole history to a new session file at `url`, replacing it.
+  ///
+  /// The file starts with a snapshot of the models before the oldest record kept, so a history whose oldest
+  /// records were dropped still restores and verifies from there.
   /// - Parameters:
   ///   - url: Where to write.
   ///   - codecs: How each store's actions and models encode.
-  /// - Throws: ``SessionError/historyIncomplete(droppedRecords:)`` if older records were dropped (the file
-  ///   could not be replayed exactly), or an encoding or I/O error.
+  /// - Throws: ``SessionError`` for an encoding or I/O error.
   public func save(to url: URL, codecs: SessionCodecs) throws(SessionError) {
-    let (records, cursor, dropped) = state.withLock { state in
-      (state.history.all, state.cursor, state.history.firstIndex)
-    }
-    guard dropped == 0 else { throw .historyIncomplete(droppedRecords: dropped) }
-    var data: Data
+    let lines = state.withLock { $0.historyLines() }
+    var encoder = SessionFormat.Encoder(codecs: codecs)
+    var data = Data()
     do {
-      data = try SessionFormat.encodeHeader(SessionFormat.header(for: codecs))
+      data.append(try encoder.header())
+      for line in lines { data.append(try encoder.encode(line)) }
+    } catch let error as SessionError {
+      throw error
     } catch {
       throw .encodingFailed(storeIdentifier: "", reason: "\(error)")
     }
-    for record in records { data.append(try Self.encode(.record(record), codecs: codecs).get()) }
-    if cursor != records.count - 1 { data.append(try Self.encode(.cursor(cursor), codecs: codecs).get()) }
     do {
       try data.write(to: url, options: .atomic)
     } catch {
@@ -216,51 +303,67 @@ public final class RecorderMiddleware: Middleware {
 
   /// Notes the model a store starts from, the first time the recorder sees the store.
   public func willDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {
-    let known = state.withLock { $0.isReplaying || $0.baselines[transaction.storeIdentifier] != nil }
-    guard !known else { return }
+    let id = ObjectIdentifier(store)
+    if lastKnownStore.load(ordering: .relaxed) == UInt(bitPattern: id) { return }
+    guard !state.withLock({ $0.known.contains(id) }) else {
+      lastKnownStore.store(UInt(bitPattern: id), ordering: .relaxed)
+      return
+    }
     let model = store.anyModel
+    let restorable = WeakStore(store as? any ModelRestoring)
     state.withLock { state in
-      if state.baselines[transaction.storeIdentifier] == nil {
-        state.baselines[transaction.storeIdentifier] = model
-      }
+      state.known.insert(id)
+      state.stores[transaction.storeIdentifier] = restorable
+      state.noteBaseline(model, of: transaction.storeIdentifier)
     }
   }
 
-  /// `false`, as by default: records carry the transaction's start time, not its duration, so the dispatcher
-  /// reads no clock for them.
+  /// `false`, as by default: records carry their transaction's identifier, which holds its start time.
   public var needsDuration: Bool { false }
 
-  /// Records a successful transaction, dropping any records after the cursor and the oldest beyond the bound.
+  /// Releases what the records filed for the transaction dropped, and wakes the writer if it has work.
+  ///
+  /// The record itself was filed by the store, in the critical section that ended the transaction.
   public func didDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {
-    guard transaction.succeeded else { return }
-    let model = store.anyModel
-    let weakStore = WeakStore(store as? any ModelRestoring)
-    var released: [any Sendable] = []
-    let appended = state.withLock { state -> (Record, SessionWriter?, SessionCodecs?, Int)? in
-      guard !state.isReplaying else { return nil }
-      let record = state.append(
-        transaction: transaction, action: action, model: model, store: weakStore, bound: maxNumberOfRecords,
-        released: &released)
-      return (record, state.writer, state.codecs, state.takeSequence())
-    }
-    // Dropped records are released here, after the lock: a model may hold objects whose deinit is app code.
-    withExtendedLifetime(released) {}
-    guard let (record, writer, codecs, sequence) = appended else { return }
-    if let writer, let codecs {
-      writer.write(Self.encode(.record(record), codecs: codecs), sequence: sequence)
-    }
+    guard pendingWork.load(ordering: .relaxed) else { return }
+    afterLock()
   }
 
-  private static func encode(_ line: SessionFormat.Line, codecs: SessionCodecs) -> Result<Data, SessionError> {
-    do {
-      return .success(try SessionFormat.encode(line, codecs: codecs))
-    } catch let error as SessionError {
-      return .failure(error)
-    } catch {
-      let store: String
-      if case .record(let record) = line { store = record.storeIdentifier } else { store = "" }
-      return .failure(.encodingFailed(storeIdentifier: store, reason: "\(error)"))
+  /// Files a record; returns the event number, which the store keeps.
+  ///
+  /// Called by a store under its lock (``RecordingContext/file(store:action:model:error:cancelled:)``).
+  ///
+  /// Appends under the recorder's lock and queues the line for the writer; runs no user code, releases nothing
+  /// (dropped records wait for ``afterLock()``), wakes nobody.
+  @usableFromInline
+  func file(
+    dispatchID: TransactionID, transactionID: TransactionID, store: String, action: any ActionType,
+    model: any ModelType, error: (any Error)?, cancelled: Bool
+  ) -> UInt64 {
+    let (event, afterLock) = state.withLock { state in
+      state.file { index in
+        Record(
+          index: index, dispatchID: dispatchID, transactionID: transactionID, storeIdentifier: store, action: action,
+          model: model, error: error, wasCancelled: cancelled)
+      }
     }
+    if afterLock { pendingWork.store(true, ordering: .relaxed) }
+    return event
+  }
+
+  /// Work that must not happen under a lock: releasing dropped records (a model may hold objects whose `deinit`
+  /// is app code) and waking the writer.
+  private func afterLock() {
+    pendingWork.store(false, ordering: .relaxed)
+    let (garbage, writer, backlog) = state.withLock { state -> ([any Sendable], SessionWriter?, Bool) in
+      var taken: [any Sendable] = []
+      swap(&taken, &state.garbage)
+      return (taken, state.writer, state.outbox.count >= SessionWriter.backlog)
+    }
+    withExtendedLifetime(garbage) {}
+    writer?.wake()
+    // Far behind: wait for the writer rather than let the queue grow without bound.
+    if backlog { flush() }
   }
 }
 
@@ -273,144 +376,5 @@ final class WeakStore: @unchecked Sendable {
 
   init(_ value: (any ModelRestoring)?) {
     self.value = value
-  }
-}
-
-/// The recorder's state, behind its lock.
-struct RecorderState {
-  var history = RecordHistory()
-  var cursor = -1
-  /// Each store's model before its oldest retained record.
-  var baselines: [String: any ModelType] = [:]
-  var stores: [String: WeakStore] = [:]
-  var writer: SessionWriter?
-  var codecs: SessionCodecs?
-  /// The writer's sequence number for the next line.
-  var nextSequence = 0
-  /// A session is being replayed: its transactions are not recorded.
-  var isReplaying = false
-
-  mutating func takeSequence() -> Int {
-    defer { nextSequence += 1 }
-    return nextSequence
-  }
-
-  /// Appends a record; what it drops goes to `released`, for the caller to release after the lock.
-  mutating func append(
-    transaction: Transaction, action: any ActionType, model: any ModelType, store: WeakStore, bound: Int,
-    released: inout [any Sendable]
-  ) -> Record {
-    if cursor < history.lastIndex { released.append(history.removeAll(from: cursor + 1)) }
-    let record = Record(
-      index: history.nextIndex, transactionID: transaction.id, timestamp: Date(),
-      storeIdentifier: transaction.storeIdentifier, action: action, model: model)
-    history.append(record)
-    while history.count > bound {
-      let dropped = history.dropOldest(released: &released)
-      if let replaced = baselines.updateValue(dropped.model, forKey: dropped.storeIdentifier) {
-        released.append(replaced)
-      }
-      released.append(dropped)
-    }
-    cursor = record.index
-    if stores[transaction.storeIdentifier]?.value == nil { stores[transaction.storeIdentifier] = store }
-    return record
-  }
-
-  struct RestoreStep {
-    let storeIdentifier: String
-    let store: WeakStore
-    let model: any ModelType
-    let action: any ActionType
-  }
-
-  struct RestorePlan {
-    var steps: [RestoreStep] = []
-    var codecs: SessionCodecs?
-  }
-
-  /// What moving the cursor to `target` restores; changes nothing.
-  func restorePlan(to target: Int) throws(RecorderError) -> RestorePlan {
-    let valid = (history.firstIndex - 1)...max(history.firstIndex - 1, history.lastIndex)
-    guard valid.contains(target) else { throw .indexOutOfRange(target, valid: valid) }
-    var plan = RestorePlan(codecs: writer == nil ? nil : codecs)
-    guard target != cursor else { return plan }
-    let low = min(cursor, target)
-    let high = max(cursor, target)
-    var seen: Set<String> = []
-    for index in (low + 1)...high {
-      let changed = history.record(at: index)!
-      guard seen.insert(changed.storeIdentifier).inserted else { continue }
-      guard let store = stores[changed.storeIdentifier] else {
-        throw .storeUnavailable(storeIdentifier: changed.storeIdentifier)
-      }
-      if let latest = history.latest(of: changed.storeIdentifier, atOrBefore: target) {
-        plan.steps.append(
-          RestoreStep(
-            storeIdentifier: changed.storeIdentifier, store: store, model: latest.model, action: latest.action))
-      } else if let baseline = baselines[changed.storeIdentifier] {
-        plan.steps.append(
-          RestoreStep(storeIdentifier: changed.storeIdentifier, store: store, model: baseline, action: changed.action))
-      } else {
-        throw .storeUnavailable(storeIdentifier: changed.storeIdentifier)
-      }
-    }
-    return plan
-  }
-}
-
-/// The retained records, addressed by their absolute index; dropping the oldest is amortised O(1).
-struct RecordHistory {
-  private var storage: [Record] = []
-  private var head = 0
-  /// The index the next record gets.
-  private(set) var nextIndex = 0
-
-  var count: Int { storage.count - head }
-  var firstIndex: Int { nextIndex - count }
-  var lastIndex: Int { nextIndex - 1 }
-  var all: [Record] { Array(storage[head...]) }
-
-  func record(at index: Int) -> Record? {
-    guard index >= firstIndex, index <= lastIndex else { return nil }
-    return storage[head + index - firstIndex]
-  }
-
-  func latest(of storeIdentifier: String, atOrBefore index: Int) -> Record? {
-    guard index >= firstIndex else { return nil }
-    var position = head + min(index, lastIndex) - firstIndex
-    while position >= head {
-      if storage[position].storeIdentifier == storeIdentifier { return storage[position] }
-      position -= 1
-    }
-    return nil
-  }
-
-  mutating func append(_ record: Record) {
-    storage.append(record)
-    nextIndex += 1
-  }
-
-  /// Drops and returns the oldest record; records freed by compacting the storage go to `released`.
-  mutating func dropOldest(released: inout [any Sendable]) -> Record {
-    let dropped = storage[head]
-    head += 1
-    if head > 64 && head * 2 > storage.count {
-      released.append(Array(storage[..<head]))
-      storage.removeFirst(head)
-      head = 0
-    }
-    return dropped
-  }
-
-  /// Removes the records from `index` on and returns them; the next record gets `index`.
-  mutating func removeAll(from index: Int) -> [Record] {
-    guard index <= lastIndex else { return [] }
-    let first = firstIndex
-    let kept = max(index, first)
-    let removed = Array(storage[(head + kept - first)...])
-    storage.removeSubrange((head + kept - first)...)
-    nextIndex = kept
-    return removed
   }
 }

@@ -1,34 +1,56 @@
 import Dispatch
 import Foundation
 
-/// A recorded session read from a file: the history of records and the position the recorder was at.
+/// A recorded session read from a file: its history of records, snapshots and recorded effects, and the position
+/// the recorder was at.
 ///
 /// ```swift
 /// let session = try Session.load(from: url, codecs: codecs)
-/// try session.replay(into: dispatcher)  // a fresh dispatcher with the same stores registered
+/// try session.restore(into: dispatcher)  // the stores at the session's cursor; no reducer runs
+/// try session.verify(against: Dispatcher.testing(...))  // re-runs every reducer and compares
 /// ```
+///
+/// Loading checks the whole file (the hash chain, and that the lines form a history a recorder writes) but decodes
+/// records only when they are needed, so that restoring the end of a long session decodes its last snapshot and
+/// the records after it.
 public struct Session: Sendable {
   /// The stores the file's header lists.
-  public let storeIdentifiers: [String]
-  /// The history, oldest first: what a recorder held when the file was last written.
-  public let records: [Record]
-  /// The index of the current record; -1 when the recorder had moved before the first one.
-  public let cursor: Int
+  public var storeIdentifiers: [String] { index.storeIdentifiers }
+  /// The format version the file was written in: 2, or 1 for files of earlier releases.
+  public var formatVersion: Int { index.formatVersion }
+  /// The index of the current record; one less than ``firstIndex`` when the recorder had moved before the first.
+  public var cursor: Int { index.cursor }
+  /// The index of the first record the file holds: 0 unless the history before it was folded into a snapshot.
+  public var firstIndex: Int { index.firstIndex }
+  /// The number of records in the history.
+  public var recordCount: Int { index.records.count }
   /// The line number of an incomplete last line that was ignored (the writing process died mid-write), if any.
-  public let truncatedLine: Int?
+  public var truncatedLine: Int? { index.truncatedLine }
   /// The codecs the session was read with.
   public let codecs: SessionCodecs
-  /// The length of the file's complete lines, in bytes; what an appending writer keeps.
-  let completeByteCount: Int
 
-  /// Reads and validates a whole session file; nothing is applied anywhere.
+  let index: SessionIndex
+  private let cache: SessionCache
+
+  var completeByteCount: Int { index.completeByteCount }
+  var lastHash: UInt64 { index.lastHash }
+  var nextIndex: Int { index.nextIndex }
+
+  init(index: SessionIndex, codecs: SessionCodecs) {
+    self.index = index
+    self.codecs = codecs
+    self.cache = SessionCache(decoded: index.decodedRecords)
+  }
+
+  /// Reads and checks a whole session file; nothing is applied anywhere.
   ///
-  /// An incomplete last line is not an error: every complete record loads and ``truncatedLine`` names it.
+  /// An incomplete last line is not an error: the complete lines before it load and ``truncatedLine`` names it.
   /// - Parameters:
   ///   - url: The session file.
   ///   - codecs: How each store's actions and models decode.
   /// - Returns: The session.
-  /// - Throws: ``SessionError`` naming the first bad line: corrupt JSON, an unknown store, an unsupported format
+  /// - Throws: ``SessionError`` naming the first bad line: a line edited, deleted, duplicated or swapped
+  ///   (``SessionError/integrityCheckFailed(line:)``), corrupt JSON, an unknown store, an unsupported format
   ///   version, a type mismatch or an impossible position.
   public static func load(from url: URL, codecs: SessionCodecs) throws(SessionError) -> Session {
     let data: Data
@@ -41,117 +63,199 @@ public struct Session: Sendable {
   }
 
   static func parse(_ data: Data, path: String, codecs: SessionCodecs) throws(SessionError) -> Session {
-    var lines = data.split(separator: 0x0A, omittingEmptySubsequences: false)
-    // A file ends with "\n"; whatever follows the last one is a line the writer did not finish.
-    let tail = lines.removeLast()
-    let truncatedLine = tail.isEmpty ? nil : lines.count + 1
-    let completeByteCount = data.count - tail.count
-    // No complete line at all: not even the header was written.
-    guard let headerLine = lines.first else { throw .missingHeader(path: path) }
-    let headerStores = try validateHeader(Data(headerLine), path: path, codecs: codecs)
+    Session(index: try SessionIndex.read(data, path: path, codecs: codecs), codecs: codecs)
+  }
 
+  // MARK: - Records
+
+  /// The history, oldest first, decoded on first use.
+  ///
+  /// - Throws: ``SessionError/corruptLine(line:reason:)`` if a record does not decode with the codecs.
+  public var records: [Record] {
+    get throws(SessionError) {
+      if let records = cache.records.withLock({ $0 }) { return records }
+      var decoded: [Record] = []
+      decoded.reserveCapacity(index.records.count)
+      for line in index.records { decoded.append(try record(line.line)) }
+      let records = decoded
+      cache.records.withLock { $0 = records }
+      return records
+    }
+  }
+
+  /// The record at `position`, decoded.
+  /// - Parameter position: A record's index, from ``firstIndex``.
+  /// - Returns: The record.
+  /// - Throws: ``SessionError/invalidIndex(_:line:)`` if there is no such record; a decoding error.
+  public func record(at position: Int) throws(SessionError) -> Record {
+    let offset = position - index.firstIndex
+    guard offset >= 0, offset < index.records.count else { throw .invalidIndex(position, line: 0) }
+    if let records = cache.records.withLock({ $0 }) { return records[offset] }
+    return try record(index.records[offset].line)
+  }
+
+  private func decode(_ line: SessionIndex.Line) throws(SessionError) -> SessionFormat.Line {
     let decoder = JSONDecoder()
     decoder.userInfo[SessionFormat.LineDecoding.codecsKey] = codecs
-    var records: [Record] = []
-    var cursor = -1
-    for (offset, line) in lines.dropFirst().enumerated() {
-      let number = offset + 2
-      let decoded: SessionFormat.Line
-      do {
-        decoded = try decoder.decode(SessionFormat.LineDecoding.self, from: Data(line)).line
-      } catch let error as SessionFormat.UnknownStore {
-        throw .unknownStore(identifier: error.identifier, line: number)
-      } catch let error as DecodingError {
-        throw .corruptLine(line: number, reason: error.shortDescription)
-      } catch {
-        throw .corruptLine(line: number, reason: "\(error)")
-      }
-      switch decoded {
-      case .record(let record):
-        guard headerStores.contains(record.storeIdentifier) else {
-          throw .unknownStore(identifier: record.storeIdentifier, line: number)
-        }
-        guard record.index >= 0, record.index <= records.count else { throw .invalidIndex(record.index, line: number) }
-        records.removeSubrange(record.index...)
-        records.append(record)
-        cursor = record.index
-      case .cursor(let position):
-        guard position >= -1, position < records.count else { throw .invalidIndex(position, line: number) }
-        cursor = position
-      }
-    }
-    return Session(
-      storeIdentifiers: headerStores.sorted(), records: records, cursor: cursor, truncatedLine: truncatedLine,
-      codecs: codecs, completeByteCount: completeByteCount)
-  }
-
-  private struct Version: Decodable {
-    let format: String
-    let version: Int
-  }
-
-  /// Checks the header line and returns the stores it lists.
-  private static func validateHeader(_ line: Data, path: String, codecs: SessionCodecs) throws(SessionError) -> Set<
-    String
-  > {
-    guard let version = try? JSONDecoder().decode(Version.self, from: line), version.format == SessionFormat.name
-    else {
-      throw .missingHeader(path: path)
-    }
-    guard version.version == SessionFormat.version else {
-      throw .unsupportedVersion(found: version.version, supported: SessionFormat.version, line: 1)
-    }
-    let header: SessionFormat.Header
     do {
-      header = try JSONDecoder().decode(SessionFormat.Header.self, from: line)
+      return try decoder.decode(SessionFormat.LineDecoding.self, from: index.bytes(of: line)).line
+    } catch let error as SessionFormat.UnknownStore {
+      throw .unknownStore(identifier: error.identifier, line: line.number)
     } catch let error as DecodingError {
-      throw .corruptLine(line: 1, reason: error.shortDescription)
+      throw .corruptLine(line: line.number, reason: error.shortDescription)
     } catch {
-      throw .corruptLine(line: 1, reason: "\(error)")
+      throw .corruptLine(line: line.number, reason: "\(error)")
     }
-    for store in header.stores {
-      guard let codec = codecs.codecs[store.identifier] else {
-        throw .unknownStore(identifier: store.identifier, line: 1)
-      }
-      if codec.modelTypeName != store.model {
-        throw .typeMismatch(
-          storeIdentifier: store.identifier, recorded: store.model, registered: codec.modelTypeName, line: 1)
-      }
-      if codec.actionTypeName != store.action {
-        throw .typeMismatch(
-          storeIdentifier: store.identifier, recorded: store.action, registered: codec.actionTypeName, line: 1)
-      }
-    }
-    return Set(header.stores.map(\.identifier))
   }
 
-  /// Re-dispatches every record's action to its store, in order, and checks each store's model after each step.
+  private func record(_ line: SessionIndex.Line) throws(SessionError) -> Record {
+    guard case .record(let record) = try decode(line) else {
+      throw .corruptLine(line: line.number, reason: "not a record")
+    }
+    return record
+  }
+
+  // MARK: - Models at a position
+
+  /// A store's model at a position, and the action observers hear it with.
+  struct PositionedModel {
+    let model: any ModelType
+    let action: (any ActionType)?
+  }
+
+  /// Each store's model right after record `position`, from the newest snapshot and the records after it: walks
+  /// back from `position` only until every store is known.
+  func models(at position: Int) throws(SessionError) -> [String: PositionedModel] {
+    var found: [String: PositionedModel] = [:]
+    var undone: [String: any ActionType] = [:]
+    let wanted = Set(index.storeIdentifiers)
+    var snapshots = index.snapshots.filter { $0.index <= position + 1 }
+    var offset = position - index.firstIndex
+    while found.count < wanted.count {
+      // A snapshot just before record offset + 1 is newer than record `offset`.
+      while let last = snapshots.last, last.index > offset + index.firstIndex {
+        snapshots.removeLast()
+        guard case .snapshot(_, let models, let actions) = try decode(last.line) else { continue }
+        for (store, model) in models where found[store] == nil {
+          found[store] = PositionedModel(model: model, action: actions[store])
+        }
+      }
+      guard offset >= 0 else { break }
+      let line = index.records[offset]
+      if found[line.store] == nil {
+        let record = try record(at: line.index)
+        found[line.store] = PositionedModel(model: record.model, action: record.action)
+      }
+      offset -= 1
+    }
+    // A store known only from a snapshot without its action, or not at all: observers hear the action of its
+    // first record after the position, the one being undone.
+    for line in index.records.dropFirst(max(0, position + 1 - index.firstIndex))
+    where found[line.store]?.action == nil && undone[line.store] == nil {
+      undone[line.store] = try record(at: line.index).action
+    }
+    for (store, action) in undone {
+      if let known = found[store] { found[store] = PositionedModel(model: known.model, action: action) }
+    }
+    return found
+  }
+
+  // MARK: - Restore
+
+  /// Puts every store of the session at its models at the session's cursor: no reducer runs, so no side effect
+  /// repeats, and with a snapshot near the end only the records after it are decoded.
   ///
-  /// Replay into a fresh dispatcher whose stores start from the models the recording started from. Each action
-  /// goes to the one store that recorded it.
+  /// Observers hear each restored model with ``ChangeOrigin/restore``. Stores the session has no model for keep
+  /// theirs.
+  /// - Parameter dispatcher: A dispatcher with the session's stores registered.
+  /// - Throws: ``ReplayError`` if a store is not registered or has other types, or the session does not decode;
+  ///   nothing is changed then.
+  public func restore(into dispatcher: Dispatcher) throws(ReplayError) {
+    let plan = try restorePlan(in: dispatcher, at: cursor)
+    for (store, model) in plan { store.restore(model: model.model, action: model.action, event: nil) }
+  }
+
+  /// The stores and models a restore at `position` applies; checked, so that applying cannot fail.
+  func restorePlan(
+    in dispatcher: Dispatcher, at position: Int
+  ) throws(ReplayError) -> [(any ModelRestoring, (model: any ModelType, action: (any ActionType)?))] {
+    let models: [String: PositionedModel]
+    do {
+      models = try self.models(at: position)
+    } catch {
+      throw .unreadable(error)
+    }
+    var plan: [(any ModelRestoring, (model: any ModelType, action: (any ActionType)?))] = []
+    for (identifier, positioned) in models.sorted(by: { $0.key < $1.key }) {
+      guard let store = dispatcher.store(with: identifier) as? any ModelRestoring,
+        store.canRestore(model: positioned.model, action: positioned.action)
+      else {
+        throw .unknownStore(index: position, storeIdentifier: identifier)
+      }
+      plan.append((store, (positioned.model, positioned.action)))
+    }
+    return plan
+  }
+
+  // MARK: - Verify
+
+  /// Re-runs every recorded transaction in order and compares each store's model with the recorded one: a
+  /// regression test of the reducers against a real session.
+  ///
+  /// Start from a fresh dispatcher whose stores have the models the recording started from. Each record's action
+  /// goes to its store; a transaction that failed when recorded must fail again, with the same model.
   /// - Parameters:
   ///   - dispatcher: The dispatcher to replay into.
   ///   - mode: How each action is dispatched; `.sync` by default, the fastest.
-  /// - Throws: ``ReplayError`` at the first record that fails or whose model differs from the recorded one.
+  /// - Throws: ``ReplayError`` at the first divergence, naming the dispatch, the store, the action and the fields
+  ///   that differ.
   ///
   /// > Important: This blocks until each dispatch finished; do not call it on the thread a mode needs
   /// > (the main run-loop thread for `.mainThread`).
-  public func replay(into dispatcher: Dispatcher, mode: Dispatcher.Mode = .sync) throws(ReplayError) {
+  public func verify(against dispatcher: Dispatcher, mode: Dispatcher.Mode = .sync) throws(ReplayError) {
+    let records: [Record]
+    do {
+      records = try self.records
+    } catch {
+      throw .unreadable(error)
+    }
+    var stores: [String: any AnyStore] = [:]
     for record in records {
-      guard let store = dispatcher.store(with: record.storeIdentifier) else {
-        throw .unknownStore(index: record.index, storeIdentifier: record.storeIdentifier)
+      let store: any AnyStore
+      if let known = stores[record.storeIdentifier] {
+        store = known
+      } else {
+        guard let found = dispatcher.store(with: record.storeIdentifier) else {
+          throw .unknownStore(index: record.index, storeIdentifier: record.storeIdentifier)
+        }
+        stores[record.storeIdentifier] = found
+        store = found
       }
       let result = Self.dispatchAndWait(record.action, to: record.storeIdentifier, in: dispatcher, mode: mode)
-      if case .failure(let error) = result {
+      switch (result, record.error) {
+      case (.failure(let error), nil):
         throw .dispatchFailed(
-          index: record.index, storeIdentifier: record.storeIdentifier, action: "\(record.action)", error: error)
+          index: record.index, dispatchID: record.dispatchID, storeIdentifier: record.storeIdentifier,
+          action: "\(record.action)", error: error)
+      case (.success, let recorded?):
+        throw .outcomeDiffered(
+          index: record.index, dispatchID: record.dispatchID, storeIdentifier: record.storeIdentifier,
+          action: "\(record.action)", recordedError: "\(recorded)")
+      default:
+        break
       }
       let actual = store.anyModel
       guard let codec = codecs.codecs[record.storeIdentifier], codec.modelsEqual(record.model, actual) else {
-        let describe = codecs.codecs[record.storeIdentifier]?.describeModel ?? { "\($0)" }
+        let codec = codecs.codecs[record.storeIdentifier]
+        var differences = JSONValue.differences(
+          expected: codec?.modelTree(record.model), actual: codec?.modelTree(actual))
+        if differences.isEmpty {
+          // Equal as JSON, unequal with `==`: the difference is in what the encoding leaves out.
+          differences = [FieldDifference(path: "", expected: "\(record.model)", actual: "\(actual)")]
+        }
         throw .diverged(
-          index: record.index, storeIdentifier: record.storeIdentifier, action: "\(record.action)",
-          expected: describe(record.model), actual: describe(actual))
+          index: record.index, dispatchID: record.dispatchID, storeIdentifier: record.storeIdentifier,
+          action: "\(record.action)", differences: differences)
       }
     }
   }
@@ -167,6 +271,53 @@ public struct Session: Sendable {
     }
     done.wait()
     return box.result ?? .success(())
+  }
+
+  // MARK: - Writing
+
+  /// Writes the session to `url` in the current format (version 2), replacing the file: how a version 1 file is
+  /// upgraded.
+  /// - Parameter url: Where to write.
+  /// - Throws: ``SessionError`` if a record does not decode or encode, or the file cannot be written.
+  public func save(to url: URL) throws(SessionError) {
+    var encoder = SessionFormat.Encoder(codecs: codecs)
+    var data = Data()
+    do {
+      data.append(try encoder.header())
+      var snapshots = index.snapshots[...]
+      var position = index.firstIndex
+      for record in try records {
+        while let snapshot = snapshots.first, snapshot.index <= position {
+          snapshots.removeFirst()
+          data.append(try encoder.encode(try decode(snapshot.line)))
+        }
+        data.append(try encoder.encode(.record(record)))
+        position = record.index + 1
+      }
+      for snapshot in snapshots { data.append(try encoder.encode(try decode(snapshot.line))) }
+      for lines in index.effects.values {
+        for line in lines { data.append(try encoder.encode(try decode(line))) }
+      }
+      if cursor != nextIndex - 1 { data.append(try encoder.encode(.move(cursor))) }
+    } catch let error as SessionError {
+      throw error
+    } catch {
+      throw .encodingFailed(storeIdentifier: "", reason: "\(error)")
+    }
+    do {
+      try data.write(to: url, options: .atomic)
+    } catch {
+      throw .io(path: url.path, reason: error.localizedDescription)
+    }
+  }
+}
+
+/// The records of a session, once decoded.
+private final class SessionCache: Sendable {
+  let records: LockedValue<[Record]?>
+
+  init(decoded: [Record]?) {
+    records = LockedValue(decoded)
   }
 }
 

@@ -7,16 +7,28 @@ import Foundation
 /// codecs.register(storeIdentifier: "todo", model: TodoList.self, action: TodoAction.self)
 /// ```
 public struct SessionCodecs: Sendable {
+  typealias LineReader = KeyedDecodingContainer<SessionLineKey>
+  typealias StoreReader = KeyedDecodingContainer<SessionFormat.StoreKey>
+
   struct Codec: Sendable {
     let modelTypeName: String
     let actionTypeName: String
-    let encode: @Sendable (Record, inout KeyedEncodingContainer<SessionLineKey>) throws -> Void
-    let decodeAction: @Sendable (KeyedDecodingContainer<SessionLineKey>) throws -> any ActionType
-    let decodeModel: @Sendable (KeyedDecodingContainer<SessionLineKey>) throws -> any ModelType
+    /// The action's JSON; the encoder is the writer's, reused.
+    let encodeAction: @Sendable (String, any ActionType, JSONEncoder) throws -> Data
+    /// The model's JSON.
+    let encodeModel: @Sendable (String, any ModelType, JSONEncoder) throws -> Data
+    /// `{"a":<action>,"m":<model>}`, in one run of the encoder: a record's line holds both.
+    let encodeActionAndModel: @Sendable (String, any ActionType, any ModelType, JSONEncoder) throws -> Data
+    let decodeAction: @Sendable (LineReader, SessionLineKey) throws -> any ActionType
+    let decodeModel: @Sendable (LineReader, SessionLineKey) throws -> any ModelType
+    let decodeSnapshotModel: @Sendable (StoreReader, SessionFormat.StoreKey) throws -> any ModelType
+    let decodeSnapshotAction: @Sendable (StoreReader, SessionFormat.StoreKey) throws -> any ActionType
     /// Compares two models of this store: `==` for `Equatable` models, otherwise their sorted-key JSON.
     let modelsEqual: @Sendable (any ModelType, any ModelType) -> Bool
-    /// The model as sorted-key JSON, for divergence reports.
-    let describeModel: @Sendable (any ModelType) -> String
+    /// The model as a JSON tree, for divergence reports and the inspector.
+    let modelTree: @Sendable (any ModelType) -> JSONValue?
+    /// The action as a JSON tree, for the inspector.
+    let actionTree: @Sendable (any ActionType) -> JSONValue?
   }
 
   private(set) var codecs: [String: Codec] = [:]
@@ -53,33 +65,44 @@ public struct SessionCodecs: Sendable {
     codecs[storeIdentifier] = Self.codec(model, action) { $0 == $1 }
   }
 
+  /// A record's action and model, encoded together.
+  private struct ActionAndModel<Action: Encodable, Model: Encodable>: Encodable {
+    let a: Action
+    let m: Model
+  }
+
+  private static func mismatch(_ store: String, _ expected: Any.Type, _ found: Any) -> SessionError {
+    .encodingFailed(storeIdentifier: store, reason: "expected \(expected), got \(type(of: found))")
+  }
+
   private static func codec<Model: ModelType & Codable, Action: ActionType & Codable>(
     _ model: Model.Type, _ action: Action.Type, equal: @escaping @Sendable (Model, Model) -> Bool
   ) -> Codec {
     Codec(
       modelTypeName: String(reflecting: Model.self),
       actionTypeName: String(reflecting: Action.self),
-      encode: { record, container in
-        guard let action = record.action as? Action, let model = record.model as? Model else {
-          throw SessionError.encodingFailed(
-            storeIdentifier: record.storeIdentifier,
-            reason:
-              "expected \(Action.self) and \(Model.self), got \(type(of: record.action)) and \(type(of: record.model))")
-        }
-        try container.encode(action, forKey: .action)
-        try container.encode(model, forKey: .model)
+      encodeAction: { store, action, encoder in
+        guard let action = action as? Action else { throw mismatch(store, Action.self, action) }
+        return try encoder.encode(action)
       },
-      decodeAction: { try $0.decode(Action.self, forKey: .action) },
-      decodeModel: { try $0.decode(Model.self, forKey: .model) },
+      encodeModel: { store, model, encoder in
+        guard let model = model as? Model else { throw mismatch(store, Model.self, model) }
+        return try encoder.encode(model)
+      },
+      encodeActionAndModel: { store, action, model, encoder in
+        guard let action = action as? Action else { throw mismatch(store, Action.self, action) }
+        guard let model = model as? Model else { throw mismatch(store, Model.self, model) }
+        return try encoder.encode(ActionAndModel(a: action, m: model))
+      },
+      decodeAction: { try $0.decode(Action.self, forKey: $1) },
+      decodeModel: { try $0.decode(Model.self, forKey: $1) },
+      decodeSnapshotModel: { try $0.decode(Model.self, forKey: $1) },
+      decodeSnapshotAction: { try $0.decode(Action.self, forKey: $1) },
       modelsEqual: { lhs, rhs in
         guard let lhs = lhs as? Model, let rhs = rhs as? Model else { return false }
         return equal(lhs, rhs)
       },
-      describeModel: { model in
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let model = model as? Model, let data = try? encoder.encode(model) else { return "\(model)" }
-        return String(decoding: data, as: UTF8.self)
-      })
+      modelTree: { model in (model as? Model).flatMap { try? JSONValue(encoding: $0) } },
+      actionTree: { action in (action as? Action).flatMap { try? JSONValue(encoding: $0) } })
   }
 }

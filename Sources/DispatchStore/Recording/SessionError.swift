@@ -21,6 +21,12 @@ public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
   case encodingFailed(storeIdentifier: String, reason: String)
   /// Older records were dropped by the recorder's bound, so the saved session could not be replayed exactly.
   case historyIncomplete(droppedRecords: Int)
+  /// A line's hash does not follow from the lines before it: this line, or the one before, was edited, deleted,
+  /// duplicated or moved since the recorder wrote them.
+  case integrityCheckFailed(line: Int)
+  /// The file's history does not end where the recorder's begins: resume the session into the recorder
+  /// (``RecorderMiddleware/resume(_:in:)``) before appending to its file.
+  case historyMismatch(fileRecords: Int, recorderRecords: Int)
 
   /// A readable explanation that names the line where there is one.
   public var description: String {
@@ -38,29 +44,46 @@ public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
     case .encodingFailed(let store, let reason): return "Cannot encode a record of store \"\(store)\": \(reason)"
     case .historyIncomplete(let dropped):
       return "\(dropped) older records were dropped by maxNumberOfRecords; the session could not be replayed exactly"
+    case .integrityCheckFailed(let line):
+      return "Line \(line) fails the integrity check: it or the line before it was changed after it was written"
+    case .historyMismatch(let file, let recorder):
+      return
+        "The file's history has \(file) records but the recorder's next record is #\(recorder); resume the session first"
     }
   }
 }
 
-/// Why a replay stopped.
+/// Why restoring or verifying a session stopped.
 public enum ReplayError: Error, Sendable, CustomStringConvertible {
-  /// The store named by a record is not registered in the dispatcher replayed into.
+  /// The store named by a record is not registered in the dispatcher, or has other types.
   case unknownStore(index: Int, storeIdentifier: String)
-  /// Re-dispatching a record's action failed.
-  case dispatchFailed(index: Int, storeIdentifier: String, action: String, error: DispatchError)
-  /// After re-dispatching a record's action, the store's model differs from the recorded one.
-  case diverged(index: Int, storeIdentifier: String, action: String, expected: String, actual: String)
+  /// Re-running a transaction that succeeded when recorded failed.
+  case dispatchFailed(
+    index: Int, dispatchID: TransactionID, storeIdentifier: String, action: String, error: DispatchError)
+  /// A transaction that failed when recorded succeeded when re-run.
+  case outcomeDiffered(
+    index: Int, dispatchID: TransactionID, storeIdentifier: String, action: String, recordedError: String)
+  /// After re-running a transaction, the store's model differs from the recorded one in these fields.
+  case diverged(
+    index: Int, dispatchID: TransactionID, storeIdentifier: String, action: String, differences: [FieldDifference])
+  /// The session's lines could not be decoded.
+  case unreadable(SessionError)
 
-  /// A readable explanation naming the record.
+  /// A readable explanation naming the record, its dispatch and, for a divergence, each field.
   public var description: String {
     switch self {
     case .unknownStore(let index, let store):
-      return "Record #\(index): store \"\(store)\" is not registered in the dispatcher"
-    case .dispatchFailed(let index, let store, let action, let error):
-      return "Record #\(index): dispatching \(action) to \"\(store)\" failed: \(error)"
-    case .diverged(let index, let store, let action, let expected, let actual):
+      return "Record #\(index): store \"\(store)\" is not registered in the dispatcher, or has other types"
+    case .dispatchFailed(let index, let dispatch, let store, let action, let error):
+      return "Record #\(index) (dispatch \(dispatch)): dispatching \(action) to \"\(store)\" failed: \(error)"
+    case .outcomeDiffered(let index, let dispatch, let store, let action, let recorded):
       return
-        "Record #\(index): after \(action), store \"\(store)\" diverged.\n  expected: \(expected)\n  actual:   \(actual)"
+        "Record #\(index) (dispatch \(dispatch)): \(action) to \"\(store)\" succeeded, but failed when recorded: \(recorded)"
+    case .diverged(let index, let dispatch, let store, let action, let differences):
+      let fields = differences.map { "\n  \($0)" }.joined()
+      return "Record #\(index) (dispatch \(dispatch)): after \(action), store \"\(store)\" diverged:\(fields)"
+    case .unreadable(let error):
+      return "The session could not be read: \(error)"
     }
   }
 }
@@ -71,6 +94,10 @@ public enum RecorderError: Error, Sendable, Equatable, CustomStringConvertible {
   case indexOutOfRange(Int, valid: ClosedRange<Int>)
   /// A recorded model could not be restored: its store is gone, or its types changed.
   case storeUnavailable(storeIdentifier: String)
+  /// There is nothing to undo: the cursor is before the first record kept.
+  case atStartOfHistory
+  /// There is nothing to redo: the cursor is at the last record.
+  case atEndOfHistory
 
   /// A readable explanation.
   public var description: String {
@@ -78,6 +105,8 @@ public enum RecorderError: Error, Sendable, Equatable, CustomStringConvertible {
     case .indexOutOfRange(let index, let valid):
       return "Position \(index) is outside the recorded history (\(valid.lowerBound)...\(valid.upperBound))"
     case .storeUnavailable(let store): return "Store \"\(store)\" is no longer available to restore"
+    case .atStartOfHistory: return "Nothing to undo: the cursor is before the first record kept"
+    case .atEndOfHistory: return "Nothing to redo: the cursor is at the last record"
     }
   }
 }

@@ -1,23 +1,32 @@
 import Foundation
 
-// The session file format, version 1 (documented in the DocC article "Recording and replay").
+// The session file format (documented in the DocC article "Recording and replay").
 //
-// JSON Lines, UTF-8, one JSON object per line, every line ending in "\n":
-//   line 1  {"format":"DispatchStore.session","version":1,"stores":[{"identifier":..,"model":..,"action":..}]}
-//   record  {"kind":"record","index":N,"transaction":<id>,"timestamp":<s since 1970>,"store":..,"action":..,"model":..}
-//   cursor  {"kind":"cursor","cursor":N}
-// A record at index N first drops the history from N on (a dispatch after moving back), then appends. A cursor
-// line moves the current position to record N (-1: before the first record) without dropping anything.
+// Version 2, written by this library: JSON Lines, UTF-8, one JSON object per line, every line ending in "\n", and
+// every object ending in `,"h":"<16 hex digits>"}`: the FNV-1a 64 hash of the previous line's hash (8 bytes, little
+// endian; 0 before the first line) followed by the line's bytes without that suffix (and with its closing brace).
+// The hashes chain the lines, so that an edited, deleted, duplicated or swapped line is found on loading.
+//   line 1    {"format":"DispatchStore.session","version":2,"stores":[{"identifier":..,"model":..,"action":..}]}
+//   record    {"k":"r","i":N,"t":<transaction>,"d":<dispatch, if not t>,"s":store,"a":action,"m":model,
+//              "e":"<error>"?,"c":true?}
+//   move      {"k":"m","i":N}                      the cursor moved to record N (-1: before the first record)
+//   snapshot  {"k":"s","i":N,"m":{store: model}}   the listed stores' models just before record N
+//   effect    {"k":"e","d":<dispatch>,"key":"..","v":<value>}
+// A record at index N first drops the history from N on (a dispatch after moving back), then appends: N is always
+// one more than the cursor. Version 1 (no hashes, no dispatches, no snapshots) is read by `SessionFormatV1`.
 
 /// The keys of every session line.
 enum SessionLineKey: String, CodingKey {
   case format, version, stores
+  // Version 2.
+  case k, i, t, d, s, a, m, e, c, key, v
+  // Version 1.
   case kind, index, transaction, timestamp, store, action, model, cursor
 }
 
 enum SessionFormat {
   static let name = "DispatchStore.session"
-  static let version = 1
+  static let version = 2
 
   struct StoreEntry: Codable, Equatable {
     let identifier: String
@@ -34,58 +43,142 @@ enum SessionFormat {
   static func header(for codecs: SessionCodecs) -> Header {
     Header(
       format: name, version: version,
-      stores: codecs.storeIdentifiers.map { identifier in
-        let codec = codecs.codecs[identifier]!
+      stores: codecs.storeIdentifiers.compactMap { identifier in
+        guard let codec = codecs.codecs[identifier] else { return nil }
         return StoreEntry(identifier: identifier, model: codec.modelTypeName, action: codec.actionTypeName)
       })
   }
 
   /// One line after the header.
-  enum Line {
+  enum Line: Sendable {
     case record(Record)
-    case cursor(Int)
+    /// The cursor moved to this record (-1: before the first).
+    case move(Int)
+    /// These stores' models just before record `index`, and the action of each one's latest record, where known
+    /// (observers hear a restored model with it).
+    case snapshot(index: Int, models: [String: any ModelType], actions: [String: any ActionType])
+    /// A value an operation of `dispatchID` fetched through the recorder (``ActionOperation/effect(_:_:)``).
+    case effect(dispatchID: TransactionID, key: String, value: JSONValue)
   }
 
-  /// Encodes a line, newline included.
-  static func encode(_ line: Line, codecs: SessionCodecs) throws -> Data {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-    var data = try encoder.encode(LineEncoding(line: line, codecs: codecs))
-    data.append(0x0A)
-    return data
-  }
+  // MARK: - Encoding
 
-  static func encodeHeader(_ header: Header) throws -> Data {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-    var data = try encoder.encode(header)
-    data.append(0x0A)
-    return data
-  }
-
-  private struct LineEncoding: Encodable {
-    let line: Line
+  /// Encodes lines, chaining their hashes; one per writer.
+  ///
+  /// Lines are assembled by hand around the JSON of their actions, models and strings, so that each begins with its
+  /// kind and index (`{"k":"r","i":12,`): loading reads those without decoding the line (``SessionIndex``).
+  struct Encoder {
+    private let encoder: JSONEncoder
     let codecs: SessionCodecs
+    /// The hash of the last line encoded (or found at the end of the file appended to).
+    var previousHash: UInt64
 
-    func encode(to encoder: any Encoder) throws {
-      var container = encoder.container(keyedBy: SessionLineKey.self)
+    init(codecs: SessionCodecs, previousHash: UInt64 = 0) {
+      self.encoder = JSONEncoder()
+      encoder.outputFormatting = [.withoutEscapingSlashes]
+      self.codecs = codecs
+      self.previousHash = previousHash
+    }
+
+    /// The header line, newline included.
+    mutating func header() throws -> Data {
+      var bytes = Array(try encoder.encode(SessionFormat.header(for: codecs)))
+      seal(&bytes, from: 0)
+      return Data(bytes)
+    }
+
+    /// `line`, newline included.
+    mutating func encode(_ line: Line) throws -> Data {
+      var bytes: [UInt8] = []
+      try encode(line, into: &bytes)
+      return Data(bytes)
+    }
+
+    /// Appends `line`, newline included, to `bytes`: a writer encodes a batch into one buffer.
+    mutating func encode(_ line: Line, into bytes: inout [UInt8]) throws {
+      let start = bytes.count
       switch line {
-      case .cursor(let cursor):
-        try container.encode("cursor", forKey: .kind)
-        try container.encode(cursor, forKey: .cursor)
+      case .move(let cursor):
+        bytes.append(contentsOf: "{\"k\":\"m\",\"i\":\(cursor)}".utf8)
       case .record(let record):
-        guard let codec = codecs.codecs[record.storeIdentifier] else {
-          throw SessionError.encodingFailed(storeIdentifier: record.storeIdentifier, reason: "no codec registered")
+        let codec = try self.codec(record.storeIdentifier)
+        bytes.append(contentsOf: "{\"k\":\"r\",\"i\":\(record.index),\"t\":\(record.transactionID.rawValue)".utf8)
+        if record.dispatchID != record.transactionID {
+          bytes.append(contentsOf: ",\"d\":\(record.dispatchID.rawValue)".utf8)
         }
-        try container.encode("record", forKey: .kind)
-        try container.encode(record.index, forKey: .index)
-        try container.encode(record.transactionID.rawValue, forKey: .transaction)
-        try container.encode(record.timestamp.timeIntervalSince1970, forKey: .timestamp)
-        try container.encode(record.storeIdentifier, forKey: .store)
-        try codec.encode(record, &container)
+        bytes.append(contentsOf: ",\"s\":".utf8)
+        JSONString.append(record.storeIdentifier, to: &bytes)
+        // `{"a":..,"m":..}` without its braces.
+        let body = try codec.encodeActionAndModel(record.storeIdentifier, record.action, record.model, encoder)
+        bytes.append(UInt8(ascii: ","))
+        bytes.append(contentsOf: body.dropFirst().dropLast())
+        if let error = record.error {
+          bytes.append(contentsOf: ",\"e\":".utf8)
+          JSONString.append(String(describing: error), to: &bytes)
+        }
+        if record.wasCancelled { bytes.append(contentsOf: ",\"c\":true".utf8) }
+        bytes.append(UInt8(ascii: "}"))
+      case .snapshot(let index, let models, let actions):
+        bytes.append(contentsOf: "{\"k\":\"s\",\"i\":\(index),\"m\":{".utf8)
+        for (offset, (store, model)) in models.sorted(by: { $0.key < $1.key }).enumerated() {
+          if offset > 0 { bytes.append(UInt8(ascii: ",")) }
+          JSONString.append(store, to: &bytes)
+          bytes.append(UInt8(ascii: ":"))
+          bytes.append(contentsOf: try self.codec(store).encodeModel(store, model, encoder))
+        }
+        bytes.append(contentsOf: "},\"a\":{".utf8)
+        for (offset, (store, action)) in actions.sorted(by: { $0.key < $1.key }).enumerated() {
+          if offset > 0 { bytes.append(UInt8(ascii: ",")) }
+          JSONString.append(store, to: &bytes)
+          bytes.append(UInt8(ascii: ":"))
+          bytes.append(contentsOf: try self.codec(store).encodeAction(store, action, encoder))
+        }
+        bytes.append(contentsOf: "}}".utf8)
+      case .effect(let dispatchID, let key, let value):
+        bytes.append(contentsOf: "{\"k\":\"e\",\"d\":\(dispatchID.rawValue),\"key\":".utf8)
+        JSONString.append(key, to: &bytes)
+        bytes.append(contentsOf: ",\"v\":".utf8)
+        bytes.append(contentsOf: try encoder.encode(value))
+        bytes.append(UInt8(ascii: "}"))
       }
+      seal(&bytes, from: start)
+    }
+
+    private func codec(_ store: String) throws -> SessionCodecs.Codec {
+      guard let codec = codecs.codecs[store] else {
+        throw SessionError.encodingFailed(storeIdentifier: store, reason: "no codec registered")
+      }
+      return codec
+    }
+
+    /// Appends the hash suffix and the newline to the JSON object that starts at `start`, and chains the hash.
+    private mutating func seal(_ bytes: inout [UInt8], from start: Int) {
+      let hash = bytes.withUnsafeBufferPointer { buffer in
+        SessionHash.line(
+          UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: buffer[start...])), previous: previousHash)
+      }
+      previousHash = hash
+      bytes.removeLast()  // "}"
+      bytes.append(contentsOf: SessionHash.suffix(hash))
+      bytes.append(0x0A)
     }
   }
+
+  /// A store identifier as a key of a snapshot's models.
+  struct StoreKey: CodingKey {
+    let stringValue: String
+    var intValue: Int? { nil }
+
+    init(stringValue: String) {
+      self.stringValue = stringValue
+    }
+
+    init?(intValue: Int) {
+      nil
+    }
+  }
+
+  // MARK: - Decoding
 
   /// Decodes one line after the header; `codecs` travels in the decoder's user info.
   struct LineDecoding: Decodable {
@@ -94,22 +187,73 @@ enum SessionFormat {
 
     init(from decoder: any Decoder) throws {
       let container = try decoder.container(keyedBy: SessionLineKey.self)
-      switch try container.decode(String.self, forKey: .kind) {
-      case "cursor":
-        line = .cursor(try container.decode(Int.self, forKey: .cursor))
-      case "record":
-        let store = try container.decode(String.self, forKey: .store)
-        guard let codecs = decoder.userInfo[Self.codecsKey] as? SessionCodecs, let codec = codecs.codecs[store] else {
-          throw UnknownStore(identifier: store)
-        }
+      guard let codecs = decoder.userInfo[Self.codecsKey] as? SessionCodecs else {
+        throw DecodingError.dataCorruptedError(forKey: .k, in: container, debugDescription: "no codecs")
+      }
+      switch try container.decode(String.self, forKey: .k) {
+      case "m":
+        line = .move(try container.decode(Int.self, forKey: .i))
+      case "r":
+        let store = try container.decode(String.self, forKey: .s)
+        guard let codec = codecs.codecs[store] else { throw UnknownStore(identifier: store) }
+        let transaction = TransactionID(rawValue: try container.decode(UInt64.self, forKey: .t))
+        let dispatch = try container.decodeIfPresent(UInt64.self, forKey: .d).map(TransactionID.init) ?? transaction
         line = .record(
           Record(
-            index: try container.decode(Int.self, forKey: .index),
-            transactionID: TransactionID(rawValue: try container.decode(UInt64.self, forKey: .transaction)),
-            timestamp: Date(timeIntervalSince1970: try container.decode(Double.self, forKey: .timestamp)),
-            storeIdentifier: store,
-            action: try codec.decodeAction(container),
-            model: try codec.decodeModel(container)))
+            index: try container.decode(Int.self, forKey: .i), dispatchID: dispatch, transactionID: transaction,
+            storeIdentifier: store, action: try codec.decodeAction(container, .a),
+            model: try codec.decodeModel(container, .m),
+            error: try container.decodeIfPresent(String.self, forKey: .e).map(RecordedError.init(description:)),
+            wasCancelled: try container.decodeIfPresent(Bool.self, forKey: .c) ?? false))
+      case "s":
+        let nested = try container.nestedContainer(keyedBy: StoreKey.self, forKey: .m)
+        var models: [String: any ModelType] = [:]
+        for key in nested.allKeys {
+          guard let codec = codecs.codecs[key.stringValue] else { throw UnknownStore(identifier: key.stringValue) }
+          models[key.stringValue] = try codec.decodeSnapshotModel(nested, key)
+        }
+        var actions: [String: any ActionType] = [:]
+        if container.contains(.a) {
+          let nested = try container.nestedContainer(keyedBy: StoreKey.self, forKey: .a)
+          for key in nested.allKeys {
+            guard let codec = codecs.codecs[key.stringValue] else { throw UnknownStore(identifier: key.stringValue) }
+            actions[key.stringValue] = try codec.decodeSnapshotAction(nested, key)
+          }
+        }
+        line = .snapshot(index: try container.decode(Int.self, forKey: .i), models: models, actions: actions)
+      case "e":
+        line = .effect(
+          dispatchID: TransactionID(rawValue: try container.decode(UInt64.self, forKey: .d)),
+          key: try container.decode(String.self, forKey: .key),
+          value: try container.decode(JSONValue.self, forKey: .v))
+      case let kind:
+        throw DecodingError.dataCorruptedError(
+          forKey: .k, in: container, debugDescription: "unknown line kind \"\(kind)\"")
+      }
+    }
+  }
+
+  /// Decodes one version 1 line after the header: a record (its own dispatch) or a cursor move.
+  struct LineDecodingV1: Decodable {
+    let line: Line
+
+    init(from decoder: any Decoder) throws {
+      let container = try decoder.container(keyedBy: SessionLineKey.self)
+      switch try container.decode(String.self, forKey: .kind) {
+      case "cursor":
+        line = .move(try container.decode(Int.self, forKey: .cursor))
+      case "record":
+        let store = try container.decode(String.self, forKey: .store)
+        guard let codecs = decoder.userInfo[LineDecoding.codecsKey] as? SessionCodecs, let codec = codecs.codecs[store]
+        else {
+          throw UnknownStore(identifier: store)
+        }
+        let transaction = TransactionID(rawValue: try container.decode(UInt64.self, forKey: .transaction))
+        line = .record(
+          Record(
+            index: try container.decode(Int.self, forKey: .index), dispatchID: transaction,
+            transactionID: transaction, storeIdentifier: store, action: try codec.decodeAction(container, .action),
+            model: try codec.decodeModel(container, .model)))
       case let kind:
         throw DecodingError.dataCorruptedError(
           forKey: .kind, in: container, debugDescription: "unknown line kind \"\(kind)\"")
@@ -119,6 +263,76 @@ enum SessionFormat {
 
   struct UnknownStore: Error {
     let identifier: String
+  }
+}
+
+/// JSON string literals, written without an encoder.
+enum JSONString {
+  /// Appends `string` as a JSON string literal, quotes included.
+  static func append(_ string: String, to bytes: inout [UInt8]) {
+    bytes.append(UInt8(ascii: "\""))
+    for byte in string.utf8 {
+      switch byte {
+      case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+      case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+      case 0x0A: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+      case 0x0D: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+      case 0x09: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+      case 0..<0x20:
+        let hex = String(byte, radix: 16)
+        bytes.append(contentsOf: "\\u00".utf8)
+        if hex.count == 1 { bytes.append(UInt8(ascii: "0")) }
+        bytes.append(contentsOf: hex.utf8)
+      default: bytes.append(byte)
+      }
+    }
+    bytes.append(UInt8(ascii: "\""))
+  }
+}
+
+/// The line hashes of format version 2: FNV-1a 64, chained.
+///
+/// Not a cryptographic hash (Foundation has none on Linux): it finds accidents and edits, not an attacker.
+enum SessionHash {
+  static let suffixLength = 24  // ,"h":"0123456789abcdef"}
+
+  /// The hash of a line whose JSON object, without its hash, is `object`, after a line hashed `previous`.
+  static func line(_ object: UnsafeRawBufferPointer, previous: UInt64) -> UInt64 {
+    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+    withUnsafeBytes(of: previous.littleEndian) { bytes in
+      for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+    }
+    for byte in object { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+    return hash
+  }
+
+  static func line(_ object: Data, previous: UInt64) -> UInt64 {
+    object.withUnsafeBytes { line($0, previous: previous) }
+  }
+
+  /// `,"h":"<hash>"}`.
+  static func suffix(_ hash: UInt64) -> [UInt8] {
+    let hex = String(hash, radix: 16)
+    return Array(",\"h\":\"".utf8) + Array(repeating: UInt8(ascii: "0"), count: 16 - hex.count) + Array(hex.utf8)
+      + Array("\"}".utf8)
+  }
+
+  /// Splits a line (without its newline) into its object without the hash, and the hash it carries; `nil` if it
+  /// does not end in a hash.
+  static func split(_ line: Data.SubSequence) -> (object: Data, hash: UInt64)? {
+    guard line.count > suffixLength + 1 else { return nil }
+    let suffixStart = line.endIndex - suffixLength
+    let suffix = line[suffixStart...]
+    guard suffix.starts(with: Array(",\"h\":\"".utf8)), suffix.last == UInt8(ascii: "}"),
+      suffix[suffix.endIndex - 2] == UInt8(ascii: "\"")
+    else {
+      return nil
+    }
+    let hex = String(decoding: suffix.dropFirst(6).prefix(16), as: UTF8.self)
+    guard hex.count == 16, let hash = UInt64(hex, radix: 16) else { return nil }
+    var object = Data(line[..<suffixStart])
+    object.append(UInt8(ascii: "}"))
+    return (object, hash)
   }
 }
 

@@ -1,45 +1,81 @@
+import Dispatch
 import Foundation
+import Synchronization
 
-/// Appends session lines to a file in the order the recorder numbered them.
+/// How soon recorded lines reach the session file.
 ///
-/// Lines are encoded by the caller without any lock (encoding runs the app's `Codable` code), then handed over
-/// with their sequence number; the writer writes each as soon as every earlier one is written. Each line is one
-/// `write` to a file opened for appending, so a crash leaves at most the last line incomplete.
-final class SessionWriter: Sendable {
-  private struct State {
-    var nextSequence = 0
-    var waiting: [Int: Data] = [:]
-    var failure: SessionError?
-  }
+/// Either way, lines are encoded and written on the recorder's writer thread, in the order they were recorded, and
+/// each is one `write`, so that after a crash the file holds a valid prefix of the session.
+public enum SessionDurability: Sendable, Hashable {
+  /// The writer writes each line, and syncs the file (`fsync`), as soon as it gets it.
+  case eachRecord
+  /// The writer writes lines in batches: once many are waiting, at least every few tens of milliseconds, on
+  /// ``RecorderMiddleware/flush()``, when the recorder is released, and when the process exits normally.
+  case buffered
+}
 
+/// Where a writer takes its lines from: the recorder, which queues them under its own lock.
+protocol SessionLineSource: AnyObject, Sendable {
+  /// Takes the lines queued so far, in order.
+  func takeLines() -> [SessionFormat.Line]
+  /// Whether lines are queued.
+  var hasLines: Bool { get }
+}
+
+/// Appends session lines to a file on a thread of its own, in the order the recorder queued them.
+///
+/// The recorder queues lines in its own state, under the lock it holds anyway to record (in the stores' critical
+/// sections: an append, nothing more); the writer thread takes them in batches, encodes them (the app's
+/// `Codable` code, under no lock), chains their hashes and writes them.
+final class SessionWriter: Sendable {
   let path: String
-  private let handle: FileHandle
-  private let state = LockedValue(State())
+  let durability: SessionDurability
+  /// Whether the file was new or empty: the writer wrote its header, and the recorder writes its history.
+  let startedEmpty: Bool
+  private let loop: WriterLoop
+
+  /// Lines waiting before a sleeping buffered writer is woken.
+  static let batch = 256
+  /// Lines waiting past which the recording thread waits for the writer.
+  static let backlog = 1 << 16
 
   /// Opens `url` for appending.
   ///
-  /// Writes the header to a new or empty file; otherwise validates the whole file and drops an incomplete last
-  /// line. A corrupt file is left untouched.
-  init(appendingTo url: URL, codecs: SessionCodecs) throws(SessionError) {
+  /// Writes the header to a new or empty file; otherwise validates the whole file (it must be a version 2 session
+  /// for `codecs` whose history ends where the recorder's begins) and drops an incomplete last line. A corrupt file
+  /// is left untouched.
+  /// - Parameter nextIndex: The index of the recorder's next record, which the file's history must end before.
+  init(appendingTo url: URL, codecs: SessionCodecs, durability: SessionDurability, nextIndex: Int)
+    throws(SessionError)
+  {
     path = url.path
-    let manager = FileManager.default
+    self.durability = durability
     let existing = (try? Data(contentsOf: url)) ?? Data()
+    var encoder = SessionFormat.Encoder(codecs: codecs)
+    startedEmpty = existing.isEmpty
     if existing.isEmpty {
       let header: Data
       do {
-        header = try SessionFormat.encodeHeader(SessionFormat.header(for: codecs))
+        header = try encoder.header()
       } catch {
         throw .encodingFailed(storeIdentifier: "", reason: "\(error)")
       }
-      guard manager.createFile(atPath: url.path, contents: header) else {
+      guard FileManager.default.createFile(atPath: url.path, contents: header) else {
         throw .io(path: url.path, reason: "cannot create the file")
       }
     } else {
       let session = try Session.parse(existing, path: url.path, codecs: codecs)
+      guard session.formatVersion == SessionFormat.version else {
+        throw .unsupportedVersion(found: session.formatVersion, supported: SessionFormat.version, line: 1)
+      }
       let expected = SessionFormat.header(for: codecs).stores.map(\.identifier)
       if let missing = expected.first(where: { !session.storeIdentifiers.contains($0) }) {
         throw .unknownStore(identifier: missing, line: 1)
       }
+      guard session.nextIndex == nextIndex else {
+        throw .historyMismatch(fileRecords: session.nextIndex, recorderRecords: nextIndex)
+      }
+      encoder.previousHash = session.lastHash
       if session.truncatedLine != nil {
         do {
           let repair = try FileHandle(forWritingTo: url)
@@ -50,44 +86,236 @@ final class SessionWriter: Sendable {
         }
       }
     }
+    let handle: FileHandle
     do {
       handle = try FileHandle(forWritingTo: url)
       try handle.seekToEnd()
     } catch {
       throw .io(path: url.path, reason: error.localizedDescription)
     }
+    loop = WriterLoop(handle: handle, path: url.path, encoder: encoder, durability: durability)
+  }
+
+  /// Starts the writer thread, which takes lines from `source` (held weakly) until it is released.
+  func start(taking source: any SessionLineSource) {
+    loop.start(source: source)
   }
 
   deinit {
+    loop.close()
+  }
+
+  /// The first failure; after one, nothing more is written, so the file stays a valid prefix.
+  var failure: SessionError? {
+    loop.state.withLock { $0.failure }
+  }
+
+  /// Whether the writer thread sleeps: the recorder wakes it (``wake()``) when lines wait that should not.
+  var isSleeping: Bool {
+    loop.sleeping.load(ordering: .relaxed)
+  }
+
+  /// Wakes the writer thread.
+  ///
+  /// Called after the recorder's lock.
+  func wake() {
+    loop.wake()
+  }
+
+  /// Writes `lines` after what the writer took so far: the recorder's last lines, when it is released.
+  func write(finally lines: [SessionFormat.Line]) {
+    loop.state.withLock { $0.pushed.append(contentsOf: lines) }
+  }
+
+  /// Returns once `count` lines in all were written (or writing failed).
+  func waitUntilWritten(_ count: Int) {
+    loop.waitUntilWritten(count)
+  }
+}
+
+/// The writer thread's loop and the state it shares with the recorder.
+///
+/// `@unchecked Sendable`: `handle` and `encoder` are only used by the writer thread (and by `close()` after the
+/// thread ended); everything shared is in `state`, behind its lock, or atomic.
+private final class WriterLoop: @unchecked Sendable {
+  struct State {
+    /// Lines given directly (``SessionWriter/write(finally:)``), written after what the source had.
+    var pushed: [SessionFormat.Line] = []
+    var written = 0
+    var failure: SessionError?
+    var closing = false
+    var waiters: [(target: Int, waiter: DispatchSemaphore)] = []
+  }
+
+  let state = LockedValue(State())
+  let sleeping = Atomic<Bool>(false)
+  private let wakeup = DispatchSemaphore(value: 0)
+  private let ended = DispatchSemaphore(value: 0)
+  private let handle: FileHandle
+  private let path: String
+  private var encoder: SessionFormat.Encoder
+  private let durability: SessionDurability
+  /// The recorder; weak, since the recorder owns the writer.
+  nonisolated(unsafe) private weak var source: (any SessionLineSource)?
+
+  init(handle: FileHandle, path: String, encoder: SessionFormat.Encoder, durability: SessionDurability) {
+    self.handle = handle
+    self.path = path
+    self.encoder = encoder
+    self.durability = durability
+  }
+
+  func start(source: any SessionLineSource) {
+    self.source = source
+    let thread = Thread { [self] in run() }
+    thread.name = "DispatchStore.SessionWriter"
+    thread.start()
+    WriterRegistry.shared.add(self)
+  }
+
+  func wake() {
+    if sleeping.exchange(false, ordering: .relaxed) { wakeup.signal() }
+  }
+
+  /// Writes what is left, then ends the thread.
+  func close() {
+    state.withLock { $0.closing = true }
+    wakeup.signal()
+    ended.wait()
+    WriterRegistry.shared.remove(self)
     try? handle.close()
   }
 
-  /// The first write failure; after one, nothing more is written, so the file stays a valid prefix.
-  var failure: SessionError? {
-    state.withLock { $0.failure }
+  func waitUntilWritten(_ count: Int) {
+    let waiter = state.withLock { state -> DispatchSemaphore? in
+      guard state.failure == nil, state.written < count else { return nil }
+      let waiter = DispatchSemaphore(value: 0)
+      state.waiters.append((count, waiter))
+      return waiter
+    }
+    guard let waiter else { return }
+    wake()
+    waiter.wait()
   }
 
-  /// Writes `line` once every line with a smaller sequence number is written; `nil` marks a line that could not
-  /// be encoded (`failure` then says why).
-  func write(_ line: Result<Data, SessionError>, sequence: Int) {
-    state.withLock { state in
-      guard state.failure == nil else { return }
-      switch line {
-      case .success(let data): state.waiting[sequence] = data
-      case .failure(let error):
-        state.failure = error
+  /// Flushes at exit: everything the source queued.
+  func flushAtExit() {
+    guard let source = source as? RecorderMiddleware else { return }
+    source.flush()
+  }
+
+  private func run() {
+    while true {
+      var lines = source?.takeLines() ?? []
+      let closing = state.withLock { state -> Bool in
+        lines.append(contentsOf: state.pushed)
+        state.pushed.removeAll()
+        return state.closing
+      }
+      if !lines.isEmpty {
+        let failed = state.withLock { $0.failure != nil }
+        let failure = failed ? nil : write(lines)
+        let waiters = state.withLock { state -> [DispatchSemaphore] in
+          if let failure, state.failure == nil { state.failure = failure }
+          state.written += lines.count
+          let done = state.failure != nil
+          let woken = state.waiters.filter { done || $0.target <= state.written }.map(\.waiter)
+          state.waiters.removeAll { done || $0.target <= state.written }
+          return woken
+        }
+        for waiter in waiters { waiter.signal() }
+        continue
+      }
+      if closing {
+        // Nothing written is awaited any more: those waiting are woken.
+        let waiters = state.withLock { state in
+          defer { state.waiters = [] }
+          return state.waiters.map(\.waiter)
+        }
+        for waiter in waiters { waiter.signal() }
+        ended.signal()
         return
       }
-      // File I/O under this lock keeps the order; no user code runs here.
-      while let data = state.waiting.removeValue(forKey: state.nextSequence) {
-        do {
-          try handle.write(contentsOf: data)
-        } catch {
-          state.failure = .io(path: path, reason: error.localizedDescription)
-          return
-        }
-        state.nextSequence += 1
+      sleeping.store(true, ordering: .relaxed)
+      // A line queued before the recorder could see the flag is found here: the recorder reads the flag under its
+      // lock, which this check takes after setting it.
+      if source?.hasLines == true || state.withLock({ !$0.pushed.isEmpty || $0.closing }) {
+        sleeping.store(false, ordering: .relaxed)
+        continue
+      }
+      if durability == .buffered {
+        _ = wakeup.wait(timeout: .now() + .milliseconds(20))
+      } else {
+        wakeup.wait()
+      }
+      sleeping.store(false, ordering: .relaxed)
+    }
+  }
+
+  /// Encodes and writes `lines`: in one write when buffered, otherwise each with a sync.
+  private func write(_ lines: [SessionFormat.Line]) -> SessionError? {
+    var batch: [UInt8] = []
+    for line in lines {
+      let start = batch.count
+      do {
+        try encoder.encode(line, into: &batch)
+      } catch let error as SessionError {
+        return flush(batch[..<start]) ?? error
+      } catch {
+        let store: String
+        if case .record(let record) = line { store = record.storeIdentifier } else { store = "" }
+        return flush(batch[..<start]) ?? .encodingFailed(storeIdentifier: store, reason: "\(error)")
+      }
+      if durability == .eachRecord {
+        if let failure = flush(batch[...], sync: true) { return failure }
+        batch.removeAll(keepingCapacity: true)
       }
     }
+    return flush(batch[...])
+  }
+
+  /// Writes `bytes` (the complete lines before a failure, or a batch) in one write.
+  private func flush(_ bytes: ArraySlice<UInt8>, sync: Bool = false) -> SessionError? {
+    guard !bytes.isEmpty else { return nil }
+    do {
+      try handle.write(contentsOf: bytes)
+      if sync { try handle.synchronize() }
+    } catch {
+      return .io(path: path, reason: error.localizedDescription)
+    }
+    return nil
+  }
+}
+
+/// The live writers, flushed when the process exits normally (`exit`, or returning from `main`).
+private final class WriterRegistry: Sendable {
+  static let shared: WriterRegistry = {
+    atexit { WriterRegistry.shared.flushAll() }
+    return WriterRegistry()
+  }()
+
+  private let loops = LockedValue<[ObjectIdentifier: WeakLoop]>([:])
+
+  func add(_ loop: WriterLoop) {
+    loops.withLock { $0[ObjectIdentifier(loop)] = WeakLoop(loop) }
+  }
+
+  func remove(_ loop: WriterLoop) {
+    _ = loops.withLock { $0.removeValue(forKey: ObjectIdentifier(loop)) }
+  }
+
+  func flushAll() {
+    let live = loops.withLock { $0.values.compactMap(\.loop) }
+    for loop in live { loop.flushAtExit() }
+  }
+}
+
+/// `@unchecked Sendable`: the weak reference is the only stored property, read and cleared atomically by the
+/// runtime.
+private final class WeakLoop: @unchecked Sendable {
+  weak var loop: WriterLoop?
+
+  init(_ loop: WriterLoop) {
+    self.loop = loop
   }
 }

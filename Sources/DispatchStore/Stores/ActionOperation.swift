@@ -38,6 +38,11 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   /// succeeded). Each is one compare-and-swap from the exact value it leaves; every other transition is made under
   /// the lock, also by compare-and-swap, so that the two lock-free ones cannot be lost.
   private let status = Atomic<UInt8>(OperationStatus.pending)
+  /// Where the operation files its transaction's record when it finishes, while a recorder records the dispatch.
+  ///
+  /// `nonisolated(unsafe)`: written once, by the dispatching thread before the operation starts, and read by the
+  /// thread that finishes it, which the start happened before.
+  nonisolated(unsafe) private var recording: OperationRecording?
 
   /// Creates an operation whose work is `async`: it runs as a task, finishes when `body` returns, and fails with
   /// what `body` throws.
@@ -98,9 +103,11 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
       return
     }
     // Nobody else holds the operation any more: no transition can race with this one.
+    let error = ActionOperationError.releasedWithoutFinishing(storeIdentifier: store.identifier)
+    fileRecord(error: error, cancelled: current & OperationStatus.cancelled != 0)
     status.store(OperationStatus.finished(current, failed: true), ordering: .releasing)
     let handlers = state.withLock { $0.takeHandlers() }
-    handlers.notify(ActionOperationError.releasedWithoutFinishing(storeIdentifier: store.identifier))
+    handlers.notify(error)
   }
 
   /// Changes the store's model atomically and announces the change at once, with this operation's action.
@@ -205,6 +212,8 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   // MARK: - Implementation
 
   private func complete(with error: (any Error)?) {
+    // Filed before the operation counts as finished: whoever hears it finish finds the record.
+    if recording != nil, !isFinished { fileRecord(error: error, cancelled: isCancelled) }
     if error == nil {
       // Running, with nobody to tell: succeed without the lock.
       var current = status.load(ordering: .relaxed)
@@ -230,6 +239,13 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
     // Consumed, not copied: a copy would retain and release every handler.
     guard case .some(let handlers) = consume handlers else { return }
     handlers.notify(error)
+  }
+
+  /// Files the transaction's record, if a recorder records it, once.
+  private func fileRecord(error: (any Error)?, cancelled: Bool) {
+    recording?.fileOnce { context in
+      store.fileFinishedOperation(action, error: error, cancelled: cancelled, recording: context)
+    }
   }
 
   private func runBlock() {
@@ -279,6 +295,8 @@ protocol OperationStarting: AnyObject, Sendable {
   func dependsOn(_ operation: ObjectIdentifier) -> Bool
   /// Tells the operation that the dispatch running it was cancelled; later calls do nothing.
   func cancel()
+  /// Makes the operation file its transaction's record when it finishes; called before it starts.
+  func record(with context: RecordingContext)
 }
 
 /// How far an operation got.
@@ -375,6 +393,10 @@ extension ActionOperation: OperationStarting, OperationCompletionHandler {
     case .startDependencies(let dependencies):
       for dependency in dependencies { dependency.start(notifying: self, token: 0) }
     }
+  }
+
+  func record(with context: RecordingContext) {
+    recording = OperationRecording(context)
   }
 
   func cancel() {

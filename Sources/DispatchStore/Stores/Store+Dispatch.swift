@@ -11,10 +11,17 @@ extension Store {
 
   /// Handles `action`: reduces it in place if the reducer is a ``SynchronousReducer``, otherwise asks the reducer
   /// for the operation, without starting it.
-  func handle(_ action: any ActionType) -> StoreHandling {
+  ///
+  /// With `recording`, the transaction's record is filed in the critical section that ends it: the reduction's, or
+  /// the one where the operation finishes (``ActionOperation/record(with:)``).
+  func handle(_ action: any ActionType, recording: RecordingContext?) -> StoreHandling {
     let action = ownAction(action)
-    if reducesInPlace, case .reduced(let error) = specialised(self, action, .reduce) { return .reduced(error: error) }
-    return .operation(reducer.operation(for: action, in: self))
+    if reducesInPlace, case .reduced(let error) = specialised(self, action, .reduce(recording)) {
+      return .reduced(error: error)
+    }
+    let operation = reducer.operation(for: action, in: self)
+    if let recording { operation.record(with: recording) }
+    return .operation(operation)
   }
 
   /// Whether a dispatch announces the store's change once its transaction finished.
@@ -72,9 +79,9 @@ extension Store {
     case .announce:
       store.announceChange(of: action)
       return .announced
-    case .reduce:
+    case .reduce(let recording):
       guard store.reducesInPlace else { return .notReducedInPlace }
-      return .reduced(error: store.reduceInPlace(action))
+      return .reduced(error: store.reduceInPlace(action, recording: recording))
     }
   }
 }
@@ -87,10 +94,14 @@ extension Store {
   /// reduction produced, even while other threads reduce the same store, and a synchronous observer hears it
   /// before this returns (``deliverSynchronously(_:)``). Whether to notify is asked before the lock, since the
   /// reducer is user code.
+  ///
+  /// With `recording`, the transaction's record is filed in the same critical section, with the model and error the
+  /// reduction produced.
   @inlinable
-  func reduceInPlace(_ action: Action) -> (any Error)? {
+  func reduceInPlace(_ action: Action, recording: RecordingContext? = nil) -> (any Error)? {
     // Nobody to tell: the version catches up at the next announcement.
-    if registeredObservers.load(ordering: .relaxed) > 0 { return reduceAnnouncing(action) }
+    if registeredObservers.load(ordering: .relaxed) > 0 { return reduceAnnouncing(action, recording: recording) }
+    if let recording { return reduceRecording(action, recording: recording) }
     do {
       // Borrowed: the store holds its reducer.
       try Unmanaged.passUnretained(reducer)._withUnsafeGuaranteedRef { reducer in
@@ -106,6 +117,26 @@ extension Store {
     }
   }
 
+  /// ``reduceInPlace(_:recording:)`` for a recorded store nobody observes.
+  @inlinable
+  func reduceRecording(_ action: Action, recording: RecordingContext) -> (any Error)? {
+    // Borrowed: the store holds its reducer.
+    Unmanaged.passUnretained(reducer)._withUnsafeGuaranteedRef { reducer in
+      let reducer = unsafeDowncast(reducer, to: SynchronousReducer<Model, Action>.self)
+      return state.withLock { state -> (any Error)? in
+        defer { state.version &+= 1 }
+        var failure: (any Error)?
+        do {
+          try reducer.reduce(action, into: &state.model)
+        } catch {
+          failure = reductionError(error)
+        }
+        state.recordedEvent = recording.file(store: identifier, action: action, model: state.model, error: failure)
+        return failure
+      }
+    }
+  }
+
   /// The error a ``SynchronousReducer`` threw, as the transaction fails with it.
   @inlinable
   func reductionError(_ error: any Error) -> any Error {
@@ -115,13 +146,13 @@ extension Store {
 
   /// ``reduceInPlace(_:)`` for an observed store: the change is announced in the critical section that made it.
   @inlinable
-  func reduceAnnouncing(_ action: Action) -> (any Error)? {
+  func reduceAnnouncing(_ action: Action, recording: RecordingContext?) -> (any Error)? {
     // Borrowed: the store holds its reducer.
     Unmanaged.passUnretained(reducer)._withUnsafeGuaranteedRef { reducer in
       let reducer = unsafeDowncast(reducer, to: SynchronousReducer<Model, Action>.self)
-      let changed = change(by: action, shouldNotify: reducer.shouldNotifyObservers(for: action, in: self)) {
-        (model: inout Model) throws(any Error) in try reducer.reduce(action, into: &model)
-      }
+      let changed = change(
+        by: action, shouldNotify: reducer.shouldNotifyObservers(for: action, in: self), recording: recording
+      ) { (model: inout Model) throws(any Error) in try reducer.reduce(action, into: &model) }
       guard case .failure(let error) = changed else { return nil }
       return reductionError(error)
     }
@@ -132,10 +163,14 @@ extension Store {
   ///
   /// A synchronous observer hears it before this returns (``deliverSynchronously(_:)``). Changes `body` made before
   /// throwing are kept, and announced. `shouldNotify` is the reducer's answer, asked before the lock (user code).
+  ///
+  /// With `recording`, the transaction's record is filed in the same critical section too. `origin` tells
+  /// observers whether a dispatch made the change or the recorder restored it.
   @inlinable
   @inline(__always)
   func change<Value, Failure: Error>(
-    by action: Action, shouldNotify: Bool, _ body: (inout Model) throws(Failure) -> Value
+    by action: Action, shouldNotify: Bool, recording: RecordingContext? = nil, origin: ChangeOrigin = .dispatch,
+    _ body: (inout Model) throws(Failure) -> Value
   ) -> Result<Value, Failure> {
     let deliverer = ThreadContext.currentDeliverer
     let (result, turn) = state.withLock { state -> (Result<Value, Failure>, SynchronousTurn<Model, Action>) in
@@ -148,10 +183,16 @@ extension Store {
       }
       state.version &+= 1
       state.announcedVersion = state.version
+      if let recording {
+        let failure: (any Error)?
+        if case .failure(let error) = result { failure = reductionError(error) } else { failure = nil }
+        state.recordedEvent = recording.file(store: identifier, action: action, model: state.model, error: failure)
+      }
       guard shouldNotify, let observers = state.observers else { return (result, .none) }
       return (
         result,
-        observers.changes(of: state.model, by: action, store: self, mainQueue: state.mainQueue, deliverer: deliverer)
+        observers.changes(
+          of: state.model, by: action, origin: origin, store: self, mainQueue: state.mainQueue, deliverer: deliverer)
       )
     }
     deliverSynchronously(turn)
@@ -163,7 +204,8 @@ extension Store {
 @usableFromInline
 enum SpecialisedWork {
   case announce
-  case reduce
+  /// Reduce in place; file the record with the context, if any.
+  case reduce(RecordingContext?)
 }
 
 /// What ``Store/specialised`` did.
@@ -209,7 +251,7 @@ class StoreKind: @unchecked Sendable {
   func waitList(of store: AnyObject, for action: any ActionType) -> [String] {
     preconditionFailure("StoreKind is abstract")
   }
-  func handle(_ action: any ActionType, in store: AnyObject) -> StoreHandling {
+  func handle(_ action: any ActionType, in store: AnyObject, recording: RecordingContext?) -> StoreHandling {
     preconditionFailure("StoreKind is abstract")
   }
   /// `action` as the store handles it, or `nil` (see ``Store/storeAction(for:)``).
@@ -253,8 +295,8 @@ private final class TypedStoreKind<Model: ModelType, Action: ActionType>: StoreK
   override func waitList(of store: AnyObject, for action: any ActionType) -> [String] {
     typed(store).waitList(for: action)
   }
-  override func handle(_ action: any ActionType, in store: AnyObject) -> StoreHandling {
-    typed(store).handle(action)
+  override func handle(_ action: any ActionType, in store: AnyObject, recording: RecordingContext?) -> StoreHandling {
+    typed(store).handle(action, recording: recording)
   }
   override func storeAction(for action: any ActionType, in store: AnyObject) -> (any ActionType)? {
     typed(store).storeAction(for: action)

@@ -103,6 +103,9 @@ struct StoreState<Model: ModelType, Action: ActionType> {
   @usableFromInline var mainQueue = MainQueue.libraryThread
   /// The dispatcher the store was last registered with, while it is registered there.
   @usableFromInline weak var dispatcher: Dispatcher?
+  /// The recorder's number for the last record filed or model restored here: a restore planned before it is not
+  /// applied (``RecorderMiddleware``'s moves).
+  @usableFromInline var recordedEvent: UInt64 = 0
 
   @inlinable
   init(model: Model) {

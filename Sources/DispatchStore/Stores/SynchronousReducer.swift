@@ -56,7 +56,7 @@ open class SynchronousReducer<Model: ModelType, Action: ActionType>: Reducer<Mod
     for action: Action, in store: Store<Model, Action>
   ) -> ActionOperation<Model, Action> {
     ActionOperation(action: action, store: store) { operation, action, store in
-      if case .reduced(let error?) = store.specialised(store, action, .reduce) {
+      if case .reduced(let error?) = store.specialised(store, action, .reduce(nil)) {
         operation.finish(throwing: error)
       } else {
         operation.finish()

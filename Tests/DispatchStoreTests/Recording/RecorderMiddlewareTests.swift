@@ -44,11 +44,15 @@ struct RecorderMiddlewareTests {
     #expect(app.recorder.cursor == 2)
   }
 
-  @Test func failedTransactionsAreNotRecorded() {
+  @Test func failedTransactionsAreRecordedWithTheirError() {
     let app = RecordedApp()
     app.send(CounterAction.increase(1))
     #expect(!dispatchSync(app.dispatcher, CounterAction.fail).isSuccess)
-    #expect(app.recorder.records.count == 1)
+    let records = app.recorder.records
+    #expect(records.count == 2)
+    #expect(records[1].error as? TestFailure == TestFailure(reason: "fail in counter"))
+    #expect(!records[1].succeeded)
+    #expect((records[1].model as? Counter)?.count == 1)
   }
 
   @Test func timeTravelRestoresModelsAndNotifiesObserversWithoutRunningReducers() throws {
@@ -64,23 +68,23 @@ struct RecorderMiddlewareTests {
       heard.withLock { $0.append(model.count) }
     }
 
-    let current = try app.recorder.previousRecord()
+    let current = try app.recorder.undo()
     #expect(current?.index == 1)
     #expect(app.counter.model.count == 1)
     #expect(app.text.model.value == "x")
 
-    try app.recorder.previousRecord()
-    try app.recorder.previousRecord()
+    try app.recorder.undo()
+    try app.recorder.undo()
     #expect(app.recorder.cursor == -1)
     #expect(app.counter.model.count == 0)
     #expect(app.text.model.value == "")
-    #expect(throws: RecorderError.self) { try app.recorder.previousRecord() }
+    #expect(throws: RecorderError.atStartOfHistory) { try app.recorder.undo() }
 
     try app.recorder.jump(to: 2)
     #expect(app.counter.model.count == 11)
     #expect(app.text.model.value == "x")
     try app.recorder.jump(to: 0)
-    let next = try app.recorder.nextRecord()
+    let next = try app.recorder.redo()
     #expect(next?.storeIdentifier == "text")
     #expect(app.counter.model.count == 1)
 
@@ -101,6 +105,7 @@ struct RecorderMiddlewareTests {
     #expect((records[1].model as? Counter)?.count == 101)
     #expect(app.counter.model.count == 101)
     #expect(throws: RecorderError.self) { try app.recorder.jump(to: 2) }
+    #expect(throws: RecorderError.atEndOfHistory) { try app.recorder.redo() }
   }
 
   @Test func theHistoryBoundDropsTheOldestRecordsAndTimeTravelStopsAtTheOldestKept() throws {
@@ -194,7 +199,7 @@ struct RecorderReleaseTests {
     dispatcher.register(middleware: recorder)
     for _ in 0..<200 { #expect(dispatchSync(dispatcher, CounterAction.noop).isSuccess) }
     // Go back and dispatch again: the record after the cursor is dropped too.
-    try recorder.previousRecord()
+    try recorder.undo()
     #expect(dispatchSync(dispatcher, CounterAction.noop).isSuccess)
     #expect(released.withLock { $0 } >= 190)
   }

@@ -58,13 +58,13 @@ struct SynchronousReducerTests {
   @Test func storeReducesWithoutMakingAnOperation() {
     let store = Store(identifier: "counter", model: Counter(), reducer: CounterSynchronousReducer())
 
-    guard case .reduced(error: nil) = store.handle(CounterAction.increase(5)) else {
+    guard case .reduced(error: nil) = store.handle(CounterAction.increase(5), recording: nil) else {
       Issue.record("expected the action reduced in place")
       return
     }
     #expect(store.model.count == 5)
     // An operation reducer's store returns the operation instead.
-    guard case .operation = makeCounterStore("operations").handle(CounterAction.increase(1)) else {
+    guard case .operation = makeCounterStore("operations").handle(CounterAction.increase(1), recording: nil) else {
       Issue.record("expected an operation")
       return
     }
@@ -204,7 +204,7 @@ struct SynchronousReducerTests {
     for amount in [1, 2, 3] { #expect(dispatchSync(dispatcher, CounterAction.increase(amount)).isSuccess) }
 
     #expect(recorder.records.map { ($0.model as? Counter)?.count } == [1, 3, 6])
-    _ = try recorder.previousRecord()
+    _ = try recorder.undo()
     #expect(store.model.count == 3)
   }
 }

@@ -4,11 +4,11 @@
 import DispatchStore
 import Foundation
 
-struct Tally: ModelType {
+struct Tally: ModelType, Codable {
   var count = 0
 }
 
-enum TallyAction: ActionType {
+enum TallyAction: ActionType, Codable {
   case increment
 }
 
@@ -42,7 +42,10 @@ final class ThroughOperationUpdate: Reducer<Tally, TallyAction>, @unchecked Send
   }
 }
 
-let shapes = ["inplace", "op", "opupdate", "chain", "tokensinplace", "tokensop", "tokensopupdate", "handle"]
+let shapes = [
+  "inplace", "op", "opupdate", "chain", "tokensinplace", "tokensop", "tokensopupdate", "handle", "recorder",
+  "recorderfile",
+]
 let arguments = CommandLine.arguments
 guard arguments.count == 3, let count = Int(arguments[1]),
   shapes.contains(arguments[2])
@@ -52,7 +55,8 @@ else {
 }
 let shape = arguments[2]
 let dispatcher = Dispatcher()
-let inPlace = shape == "inplace" || shape == "chain" || shape == "tokensinplace" || shape == "handle"
+let inPlace =
+  shape == "inplace" || shape == "chain" || shape == "tokensinplace" || shape == "handle" || shape.hasPrefix("recorder")
 let reducer: Reducer<Tally, TallyAction> =
   inPlace ? InPlace() : shape.hasSuffix("update") ? ThroughOperationUpdate() : ThroughOperation()
 let store = Store(identifier: "s0", model: Tally(), reducer: reducer)
@@ -68,6 +72,16 @@ var tokens: [ObservationToken] = []
 if shape.hasPrefix("tokens") {
   for _ in 0..<10 { tokens.append(store.observe(delivery: .synchronous) { model, _ in precondition(model.count > 0) }) }
 }
+// Recording in memory (a bounded history) or to a file as well (proposal 0010).
+let recorder = shape.hasPrefix("recorder") ? RecorderMiddleware(maxNumberOfRecords: 1_000) : nil
+if let recorder { dispatcher.register(middleware: recorder) }
+let sessionFile = FileManager.default.temporaryDirectory.appendingPathComponent("probe-\(UUID()).jsonl")
+if shape == "recorderfile", let recorder {
+  var codecs = SessionCodecs()
+  codecs.register(storeIdentifier: "s0", model: Tally.self, action: TallyAction.self)
+  try recorder.attach(appendingTo: sessionFile, codecs: codecs)
+}
+defer { try? FileManager.default.removeItem(at: sessionFile) }
 if shape == "handle" {
   // A held handle per action (proposal 0009). Two loops, so that the others compare no string per dispatch.
   for _ in 0..<count { _ = dispatcher.start(TallyAction.increment, mode: .sync) }
@@ -75,4 +89,5 @@ if shape == "handle" {
   for _ in 0..<count { try dispatcher.dispatchSync(action: TallyAction.increment) }
 }
 precondition(store.model.count == count, "the probe's store counted \(store.model.count), expected \(count)")
+recorder?.flush()
 withExtendedLifetime(tokens) {}

@@ -1,0 +1,116 @@
+import Foundation
+
+/// One field that differs between two models: its key path, and its value in each (as JSON).
+///
+/// ```swift
+/// // items[2].done: expected true, actual false
+/// ```
+public struct FieldDifference: Sendable, Hashable, CustomStringConvertible {
+  /// The field's key path in the model's JSON, such as `items[2].title`; empty for the whole model.
+  public let path: String
+  /// The value the recording has, as compact JSON; `nil` if the field is absent there.
+  public let expected: String?
+  /// The value found, as compact JSON; `nil` if the field is absent there.
+  public let actual: String?
+
+  /// Creates a difference.
+  /// - Parameters:
+  ///   - path: The field's key path.
+  ///   - expected: The recorded value, as JSON, or `nil` if absent.
+  ///   - actual: The value found, as JSON, or `nil` if absent.
+  public init(path: String, expected: String?, actual: String?) {
+    self.path = path
+    self.expected = expected
+    self.actual = actual
+  }
+
+  /// `path: expected X, actual Y`.
+  public var description: String {
+    "\(path.isEmpty ? "(model)" : path): expected \(expected ?? "(absent)"), actual \(actual ?? "(absent)")"
+  }
+}
+
+/// A JSON document as a tree: what models and actions look like to diffs, effects and the inspector.
+enum JSONValue: Sendable, Hashable, Codable {
+  case null
+  case bool(Bool)
+  case integer(Int64)
+  case unsigned(UInt64)
+  case number(Double)
+  case string(String)
+  case array([JSONValue])
+  case object([String: JSONValue])
+
+  /// The JSON tree of `value`'s encoding.
+  init(encoding value: some Encodable) throws {
+    let data = try JSONEncoder().encode(value)
+    self = try JSONDecoder().decode(JSONValue.self, from: data)
+  }
+
+  /// Decodes `T` from this tree.
+  func decode<T: Decodable>(_ type: T.Type) throws -> T {
+    try JSONDecoder().decode(T.self, from: JSONEncoder().encode(self))
+  }
+
+  init(from decoder: any Decoder) throws {
+    let container = try decoder.singleValueContainer()
+    if container.decodeNil() {
+      self = .null
+    } else if let value = try? container.decode(Bool.self) {
+      self = .bool(value)
+    } else if let value = try? container.decode(Int64.self) {
+      self = .integer(value)
+    } else if let value = try? container.decode(UInt64.self) {
+      self = .unsigned(value)
+    } else if let value = try? container.decode(Double.self) {
+      self = .number(value)
+    } else if let value = try? container.decode(String.self) {
+      self = .string(value)
+    } else if let value = try? container.decode([JSONValue].self) {
+      self = .array(value)
+    } else {
+      self = .object(try container.decode([String: JSONValue].self))
+    }
+  }
+
+  func encode(to encoder: any Encoder) throws {
+    var container = encoder.singleValueContainer()
+    switch self {
+    case .null: try container.encodeNil()
+    case .bool(let value): try container.encode(value)
+    case .integer(let value): try container.encode(value)
+    case .unsigned(let value): try container.encode(value)
+    case .number(let value): try container.encode(value)
+    case .string(let value): try container.encode(value)
+    case .array(let value): try container.encode(value)
+    case .object(let value): try container.encode(value)
+    }
+  }
+
+  /// Compact JSON with sorted keys.
+  var json: String {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    guard let data = try? encoder.encode(self) else { return "null" }
+    return String(decoding: data, as: UTF8.self)
+  }
+
+  /// The fields that differ from `expected` to `actual`, by key path, in key order; empty if the trees are equal.
+  static func differences(expected: JSONValue?, actual: JSONValue?, path: String = "") -> [FieldDifference] {
+    switch (expected, actual) {
+    case (.object(let lhs), .object(let rhs)):
+      return Set(lhs.keys).union(rhs.keys).sorted().flatMap { key in
+        differences(expected: lhs[key], actual: rhs[key], path: path.isEmpty ? key : "\(path).\(key)")
+      }
+    case (.array(let lhs), .array(let rhs)):
+      return (0..<max(lhs.count, rhs.count)).flatMap { index in
+        differences(
+          expected: index < lhs.count ? lhs[index] : nil, actual: index < rhs.count ? rhs[index] : nil,
+          path: "\(path)[\(index)]")
+      }
+    default:
+      guard expected != actual else { return [] }
+      return [FieldDifference(path: path, expected: expected?.json, actual: actual?.json)]
+    }
+  }
+}

@@ -1,0 +1,329 @@
+/// The recorder's state, behind its lock: the history, the cursor, what each store started from, and the lines
+/// queued for the writer.
+///
+/// Every method runs under the recorder's lock, often inside a store's: none calls user code or releases a model
+/// (what is dropped goes to `garbage`, released after the lock).
+struct RecorderState {
+  var history: RecordHistory
+  var cursor = -1
+  /// Each store's model before its oldest kept record, and the action of the record that produced it, if known.
+  var baselines: [String: (model: any ModelType, action: (any ActionType)?)] = [:]
+  var stores: [String: WeakStore] = [:]
+  /// The stores seen by `willDispatch`, by identity: the check made per transaction.
+  var known: Set<ObjectIdentifier> = []
+  var writer: SessionWriter?
+  /// The lines the writer has not taken yet, and how many were queued since it was attached.
+  var outbox: [SessionFormat.Line] = []
+  var queued = 0
+  /// The number of the last record filed or move committed (``StoreState/recordedEvent``).
+  var event: UInt64 = 0
+  /// What the recorder dropped, for the caller to release after the lock.
+  var garbage: [any Sendable] = []
+
+  init(bound: Int) {
+    history = RecordHistory(limit: bound)
+  }
+
+  /// Appends a record at the cursor and returns its event number, and whether there is work for after the lock.
+  ///
+  /// Drops the records after the cursor, and hidden ones in batches; queues the line for the writer. The work for
+  /// after the lock is releasing what was dropped, or waking the writer.
+  mutating func file(_ record: (_ index: Int) -> Record) -> (event: UInt64, afterLock: Bool) {
+    if cursor < history.lastIndex { garbage.append(history.removeAll(from: cursor + 1)) }
+    let record = record(history.nextIndex)
+    history.append(record)
+    if history.hasHiddenBatch { dropHidden() }
+    cursor = record.index
+    let wake = queue(.record(record))
+    event &+= 1
+    return (event, wake || !garbage.isEmpty)
+  }
+
+  /// Drops the records kept beyond the bound, making the last of each store its baseline: once per store and batch
+  /// rather than once per record, since each is a dictionary write.
+  mutating func dropHidden() {
+    let dropped = history.dropHidden()
+    // The latest dropped record of each store, newest first; an app has few stores, so a list beats hashing
+    // every record's identifier.
+    var latest: [Record] = []
+    for record in dropped.reversed() where !latest.contains(where: { $0.storeIdentifier == record.storeIdentifier }) {
+      latest.append(record)
+    }
+    for record in latest {
+      if let replaced = baselines.updateValue((record.model, record.action), forKey: record.storeIdentifier) {
+        garbage.append(replaced.model)
+      }
+    }
+    garbage.append(dropped)
+  }
+
+  /// Notes the model a store starts from, unless a baseline is known, and writes it as a snapshot.
+  mutating func noteBaseline(_ model: any ModelType, of store: String) {
+    guard baselines[store] == nil else { return }
+    baselines[store] = (model, nil)
+    _ = queue(.snapshot(index: cursor + 1, models: [store: model], actions: [:]))
+  }
+
+  // MARK: - Moves
+
+  struct RestoreStep {
+    let storeIdentifier: String
+    let store: WeakStore
+    let model: any ModelType
+    let action: (any ActionType)?
+  }
+
+  struct RestorePlan {
+    var steps: [RestoreStep] = []
+  }
+
+  struct Commit {
+    let plan: RestorePlan
+    let event: UInt64
+    let current: Record?
+  }
+
+  /// What moving the cursor to `target` restores; changes nothing.
+  func restorePlan(to target: Int) throws(RecorderError) -> RestorePlan {
+    let valid = history.validPositions
+    guard valid.contains(target) else { throw .indexOutOfRange(target, valid: valid) }
+    var plan = RestorePlan()
+    guard target != cursor else { return plan }
+    // Records dropped by the bound since the cursor was set are before the first kept position.
+    let low = max(min(cursor, target), valid.lowerBound)
+    let high = max(cursor, target)
+    var seen: Set<String> = []
+    for index in stride(from: low + 1, through: high, by: 1) {
+      guard let changed = history.record(at: index) else { continue }
+      guard seen.insert(changed.storeIdentifier).inserted else { continue }
+      guard let store = stores[changed.storeIdentifier] else {
+        throw .storeUnavailable(storeIdentifier: changed.storeIdentifier)
+      }
+      if let latest = history.latest(of: changed.storeIdentifier, atOrBefore: target) {
+        plan.steps.append(
+          RestoreStep(
+            storeIdentifier: changed.storeIdentifier, store: store, model: latest.model, action: latest.action))
+      } else if let baseline = baselines[changed.storeIdentifier] {
+        plan.steps.append(
+          RestoreStep(
+            storeIdentifier: changed.storeIdentifier, store: store, model: baseline.model,
+            action: baseline.action ?? changed.action))
+      } else {
+        throw .storeUnavailable(storeIdentifier: changed.storeIdentifier)
+      }
+    }
+    return plan
+  }
+
+  /// Moves the cursor to `position`, queues the move's line, and takes the move's event number.
+  mutating func commitMove(to position: Int, plan: RestorePlan) -> Commit {
+    let moved = position != cursor
+    cursor = position
+    event &+= 1
+    if moved { _ = queue(.move(position)) }
+    return Commit(plan: plan, event: event, current: history.record(at: position))
+  }
+
+  // MARK: - Files
+
+  /// Each store's model at the cursor, and the action of the record that produced it.
+  func modelsAtCursor() -> (models: [String: any ModelType], actions: [String: any ActionType]) {
+    var models: [String: any ModelType] = [:]
+    var actions: [String: any ActionType] = [:]
+    for store in Set(baselines.keys).union(stores.keys) {
+      if let latest = history.latest(of: store, atOrBefore: cursor) {
+        models[store] = latest.model
+        actions[store] = latest.action
+      } else if let baseline = baselines[store] {
+        models[store] = baseline.model
+        if let action = baseline.action { actions[store] = action }
+      }
+    }
+    return (models, actions)
+  }
+
+  mutating func writeSnapshot() {
+    guard writer != nil else { return }
+    let (models, actions) = modelsAtCursor()
+    _ = queue(.snapshot(index: cursor + 1, models: models, actions: actions))
+  }
+
+  /// Queues `line` for the writer, if there is one; returns whether to wake it after the lock (it sleeps with work
+  /// it should do now, or is far behind).
+  mutating func queue(_ line: SessionFormat.Line) -> Bool {
+    guard let writer else { return false }
+    outbox.append(line)
+    queued += 1
+    return writer.isSleeping && (writer.durability == .eachRecord || outbox.count >= SessionWriter.batch)
+      || outbox.count >= SessionWriter.backlog
+  }
+
+  /// The lines of the whole kept history: the models before its oldest record, its records, and the cursor.
+  func historyLines() -> [SessionFormat.Line] {
+    var lines: [SessionFormat.Line] = []
+    if !baselines.isEmpty {
+      var actions: [String: any ActionType] = [:]
+      for (store, baseline) in baselines { if let action = baseline.action { actions[store] = action } }
+      lines.append(
+        .snapshot(index: history.firstIndex, models: baselines.mapValues(\.model), actions: actions))
+    }
+    for record in history.all { lines.append(.record(record)) }
+    if cursor != history.lastIndex { lines.append(.move(cursor)) }
+    return lines
+  }
+
+  /// Makes `writer` the recorder's; returns the previous one and the lines it had not taken.
+  ///
+  /// The caller hands those over after the lock. A new file gets the whole kept history.
+  mutating func attach(_ writer: SessionWriter) -> (SessionWriter?, [SessionFormat.Line]) {
+    let previous = self.writer
+    var leftover: [SessionFormat.Line] = []
+    swap(&leftover, &outbox)
+    self.writer = writer
+    queued = 0
+    if writer.startedEmpty {
+      for line in historyLines() { _ = queue(line) }
+    }
+    return (previous, leftover)
+  }
+
+  /// Takes over a session's history; returns the event number of the restore that follows, and what was
+  /// replaced, for the caller to release after the lock.
+  mutating func adopt(
+    records: [Record], firstIndex: Int, cursor: Int,
+    baselines adopted: [String: (model: any ModelType, action: (any ActionType)?)],
+    stores adoptedStores: [String: WeakStore],
+    bound: Int
+  ) -> (UInt64, [any Sendable]) {
+    var replaced: [any Sendable] = [history.all]
+    replaced.append(contentsOf: baselines.values.map(\.model))
+    history = RecordHistory(limit: bound, startingAt: firstIndex)
+    baselines = adopted
+    for record in records {
+      history.append(record)
+      if history.hasHiddenBatch { dropHidden() }
+    }
+    replaced.append(contentsOf: garbage)
+    garbage = []
+    stores.merge(adoptedStores) { _, new in new }
+    self.cursor = max(cursor, history.firstIndex - 1)
+    event &+= 1
+    return (event, replaced)
+  }
+}
+
+/// The retained records, addressed by their absolute index.
+///
+/// At most `limit` records are visible. Older ones are dropped in batches: until then they stay in `storage`,
+/// hidden (not in ``all``, not a valid position), though ``latest(of:atOrBefore:)`` still finds them as the model
+/// before the first visible record.
+struct RecordHistory {
+  private var storage: [Record] = []
+  /// The index the next record gets.
+  private(set) var nextIndex = 0
+  let limit: Int
+
+  init(limit: Int, startingAt firstIndex: Int = 0) {
+    self.limit = limit
+    nextIndex = firstIndex
+  }
+
+  /// Hidden records dropped at once: a sixteenth of the limit, at most 64.
+  private var batch: Int { min(64, limit / 16) }
+
+  var count: Int { min(storage.count, limit) }
+  var firstIndex: Int { nextIndex - count }
+  var lastIndex: Int { nextIndex - 1 }
+  var all: [Record] { Array(storage[(storage.count - count)...]) }
+  /// The cursor's possible positions: before the first kept record, through the last.
+  var validPositions: ClosedRange<Int> { (firstIndex - 1)...max(firstIndex - 1, lastIndex) }
+  /// Whether the hidden records make a batch to drop.
+  var hasHiddenBatch: Bool { storage.count > limit + batch }
+
+  func record(at index: Int) -> Record? {
+    guard index >= firstIndex, index <= lastIndex else { return nil }
+    return storage[storage.count - (nextIndex - index)]
+  }
+
+  /// The latest record of `storeIdentifier` at or before `index`, hidden ones included.
+  func latest(of storeIdentifier: String, atOrBefore index: Int) -> Record? {
+    var position = storage.count - (nextIndex - min(index, lastIndex))
+    while position >= 0 {
+      if storage[position].storeIdentifier == storeIdentifier { return storage[position] }
+      position -= 1
+    }
+    return nil
+  }
+
+  mutating func append(_ record: Record) {
+    storage.append(record)
+    nextIndex += 1
+  }
+
+  /// Drops the hidden records and returns them, oldest first.
+  mutating func dropHidden() -> [Record] {
+    let hidden = storage.count - limit
+    guard hidden > 0 else { return [] }
+    let dropped = Array(storage[..<hidden])
+    storage.removeFirst(hidden)
+    return dropped
+  }
+
+  /// Removes the records from `index` on and returns them; the next record gets `index`.
+  mutating func removeAll(from index: Int) -> [Record] {
+    guard index <= lastIndex else { return [] }
+    let kept = max(index, firstIndex)
+    let start = storage.count - (nextIndex - kept)
+    let removed = Array(storage[start...])
+    storage.removeSubrange(start...)
+    nextIndex = kept
+    return removed
+  }
+
+  // MARK: - Dispatch boundaries
+
+  /// Whether no dispatch has records on both sides of each position from the first kept record on: a position
+  /// after which the history holds no part of a dispatch whose other part is before it.
+  ///
+  /// Element `i` is position `firstIndex + i`. Dispatches that ran at the same time interleave their records;
+  /// positions between them are not boundaries, so that moving by dispatch never shows half of one.
+  private func boundaries() -> [Bool] {
+    let start = storage.count - count
+    var last: [TransactionID: Int] = [:]
+    for offset in 0..<count { last[storage[start + offset].dispatchID] = offset }
+    var reach = -1
+    var result: [Bool] = []
+    result.reserveCapacity(count)
+    for offset in 0..<count {
+      reach = max(reach, last[storage[start + offset].dispatchID] ?? offset)
+      result.append(reach <= offset)
+    }
+    return result
+  }
+
+  /// The position an undo from `cursor` goes to, or `nil` at the start.
+  func position(before cursor: Int, by step: RecorderMiddleware.Step) -> Int? {
+    guard cursor >= firstIndex else { return nil }
+    guard step == .dispatch else { return cursor - 1 }
+    let boundaries = boundaries()
+    var position = min(cursor, lastIndex) - 1
+    while position >= firstIndex {
+      if boundaries[position - firstIndex] { return position }
+      position -= 1
+    }
+    return firstIndex - 1
+  }
+
+  /// The position a redo from `cursor` goes to, or `nil` at the end.
+  func position(after cursor: Int, by step: RecorderMiddleware.Step) -> Int? {
+    guard cursor < lastIndex else { return nil }
+    guard step == .dispatch else { return cursor + 1 }
+    let boundaries = boundaries()
+    var position = max(cursor + 1, firstIndex)
+    while position < lastIndex {
+      if boundaries[position - firstIndex] { return position }
+      position += 1
+    }
+    return lastIndex
+  }
+}

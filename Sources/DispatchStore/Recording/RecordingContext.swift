@@ -1,0 +1,70 @@
+import Synchronization
+
+// How a recorded transaction files its record: in the store's critical section that ends the transaction, so that
+// the record holds the model that transaction's change produced and takes its place in the history in the order of
+// the store's changes (proposal 0010).
+
+/// Where a store files the record of one recorded transaction: the recorder, and the dispatch and transaction the
+/// record belongs to.
+///
+/// Made per transaction while a recorder is registered (``StoreTransaction/Watch/recording(_:)``) and passed to the
+/// store with the action.
+@usableFromInline
+struct RecordingContext: Sendable {
+  @usableFromInline let recorder: RecorderMiddleware
+  @usableFromInline let dispatchID: TransactionID
+  @usableFromInline let transactionID: TransactionID
+
+  init(recorder: RecorderMiddleware, dispatchID: TransactionID, transactionID: TransactionID) {
+    self.recorder = recorder
+    self.dispatchID = dispatchID
+    self.transactionID = transactionID
+  }
+
+  /// Files the record of the transaction; returns the recorder's event number, which the store keeps.
+  ///
+  /// Called under the store's lock, with the model as the transaction left it (``StoreState/recordedEvent``).
+  ///
+  /// Runs no user code: the recorder only appends under its own lock, taken inside the store's.
+  @usableFromInline
+  func file(
+    store: String, action: any ActionType, model: any ModelType, error: (any Error)?, cancelled: Bool = false
+  ) -> UInt64 {
+    recorder.file(
+      dispatchID: dispatchID, transactionID: transactionID, store: store, action: action, model: model, error: error,
+      cancelled: cancelled)
+  }
+}
+
+/// The recording of one operation's transaction: filed once, when the operation finishes (or is released without
+/// finishing).
+///
+/// `Sendable`: the context is immutable and `filed` atomic.
+final class OperationRecording: Sendable {
+  let context: RecordingContext
+  private let filed = Atomic<Bool>(false)
+
+  init(_ context: RecordingContext) {
+    self.context = context
+  }
+
+  /// Runs `body` the first time only: an operation finishes once, but `finish()` may be called twice, from two
+  /// threads.
+  func fileOnce(_ body: (RecordingContext) -> Void) {
+    guard !filed.exchange(true, ordering: .relaxed) else { return }
+    body(context)
+  }
+}
+
+extension Store {
+  /// Files the record of an operation of this store that finished: in a critical section of the store, so that the
+  /// record holds the model as it is at that point of the store's changes.
+  func fileFinishedOperation(
+    _ action: Action, error: (any Error)?, cancelled: Bool, recording: RecordingContext
+  ) {
+    state.withLock { state in
+      state.recordedEvent = recording.file(
+        store: identifier, action: action, model: state.model, error: error, cancelled: cancelled)
+    }
+  }
+}

@@ -1,0 +1,119 @@
+import Dispatch
+import Foundation
+import Testing
+
+@testable import DispatchStore
+
+/// A dispatcher whose counter reduces in place, recorded.
+struct InPlaceApp {
+  let dispatcher = Dispatcher()
+  let counter = Store(identifier: "counter", model: Counter(), reducer: CounterSynchronousReducer())
+  let recorder = RecorderMiddleware(maxNumberOfRecords: 100_000)
+
+  init() {
+    try! dispatcher.register(store: counter)
+    dispatcher.register(middleware: recorder)
+  }
+}
+
+func inPlaceCodecs() -> SessionCodecs {
+  var codecs = SessionCodecs()
+  codecs.register(storeIdentifier: "counter", model: Counter.self, action: CounterAction.self)
+  return codecs
+}
+
+@Suite("Exact recording", .timeLimit(.minutes(2)))
+struct ExactRecordingTests {
+  @Test(arguments: [false, true])
+  func aTransactionThatChangesTheModelThenFailsIsRecordedAndTheSessionStillVerifies(observed: Bool) throws {
+    let app = InPlaceApp()
+    let token = observed ? app.counter.observe(delivery: .synchronous) { _, _ in } : nil
+    #expect(dispatchSync(app.dispatcher, CounterAction.increase(100)).isSuccess)
+    #expect(!dispatchSync(app.dispatcher, CounterAction.fail).isSuccess)
+    #expect(dispatchSync(app.dispatcher, CounterAction.increase(2)).isSuccess)
+    let records = app.recorder.records
+    #expect(records.count == 3)
+    // The failed reduction's partial change is in its record, with its error.
+    #expect((records[1].model as? Counter)?.log == ["reduced+100", "before failing"])
+    #expect(records[1].error as? TestFailure == TestFailure(reason: "reduce failed"))
+    #expect((records[2].model as? Counter)?.count == 102)
+
+    let file = TemporaryFile()
+    try app.recorder.save(to: file.url, codecs: inPlaceCodecs())
+    let session = try Session.load(from: file.url, codecs: inPlaceCodecs())
+    #expect(try session.records[1].error.map { "\($0)" } == "\(TestFailure(reason: "reduce failed"))")
+    let fresh = InPlaceApp()
+    try session.verify(against: fresh.dispatcher)
+    #expect(fresh.counter.model == app.counter.model)
+    withExtendedLifetime(token) {}
+  }
+
+  @Test func anOperationThatFailsAfterChangingTheModelIsRecordedWithItsChange() {
+    let app = RecordedApp()
+    let store = makeCounterStore(
+      "failing",
+      onStart: { action, store in
+        if case .fail = action { store.updateModel { $0.count = 7 } }
+      })
+    try! app.dispatcher.register(store: store)
+    #expect(!dispatchSync(app.dispatcher, CounterAction.fail, storeIdentifier: "failing").isSuccess)
+    let record = app.recorder.records.last
+    #expect(record?.storeIdentifier == "failing")
+    #expect((record?.model as? Counter)?.count == 7)
+    #expect(record?.error != nil)
+  }
+
+  @Test func aCancelledOperationIsRecordedAsCancelled() async {
+    let app = RecordedApp()
+    let gate = Gate()
+    let store = Store(identifier: "gated", model: Counter(), reducer: GatedReducer(gate: gate))
+    try! app.dispatcher.register(store: store)
+    let handle = app.dispatcher.start(CounterAction.increase(1), to: "gated", mode: .async)
+    _ = await gate.waitForOperations(1)
+    handle.cancel()  // The gate finishes the operation with CancellationError.
+    _ = await handle.result
+    let record = app.recorder.records.last
+    #expect(record?.storeIdentifier == "gated")
+    #expect(record?.wasCancelled == true)
+    #expect(record?.error is CancellationError)
+  }
+
+  @Test func eightThreadsDispatchingToOneStoreRecordASessionThatVerifiesWithoutDivergence() async throws {
+    let app = InPlaceApp()
+    await onThreads(8) { thread in
+      for step in 0..<500 {
+        let action: CounterAction = step % 50 == 49 ? .fail : .increase(thread + 1)
+        _ = dispatchSync(app.dispatcher, action)
+      }
+    }
+    let records = app.recorder.records
+    #expect(records.count == 4_000)
+    // Each record holds the model its own reduction produced: consecutive records differ by exactly one step.
+    for (previous, record) in zip(records, records.dropFirst()) {
+      let before = try #require(previous.model as? Counter)
+      let after = try #require(record.model as? Counter)
+      #expect(after.log.count == before.log.count + 1)
+    }
+    let file = TemporaryFile()
+    try app.recorder.save(to: file.url, codecs: inPlaceCodecs())
+    let session = try Session.load(from: file.url, codecs: inPlaceCodecs())
+    let fresh = InPlaceApp()
+    try session.verify(against: fresh.dispatcher)
+    #expect(fresh.counter.model == app.counter.model)
+  }
+
+  @Test func recordsOfOneDispatchShareItsIdentifier() throws {
+    let dispatcher = Dispatcher()
+    let stores = ["a", "b", "c"].map { makeCounterStore($0) }
+    for store in stores { try dispatcher.register(store: store) }
+    let recorder = RecorderMiddleware()
+    dispatcher.register(middleware: recorder)
+    let handle = dispatcher.start(CounterAction.increase(1), mode: .sync)
+    #expect(dispatchSync(dispatcher, CounterAction.increase(2)).isSuccess)
+    let records = recorder.records
+    #expect(records.count == 6)
+    #expect(Set(records[0..<3].map(\.dispatchID)) == [handle.id])
+    #expect(Set(records[3..<6].map(\.dispatchID)).count == 1)
+    #expect(records[3].dispatchID != handle.id)
+  }
+}

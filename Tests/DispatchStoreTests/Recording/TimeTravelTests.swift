@@ -1,0 +1,145 @@
+import Dispatch
+import Foundation
+import Testing
+
+@testable import DispatchStore
+
+/// Three counter stores that all handle every counter action, recorded.
+struct ThreeStoreApp {
+  let dispatcher = Dispatcher()
+  let stores = ["a", "b", "c"].map { Store(identifier: $0, model: Counter(), reducer: CounterSynchronousReducer()) }
+  let recorder: RecorderMiddleware
+
+  init(maxNumberOfRecords: Int = 10_000) {
+    recorder = RecorderMiddleware(maxNumberOfRecords: maxNumberOfRecords)
+    for store in stores { try! dispatcher.register(store: store) }
+    dispatcher.register(middleware: recorder)
+  }
+
+  var counts: [Int] { stores.map(\.model.count) }
+}
+
+@Suite("Time travel", .timeLimit(.minutes(2)))
+struct TimeTravelTests {
+  @Test func undoingAThreeStoreDispatchMovesEveryStoreInOneStep() throws {
+    let app = ThreeStoreApp()
+    #expect(dispatchSync(app.dispatcher, CounterAction.increase(1)).isSuccess)
+    #expect(dispatchSync(app.dispatcher, CounterAction.increase(1)).isSuccess)
+    #expect(app.counts == [2, 2, 2])
+    try app.recorder.undo()
+    // Never [2, 2, 1]: a state that did not exist.
+    #expect(app.counts == [1, 1, 1])
+    #expect(app.recorder.cursor == 2)
+    try app.recorder.undo()
+    #expect(app.counts == [0, 0, 0])
+    #expect(throws: RecorderError.atStartOfHistory) { try app.recorder.undo() }
+    try app.recorder.redo()
+    #expect(app.counts == [1, 1, 1])
+    // One record at a time, on request.
+    try app.recorder.redo(by: .record)
+    #expect(app.counts == [2, 1, 1])
+    try app.recorder.redo()
+    #expect(app.counts == [2, 2, 2])
+    #expect(throws: RecorderError.atEndOfHistory) { try app.recorder.redo() }
+  }
+
+  @Test func observersHearThatAChangeIsARestore() throws {
+    let app = ThreeStoreApp()
+    let heard = Locked<[ChangeOrigin]>([])
+    let token = app.stores[0].observe(delivery: .synchronous) { _, _, origin in heard.withLock { $0.append(origin) } }
+    #expect(dispatchSync(app.dispatcher, CounterAction.increase(1)).isSuccess)
+    try app.recorder.undo()
+    try app.recorder.redo()
+    #expect(heard.withLock { $0 } == [.dispatch, .restore, .restore])
+    withExtendedLifetime(token) {}
+  }
+
+  @Test func aMoveThatFailsChangesNothing() throws {
+    let dispatcher = Dispatcher()
+    let kept = makeCounterStore("kept")
+    var gone: Store<Counter, CounterAction>? = makeCounterStore("gone")
+    try dispatcher.register(store: kept)
+    try dispatcher.register(store: gone!)
+    let recorder = RecorderMiddleware()
+    dispatcher.register(middleware: recorder)
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1), storeIdentifier: "kept").isSuccess)
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1), storeIdentifier: "gone").isSuccess)
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1), storeIdentifier: "kept").isSuccess)
+    _ = dispatcher.unregister(identifier: "gone")
+    gone = nil
+    // Back to before the first record: restores "kept" and "gone"; "gone" is released, so nothing moves.
+    #expect(throws: RecorderError.storeUnavailable(storeIdentifier: "gone")) { try recorder.jump(to: -1) }
+    #expect(recorder.cursor == 2)
+    #expect(kept.model.count == 2)
+    // A move that needs only "kept" works.
+    try recorder.jump(to: 1)
+    #expect(kept.model.count == 1)
+  }
+
+  @Test func undoRedoAndJumpAreSafeWhileFourThreadsDispatch() async throws {
+    let app = ThreeStoreApp(maxNumberOfRecords: 16)
+    let stop = Locked(false)
+    let errors = Locked<[String]>([])
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+      let group = DispatchGroup()
+      for thread in 0..<4 {
+        group.enter()
+        Thread {
+          var step = 0
+          while !stop.withLock({ $0 }) {
+            _ = dispatchSync(
+              app.dispatcher, CounterAction.increase(thread + 1), storeIdentifier: ["a", "b", "c"][step % 3])
+            step += 1
+          }
+          group.leave()
+        }.start()
+      }
+      for mover in 0..<2 {
+        group.enter()
+        Thread {
+          for step in 0..<2_000 {
+            do {
+              switch (step + mover) % 4 {
+              case 0: try app.recorder.undo()
+              case 1: try app.recorder.redo(by: .record)
+              case 2: try app.recorder.jump(to: app.recorder.cursor - 1)
+              default: try app.recorder.undo(by: .record)
+              }
+            } catch {
+              // Typed errors are fine (the history moved under the mover); anything else is recorded.
+              if !(error is RecorderError) { errors.withLock { $0.append("\(error)") } }
+            }
+          }
+          if mover == 0 { stop.withLock { $0 = true } }
+          group.leave()
+        }.start()
+      }
+      group.notify(queue: .global()) { done.resume() }
+    }
+    #expect(errors.withLock { $0 }.isEmpty)
+    // Quiet now: one more move leaves every store at the cursor's models.
+    _ = try? app.recorder.undo(by: .record)
+    let cursor = app.recorder.cursor
+    let records = app.recorder.records
+    for store in app.stores {
+      let latest = records.last { $0.index <= cursor && $0.storeIdentifier == store.identifier }
+      if let latest { #expect((latest.model as? Counter) == store.model) }
+    }
+  }
+
+  @Test func concurrentMovesLeaveEveryStoreAtTheModelsOfTheCursor() async throws {
+    let app = ThreeStoreApp()
+    for _ in 0..<50 { #expect(dispatchSync(app.dispatcher, CounterAction.increase(1)).isSuccess) }
+    await onThreads(4) { thread in
+      for step in 0..<200 {
+        _ = try? app.recorder.jump(to: (thread * 37 + step * 11) % 150)
+      }
+    }
+    let cursor = app.recorder.cursor
+    let records = app.recorder.records
+    for store in app.stores {
+      let expected = records.last { $0.index <= cursor && $0.storeIdentifier == store.identifier }?.model as? Counter
+      #expect(store.model == (expected ?? Counter()))
+    }
+  }
+}
