@@ -6,9 +6,12 @@ let package = Package(
   platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
   products: [
     .library(name: "DispatchStore", targets: ["DispatchStore"]),
+    // `swift run dispatchstore-inspect SESSION.jsonl -o page.html`: a session as one HTML page.
+    .executable(name: "dispatchstore-inspect", targets: ["DispatchStoreInspect"]),
   ],
   targets: [
     .target(name: "DispatchStore"),
+    .executableTarget(name: "DispatchStoreInspect", dependencies: ["DispatchStore"]),
     // The README's quick start, kept identical to it (CI compares them).
     .executableTarget(name: "QuickStart", dependencies: ["DispatchStore"], path: "Examples/QuickStart"),
     // A search field whose latest query cancels the one in flight.

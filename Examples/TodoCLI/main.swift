@@ -17,6 +17,8 @@ let usage = """
     undo         go back one change (time travel; the next change replaces what was undone)
     history      show every recorded change; > marks where the list is now
     verify       re-run every recorded change and check each recorded state
+    inspect      write the session as an HTML page (--output PATH, else the session's path with .html),
+                 with the first divergence of a verify run highlighted
 
   The list lives only in a session file (JSON Lines, one line per change):
     --session PATH, else $TODO_SESSION, else ~/.todo-session.jsonl
@@ -94,6 +96,30 @@ do {
 
 // MARK: - Commands
 
+/// Every this many changes, a run writes a snapshot, so that the next run restores from it instead of reading the
+/// whole history.
+let snapshotInterval = 50
+
+/// The position of the session's last snapshot when it was loaded.
+let lastSnapshot = session?.snapshotIndices.last ?? 0
+
+/// Writes a snapshot when the changes since the last one reach the interval.
+func snapshotIfDue() {
+  if recorder.cursor + 1 - lastSnapshot >= snapshotInterval { recorder.snapshot() }
+}
+
+/// Re-runs the session against a fresh list; the divergence, if it diverged.
+func verifySession(_ session: Session) -> ReplayError? {
+  let fresh = Dispatcher()
+  try! fresh.register(store: Store(identifier: "todos", model: TodoList(), reducer: TodoReducer()))
+  do {
+    try session.verify(against: fresh)
+    return nil
+  } catch {
+    return error
+  }
+}
+
 func printList() {
   let items = todos.model.items
   if items.isEmpty { print("Nothing to do.") }
@@ -108,6 +134,8 @@ func apply(_ action: TodoAction) {
     if case .operationsFailed(let failures) = error, let failure = failures.first { fail("\(failure.error)") }
     fail("\(error)")
   }
+  snapshotIfDue()
+  recorder.flush()
   if let error = recorder.persistenceError { fail("the change was made but not saved: \(error)") }
 }
 
@@ -125,6 +153,7 @@ case "list":
 case "undo":
   guard let undone = recorder.currentRecord else { fail("nothing to undo") }
   do { try recorder.undo() } catch { fail("\(error)") }
+  recorder.flush()
   if let error = recorder.persistenceError { fail("undone but not saved: \(error)") }
   print("Undid: \(undone.action)")
   printList()
@@ -139,15 +168,24 @@ case "history":
   }
 case "verify":
   guard let session else { fail("nothing recorded yet") }
-  let fresh = Dispatcher()
-  try! fresh.register(store: Store(identifier: "todos", model: TodoList(), reducer: TodoReducer()))
-  do {
-    try session.verify(against: fresh)
-  } catch {
-    fail("\(error)")
-  }
+  if let divergence = verifySession(session) { fail("\(divergence)") }
   print("Re-ran \(session.recordCount) changes from \(sessionURL.path): every recorded state matched.")
   printList()
+case "inspect":
+  guard let session else { fail("nothing recorded yet") }
+  var output = sessionURL.deletingPathExtension().appendingPathExtension("html")
+  if let flag = arguments.firstIndex(of: "--output") {
+    guard flag + 1 < arguments.count else { fail("--output needs a path") }
+    output = URL(fileURLWithPath: arguments[flag + 1])
+  }
+  let divergence = verifySession(session)
+  do {
+    let page = try SessionInspector.page(forSessionAt: sessionURL, divergence: divergence)
+    try Data(page.utf8).write(to: output)
+  } catch {
+    fail("cannot write the page: \(error)")
+  }
+  print("Wrote \(output.path)" + (divergence.map { "; verify diverged: \($0)" } ?? "; verify matched every state."))
 default:
   fail("unknown command \"\(command)\"\n\(usage)")
 }

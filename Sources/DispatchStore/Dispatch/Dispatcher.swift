@@ -54,6 +54,9 @@ public final class Dispatcher: Sendable {
   let admission = LockedValue(AdmissionState())
   /// The time throttling and debouncing count by.
   public let clock: any DispatchClock
+  /// While ``Session/verify(against:mode:)`` re-runs a session here, the effects it recorded: operations read
+  /// them instead of running their effects (`ActionOperation.effect(_:_:)`).
+  let effectPlayback = LockedValue<EffectPlayback?>(nil)
 
   /// Creates an independent dispatcher with its own stores, middleware and lanes.
   /// - Parameters:

@@ -1,4 +1,4 @@
-/// Keeps an observation made with ``Store/observe(delivery:onChange:)`` alive: releasing the token, or calling
+/// Keeps an observation made with `Store.observe(delivery:onChange:)` alive: releasing the token, or calling
 /// ``cancel()``, ends it.
 ///
 /// ```swift

@@ -56,7 +56,7 @@ extension Store {
   ///     restore, the action of the record restored or undone) and the change's ``ChangeOrigin``.
   /// - Returns: The token that keeps the observation alive; keep it for as long as you want to be notified.
   ///
-  /// > Important: As for ``observe(delivery:onChange:)``: notifications never overlap for one store and one
+  /// > Important: As for `observe(delivery:onChange:)`: notifications never overlap for one store and one
   /// > delivery.
   public func observe(
     delivery: ObserverDelivery = .mainThread,

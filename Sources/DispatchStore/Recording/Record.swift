@@ -29,6 +29,9 @@ public struct Record: Sendable, CustomStringConvertible {
   public var error: (any Error)? { storage.error }
   /// Whether the dispatch was cancelled while the transaction ran (``ActionOperation/isCancelled``).
   public var wasCancelled: Bool { storage.wasCancelled }
+  /// How long the transaction took from its start to its record, to the tick of the coarse clock its identifier
+  /// reads (a few milliseconds on Linux): zero for most reductions, the wait for an operation's response.
+  public var duration: Duration { .nanoseconds(Int64(clamping: storage.elapsed)) }
 
   /// When the transaction began (``TransactionID/date``).
   public var timestamp: Date { transactionID.date }
@@ -46,14 +49,30 @@ public struct Record: Sendable, CustomStringConvertible {
   ///   - model: The store's model after the transaction.
   ///   - error: The error the transaction failed with, if it did.
   ///   - wasCancelled: Whether the dispatch was cancelled while the transaction ran.
+  ///   - duration: How long the transaction took.
   public init(
     index: Int, dispatchID: TransactionID, transactionID: TransactionID, storeIdentifier: String,
-    action: any ActionType, model: any ModelType, error: (any Error)? = nil, wasCancelled: Bool = false
+    action: any ActionType, model: any ModelType, error: (any Error)? = nil, wasCancelled: Bool = false,
+    duration: Duration = .zero
+  ) {
+    let (seconds, attoseconds) = duration.components
+    let nanoseconds = max(0, seconds) * 1_000_000_000 + max(0, attoseconds) / 1_000_000_000
+    self.init(
+      index: index, dispatchID: dispatchID, transactionID: transactionID, storeIdentifier: storeIdentifier,
+      action: action, model: model, error: error, wasCancelled: wasCancelled, elapsed: UInt64(nanoseconds))
+  }
+
+  init(
+    index: Int, dispatchID: TransactionID, transactionID: TransactionID, storeIdentifier: String,
+    action: any ActionType, model: any ModelType, error: (any Error)?, wasCancelled: Bool, elapsed: UInt64
   ) {
     storage = Storage(
       index: index, dispatchID: dispatchID, transactionID: transactionID, storeIdentifier: storeIdentifier,
-      action: action, model: model, error: error, wasCancelled: wasCancelled)
+      action: action, model: model, error: error, wasCancelled: wasCancelled, elapsed: elapsed)
   }
+
+  /// Nanoseconds from the transaction's start to its record.
+  var elapsed: UInt64 { storage.elapsed }
 
   /// `#index [dispatch/transaction] store <- action`, and how it failed.
   public var description: String {
@@ -73,10 +92,11 @@ public struct Record: Sendable, CustomStringConvertible {
     let model: any ModelType
     let error: (any Error)?
     let wasCancelled: Bool
+    let elapsed: UInt64
 
     init(
       index: Int, dispatchID: TransactionID, transactionID: TransactionID, storeIdentifier: String,
-      action: any ActionType, model: any ModelType, error: (any Error)?, wasCancelled: Bool
+      action: any ActionType, model: any ModelType, error: (any Error)?, wasCancelled: Bool, elapsed: UInt64
     ) {
       self.index = index
       self.dispatchID = dispatchID
@@ -86,6 +106,7 @@ public struct Record: Sendable, CustomStringConvertible {
       self.model = model
       self.error = error
       self.wasCancelled = wasCancelled
+      self.elapsed = elapsed
     }
   }
 }

@@ -340,15 +340,24 @@ public final class RecorderMiddleware: Middleware, SessionLineSource {
     dispatchID: TransactionID, transactionID: TransactionID, store: String, action: any ActionType,
     model: any ModelType, error: (any Error)?, cancelled: Bool
   ) -> UInt64 {
+    // The coarse clock the identifier was read from: cheap, and the same clock.
+    let now = TransactionID.now()
+    let elapsed = now > transactionID.rawValue ? now - transactionID.rawValue : 0
     let (event, afterLock) = state.withLock { state in
       state.file { index in
         Record(
           index: index, dispatchID: dispatchID, transactionID: transactionID, storeIdentifier: store, action: action,
-          model: model, error: error, wasCancelled: cancelled)
+          model: model, error: error, wasCancelled: cancelled, elapsed: elapsed)
       }
     }
     if afterLock { pendingWork.store(true, ordering: .relaxed) }
     return event
+  }
+
+  /// Keeps an effect's value (`ActionOperation.effect(_:_:)`) with its dispatch, and writes it.
+  func fileEffect(dispatchID: TransactionID, key: String, value: JSONValue) {
+    let wake = state.withLock { $0.fileEffect(dispatchID: dispatchID, key: key, value: value) }
+    if wake { afterLock() }
   }
 
   /// Work that must not happen under a lock: releasing dropped records (a model may hold objects whose `deinit`

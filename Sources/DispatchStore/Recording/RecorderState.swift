@@ -15,6 +15,8 @@ struct RecorderState {
   /// The lines the writer has not taken yet, and how many were queued since it was attached.
   var outbox: [SessionFormat.Line] = []
   var queued = 0
+  /// The effects operations fetched through the recorder, by dispatch (`ActionOperation.effect(_:_:)`).
+  var effects: [TransactionID: [(key: String, value: JSONValue)]] = [:]
   /// The number of the last record filed or move committed (``StoreState/recordedEvent``).
   var event: UInt64 = 0
   /// What the recorder dropped, for the caller to release after the lock.
@@ -49,6 +51,9 @@ struct RecorderState {
     for record in dropped.reversed() where !latest.contains(where: { $0.storeIdentifier == record.storeIdentifier }) {
       latest.append(record)
     }
+    if !effects.isEmpty {
+      for record in dropped { effects.removeValue(forKey: record.dispatchID) }
+    }
     for record in latest {
       if let replaced = baselines.updateValue((record.model, record.action), forKey: record.storeIdentifier) {
         garbage.append(replaced.model)
@@ -62,6 +67,12 @@ struct RecorderState {
     guard baselines[store] == nil else { return }
     baselines[store] = (model, nil)
     _ = queue(.snapshot(index: cursor + 1, models: [store: model], actions: [:]))
+  }
+
+  /// Keeps an effect's value with its dispatch, and queues its line.
+  mutating func fileEffect(dispatchID: TransactionID, key: String, value: JSONValue) -> Bool {
+    effects[dispatchID, default: []].append((key, value))
+    return queue(.effect(dispatchID: dispatchID, key: key, value: value))
   }
 
   // MARK: - Moves
@@ -167,7 +178,14 @@ struct RecorderState {
       lines.append(
         .snapshot(index: history.firstIndex, models: baselines.mapValues(\.model), actions: actions))
     }
-    for record in history.all { lines.append(.record(record)) }
+    var dispatches: Set<TransactionID> = []
+    for record in history.all {
+      lines.append(.record(record))
+      dispatches.insert(record.dispatchID)
+    }
+    for (dispatch, values) in effects where dispatches.contains(dispatch) {
+      for (key, value) in values { lines.append(.effect(dispatchID: dispatch, key: key, value: value)) }
+    }
     if cursor != history.lastIndex { lines.append(.move(cursor)) }
     return lines
   }

@@ -24,6 +24,9 @@ public struct Session: Sendable {
   public var firstIndex: Int { index.firstIndex }
   /// The number of records in the history.
   public var recordCount: Int { index.records.count }
+  /// The positions of the session's snapshots, oldest first: each holds models just before the record at its
+  /// position (``RecorderMiddleware/snapshot()``).
+  public var snapshotIndices: [Int] { index.snapshots.map(\.index) }
   /// The line number of an incomplete last line that was ignored (the writing process died mid-write), if any.
   public var truncatedLine: Int? { index.truncatedLine }
   /// The codecs the session was read with.
@@ -115,6 +118,20 @@ public struct Session: Sendable {
     return record
   }
 
+  /// The effects recorded for each dispatch, in the order they were fetched.
+  func effects() throws(SessionError) -> [TransactionID: [(key: String, value: JSONValue)]] {
+    var effects: [TransactionID: [(key: String, value: JSONValue)]] = [:]
+    for (dispatch, lines) in index.effects {
+      for line in lines {
+        guard case .effect(_, let key, let value) = try decode(line) else {
+          throw .corruptLine(line: line.number, reason: "not an effect")
+        }
+        effects[dispatch, default: []].append((key, value))
+      }
+    }
+    return effects
+  }
+
   // MARK: - Models at a position
 
   /// A store's model at a position, and the action observers hear it with.
@@ -202,8 +219,11 @@ public struct Session: Sendable {
   /// Re-runs every recorded transaction in order and compares each store's model with the recorded one: a
   /// regression test of the reducers against a real session.
   ///
-  /// Start from a fresh dispatcher whose stores have the models the recording started from. Each record's action
-  /// goes to its store; a transaction that failed when recorded must fail again, with the same model.
+  /// Start from a fresh dispatcher with the session's stores registered. The stores are first put at the models the
+  /// history starts from (the snapshot a recorder writes of each store's first model, or the one a compacted
+  /// session starts with); then each record's action goes to its store, and a transaction that failed when
+  /// recorded must fail again, with the same model. Operations read the effects they fetched from the session
+  /// (`ActionOperation.effect(_:_:)`).
   /// - Parameters:
   ///   - dispatcher: The dispatcher to replay into.
   ///   - mode: How each action is dispatched; `.sync` by default, the fastest.
@@ -214,11 +234,20 @@ public struct Session: Sendable {
   /// > (the main run-loop thread for `.mainThread`).
   public func verify(against dispatcher: Dispatcher, mode: Dispatcher.Mode = .sync) throws(ReplayError) {
     let records: [Record]
+    let playback: EffectPlayback
     do {
       records = try self.records
+      playback = EffectPlayback(effects: try effects())
     } catch {
       throw .unreadable(error)
     }
+    var lastOfDispatch: [TransactionID: Int] = [:]
+    for record in records { lastOfDispatch[record.dispatchID] = record.index }
+    for (store, model) in try restorePlan(in: dispatcher, at: index.firstIndex - 1) {
+      store.restore(model: model.model, action: model.action, event: nil)
+    }
+    dispatcher.effectPlayback.withLock { $0 = playback }
+    defer { dispatcher.effectPlayback.withLock { $0 = nil } }
     var stores: [String: any AnyStore] = [:]
     for record in records {
       let store: any AnyStore
@@ -231,7 +260,12 @@ public struct Session: Sendable {
         stores[record.storeIdentifier] = found
         store = found
       }
+      playback.begin(record.dispatchID)
       let result = Self.dispatchAndWait(record.action, to: record.storeIdentifier, in: dispatcher, mode: mode)
+      if let missing = playback.missing { throw missing }
+      if lastOfDispatch[record.dispatchID] == record.index, let unused = playback.unused(in: record.dispatchID) {
+        throw unused
+      }
       switch (result, record.error) {
       case (.failure(let error), nil):
         throw .dispatchFailed(
@@ -280,25 +314,62 @@ public struct Session: Sendable {
   /// - Parameter url: Where to write.
   /// - Throws: ``SessionError`` if a record does not decode or encode, or the file cannot be written.
   public func save(to url: URL) throws(SessionError) {
+    try write(to: url, from: index.firstIndex)
+  }
+
+  /// Writes the session to `url` with the history before record `position` folded into a snapshot: the models at
+  /// that point, then the records from `position` on, so the file is shorter and restores as fast, and undo still
+  /// reaches back to the snapshot.
+  ///
+  /// ```swift
+  /// let session = try Session.load(from: url, codecs: codecs)
+  /// try session.compact(before: session.recordCount - 1_000, to: url)  // keep the last 1,000 records
+  /// ```
+  /// - Parameters:
+  ///   - position: The index of the first record kept; between ``firstIndex`` and one past the last record.
+  ///   - url: Where to write; may be the session's own file (it is replaced atomically).
+  /// - Throws: ``SessionError/invalidIndex(_:line:)`` for a position outside the history; a decoding, encoding or
+  ///   I/O error.
+  public func compact(before position: Int, to url: URL) throws(SessionError) {
+    guard position >= index.firstIndex, position <= nextIndex else { throw .invalidIndex(position, line: 0) }
+    try write(to: url, from: position)
+  }
+
+  private func write(to url: URL, from position: Int) throws(SessionError) {
     var encoder = SessionFormat.Encoder(codecs: codecs)
     var data = Data()
     do {
       data.append(try encoder.header())
-      var snapshots = index.snapshots[...]
-      var position = index.firstIndex
-      for record in try records {
-        while let snapshot = snapshots.first, snapshot.index <= position {
+      var snapshots = index.snapshots.filter { $0.index >= position }[...]
+      if position > index.firstIndex {
+        // The folded history, as one snapshot of every store's model (and the action that made it).
+        var models: [String: any ModelType] = [:]
+        var actions: [String: any ActionType] = [:]
+        for (store, positioned) in try self.models(at: position - 1) {
+          models[store] = positioned.model
+          if let action = positioned.action { actions[store] = action }
+        }
+        data.append(try encoder.encode(.snapshot(index: position, models: models, actions: actions)))
+        snapshots = snapshots.drop { $0.index == position }
+      }
+      var dispatches: Set<TransactionID> = []
+      var next = position
+      for offset in max(0, position - index.firstIndex)..<index.records.count {
+        let record = try record(at: index.records[offset].index)
+        while let snapshot = snapshots.first, snapshot.index <= next {
           snapshots.removeFirst()
           data.append(try encoder.encode(try decode(snapshot.line)))
         }
         data.append(try encoder.encode(.record(record)))
-        position = record.index + 1
+        dispatches.insert(record.dispatchID)
+        next = record.index + 1
       }
       for snapshot in snapshots { data.append(try encoder.encode(try decode(snapshot.line))) }
-      for lines in index.effects.values {
+      for (dispatch, lines) in index.effects where dispatches.contains(dispatch) {
         for line in lines { data.append(try encoder.encode(try decode(line))) }
       }
-      if cursor != nextIndex - 1 { data.append(try encoder.encode(.move(cursor))) }
+      let kept = max(cursor, position - 1)
+      if kept != nextIndex - 1 { data.append(try encoder.encode(.move(kept))) }
     } catch let error as SessionError {
       throw error
     } catch {

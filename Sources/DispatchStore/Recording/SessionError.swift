@@ -54,7 +54,7 @@ public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 /// Why restoring or verifying a session stopped.
-public enum ReplayError: Error, Sendable, CustomStringConvertible {
+public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
   /// The store named by a record is not registered in the dispatcher, or has other types.
   case unknownStore(index: Int, storeIdentifier: String)
   /// Re-running a transaction that succeeded when recorded failed.
@@ -66,8 +66,35 @@ public enum ReplayError: Error, Sendable, CustomStringConvertible {
   /// After re-running a transaction, the store's model differs from the recorded one in these fields.
   case diverged(
     index: Int, dispatchID: TransactionID, storeIdentifier: String, action: String, differences: [FieldDifference])
+  /// An operation asked for an effect (`ActionOperation.effect(_:_:)`) that the session did not record for its
+  /// dispatch.
+  case missingEffect(dispatchID: TransactionID, key: String)
+  /// The session recorded an effect for a dispatch that no operation asked for when it was re-run.
+  case unusedEffect(dispatchID: TransactionID, key: String)
   /// The session's lines could not be decoded.
   case unreadable(SessionError)
+
+  /// Whether two errors report the same; a dispatch failure's error compares by its description (errors are not
+  /// `Equatable`).
+  /// - Parameters:
+  ///   - lhs: An error.
+  ///   - rhs: Another error.
+  /// - Returns: Whether they are the same case with the same values.
+  public static func == (lhs: ReplayError, rhs: ReplayError) -> Bool {
+    switch (lhs, rhs) {
+    case (.unknownStore(let a, let b), .unknownStore(let c, let d)): return a == c && b == d
+    case (.dispatchFailed(let a, let b, let c, let d, let e), .dispatchFailed(let f, let g, let h, let i, let j)):
+      return a == f && b == g && c == h && d == i && "\(e)" == "\(j)"
+    case (.outcomeDiffered(let a, let b, let c, let d, let e), .outcomeDiffered(let f, let g, let h, let i, let j)):
+      return a == f && b == g && c == h && d == i && e == j
+    case (.diverged(let a, let b, let c, let d, let e), .diverged(let f, let g, let h, let i, let j)):
+      return a == f && b == g && c == h && d == i && e == j
+    case (.missingEffect(let a, let b), .missingEffect(let c, let d)): return a == c && b == d
+    case (.unusedEffect(let a, let b), .unusedEffect(let c, let d)): return a == c && b == d
+    case (.unreadable(let a), .unreadable(let b)): return a == b
+    default: return false
+    }
+  }
 
   /// A readable explanation naming the record, its dispatch and, for a divergence, each field.
   public var description: String {
@@ -82,6 +109,10 @@ public enum ReplayError: Error, Sendable, CustomStringConvertible {
     case .diverged(let index, let dispatch, let store, let action, let differences):
       let fields = differences.map { "\n  \($0)" }.joined()
       return "Record #\(index) (dispatch \(dispatch)): after \(action), store \"\(store)\" diverged:\(fields)"
+    case .missingEffect(let dispatch, let key):
+      return "Dispatch \(dispatch) asked for the effect \"\(key)\", which the session did not record"
+    case .unusedEffect(let dispatch, let key):
+      return "Dispatch \(dispatch) recorded the effect \"\(key)\", which nothing asked for when it was re-run"
     case .unreadable(let error):
       return "The session could not be read: \(error)"
     }

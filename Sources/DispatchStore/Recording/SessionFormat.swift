@@ -8,7 +8,7 @@ import Foundation
 // The hashes chain the lines, so that an edited, deleted, duplicated or swapped line is found on loading.
 //   line 1    {"format":"DispatchStore.session","version":2,"stores":[{"identifier":..,"model":..,"action":..}]}
 //   record    {"k":"r","i":N,"t":<transaction>,"d":<dispatch, if not t>,"s":store,"a":action,"m":model,
-//              "e":"<error>"?,"c":true?}
+//              "e":"<error>"?,"c":true?,"f":<nanoseconds from t to the record, if not 0>?}
 //   move      {"k":"m","i":N}                      the cursor moved to record N (-1: before the first record)
 //   snapshot  {"k":"s","i":N,"m":{store: model}}   the listed stores' models just before record N
 //   effect    {"k":"e","d":<dispatch>,"key":"..","v":<value>}
@@ -19,7 +19,7 @@ import Foundation
 enum SessionLineKey: String, CodingKey {
   case format, version, stores
   // Version 2.
-  case k, i, t, d, s, a, m, e, c, key, v
+  case k, i, t, d, s, a, m, e, c, f, key, v
   // Version 1.
   case kind, index, transaction, timestamp, store, action, model, cursor
 }
@@ -57,7 +57,7 @@ enum SessionFormat {
     /// These stores' models just before record `index`, and the action of each one's latest record, where known
     /// (observers hear a restored model with it).
     case snapshot(index: Int, models: [String: any ModelType], actions: [String: any ActionType])
-    /// A value an operation of `dispatchID` fetched through the recorder (``ActionOperation/effect(_:_:)``).
+    /// A value an operation of `dispatchID` fetched through the recorder (`ActionOperation.effect(_:_:)`).
     case effect(dispatchID: TransactionID, key: String, value: JSONValue)
   }
 
@@ -75,7 +75,7 @@ enum SessionFormat {
 
     init(codecs: SessionCodecs, previousHash: UInt64 = 0) {
       self.encoder = JSONEncoder()
-      encoder.outputFormatting = [.withoutEscapingSlashes]
+      encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
       self.codecs = codecs
       self.previousHash = previousHash
     }
@@ -117,6 +117,7 @@ enum SessionFormat {
           JSONString.append(String(describing: error), to: &bytes)
         }
         if record.wasCancelled { bytes.append(contentsOf: ",\"c\":true".utf8) }
+        if record.elapsed > 0 { bytes.append(contentsOf: ",\"f\":\(record.elapsed)".utf8) }
         bytes.append(UInt8(ascii: "}"))
       case .snapshot(let index, let models, let actions):
         bytes.append(contentsOf: "{\"k\":\"s\",\"i\":\(index),\"m\":{".utf8)
@@ -204,7 +205,8 @@ enum SessionFormat {
             storeIdentifier: store, action: try codec.decodeAction(container, .a),
             model: try codec.decodeModel(container, .m),
             error: try container.decodeIfPresent(String.self, forKey: .e).map(RecordedError.init(description:)),
-            wasCancelled: try container.decodeIfPresent(Bool.self, forKey: .c) ?? false))
+            wasCancelled: try container.decodeIfPresent(Bool.self, forKey: .c) ?? false,
+            elapsed: try container.decodeIfPresent(UInt64.self, forKey: .f) ?? 0))
       case "s":
         let nested = try container.nestedContainer(keyedBy: StoreKey.self, forKey: .m)
         var models: [String: any ModelType] = [:]
@@ -290,20 +292,48 @@ enum JSONString {
   }
 }
 
-/// The line hashes of format version 2: FNV-1a 64, chained.
+/// The line hashes of format version 2: FNV-1a's step over 64-bit words, chained.
 ///
-/// Not a cryptographic hash (Foundation has none on Linux): it finds accidents and edits, not an attacker.
+/// For a line whose JSON object, without its hash, has the bytes `b` (ending with its closing brace), after a line
+/// hashed `p`: start at FNV's offset basis; take the step `h = (h ^ x) &* 0x100000001b3` for `x = p`, for each
+/// 8 bytes of `b` read as a little-endian integer (the last ones padded with zeros), and for the count of `b`.
+/// A word a step rather than a byte: eight times fewer multiplications, which loading a long session pays per
+/// byte. Not a cryptographic hash (Foundation has none on Linux): it finds accidents and edits, not an attacker.
 enum SessionHash {
   static let suffixLength = 24  // ,"h":"0123456789abcdef"}
+  private static let basis: UInt64 = 0xcbf2_9ce4_8422_2325
+  private static let prime: UInt64 = 0x100_0000_01b3
 
-  /// The hash of a line whose JSON object, without its hash, is `object`, after a line hashed `previous`.
-  static func line(_ object: UnsafeRawBufferPointer, previous: UInt64) -> UInt64 {
-    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-    withUnsafeBytes(of: previous.littleEndian) { bytes in
-      for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+  /// The hash of a line whose object is `object`, followed by `closing` if given, after a line hashed `previous`.
+  static func line(_ object: UnsafeRawBufferPointer, closing: UInt8? = nil, previous: UInt64) -> UInt64 {
+    var hash = (basis ^ previous) &* prime
+    let count = object.count
+    var offset = 0
+    while offset + 8 <= count {
+      hash = (hash ^ UInt64(littleEndian: object.loadUnaligned(fromByteOffset: offset, as: UInt64.self))) &* prime
+      offset += 8
     }
-    for byte in object { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-    return hash
+    var tail: UInt64 = 0
+    var shift: UInt64 = 0
+    while offset < count {
+      tail |= UInt64(object[offset]) << shift
+      shift += 8
+      offset += 1
+    }
+    var length = count
+    if let closing {
+      // The closing brace completes the tail, or starts a word of its own.
+      if shift == 64 {
+        hash = (hash ^ tail) &* prime
+        tail = 0
+        shift = 0
+      }
+      tail |= UInt64(closing) << shift
+      shift += 8
+      length += 1
+    }
+    if shift > 0 { hash = (hash ^ tail) &* prime }
+    return (hash ^ UInt64(length)) &* prime
   }
 
   static func line(_ object: Data, previous: UInt64) -> UInt64 {
@@ -317,22 +347,37 @@ enum SessionHash {
       + Array("\"}".utf8)
   }
 
-  /// Splits a line (without its newline) into its object without the hash, and the hash it carries; `nil` if it
-  /// does not end in a hash.
-  static func split(_ line: Data.SubSequence) -> (object: Data, hash: UInt64)? {
-    guard line.count > suffixLength + 1 else { return nil }
-    let suffixStart = line.endIndex - suffixLength
-    let suffix = line[suffixStart...]
-    guard suffix.starts(with: Array(",\"h\":\"".utf8)), suffix.last == UInt8(ascii: "}"),
-      suffix[suffix.endIndex - 2] == UInt8(ascii: "\"")
-    else {
-      return nil
+  enum Check {
+    case valid(UInt64)
+    /// The line does not end in a hash.
+    case missing
+    /// The hash does not follow from the previous line's and this line's bytes.
+    case mismatch
+  }
+
+  static let suffixStart = Array(",\"h\":\"".utf8)
+
+  /// Checks the hash a line (without its newline) ends with, in place.
+  static func check(_ line: UnsafeRawBufferPointer, previous: UInt64) -> Check {
+    guard line.count > suffixLength + 1 else { return .missing }
+    let start = line.count - suffixLength
+    for offset in suffixStart.indices where line[start + offset] != suffixStart[offset] { return .missing }
+    guard line[line.count - 2] == UInt8(ascii: "\""), line[line.count - 1] == UInt8(ascii: "}") else { return .missing }
+    var carried: UInt64 = 0
+    for offset in (start + 6)..<(start + 22) {
+      let byte = line[offset]
+      let digit: UInt8
+      switch byte {
+      case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+      case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+      default: return .missing
+      }
+      carried = carried << 4 | UInt64(digit)
     }
-    let hex = String(decoding: suffix.dropFirst(6).prefix(16), as: UTF8.self)
-    guard hex.count == 16, let hash = UInt64(hex, radix: 16) else { return nil }
-    var object = Data(line[..<suffixStart])
-    object.append(UInt8(ascii: "}"))
-    return (object, hash)
+    // The object without the hash: the bytes before the suffix, then its closing brace.
+    let hash = Self.line(
+      UnsafeRawBufferPointer(rebasing: line[..<start]), closing: UInt8(ascii: "}"), previous: previous)
+    return hash == carried ? .valid(hash) : .mismatch
   }
 }
 

@@ -51,7 +51,11 @@ struct SessionIndex: Sendable {
 
   // MARK: - Reading
 
-  static func read(_ data: Data, path: String, codecs: SessionCodecs) throws(SessionError) -> SessionIndex {
+  /// Reads `data`.
+  ///
+  /// Without codecs (the inspector), the header's stores are not checked against an app's, and a version 1 file,
+  /// which can only be read by decoding it, is refused.
+  static func read(_ data: Data, path: String, codecs: SessionCodecs?) throws(SessionError) -> SessionIndex {
     // Line ranges, without their newlines; whatever follows the last newline is a line the writer did not finish.
     var ranges: [Range<Int>] = []
     var start = 0
@@ -68,24 +72,36 @@ struct SessionIndex: Sendable {
     index.truncatedLine = truncatedLine
     index.completeByteCount = start
     if version == 1 {
+      guard let codecs else {
+        throw .unsupportedVersion(found: 1, supported: SessionFormat.version, line: 1)
+      }
       try index.readVersion1(ranges.dropFirst(), codecs: codecs)
       return index
     }
-    var previous: UInt64 = 0
     let storeBytes = stores.map { (identifier: $0, json: Array((try? JSONEncoder().encode($0)) ?? Data())) }
-    for (offset, range) in ranges.enumerated() {
-      let line = Line(number: offset + 1, range: range)
-      guard let (object, hash) = SessionHash.split(data[range]) else {
-        throw .corruptLine(line: line.number, reason: "the line has no hash")
+    // One pass over the bytes in place: no line is copied.
+    let failure = data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> SessionError? in
+      var previous: UInt64 = 0
+      for (offset, range) in ranges.enumerated() {
+        let line = Line(number: offset + 1, range: range)
+        let bytes = UnsafeRawBufferPointer(rebasing: raw[range.lowerBound..<range.upperBound])
+        switch SessionHash.check(bytes, previous: previous) {
+        case .missing: return .corruptLine(line: line.number, reason: "the line has no hash")
+        case .mismatch: return .integrityCheckFailed(line: line.number)
+        case .valid(let hash): previous = hash
+        }
+        if offset == 0 { continue }
+        do throws(SessionError) {
+          let object = UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count - SessionHash.suffixLength)])
+          try index.add(line, object: object, stores: storeBytes)
+        } catch {
+          return error
+        }
       }
-      guard SessionHash.line(object, previous: previous) == hash else {
-        throw .integrityCheckFailed(line: line.number)
-      }
-      previous = hash
-      if offset == 0 { continue }
-      try index.add(line, object: object, stores: storeBytes)
+      index.lastHash = previous
+      return nil
     }
-    index.lastHash = previous
+    if let failure { throw failure }
     return index
   }
 
@@ -96,7 +112,7 @@ struct SessionIndex: Sendable {
 
   /// Checks the header line; returns the format version and the stores it lists.
   private static func readHeader(
-    _ line: Data, path: String, codecs: SessionCodecs
+    _ line: Data, path: String, codecs: SessionCodecs?
   ) throws(SessionError) -> (Int, [String]) {
     guard let version = try? JSONDecoder().decode(Version.self, from: line), version.format == SessionFormat.name
     else {
@@ -114,6 +130,7 @@ struct SessionIndex: Sendable {
       throw .corruptLine(line: 1, reason: "\(error)")
     }
     for store in header.stores {
+      guard let codecs else { continue }
       guard let codec = codecs.codecs[store.identifier] else {
         throw .unknownStore(identifier: store.identifier, line: 1)
       }
@@ -168,24 +185,27 @@ struct SessionIndex: Sendable {
     decodedRecords = decoded
   }
 
-  /// Adds a version 2 line after the header, checking that it continues the history as a recorder would.
+  /// Adds a version 2 line after the header.
+  ///
+  /// Checks that it continues the history as a recorder would.
+  /// `object` is the line without its hash suffix (and so without its closing brace).
   private mutating func add(
-    _ line: Line, object: Data, stores: [(identifier: String, json: [UInt8])]
+    _ line: Line, object: UnsafeRawBufferPointer, stores: [(identifier: String, json: [UInt8])]
   ) throws(SessionError) {
-    let fields = object.withUnsafeBytes { LinePrefix(bytes: $0) }
-    guard let fields else { throw .corruptLine(line: line.number, reason: "the line does not start with its kind") }
+    guard let fields = LinePrefix(bytes: object) else {
+      throw .corruptLine(line: line.number, reason: "the line does not start with its kind")
+    }
     switch fields.kind {
     case UInt8(ascii: "r"):
       guard let position = fields.index else { throw .corruptLine(line: line.number, reason: "missing field \"i\"") }
       guard position == cursor + 1, position >= firstIndex else { throw .invalidIndex(position, line: line.number) }
-      let store = object.withUnsafeBytes { bytes in
-        stores.first { LinePrefix.storeField(in: bytes) == $0.json[...] }?.identifier
+      let field = LinePrefix.storeField(in: object)
+      guard let store = stores.first(where: { field.elementsEqual($0.json) })?.identifier else {
+        let name = try? JSONDecoder().decode(String.self, from: Data(field))
+        throw .unknownStore(identifier: name ?? "?", line: line.number)
       }
-      guard let store else {
-        throw .unknownStore(identifier: LinePrefix.storeName(in: object) ?? "?", line: line.number)
-      }
-      records.removeSubrange((position - firstIndex)...)
-      snapshots.removeAll { $0.index > position }
+      if position - firstIndex < records.count { records.removeSubrange((position - firstIndex)...) }
+      if let last = snapshots.last, last.index > position { snapshots.removeAll { $0.index > position } }
       records.append(RecordLine(line: line, index: position, store: store))
       cursor = position
     case UInt8(ascii: "m"):
@@ -203,7 +223,7 @@ struct SessionIndex: Sendable {
       guard position == cursor + 1 else { throw .invalidIndex(position, line: line.number) }
       snapshots.append((position, line))
     case UInt8(ascii: "e"):
-      guard let dispatch = LinePrefix.unsignedField("d", in: object) else {
+      guard let dispatch = LinePrefix.unsignedField(LinePrefix.dispatchKey, in: object) else {
         throw .corruptLine(line: line.number, reason: "missing field \"d\"")
       }
       effects[TransactionID(rawValue: dispatch), default: []].append(line)
@@ -213,23 +233,27 @@ struct SessionIndex: Sendable {
   }
 }
 
-/// The start of a version 2 line, `{"k":"r","i":12,`, read without decoding the line.
+/// The start of a version 2 line, `{"k":"r","i":12,`, read without decoding the line or allocating.
 private struct LinePrefix {
+  static let opening = Array("{\"k\":\"".utf8)
+  static let indexKey = Array(",\"i\":".utf8)
+  static let storeKey = Array(",\"s\":\"".utf8)
+  static let dispatchKey = Array(",\"d\":".utf8)
+
   let kind: UInt8
   let index: Int?
 
   init?(bytes: UnsafeRawBufferPointer) {
-    let opening = Array("{\"k\":\"".utf8)
+    let opening = Self.opening
     guard bytes.count > opening.count + 2, bytes.starts(with: opening) else { return nil }
     kind = bytes[opening.count]
     guard bytes[opening.count + 1] == UInt8(ascii: "\"") else { return nil }
-    let field = Array(",\"i\":".utf8)
-    let rest = bytes[(opening.count + 2)...]
-    guard rest.starts(with: field) else {
+    let start = opening.count + 2
+    guard Self.matches(Self.indexKey, in: bytes, at: start) else {
       index = nil
       return
     }
-    var position = rest.startIndex + field.count
+    var position = start + Self.indexKey.count
     var negative = false
     if position < bytes.count, bytes[position] == UInt8(ascii: "-") {
       negative = true
@@ -247,53 +271,49 @@ private struct LinePrefix {
     index = digits == 0 ? nil : (negative ? -value : value)
   }
 
-  /// The JSON string after `"s":` in a record line, quotes included.
-  static func storeField(in bytes: UnsafeRawBufferPointer) -> ArraySlice<UInt8> {
-    let key = Array(",\"s\":\"".utf8)
-    guard let start = find(key, in: bytes) else { return [] }
-    var position = start + key.count
+  private static func matches(_ needle: [UInt8], in bytes: UnsafeRawBufferPointer, at start: Int) -> Bool {
+    guard start + needle.count <= bytes.count else { return false }
+    for offset in needle.indices where bytes[start + offset] != needle[offset] { return false }
+    return true
+  }
+
+  private static func find(_ needle: [UInt8], in bytes: UnsafeRawBufferPointer) -> Int? {
+    var start = 0
+    while start + needle.count <= bytes.count {
+      if bytes[start] == needle[0], matches(needle, in: bytes, at: start) { return start }
+      start += 1
+    }
+    return nil
+  }
+
+  /// The JSON string after `"s":` in a record line, quotes included; empty if there is none.
+  static func storeField(in bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+    guard let start = find(storeKey, in: bytes) else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+    let opening = start + storeKey.count - 1
+    var position = opening + 1
     while position < bytes.count, bytes[position] != UInt8(ascii: "\"") {
       if bytes[position] == UInt8(ascii: "\\") { position += 1 }
       position += 1
     }
-    guard position < bytes.count else { return [] }
-    return ArraySlice(bytes[(start + key.count - 1)...position])
+    guard position < bytes.count else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+    return UnsafeRawBufferPointer(rebasing: bytes[opening...position])
   }
 
-  /// The store named by a record line, for an error message.
-  static func storeName(in object: Data) -> String? {
-    let field = object.withUnsafeBytes { storeField(in: $0) }
-    return try? JSONDecoder().decode(String.self, from: Data(field))
-  }
-
-  /// The unsigned integer after `"name":`.
-  static func unsignedField(_ name: String, in object: Data) -> UInt64? {
-    object.withUnsafeBytes { bytes -> UInt64? in
-      let key = Array(",\"\(name)\":".utf8)
-      guard let start = find(key, in: bytes) else { return nil }
-      var position = start + key.count
-      var value: UInt64 = 0
-      var digits = 0
-      while position < bytes.count, bytes[position] >= UInt8(ascii: "0"), bytes[position] <= UInt8(ascii: "9"),
-        digits < 20
-      {
-        let (times, overflow) = value.multipliedReportingOverflow(by: 10)
-        guard !overflow else { return nil }
-        value = times &+ UInt64(bytes[position] - UInt8(ascii: "0"))
-        position += 1
-        digits += 1
-      }
-      return digits == 0 ? nil : value
+  /// The unsigned integer after `key` (such as `,"d":`).
+  static func unsignedField(_ key: [UInt8], in bytes: UnsafeRawBufferPointer) -> UInt64? {
+    guard let start = find(key, in: bytes) else { return nil }
+    var position = start + key.count
+    var value: UInt64 = 0
+    var digits = 0
+    while position < bytes.count, bytes[position] >= UInt8(ascii: "0"), bytes[position] <= UInt8(ascii: "9"),
+      digits < 20
+    {
+      let (times, overflow) = value.multipliedReportingOverflow(by: 10)
+      guard !overflow else { return nil }
+      value = times &+ UInt64(bytes[position] - UInt8(ascii: "0"))
+      position += 1
+      digits += 1
     }
-  }
-
-  private static func find(_ needle: [UInt8], in bytes: UnsafeRawBufferPointer) -> Int? {
-    guard bytes.count >= needle.count else { return nil }
-    var start = 0
-    while start + needle.count <= bytes.count {
-      if bytes[start] == needle[0], bytes[start..<(start + needle.count)].elementsEqual(needle) { return start }
-      start += 1
-    }
-    return nil
+    return digits == 0 ? nil : value
   }
 }

@@ -241,6 +241,11 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
     handlers.notify(error)
   }
 
+  /// The recording of the operation's dispatch, if a recorder records it.
+  var recordingContext: RecordingContext? {
+    recording?.context
+  }
+
   /// Files the transaction's record, if a recorder records it, once.
   private func fileRecord(error: (any Error)?, cancelled: Bool) {
     recording?.fileOnce { context in

@@ -1,0 +1,43 @@
+// dispatchstore-inspect: writes a DispatchStore session file as one self-contained HTML page.
+//
+//   swift run dispatchstore-inspect SESSION.jsonl [-o PAGE.html]
+//
+// Without -o the page goes to standard output. It needs no codecs: it reads the file's JSON as it is.
+import DispatchStore
+import Foundation
+
+let usage = "usage: dispatchstore-inspect SESSION.jsonl [-o PAGE.html]"
+
+func fail(_ message: String) -> Never {
+  FileHandle.standardError.write(Data("dispatchstore-inspect: \(message)\n".utf8))
+  exit(1)
+}
+
+var arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.contains("--help") || arguments.contains("-h") {
+  print(usage)
+  exit(0)
+}
+var output: URL?
+if let flag = arguments.firstIndex(of: "-o") {
+  guard flag + 1 < arguments.count else { fail(usage) }
+  output = URL(fileURLWithPath: arguments[flag + 1])
+  arguments.removeSubrange(flag...(flag + 1))
+}
+guard arguments.count == 1 else { fail(usage) }
+
+let page: String
+do {
+  page = try SessionInspector.page(forSessionAt: URL(fileURLWithPath: arguments[0]))
+} catch {
+  fail("\(error)")
+}
+if let output {
+  do {
+    try page.write(to: output, atomically: true, encoding: .utf8)
+  } catch {
+    fail("cannot write \(output.path): \(error.localizedDescription)")
+  }
+} else {
+  FileHandle.standardOutput.write(Data(page.utf8))
+}

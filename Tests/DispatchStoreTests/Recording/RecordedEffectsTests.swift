@@ -1,0 +1,122 @@
+import Foundation
+import Testing
+
+@testable import DispatchStore
+
+struct UserProfile: ModelType, Codable, Equatable {
+  var name = ""
+  var session = ""
+}
+
+enum UserAction: ActionType, Codable, Equatable {
+  case load(Int)
+}
+
+struct Offline: Error {}
+
+/// Loads a profile through two effects: a "network" response and a random session id.
+final class UserReducer: Reducer<UserProfile, UserAction>, @unchecked Sendable {
+  let network: @Sendable (Int) throws -> String
+  let key: @Sendable (Int) -> String
+  let asksForSession: Bool
+  let calls = Locked(0)
+
+  init(
+    network: @escaping @Sendable (Int) throws -> String, key: @escaping @Sendable (Int) -> String = { "user \($0)" },
+    asksForSession: Bool = true
+  ) {
+    self.network = network
+    self.key = key
+    self.asksForSession = asksForSession
+  }
+
+  override func operation(
+    for action: UserAction, in store: Store<UserProfile, UserAction>
+  ) -> ActionOperation<UserProfile, UserAction> {
+    ActionOperation(action: action, store: store) { [self] operation, action, _ in
+      guard case .load(let id) = action else { return operation.finish() }
+      do {
+        let name = try operation.effect(key(id)) { () throws -> String in
+          calls.withLock { $0 += 1 }
+          return try network(id)
+        }
+        let session = asksForSession ? try operation.effect("session") { UUID().uuidString } : ""
+        operation.updateModel {
+          $0.name = name
+          $0.session = session
+        }
+        operation.finish()
+      } catch {
+        operation.finish(throwing: error)
+      }
+    }
+  }
+}
+
+func profileCodecs() -> SessionCodecs {
+  var codecs = SessionCodecs()
+  codecs.register(storeIdentifier: "profile", model: UserProfile.self, action: UserAction.self)
+  return codecs
+}
+
+/// Records two loads with a working network, and returns the session file and the final model.
+func recordProfileSession() throws -> (TemporaryFile, UserProfile) {
+  let file = TemporaryFile()
+  let dispatcher = Dispatcher()
+  let store = Store(
+    identifier: "profile", model: UserProfile(), reducer: UserReducer(network: { ["", "Ada", "Grace"][$0] }))
+  try dispatcher.register(store: store)
+  let recorder = RecorderMiddleware()
+  dispatcher.register(middleware: recorder)
+  try recorder.attach(appendingTo: file.url, codecs: profileCodecs())
+  #expect(dispatchSync(dispatcher, UserAction.load(1)).isSuccess)
+  #expect(dispatchSync(dispatcher, UserAction.load(2)).isSuccess)
+  recorder.flush()
+  return (file, store.model)
+}
+
+/// A fresh dispatcher with a profile store whose reducer is made by `reducer`.
+func profileApp(_ reducer: UserReducer) throws -> (Dispatcher, Store<UserProfile, UserAction>) {
+  let dispatcher = Dispatcher()
+  let store = Store(identifier: "profile", model: UserProfile(), reducer: reducer)
+  try dispatcher.register(store: store)
+  return (dispatcher, store)
+}
+
+@Suite("Recorded effects", .timeLimit(.minutes(1)))
+struct RecordedEffectsTests {
+  @Test func aSessionWithNetworkCallsAndRandomIDsVerifiesOfflineWithoutFetching() throws {
+    let (file, recorded) = try recordProfileSession()
+    #expect(recorded.name == "Grace")
+    let session = try Session.load(from: file.url, codecs: profileCodecs())
+    let offline = UserReducer(network: { _ in throw Offline() })
+    let (dispatcher, store) = try profileApp(offline)
+    try session.verify(against: dispatcher)
+    #expect(store.model == recorded)  // The same random session id, read back.
+    #expect(offline.calls.withLock { $0 } == 0)
+    // Outside a verification, effects run again.
+    #expect(!dispatchSync(dispatcher, UserAction.load(1)).isSuccess)
+    #expect(offline.calls.withLock { $0 } == 1)
+  }
+
+  @Test func anEffectTheSessionDidNotRecordIsATypedErrorNamingIt() throws {
+    let (file, _) = try recordProfileSession()
+    let session = try Session.load(from: file.url, codecs: profileCodecs())
+    let renamed = UserReducer(network: { _ in throw Offline() }, key: { "profile \($0)" })
+    let (dispatcher, _) = try profileApp(renamed)
+    let first = try session.records[0]
+    #expect(throws: ReplayError.missingEffect(dispatchID: first.dispatchID, key: "profile 1")) {
+      try session.verify(against: dispatcher)
+    }
+  }
+
+  @Test func anEffectNothingAskedForIsATypedErrorNamingIt() throws {
+    let (file, _) = try recordProfileSession()
+    let session = try Session.load(from: file.url, codecs: profileCodecs())
+    let (dispatcher, _) = try profileApp(UserReducer(network: { _ in "?" }, asksForSession: false))
+    let first = try session.records[0]
+    #expect(throws: ReplayError.unusedEffect(dispatchID: first.dispatchID, key: "session")) {
+      try session.verify(against: dispatcher)
+    }
+  }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import Testing
+
+@testable import DispatchStore
+
+/// How many `Tracked` models were decoded, per test (each test uses its own counter through its own store name).
+let trackedDecodes = Locked<[String: Int]>([:])
+
+/// A counter whose decoding is counted, to see how much of a session a restore reads.
+struct Tracked: ModelType, Codable, Equatable {
+  var count = 0
+  var tag = ""
+
+  init() {}
+
+  init(from decoder: any Decoder) throws {
+    let container = try decoder.container(keyedBy: CodingKeys.self)
+    count = try container.decode(Int.self, forKey: .count)
+    tag = try container.decode(String.self, forKey: .tag)
+    trackedDecodes.withLock { $0[tag, default: 0] += 1 }
+  }
+}
+
+final class TrackedReducer: SynchronousReducer<Tracked, CounterAction>, @unchecked Sendable {
+  let tag: String
+
+  init(tag: String) {
+    self.tag = tag
+  }
+
+  override func reduce(_ action: CounterAction, into model: inout Tracked) throws {
+    model.tag = tag
+    if case .increase(let amount) = action { model.count += amount }
+  }
+}
+
+func trackedCodecs() -> SessionCodecs {
+  var codecs = SessionCodecs()
+  codecs.register(storeIdentifier: "tracked", model: Tracked.self, action: CounterAction.self)
+  return codecs
+}
+
+/// A dispatcher with one tracked store, recorded to `file`; `snapshotAfter` takes a snapshot after those records.
+func recordTracked(
+  _ count: Int, tag: String, snapshotAfter: Int?, to file: TemporaryFile
+) throws -> (Dispatcher, Store<Tracked, CounterAction>, RecorderMiddleware) {
+  let dispatcher = Dispatcher()
+  let store = Store(identifier: "tracked", model: Tracked(), reducer: TrackedReducer(tag: tag))
+  try dispatcher.register(store: store)
+  let recorder = RecorderMiddleware(maxNumberOfRecords: 100_000)
+  dispatcher.register(middleware: recorder)
+  try recorder.attach(appendingTo: file.url, codecs: trackedCodecs())
+  for step in 1...count {
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+    if step == snapshotAfter { recorder.snapshot() }
+  }
+  recorder.flush()
+  return (dispatcher, store, recorder)
+}
+
+func freshTracked(tag: String) throws -> (Dispatcher, Store<Tracked, CounterAction>, RecorderMiddleware) {
+  let dispatcher = Dispatcher()
+  let store = Store(identifier: "tracked", model: Tracked(), reducer: TrackedReducer(tag: tag))
+  try dispatcher.register(store: store)
+  let recorder = RecorderMiddleware()
+  dispatcher.register(middleware: recorder)
+  return (dispatcher, store, recorder)
+}
+
+@Suite("Snapshots and compaction", .timeLimit(.minutes(1)))
+struct SnapshotTests {
+  @Test func restoringFromASnapshotDecodesOnlyTheRecordsAfterIt() throws {
+    let withSnapshot = TemporaryFile()
+    _ = try recordTracked(1_000, tag: "snap", snapshotAfter: 990, to: withSnapshot)
+    let without = TemporaryFile()
+    _ = try recordTracked(1_000, tag: "full", snapshotAfter: nil, to: without)
+    trackedDecodes.withLock { $0 = [:] }
+
+    let (dispatcher, store, _) = try freshTracked(tag: "snap")
+    try Session.load(from: withSnapshot.url, codecs: trackedCodecs()).restore(into: dispatcher)
+    #expect(store.model.count == 1_000)
+    // The snapshot, then the last record; nothing before the snapshot.
+    #expect(trackedDecodes.withLock { $0["snap"] ?? 0 } <= 11)
+
+    let (other, otherStore, _) = try freshTracked(tag: "full")
+    try Session.load(from: without.url, codecs: trackedCodecs()).restore(into: other)
+    #expect(otherStore.model.count == 1_000)
+    #expect(trackedDecodes.withLock { $0["full"] ?? 0 } <= 2)  // The last record alone holds the model.
+  }
+
+  @Test func aCompactedSessionRestoresVerifiesAndUndoesWithinWhatIsKept() throws {
+    let file = TemporaryFile()
+    let (_, original, _) = try recordTracked(10, tag: "compact", snapshotAfter: nil, to: file)
+    let session = try Session.load(from: file.url, codecs: trackedCodecs())
+    let compacted = TemporaryFile()
+    try session.compact(before: 6, to: compacted.url)
+    #expect(compacted.data.count < file.data.count)
+
+    let kept = try Session.load(from: compacted.url, codecs: trackedCodecs())
+    #expect(kept.firstIndex == 6)
+    #expect(kept.recordCount == 4)
+    #expect(kept.cursor == 9)
+
+    let (dispatcher, store, recorder) = try freshTracked(tag: "compact")
+    try recorder.resume(kept, in: dispatcher)
+    #expect(store.model == original.model)
+    try recorder.undo()
+    #expect(store.model.count == 9)
+    while (try? recorder.undo()) != nil {}
+    #expect(recorder.cursor == 5)
+    #expect(store.model.count == 6)  // The snapshot: the models after record 5.
+    #expect(throws: RecorderError.atStartOfHistory) { try recorder.undo() }
+
+    // Verifying starts from the snapshot's models.
+    let (verifying, verified, _) = try freshTracked(tag: "compact")
+    try kept.verify(against: verifying)
+    #expect(verified.model == original.model)
+  }
+}
