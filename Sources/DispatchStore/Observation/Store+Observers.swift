@@ -19,7 +19,7 @@ extension Store {
     delivery: ObserverDelivery = .mainThread,
     onChange: @escaping @Sendable (Model, Action) -> Void
   ) {
-    add(ObserverEntry(object: observer, onChange: { model, action, _ in onChange(model, action) }), delivery: delivery)
+    add(ObserverEntry(object: observer, onChange: onChange), delivery: delivery)
   }
 
   /// Calls `onChange` after every change of the model, for as long as the returned token lives.
@@ -39,7 +39,8 @@ extension Store {
     delivery: ObserverDelivery = .mainThread,
     onChange: @escaping @Sendable (Model, Action) -> Void
   ) -> ObservationToken {
-    observe(delivery: delivery) { model, action, _ in onChange(model, action) }
+    let token = ObservationToken()
+    return observe(delivery: delivery, entry: ObserverEntry(token: token, onChange: onChange), token: token)
   }
 
   /// Calls `onChange` after every change of the model, telling it whether a dispatch made the change or the
@@ -63,7 +64,13 @@ extension Store {
     onChange: @escaping @Sendable (Model, Action, ChangeOrigin) -> Void
   ) -> ObservationToken {
     let token = ObservationToken()
-    let entry = ObserverEntry(token: token, onChange: onChange)
+    return observe(delivery: delivery, entry: ObserverEntry(token: token, onChangeWithOrigin: onChange), token: token)
+  }
+
+  /// Adds a token's observation; the token removes it when cancelled or released.
+  private func observe(
+    delivery: ObserverDelivery, entry: ObserverEntry<Model, Action>, token: ObservationToken
+  ) -> ObservationToken {
     add(entry, delivery: delivery)
     token.setCancellation { [weak self] in
       guard let self else { return }
@@ -185,7 +192,7 @@ extension Store {
         Unmanaged.passUnretained(entries[index])._withUnsafeGuaranteedRef { entry in
           // A token's observation lives until it is removed: nothing to load.
           if entry.isHeldByToken {
-            entry.onChange(change.model, change.action, change.origin)
+            entry.call(change)
             return
           }
           // Holding the object keeps it alive while its callback runs.
@@ -193,7 +200,7 @@ extension Store {
             deadEntries.append(entry)
             return
           }
-          entry.onChange(change.model, change.action, change.origin)
+          entry.call(change)
           withExtendedLifetime(object) {}
         }
       }
@@ -373,20 +380,45 @@ final class ObserverEntry<Model: ModelType, Action: ActionType>: @unchecked Send
   @usableFromInline let id: ObjectIdentifier
   /// Whether this is a token's observation, alive until the token removes it; `object` is then `nil`.
   @usableFromInline let isHeldByToken: Bool
-  @usableFromInline let onChange: @Sendable (Model, Action, ChangeOrigin) -> Void
+  @usableFromInline let onChange: @Sendable (Model, Action) -> Void
+  /// The closure of an observation that asked for each change's origin; `onChange` is then unused.
+  ///
+  /// Two slots rather than one closure wrapping the other: most observers take two arguments, and calling through
+  /// a wrapper costs each of them a second indirect call.
+  @usableFromInline let onChangeWithOrigin: (@Sendable (Model, Action, ChangeOrigin) -> Void)?
 
-  init(object: AnyObject, onChange: @escaping @Sendable (Model, Action, ChangeOrigin) -> Void) {
+  init(object: AnyObject, onChange: @escaping @Sendable (Model, Action) -> Void) {
     self.object = object
     self.id = ObjectIdentifier(object)
     self.isHeldByToken = false
     self.onChange = onChange
+    self.onChangeWithOrigin = nil
   }
 
-  init(token: ObservationToken, onChange: @escaping @Sendable (Model, Action, ChangeOrigin) -> Void) {
+  init(token: ObservationToken, onChange: @escaping @Sendable (Model, Action) -> Void) {
     self.object = nil
     self.id = ObjectIdentifier(token)
     self.isHeldByToken = true
     self.onChange = onChange
+    self.onChangeWithOrigin = nil
+  }
+
+  init(token: ObservationToken, onChangeWithOrigin: @escaping @Sendable (Model, Action, ChangeOrigin) -> Void) {
+    self.object = nil
+    self.id = ObjectIdentifier(token)
+    self.isHeldByToken = true
+    self.onChange = { _, _ in }
+    self.onChangeWithOrigin = onChangeWithOrigin
+  }
+
+  /// Calls the observer's closure with `change`.
+  @inlinable
+  func call(_ change: StoreChange<Model, Action>) {
+    if let onChangeWithOrigin {
+      onChangeWithOrigin(change.model, change.action, change.origin)
+    } else {
+      onChange(change.model, change.action)
+    }
   }
 
   var isAlive: Bool { isHeldByToken || object != nil }

@@ -29,8 +29,10 @@ public struct Record: Sendable, CustomStringConvertible {
   public var error: (any Error)? { storage.error }
   /// Whether the dispatch was cancelled while the transaction ran (``ActionOperation/isCancelled``).
   public var wasCancelled: Bool { storage.wasCancelled }
-  /// How long the transaction took from its start to its record, to the tick of the coarse clock its identifier
-  /// reads (a few milliseconds on Linux): zero for most reductions, the wait for an operation's response.
+  /// How long an operation's transaction took from its start to its record.
+  ///
+  /// To the tick of the coarse clock its identifier reads (a few milliseconds on Linux): the wait for a response,
+  /// not the cost of a reduction. Zero for reductions in place, which take less than the tick.
   public var duration: Duration { .nanoseconds(Int64(clamping: storage.elapsed)) }
 
   /// When the transaction began (``TransactionID/date``).

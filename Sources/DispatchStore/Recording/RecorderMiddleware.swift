@@ -338,11 +338,8 @@ public final class RecorderMiddleware: Middleware, SessionLineSource {
   @usableFromInline
   func file(
     dispatchID: TransactionID, transactionID: TransactionID, store: String, action: any ActionType,
-    model: any ModelType, error: (any Error)?, cancelled: Bool
+    model: any ModelType, error: (any Error)?, cancelled: Bool, elapsed: UInt64
   ) -> UInt64 {
-    // The coarse clock the identifier was read from: cheap, and the same clock.
-    let now = TransactionID.now()
-    let elapsed = now > transactionID.rawValue ? now - transactionID.rawValue : 0
     let (event, afterLock) = state.withLock { state in
       state.file { index in
         Record(

@@ -1,5 +1,3 @@
-import Synchronization
-
 // How a recorded transaction files its record: in the store's critical section that ends the transaction, so that
 // the record holds the model that transaction's change produced and takes its place in the history in the order of
 // the store's changes (proposal 0010).
@@ -28,43 +26,30 @@ struct RecordingContext: Sendable {
   /// Runs no user code: the recorder only appends under its own lock, taken inside the store's.
   @usableFromInline
   func file(
-    store: String, action: any ActionType, model: any ModelType, error: (any Error)?, cancelled: Bool = false
+    store: String, action: any ActionType, model: any ModelType, error: (any Error)?, cancelled: Bool = false,
+    elapsed: UInt64 = 0
   ) -> UInt64 {
     recorder.file(
       dispatchID: dispatchID, transactionID: transactionID, store: store, action: action, model: model, error: error,
-      cancelled: cancelled)
-  }
-}
-
-/// The recording of one operation's transaction: filed once, when the operation finishes (or is released without
-/// finishing).
-///
-/// `Sendable`: the context is immutable and `filed` atomic.
-final class OperationRecording: Sendable {
-  let context: RecordingContext
-  private let filed = Atomic<Bool>(false)
-
-  init(_ context: RecordingContext) {
-    self.context = context
-  }
-
-  /// Runs `body` the first time only: an operation finishes once, but `finish()` may be called twice, from two
-  /// threads.
-  func fileOnce(_ body: (RecordingContext) -> Void) {
-    guard !filed.exchange(true, ordering: .relaxed) else { return }
-    body(context)
+      cancelled: cancelled, elapsed: elapsed)
   }
 }
 
 extension Store {
   /// Files the record of an operation of this store that finished: in a critical section of the store, so that the
   /// record holds the model as it is at that point of the store's changes.
+  ///
+  /// Its duration is read on the coarse clock its transaction identifier came from. (A reduction in place takes less
+  /// than that clock's tick; its records say zero without reading it.)
   func fileFinishedOperation(
     _ action: Action, error: (any Error)?, cancelled: Bool, recording: RecordingContext
   ) {
+    let now = TransactionID.now()
+    let started = recording.transactionID.rawValue
+    let elapsed = now > started ? now - started : 0
     state.withLock { state in
       state.recordedEvent = recording.file(
-        store: identifier, action: action, model: state.model, error: error, cancelled: cancelled)
+        store: identifier, action: action, model: state.model, error: error, cancelled: cancelled, elapsed: elapsed)
     }
   }
 }

@@ -41,8 +41,8 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   /// Where the operation files its transaction's record when it finishes, while a recorder records the dispatch.
   ///
   /// `nonisolated(unsafe)`: written once, by the dispatching thread before the operation starts, and read by the
-  /// thread that finishes it, which the start happened before.
-  nonisolated(unsafe) private var recording: OperationRecording?
+  /// thread that finishes it, which the start happened before. Filing it once is claimed in `status`.
+  nonisolated(unsafe) private var recording: RecordingContext?
 
   /// Creates an operation whose work is `async`: it runs as a task, finishes when `body` returns, and fails with
   /// what `body` throws.
@@ -243,14 +243,15 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
 
   /// The recording of the operation's dispatch, if a recorder records it.
   var recordingContext: RecordingContext? {
-    recording?.context
+    recording
   }
 
   /// Files the transaction's record, if a recorder records it, once.
   private func fileRecord(error: (any Error)?, cancelled: Bool) {
-    recording?.fileOnce { context in
-      store.fileFinishedOperation(action, error: error, cancelled: cancelled, recording: context)
-    }
+    guard let recording else { return }
+    // `finish()` may be called twice, from two threads: the first to set the flag files the record.
+    guard update({ $0 & OperationStatus.recorded == 0 ? $0 | OperationStatus.recorded : nil }) != nil else { return }
+    store.fileFinishedOperation(action, error: error, cancelled: cancelled, recording: recording)
   }
 
   private func runBlock() {
@@ -401,7 +402,7 @@ extension ActionOperation: OperationStarting, OperationCompletionHandler {
   }
 
   func record(with context: RecordingContext) {
-    recording = OperationRecording(context)
+    recording = context
   }
 
   func cancel() {
@@ -461,6 +462,8 @@ enum OperationStatus {
   static let hasDependencies: UInt8 = 0b1_0000
   /// The dispatch running the operation was cancelled.
   static let cancelled: UInt8 = 0b10_0000
+  /// The transaction's record was filed (a recorder records the dispatch).
+  static let recorded: UInt8 = 0b100_0000
 
   static func phase(of status: UInt8) -> UInt8 { status & phaseMask }
   static func isFinished(_ status: UInt8) -> Bool { phase(of: status) >= succeeded }

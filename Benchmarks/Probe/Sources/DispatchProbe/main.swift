@@ -44,7 +44,7 @@ final class ThroughOperationUpdate: Reducer<Tally, TallyAction>, @unchecked Send
 
 let shapes = [
   "inplace", "op", "opupdate", "chain", "tokensinplace", "tokensop", "tokensopupdate", "handle", "recorder",
-  "recorderfile",
+  "recorderfile", "oprecorder", "oprecorderfile",
 ]
 let arguments = CommandLine.arguments
 guard arguments.count == 3, let count = Int(arguments[1]),
@@ -56,7 +56,8 @@ else {
 let shape = arguments[2]
 let dispatcher = Dispatcher()
 let inPlace =
-  shape == "inplace" || shape == "chain" || shape == "tokensinplace" || shape == "handle" || shape.hasPrefix("recorder")
+  shape == "inplace" || shape == "chain" || shape == "tokensinplace" || shape == "handle"
+  || shape.hasPrefix("recorder")
 let reducer: Reducer<Tally, TallyAction> =
   inPlace ? InPlace() : shape.hasSuffix("update") ? ThroughOperationUpdate() : ThroughOperation()
 let store = Store(identifier: "s0", model: Tally(), reducer: reducer)
@@ -73,10 +74,10 @@ if shape.hasPrefix("tokens") {
   for _ in 0..<10 { tokens.append(store.observe(delivery: .synchronous) { model, _ in precondition(model.count > 0) }) }
 }
 // Recording in memory (a bounded history) or to a file as well (proposal 0010).
-let recorder = shape.hasPrefix("recorder") ? RecorderMiddleware(maxNumberOfRecords: 1_000) : nil
+let recorder = shape.contains("recorder") ? RecorderMiddleware(maxNumberOfRecords: 1_000) : nil
 if let recorder { dispatcher.register(middleware: recorder) }
 let sessionFile = FileManager.default.temporaryDirectory.appendingPathComponent("probe-\(UUID()).jsonl")
-if shape == "recorderfile", let recorder {
+if shape.hasSuffix("recorderfile"), let recorder {
   var codecs = SessionCodecs()
   codecs.register(storeIdentifier: "s0", model: Tally.self, action: TallyAction.self)
   try recorder.attach(appendingTo: sessionFile, codecs: codecs)
