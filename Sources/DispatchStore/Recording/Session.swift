@@ -77,12 +77,31 @@ public struct Session: Sendable {
   public var records: [Record] {
     get throws(SessionError) {
       if let records = cache.records.withLock({ $0 }) { return records }
-      var decoded: [Record] = []
-      decoded.reserveCapacity(index.records.count)
-      for line in index.records { decoded.append(try record(line.line)) }
-      let records = decoded
+      // One run of the decoder over all the lines, as one JSON array: a run per line costs more than the line.
+      // If it fails, the lines are decoded one by one, to name the line.
+      let records: [Record]
+      if let all = try? decodeAll() {
+        records = all
+      } else {
+        records = try index.records.map { (line) throws(SessionError) in try record(line.line) }
+      }
       cache.records.withLock { $0 = records }
       return records
+    }
+  }
+
+  private func decodeAll() throws -> [Record] {
+    var array = Data("[".utf8)
+    for (offset, line) in index.records.enumerated() {
+      if offset > 0 { array.append(UInt8(ascii: ",")) }
+      array.append(index.data[line.line.range])
+    }
+    array.append(UInt8(ascii: "]"))
+    let decoder = JSONDecoder()
+    decoder.userInfo[SessionFormat.LineDecoding.codecsKey] = codecs
+    return try decoder.decode([SessionFormat.LineDecoding].self, from: array).map { decoded in
+      guard case .record(let record) = decoded.line else { throw SessionError.corruptLine(line: 0, reason: "") }
+      return record
     }
   }
 
@@ -233,65 +252,153 @@ public struct Session: Sendable {
   /// > Important: This blocks until each dispatch finished; do not call it on the thread a mode needs
   /// > (the main run-loop thread for `.mainThread`).
   public func verify(against dispatcher: Dispatcher, mode: Dispatcher.Mode = .sync) throws(ReplayError) {
-    let records: [Record]
+    let steps: [VerifyStep]
     let playback: EffectPlayback
     do {
-      records = try self.records
+      steps = try verifySteps()
       playback = EffectPlayback(effects: try effects())
     } catch {
       throw .unreadable(error)
     }
     var lastOfDispatch: [TransactionID: Int] = [:]
-    for record in records { lastOfDispatch[record.dispatchID] = record.index }
+    for step in steps { lastOfDispatch[step.dispatchID] = step.index }
     for (store, model) in try restorePlan(in: dispatcher, at: index.firstIndex - 1) {
       store.restore(model: model.model, action: model.action, event: nil)
     }
     dispatcher.effectPlayback.withLock { $0 = playback }
     defer { dispatcher.effectPlayback.withLock { $0 = nil } }
     var stores: [String: any AnyStore] = [:]
-    for record in records {
+    // Models are compared as the writer encoded them: the re-run model encoded the same way, against the recorded
+    // bytes. Only when the bytes differ is the recorded model decoded and compared as a value.
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    for step in steps {
       let store: any AnyStore
-      if let known = stores[record.storeIdentifier] {
+      if let known = stores[step.store] {
         store = known
       } else {
-        guard let found = dispatcher.store(with: record.storeIdentifier) else {
-          throw .unknownStore(index: record.index, storeIdentifier: record.storeIdentifier)
+        guard let found = dispatcher.store(with: step.store) else {
+          throw .unknownStore(index: step.index, storeIdentifier: step.store)
         }
-        stores[record.storeIdentifier] = found
+        stores[step.store] = found
         store = found
       }
-      playback.begin(record.dispatchID)
-      let result = Self.dispatchAndWait(record.action, to: record.storeIdentifier, in: dispatcher, mode: mode)
+      playback.begin(step.dispatchID)
+      let result =
+        mode == .sync
+        ? Self.dispatchSync(step.action, to: step.store, in: dispatcher)
+        : Self.dispatchAndWait(step.action, to: step.store, in: dispatcher, mode: mode)
       if let missing = playback.missing { throw missing }
-      if lastOfDispatch[record.dispatchID] == record.index, let unused = playback.unused(in: record.dispatchID) {
+      if lastOfDispatch[step.dispatchID] == step.index, let unused = playback.unused(in: step.dispatchID) {
         throw unused
       }
-      switch (result, record.error) {
-      case (.failure(let error), nil):
+      switch (result, step.failed) {
+      case (.failure(let error), false):
         throw .dispatchFailed(
-          index: record.index, dispatchID: record.dispatchID, storeIdentifier: record.storeIdentifier,
-          action: "\(record.action)", error: error)
-      case (.success, let recorded?):
+          index: step.index, dispatchID: step.dispatchID, storeIdentifier: step.store, action: "\(step.action)",
+          error: error)
+      case (.success, true):
+        let recorded = try? record(at: step.index).error
         throw .outcomeDiffered(
-          index: record.index, dispatchID: record.dispatchID, storeIdentifier: record.storeIdentifier,
-          action: "\(record.action)", recordedError: "\(recorded)")
+          index: step.index, dispatchID: step.dispatchID, storeIdentifier: step.store, action: "\(step.action)",
+          recordedError: recorded.map { "\($0)" } ?? "an error")
       default:
         break
       }
       let actual = store.anyModel
-      guard let codec = codecs.codecs[record.storeIdentifier], codec.modelsEqual(record.model, actual) else {
-        let codec = codecs.codecs[record.storeIdentifier]
-        var differences = JSONValue.differences(
-          expected: codec?.modelTree(record.model), actual: codec?.modelTree(actual))
-        if differences.isEmpty {
-          // Equal as JSON, unequal with `==`: the difference is in what the encoding leaves out.
-          differences = [FieldDifference(path: "", expected: "\(record.model)", actual: "\(actual)")]
+      guard let codec = codecs.codecs[step.store] else {
+        throw .unknownStore(index: step.index, storeIdentifier: step.store)
+      }
+      if let bytes = step.modelBytes, let encoded = try? codec.encodeModel(step.store, actual, encoder),
+        index.data.elementsEqual(encoded, in: bytes)
+      {
+        continue
+      }
+      let recorded: Record
+      if let decoded = step.record {
+        recorded = decoded
+      } else {
+        do {
+          recorded = try record(at: step.index)
+        } catch {
+          throw .unreadable(error)
         }
-        throw .diverged(
-          index: record.index, dispatchID: record.dispatchID, storeIdentifier: record.storeIdentifier,
-          action: "\(record.action)", differences: differences)
+      }
+      guard !codec.modelsEqual(recorded.model, actual) else { continue }
+      var differences = JSONValue.differences(
+        expected: codec.modelTree(recorded.model), actual: codec.modelTree(actual))
+      if differences.isEmpty {
+        // Equal as JSON, unequal with `==`: the difference is in what the encoding leaves out.
+        differences = [FieldDifference(path: "", expected: "\(recorded.model)", actual: "\(actual)")]
+      }
+      throw .diverged(
+        index: step.index, dispatchID: step.dispatchID, storeIdentifier: step.store, action: "\(step.action)",
+        differences: differences)
+    }
+  }
+
+  /// A record as ``verify(against:mode:)`` re-runs it: its action decoded, its model left as the bytes written
+  /// (a version 2 file), or the whole record decoded (a version 1 file, or records decoded already).
+  private struct VerifyStep {
+    let index: Int
+    let dispatchID: TransactionID
+    let store: String
+    let action: any ActionType
+    let failed: Bool
+    let modelBytes: Range<Int>?
+    let record: Record?
+  }
+
+  private func verifySteps() throws(SessionError) -> [VerifyStep] {
+    if let decoded = cache.records.withLock({ $0 }) ?? index.decodedRecords {
+      return decoded.map { record in
+        VerifyStep(
+          index: record.index, dispatchID: record.dispatchID, store: record.storeIdentifier, action: record.action,
+          failed: record.error != nil, modelBytes: nil, record: record)
       }
     }
+    let decoder = JSONDecoder()
+    // Sessions repeat actions (the same tap, the same tick): each distinct encoding is decoded once per store.
+    var actions: [String: [Data: any ActionType]] = [:]
+    var steps: [VerifyStep] = []
+    steps.reserveCapacity(index.records.count)
+    for line in index.records {
+      let fields = index.data.withUnsafeBytes { RecordFields($0, range: line.line.range) }
+      guard let fields, let actionRange = fields.action, let modelRange = fields.model,
+        let transaction = index.data.withUnsafeBytes({ RecordFields.unsigned($0, fields.transaction) }),
+        let codec = codecs.codecs[line.store]
+      else {
+        // Not as a writer makes it: decoding it names what is wrong.
+        _ = try record(line.line)
+        throw .corruptLine(line: line.line.number, reason: "not a record line")
+      }
+      let dispatch = index.data.withUnsafeBytes { RecordFields.unsigned($0, fields.dispatch) } ?? transaction
+      let actionJSON = index.data.subdata(in: actionRange)
+      let action: any ActionType
+      if let known = actions[line.store]?[actionJSON] {
+        action = known
+      } else {
+        do {
+          action = try codec.decodeActionJSON(actionJSON, decoder)
+        } catch let error as DecodingError {
+          throw .corruptLine(line: line.line.number, reason: error.shortDescription)
+        } catch {
+          throw .corruptLine(line: line.line.number, reason: "\(error)")
+        }
+        if actions[line.store, default: [:]].count < 4_096 { actions[line.store, default: [:]][actionJSON] = action }
+      }
+      steps.append(
+        VerifyStep(
+          index: line.index, dispatchID: TransactionID(rawValue: dispatch), store: line.store, action: action,
+          failed: fields.error != nil, modelBytes: modelRange, record: nil))
+    }
+    return steps
+  }
+
+  private static func dispatchSync<Action: ActionType>(
+    _ action: Action, to storeIdentifier: String, in dispatcher: Dispatcher
+  ) -> Result<Void, DispatchError> {
+    Result { () throws(DispatchError) in try dispatcher.dispatchSync(storeIdentifier: storeIdentifier, action: action) }
   }
 
   private static func dispatchAndWait<Action: ActionType>(
@@ -379,6 +486,18 @@ public struct Session: Sendable {
       try data.write(to: url, options: .atomic)
     } catch {
       throw .io(path: url.path, reason: error.localizedDescription)
+    }
+  }
+}
+
+extension Data {
+  /// Whether the bytes in `range` are those of `other`.
+  func elementsEqual(_ other: Data, in range: Range<Int>) -> Bool {
+    guard other.count == range.count else { return false }
+    return withUnsafeBytes { mine in
+      other.withUnsafeBytes { theirs in
+        memcmp(mine.baseAddress! + range.lowerBound, theirs.baseAddress!, range.count) == 0
+      }
     }
   }
 }

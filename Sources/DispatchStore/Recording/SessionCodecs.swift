@@ -20,6 +20,8 @@ public struct SessionCodecs: Sendable {
     /// `{"a":<action>,"m":<model>}`, in one run of the encoder: a record's line holds both.
     let encodeActionAndModel: @Sendable (String, any ActionType, any ModelType, JSONEncoder) throws -> Data
     let decodeAction: @Sendable (LineReader, SessionLineKey) throws -> any ActionType
+    /// An action from its JSON alone; the decoder is the caller's, reused.
+    let decodeActionJSON: @Sendable (Data, JSONDecoder) throws -> any ActionType
     let decodeModel: @Sendable (LineReader, SessionLineKey) throws -> any ModelType
     let decodeSnapshotModel: @Sendable (StoreReader, SessionFormat.StoreKey) throws -> any ModelType
     let decodeSnapshotAction: @Sendable (StoreReader, SessionFormat.StoreKey) throws -> any ActionType
@@ -95,6 +97,7 @@ public struct SessionCodecs: Sendable {
         return try encoder.encode(ActionAndModel(a: action, m: model))
       },
       decodeAction: { try $0.decode(Action.self, forKey: $1) },
+      decodeActionJSON: { try $1.decode(Action.self, from: $0) },
       decodeModel: { try $0.decode(Model.self, forKey: $1) },
       decodeSnapshotModel: { try $0.decode(Model.self, forKey: $1) },
       decodeSnapshotAction: { try $0.decode(Action.self, forKey: $1) },

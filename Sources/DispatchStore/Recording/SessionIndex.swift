@@ -317,3 +317,85 @@ private struct LinePrefix {
     return digits == 0 ? nil : value
   }
 }
+
+/// The byte ranges of a record line's top-level values, found by scanning the JSON rather than decoding it: what
+/// ``Session/verify(against:mode:)`` needs to re-run a record without decoding its model.
+struct RecordFields {
+  var transaction: Range<Int>?
+  var dispatch: Range<Int>?
+  var action: Range<Int>?
+  var model: Range<Int>?
+  var error: Range<Int>?
+
+  /// Scans the object in `bytes[range]`; `nil` if it is not a flat JSON object as a writer makes it.
+  init?(_ bytes: UnsafeRawBufferPointer, range: Range<Int>) {
+    var position = range.lowerBound
+    let end = range.upperBound
+    func skipString() -> Bool {
+      // At an opening quote; moves past the closing one.
+      position += 1
+      while position < end {
+        switch bytes[position] {
+        case UInt8(ascii: "\\"): position += 2
+        case UInt8(ascii: "\""):
+          position += 1
+          return true
+        default: position += 1
+        }
+      }
+      return false
+    }
+    guard position < end, bytes[position] == UInt8(ascii: "{") else { return nil }
+    position += 1
+    while position < end, bytes[position] == UInt8(ascii: "\"") {
+      let keyStart = position + 1
+      guard skipString(), position < end, bytes[position] == UInt8(ascii: ":") else { return nil }
+      let key = position - keyStart == 2 ? bytes[keyStart] : 0  // one-letter keys only matter
+      position += 1
+      let valueStart = position
+      var depth = 0
+      scan: while position < end {
+        switch bytes[position] {
+        case UInt8(ascii: "\""):
+          guard skipString() else { return nil }
+          continue
+        case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+        case UInt8(ascii: "}"), UInt8(ascii: "]"):
+          if depth == 0 { break scan }
+          depth -= 1
+        case UInt8(ascii: ","):
+          if depth == 0 { break scan }
+        default: break
+        }
+        position += 1
+      }
+      let value = valueStart..<position
+      switch key {
+      case UInt8(ascii: "t"): transaction = value
+      case UInt8(ascii: "d"): dispatch = value
+      case UInt8(ascii: "a"): action = value
+      case UInt8(ascii: "m"): model = value
+      case UInt8(ascii: "e"): error = value
+      default: break
+      }
+      guard position < end else { return nil }
+      if bytes[position] == UInt8(ascii: "}") { return }
+      position += 1  // ","
+    }
+    return nil
+  }
+
+  /// The unsigned integer in `range`.
+  static func unsigned(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>?) -> UInt64? {
+    guard let range, !range.isEmpty else { return nil }
+    var value: UInt64 = 0
+    for position in range {
+      let byte = bytes[position]
+      guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+      let (times, overflow) = value.multipliedReportingOverflow(by: 10)
+      guard !overflow else { return nil }
+      value = times &+ UInt64(byte - UInt8(ascii: "0"))
+    }
+    return value
+  }
+}

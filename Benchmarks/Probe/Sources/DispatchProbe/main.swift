@@ -44,7 +44,7 @@ final class ThroughOperationUpdate: Reducer<Tally, TallyAction>, @unchecked Send
 
 let shapes = [
   "inplace", "op", "opupdate", "chain", "tokensinplace", "tokensop", "tokensopupdate", "handle", "recorder",
-  "recorderfile", "oprecorder", "oprecorderfile",
+  "recorderfile", "oprecorder", "oprecorderfile", "verify",
 ]
 let arguments = CommandLine.arguments
 guard arguments.count == 3, let count = Int(arguments[1]),
@@ -74,7 +74,8 @@ if shape.hasPrefix("tokens") {
   for _ in 0..<10 { tokens.append(store.observe(delivery: .synchronous) { model, _ in precondition(model.count > 0) }) }
 }
 // Recording in memory (a bounded history) or to a file as well (proposal 0010).
-let recorder = shape.contains("recorder") ? RecorderMiddleware(maxNumberOfRecords: 1_000) : nil
+let recorder =
+  shape.contains("recorder") || shape == "verify" ? RecorderMiddleware(maxNumberOfRecords: 1_000) : nil
 if let recorder { dispatcher.register(middleware: recorder) }
 let sessionFile = FileManager.default.temporaryDirectory.appendingPathComponent("probe-\(UUID()).jsonl")
 if shape.hasSuffix("recorderfile"), let recorder {
@@ -83,6 +84,22 @@ if shape.hasSuffix("recorderfile"), let recorder {
   try recorder.attach(appendingTo: sessionFile, codecs: codecs)
 }
 defer { try? FileManager.default.removeItem(at: sessionFile) }
+if shape == "verify", let recorder {
+  // Record COUNT in-place actions to a file, then time decoding the session and re-running it.
+  var codecs = SessionCodecs()
+  codecs.register(storeIdentifier: "s0", model: Tally.self, action: TallyAction.self)
+  try recorder.attach(appendingTo: sessionFile, codecs: codecs)
+  for _ in 0..<count { try dispatcher.dispatchSync(action: TallyAction.increment) }
+  recorder.flush()
+  let session = try Session.load(from: sessionFile, codecs: codecs)
+  let fresh = Dispatcher()
+  try fresh.register(store: Store(identifier: "s0", model: Tally(), reducer: InPlace()))
+  let start = ContinuousClock.now
+  try session.verify(against: fresh)
+  let verified = ContinuousClock.now
+  print("verify: \((verified - start) / session.recordCount) per record")
+  exit(0)
+}
 if shape == "handle" {
   // A held handle per action (proposal 0009). Two loops, so that the others compare no string per dispatch.
   for _ in 0..<count { _ = dispatcher.start(TallyAction.increment, mode: .sync) }
