@@ -39,6 +39,10 @@ enum StoreTransaction {
     let dispatchID = dispatchID ?? id
     let watch = Watch(
       id: id, dispatchID: dispatchID, started: middleware.needsDuration ? MonotonicClock.nanoseconds() : nil)
+    if middleware.onlyRecorder, let recorder = middleware.recorder {
+      recorder.willRecord(store, kind: kind)
+      return watch
+    }
     kind.tell(
       middleware,
       about: Transaction(
@@ -85,6 +89,10 @@ enum StoreTransaction {
     let duration = watch?.started.map { Duration.nanoseconds(Int64(bitPattern: MonotonicClock.nanoseconds() &- $0)) }
     if announces { kind.announceChange(of: store, for: action) }
     guard let watch else { return }
+    if middleware.onlyRecorder, let recorder = middleware.recorder {
+      recorder.didRecord()
+      return
+    }
     var transaction = Transaction(
       id: watch.id, dispatchID: watch.dispatchID, storeIdentifier: kind.identifier(of: store), action: action,
       finished: true, duration: duration, error: error)

@@ -29,11 +29,15 @@ struct MiddlewareList: Sendable {
     let needsDuration: Bool
     /// The first recorder in the list: stores file their records with it as they change (``RecordingContext``).
     let recorder: RecorderMiddleware?
+    /// Whether the recorder is the only middleware: a transaction then calls it directly
+    /// (``RecorderMiddleware/willRecord(_:kind:)``), without making the `Transaction` values nobody else reads.
+    let onlyRecorder: Bool
 
     init(_ entries: [Entry]) {
       self.entries = entries
       self.needsDuration = entries.contains { $0.needsDuration }
       self.recorder = entries.lazy.compactMap { $0.middleware as? RecorderMiddleware }.first
+      self.onlyRecorder = entries.count == 1 && recorder != nil
     }
   }
 
@@ -47,6 +51,12 @@ struct MiddlewareList: Sendable {
     var needsDuration: Bool {
       guard let snapshot else { return false }
       return snapshot._withUnsafeGuaranteedRef { $0.needsDuration }
+    }
+
+    /// Whether the recorder is the only middleware.
+    var onlyRecorder: Bool {
+      guard let snapshot else { return false }
+      return snapshot._withUnsafeGuaranteedRef { $0.onlyRecorder }
     }
 
     /// The first recorder in the list, borrowed.

@@ -305,6 +305,19 @@ public final class RecorderMiddleware: Middleware, SessionLineSource {
   public func willDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {
     let id = ObjectIdentifier(store)
     if lastKnownStore.load(ordering: .relaxed) == UInt(bitPattern: id) { return }
+    noteStore(store, identifier: transaction.storeIdentifier)
+  }
+
+  /// ``willDispatch(transaction:action:in:)`` when the recorder is the only middleware: the dispatch calls it
+  /// directly, with the store as it holds it.
+  func willRecord(_ store: AnyObject, kind: StoreKind) {
+    if lastKnownStore.load(ordering: .relaxed) == UInt(bitPattern: ObjectIdentifier(store)) { return }
+    noteStore(kind.anyStore(store), identifier: kind.identifier(of: store))
+  }
+
+  /// Notes a store's first model and keeps it (weakly) for moves, the first time the recorder sees it.
+  private func noteStore(_ store: any AnyStore, identifier: String) {
+    let id = ObjectIdentifier(store)
     guard !state.withLock({ $0.known.contains(id) }) else {
       lastKnownStore.store(UInt(bitPattern: id), ordering: .relaxed)
       return
@@ -313,8 +326,8 @@ public final class RecorderMiddleware: Middleware, SessionLineSource {
     let restorable = WeakStore(store as? any ModelRestoring)
     state.withLock { state in
       state.known.insert(id)
-      state.stores[transaction.storeIdentifier] = restorable
-      state.noteBaseline(model, of: transaction.storeIdentifier)
+      state.stores[identifier] = restorable
+      state.noteBaseline(model, of: identifier)
     }
   }
 
@@ -325,6 +338,11 @@ public final class RecorderMiddleware: Middleware, SessionLineSource {
   ///
   /// The record itself was filed by the store, in the critical section that ended the transaction.
   public func didDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {
+    didRecord()
+  }
+
+  /// ``didDispatch(transaction:action:in:)`` when the recorder is the only middleware.
+  func didRecord() {
     guard pendingWork.load(ordering: .relaxed) else { return }
     afterLock()
   }
