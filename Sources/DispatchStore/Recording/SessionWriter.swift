@@ -144,6 +144,7 @@ private final class WriterLoop: @unchecked Sendable {
     var written = 0
     var failure: SessionError?
     var closing = false
+    var started = false
     var waiters: [(target: Int, waiter: DispatchSemaphore)] = []
   }
 
@@ -167,6 +168,7 @@ private final class WriterLoop: @unchecked Sendable {
 
   func start(source: any SessionLineSource) {
     self.source = source
+    state.withLock { $0.started = true }
     let thread = Thread { [self] in run() }
     thread.name = "DispatchStore.SessionWriter"
     thread.start()
@@ -179,7 +181,15 @@ private final class WriterLoop: @unchecked Sendable {
 
   /// Writes what is left, then ends the thread.
   func close() {
-    state.withLock { $0.closing = true }
+    // A writer whose recorder refused it (``RecorderMiddleware/attach(appendingTo:codecs:durability:)``) never
+    // started its thread: nothing to wait for.
+    guard state.withLock({ state in
+      state.closing = true
+      return state.started
+    }) else {
+      try? handle.close()
+      return
+    }
     wakeup.signal()
     ended.wait()
     WriterRegistry.shared.remove(self)
