@@ -10,7 +10,7 @@ public enum ChangeOrigin: Sendable, Hashable {
   /// A reducer or an operation changed the model while handling a dispatched action.
   case dispatch
   /// The recorder replaced the model with a recorded one (``RecorderMiddleware/undo(by:)``,
-  /// ``RecorderMiddleware/redo(by:)``, ``RecorderMiddleware/jump(to:)``, ``Session/restore(into:)``); no reducer
+  /// ``RecorderMiddleware/redo(by:)``, ``RecorderMiddleware/jump(to:by:)``, ``Session/restore(into:)``); no reducer
   /// ran.
   case restore
 }

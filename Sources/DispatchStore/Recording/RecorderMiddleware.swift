@@ -18,7 +18,7 @@ import Synchronization
 /// order of its changes. Failed and cancelled transactions are recorded too, with their changes and their error.
 ///
 /// > Important: Safe to use from any thread, also while other threads dispatch. Moves (``undo(by:)``,
-/// > ``redo(by:)``, ``jump(to:)``) are checked before anything changes: one that throws changes nothing. An
+/// > ``redo(by:)``, ``jump(to:by:)``) are checked before anything changes: one that throws changes nothing. An
 /// > operation's record holds the model when it finished; operations of one store running at the same time share
 /// > their changes, as observers do (``Store/updateModel(_:)``).
 public final class RecorderMiddleware: Middleware, SessionLineSource {
@@ -115,21 +115,26 @@ public final class RecorderMiddleware: Middleware, SessionLineSource {
     }
   }
 
-  /// Moves to the record at `index` and restores each store's model to what it was right after that record.
+  /// Moves to the record at `index`, or to the end of its dispatch, and restores each store's model to what it was
+  /// right after it.
   ///
   /// No reducer runs; observers hear each restored model with ``ChangeOrigin/restore`` and the action of the record
   /// it comes from (for a store restored to before its first record, the action being undone). Dispatching
   /// afterwards drops the records after the cursor.
-  /// - Parameter index: A record's ``Record/index``, or one less than the first record's to go before it.
+  /// - Parameters:
+  ///   - index: A record's ``Record/index``, or one less than the first record's to go before it.
+  ///   - step: ``Step/dispatch`` (the default) goes on to the last record of the dispatch `index` belongs to (of
+  ///     the dispatches running at the same time), so that no store shows half a dispatch; ``Step/record`` stops at
+  ///     `index`.
   /// - Returns: The record now current, or `nil` before the first record.
   /// - Throws: ``RecorderError`` if `index` is outside the history or a store to restore is gone; nothing is
   ///   changed then.
   @discardableResult
-  public func jump(to index: Int) throws(RecorderError) -> Record? {
+  public func jump(to index: Int, by step: Step = .dispatch) throws(RecorderError) -> Record? {
     try move { state throws(RecorderError) in
       let valid = state.history.validPositions
       guard valid.contains(index) else { throw .indexOutOfRange(index, valid: valid) }
-      return index
+      return step == .dispatch ? state.history.position(endingDispatchAt: index) : index
     }
   }
 

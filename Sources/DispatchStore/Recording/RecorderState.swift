@@ -332,6 +332,19 @@ struct RecordHistory {
     return firstIndex - 1
   }
 
+  /// The first boundary at or after `index`: the end of the dispatch (or dispatches running together) that record
+  /// `index` belongs to.
+  func position(endingDispatchAt index: Int) -> Int {
+    guard index >= firstIndex else { return index }
+    let boundaries = boundaries()
+    var position = index
+    while position < lastIndex {
+      if boundaries[position - firstIndex] { return position }
+      position += 1
+    }
+    return lastIndex
+  }
+
   /// The position a redo from `cursor` goes to, or `nil` at the end.
   func position(after cursor: Int, by step: RecorderMiddleware.Step) -> Int? {
     guard cursor < lastIndex else { return nil }

@@ -183,10 +183,12 @@ private final class WriterLoop: @unchecked Sendable {
   func close() {
     // A writer whose recorder refused it (``RecorderMiddleware/attach(appendingTo:codecs:durability:)``) never
     // started its thread: nothing to wait for.
-    guard state.withLock({ state in
-      state.closing = true
-      return state.started
-    }) else {
+    guard
+      state.withLock({ state in
+        state.closing = true
+        return state.started
+      })
+    else {
       try? handle.close()
       return
     }

@@ -41,6 +41,12 @@ struct TimeTravelTests {
     try app.recorder.redo()
     #expect(app.counts == [2, 2, 2])
     #expect(throws: RecorderError.atEndOfHistory) { try app.recorder.redo() }
+    // A jump into a dispatch goes on to its end, unless asked to stop at the record.
+    try app.recorder.jump(to: 3)
+    #expect(app.recorder.cursor == 5)
+    #expect(app.counts == [2, 2, 2])
+    try app.recorder.jump(to: 3, by: .record)
+    #expect(app.counts == [2, 1, 1])
   }
 
   @Test func observersHearThatAChangeIsARestore() throws {
