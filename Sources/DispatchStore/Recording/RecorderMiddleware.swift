@@ -287,21 +287,7 @@ public final class RecorderMiddleware: Middleware, SessionLineSource {
   /// - Throws: ``SessionError`` for an encoding or I/O error.
   public func save(to url: URL, codecs: SessionCodecs) throws(SessionError) {
     let lines = state.withLock { $0.historyLines() }
-    var encoder = SessionFormat.Encoder(codecs: codecs)
-    var data = Data()
-    do {
-      data.append(try encoder.header())
-      for line in lines { data.append(try encoder.encode(line)) }
-    } catch let error as SessionError {
-      throw error
-    } catch {
-      throw .encodingFailed(storeIdentifier: "", reason: "\(error)")
-    }
-    do {
-      try data.write(to: url, options: .atomic)
-    } catch {
-      throw .io(path: url.path, reason: error.localizedDescription)
-    }
+    try SessionFormat.write(lines, codecs: codecs, to: url)
   }
 
   // MARK: - Middleware

@@ -350,7 +350,7 @@ public struct Session: Sendable {
   }
 
   private func verifySteps() throws(SessionError) -> [VerifyStep] {
-    if let decoded = cache.records.withLock({ $0 }) ?? index.decodedRecords {
+    if let decoded = cache.records.withLock({ $0 }) {
       return decoded.map { record in
         VerifyStep(
           index: record.index, dispatchID: record.dispatchID, store: record.storeIdentifier, action: record.action,
@@ -443,50 +443,38 @@ public struct Session: Sendable {
   }
 
   private func write(to url: URL, from position: Int) throws(SessionError) {
-    var encoder = SessionFormat.Encoder(codecs: codecs)
-    var data = Data()
-    do {
-      data.append(try encoder.header())
-      var snapshots = index.snapshots.filter { $0.index >= position }[...]
-      if position > index.firstIndex {
-        // The folded history, as one snapshot of every store's model (and the action that made it).
-        var models: [String: any ModelType] = [:]
-        var actions: [String: any ActionType] = [:]
-        for (store, positioned) in try self.models(at: position - 1) {
-          models[store] = positioned.model
-          if let action = positioned.action { actions[store] = action }
-        }
-        data.append(try encoder.encode(.snapshot(index: position, models: models, actions: actions)))
-        snapshots = snapshots.drop { $0.index == position }
+    var lines: [SessionFormat.Line] = []
+    var snapshots = index.snapshots.filter { $0.index >= position }[...]
+    if position > index.firstIndex {
+      // The folded history, as one snapshot of every store's model (and the action that made it).
+      var models: [String: any ModelType] = [:]
+      var actions: [String: any ActionType] = [:]
+      for (store, positioned) in try self.models(at: position - 1) {
+        models[store] = positioned.model
+        if let action = positioned.action { actions[store] = action }
       }
-      var dispatches: Set<TransactionID> = []
-      var next = position
-      for offset in max(0, position - index.firstIndex)..<index.records.count {
-        let record = try record(at: index.records[offset].index)
-        while let snapshot = snapshots.first, snapshot.index <= next {
-          snapshots.removeFirst()
-          data.append(try encoder.encode(try decode(snapshot.line)))
-        }
-        data.append(try encoder.encode(.record(record)))
-        dispatches.insert(record.dispatchID)
-        next = record.index + 1
-      }
-      for snapshot in snapshots { data.append(try encoder.encode(try decode(snapshot.line))) }
-      for (dispatch, lines) in index.effects where dispatches.contains(dispatch) {
-        for line in lines { data.append(try encoder.encode(try decode(line))) }
-      }
-      let kept = max(cursor, position - 1)
-      if kept != nextIndex - 1 { data.append(try encoder.encode(.move(kept))) }
-    } catch let error as SessionError {
-      throw error
-    } catch {
-      throw .encodingFailed(storeIdentifier: "", reason: "\(error)")
+      lines.append(.snapshot(index: position, models: models, actions: actions))
+      snapshots = snapshots.drop { $0.index == position }
     }
-    do {
-      try data.write(to: url, options: .atomic)
-    } catch {
-      throw .io(path: url.path, reason: error.localizedDescription)
+    var dispatches: Set<TransactionID> = []
+    var next = position
+    for offset in max(0, position - index.firstIndex)..<index.records.count {
+      let record = try record(at: index.records[offset].index)
+      while let snapshot = snapshots.first, snapshot.index <= next {
+        snapshots.removeFirst()
+        lines.append(try decode(snapshot.line))
+      }
+      lines.append(.record(record))
+      dispatches.insert(record.dispatchID)
+      next = record.index + 1
     }
+    for snapshot in snapshots { lines.append(try decode(snapshot.line)) }
+    for (dispatch, effects) in index.effects where dispatches.contains(dispatch) {
+      for line in effects { lines.append(try decode(line)) }
+    }
+    let kept = max(cursor, position - 1)
+    if kept != nextIndex - 1 { lines.append(.move(kept)) }
+    try SessionFormat.write(lines, codecs: codecs, to: url)
   }
 }
 

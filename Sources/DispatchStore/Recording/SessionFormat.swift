@@ -120,21 +120,13 @@ enum SessionFormat {
         if record.elapsed > 0 { bytes.append(contentsOf: ",\"f\":\(record.elapsed)".utf8) }
         bytes.append(UInt8(ascii: "}"))
       case .snapshot(let index, let models, let actions):
-        bytes.append(contentsOf: "{\"k\":\"s\",\"i\":\(index),\"m\":{".utf8)
-        for (offset, (store, model)) in models.sorted(by: { $0.key < $1.key }).enumerated() {
-          if offset > 0 { bytes.append(UInt8(ascii: ",")) }
-          JSONString.append(store, to: &bytes)
-          bytes.append(UInt8(ascii: ":"))
-          bytes.append(contentsOf: try self.codec(store).encodeModel(store, model, encoder))
+        bytes.append(contentsOf: "{\"k\":\"s\",\"i\":\(index),\"m\":".utf8)
+        try appendByStore(models, to: &bytes) { codec, store, model in try codec.encodeModel(store, model, encoder) }
+        bytes.append(contentsOf: ",\"a\":".utf8)
+        try appendByStore(actions, to: &bytes) { codec, store, action in
+          try codec.encodeAction(store, action, encoder)
         }
-        bytes.append(contentsOf: "},\"a\":{".utf8)
-        for (offset, (store, action)) in actions.sorted(by: { $0.key < $1.key }).enumerated() {
-          if offset > 0 { bytes.append(UInt8(ascii: ",")) }
-          JSONString.append(store, to: &bytes)
-          bytes.append(UInt8(ascii: ":"))
-          bytes.append(contentsOf: try self.codec(store).encodeAction(store, action, encoder))
-        }
-        bytes.append(contentsOf: "}}".utf8)
+        bytes.append(UInt8(ascii: "}"))
       case .effect(let dispatchID, let key, let value):
         bytes.append(contentsOf: "{\"k\":\"e\",\"d\":\(dispatchID.rawValue),\"key\":".utf8)
         JSONString.append(key, to: &bytes)
@@ -143,6 +135,21 @@ enum SessionFormat {
         bytes.append(UInt8(ascii: "}"))
       }
       seal(&bytes, from: start)
+    }
+
+    /// Appends `values` as a JSON object keyed by store, in store order, each value as `json` encodes it.
+    private func appendByStore<Value>(
+      _ values: [String: Value], to bytes: inout [UInt8],
+      _ json: (SessionCodecs.Codec, String, Value) throws -> Data
+    ) throws {
+      bytes.append(UInt8(ascii: "{"))
+      for (offset, (store, value)) in values.sorted(by: { $0.key < $1.key }).enumerated() {
+        if offset > 0 { bytes.append(UInt8(ascii: ",")) }
+        JSONString.append(store, to: &bytes)
+        bytes.append(UInt8(ascii: ":"))
+        bytes.append(contentsOf: try json(codec(store), store, value))
+      }
+      bytes.append(UInt8(ascii: "}"))
     }
 
     private func codec(_ store: String) throws -> SessionCodecs.Codec {
@@ -176,6 +183,25 @@ enum SessionFormat {
 
     init?(intValue: Int) {
       nil
+    }
+  }
+
+  /// Writes a whole session file, `lines` after the header, replacing what is at `url` atomically.
+  static func write(_ lines: [Line], codecs: SessionCodecs, to url: URL) throws(SessionError) {
+    var encoder = Encoder(codecs: codecs)
+    var data = Data()
+    do {
+      data.append(try encoder.header())
+      for line in lines { data.append(try encoder.encode(line)) }
+    } catch let error as SessionError {
+      throw error
+    } catch {
+      throw .encodingFailed(storeIdentifier: "", reason: "\(error)")
+    }
+    do {
+      try data.write(to: url, options: .atomic)
+    } catch {
+      throw .io(path: url.path, reason: error.localizedDescription)
     }
   }
 
@@ -334,10 +360,6 @@ enum SessionHash {
     }
     if shift > 0 { hash = (hash ^ tail) &* prime }
     return (hash ^ UInt64(length)) &* prime
-  }
-
-  static func line(_ object: Data, previous: UInt64) -> UInt64 {
-    object.withUnsafeBytes { line($0, previous: previous) }
   }
 
   /// `,"h":"<hash>"}`.
