@@ -39,6 +39,20 @@ public final class Dispatcher: Sendable {
   /// The thread `.mainThread` dispatches and main-thread observer notifications run on.
   public let mainQueue: MainQueue
 
+  /// Waits until the `.mainThread` work and main-thread notifications scheduled so far were delivered, and what
+  /// they scheduled in turn (``MainQueue/drain()``): call it before a command-line tool exits.
+  /// - Returns: `false` at once if called from the main queue's own run-loop thread, which cannot wait for itself.
+  @discardableResult
+  public func drain() -> Bool {
+    mainQueue.drain()
+  }
+
+  /// Awaits until the `.mainThread` work and main-thread notifications scheduled so far were delivered, and what
+  /// they scheduled in turn (``MainQueue/drain()``).
+  public func drain() async {
+    await mainQueue.drain()
+  }
+
   let registry = LockedValue(Registry())
   /// How many stores were removed so far, readable without the registry's lock: a store about to start in a
   /// dispatch checks that it is still registered only when this changed since the dispatch was prepared.
@@ -60,10 +74,10 @@ public final class Dispatcher: Sendable {
 
   /// Creates an independent dispatcher with its own stores, middleware and lanes.
   /// - Parameters:
-  ///   - mainQueue: Where `.mainThread` work runs; the library's own run-loop thread unless you choose the process
-  ///     main thread (on Apple platforms).
+  ///   - mainQueue: Where `.mainThread` work and main-thread notifications run: ``MainQueue/default``, the process
+  ///     main thread on Apple platforms and the library's run-loop thread elsewhere, unless you choose another.
   ///   - clock: The time throttled and debounced dispatches count by; the system's unless a test gives its own.
-  public init(mainQueue: MainQueue = .libraryThread, clock: any DispatchClock = SystemDispatchClock()) {
+  public init(mainQueue: MainQueue = .default, clock: any DispatchClock = SystemDispatchClock()) {
     self.mainQueue = mainQueue
     self.clock = clock
     self.serialLane = Lane(executor: .queue(DispatchQueue(label: "DispatchStore.serial")), placement: .anyThread)

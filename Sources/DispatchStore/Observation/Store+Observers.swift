@@ -67,16 +67,47 @@ extension Store {
     return observe(delivery: delivery, entry: ObserverEntry(token: token, onChangeWithOrigin: onChange), token: token)
   }
 
+  /// Calls `onChange` on the main actor after every change of the model, for as long as the returned token lives.
+  ///
+  /// For code that touches the UI: `onChange` is `@MainActor`, so it needs no `MainActor.assumeIsolated`.
+  ///
+  /// ```swift
+  /// let token = cart.observeOnMainActor { model, _ in
+  ///   totalLabel.text = model.total.formatted()  // a @MainActor property
+  /// }
+  /// ```
+  /// - Parameter onChange: Called on the main actor once per change, in the order of the changes, with the model
+  ///   after it and the action that made it.
+  /// - Returns: The token that keeps the observation alive; keep it for as long as you want to be notified.
+  ///
+  /// > Important: The main actor runs on the process main thread: in every app on Apple platforms, and in a process
+  /// > with an `async` main or that calls `dispatchMain()`. In a tool whose main thread does neither, notifications
+  /// > wait until the main thread calls ``MainQueue/drain()`` on ``MainQueue/processMainThread``.
+  public func observeOnMainActor(
+    _ onChange: @escaping @MainActor @Sendable (Model, Action) -> Void
+  ) -> ObservationToken {
+    let token = ObservationToken()
+    // Delivered synchronously, in the order of the changes, then queued on the main queue, which keeps that order.
+    let entry = ObserverEntry<Model, Action>(token: token) { model, action in
+      DispatchQueue.main.async { onChange(model, action) }
+      MainQueueMarker.scheduled.add(1, ordering: .releasing)
+    }
+    return observe(delivery: .synchronous, entry: entry, token: token)
+  }
+
   /// Adds a token's observation; the token removes it when cancelled or released.
   private func observe(
     delivery: ObserverDelivery, entry: ObserverEntry<Model, Action>, token: ObservationToken
   ) -> ObservationToken {
     add(entry, delivery: delivery)
+    // The token's identity, not the entry: an entry may hold what holds the token (an async sequence's
+    // continuation), and the token must not hold it back. A token's identity is unique while it lives.
+    let id = entry.id
     token.setCancellation { [weak self] in
       guard let self else { return }
       let removed = state.withLock { state in
         defer { registeredObservers.store(state.observerEntryCount, ordering: .relaxed) }
-        return state.removeObservers { $0 === entry }
+        return state.removeObservers { $0.id == id }
       }
       withExtendedLifetime(removed) {}  // Released here, after the lock.
     }

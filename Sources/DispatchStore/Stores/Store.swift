@@ -100,7 +100,7 @@ struct StoreState<Model: ModelType, Action: ActionType> {
   @usableFromInline var announcedVersion: UInt64 = 0
   /// Observer registrations; `nil` until the first.
   @usableFromInline var observers: ObserverLists<Model, Action>?
-  @usableFromInline var mainQueue = MainQueue.libraryThread
+  @usableFromInline var mainQueue = MainQueue.default
   /// The dispatcher the store was last registered with, while it is registered there.
   @usableFromInline weak var dispatcher: Dispatcher?
   /// The recorder's number for the last record filed or model restored here: a restore planned before it is not

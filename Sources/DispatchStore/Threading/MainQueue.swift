@@ -1,6 +1,10 @@
 import Foundation
+import Synchronization
 
 /// The thread that `.mainThread` dispatches and main-thread observer notifications run on.
+///
+/// ``default`` is the process main thread on Apple platforms, where every app runs the main thread's loop, and the
+/// library's own run-loop thread elsewhere, where a tool or server usually runs none.
 public struct MainQueue: Sendable {
   enum Kind: Sendable {
     case runLoopThread(MainRunLoopThread)
@@ -9,7 +13,17 @@ public struct MainQueue: Sendable {
 
   let kind: Kind
 
-  /// The library's own run-loop thread, ``MainRunLoopThread/shared``: works in any process; the default.
+  /// The queue a ``Dispatcher`` and its stores use unless given another: ``processMainThread`` on Apple platforms,
+  /// ``libraryThread`` on Linux and other platforms.
+  public static var `default`: MainQueue {
+    #if canImport(Darwin)
+      processMainThread
+    #else
+      libraryThread
+    #endif
+  }
+
+  /// The library's own run-loop thread, ``MainRunLoopThread/shared``: works in any process; the default on Linux.
   public static var libraryThread: MainQueue { MainQueue(kind: .runLoopThread(.shared)) }
 
   /// A run-loop thread of your own.
@@ -19,15 +33,16 @@ public struct MainQueue: Sendable {
     MainQueue(kind: .runLoopThread(thread))
   }
 
-  /// The process main thread, through `DispatchQueue.main`: for apps whose main thread runs its loop (every app
-  /// on Apple platforms), and for processes that call `dispatchMain()` or have an `async` main.
+  /// The process main thread (the main actor's), through `DispatchQueue.main`: the default on Apple platforms,
+  /// where every app's main thread runs its loop; also for processes that call `dispatchMain()` or have an `async`
+  /// main.
   ///
   /// On Linux, `dispatchMain()` ends the main thread and a thread of Dispatch's pool runs the main queue's work:
   /// ``isCurrent`` is then true on that thread, while it runs the main queue's work.
   ///
-  /// > Important: In a process that never services `DispatchQueue.main` (a Linux tool or server whose main thread
-  /// > neither calls `dispatchMain()` nor runs its `RunLoop`), work scheduled here never runs. Use
-  /// > ``libraryThread`` there.
+  /// > Important: In a process that never services `DispatchQueue.main` (a tool or server whose main thread
+  /// > neither calls `dispatchMain()` nor runs its `RunLoop`, and has no `async` main), work scheduled here runs only
+  /// > when the main thread calls ``drain()``. Use ``libraryThread`` there.
   public static var processMainThread: MainQueue { MainQueue(kind: .dispatchMain) }
 
   /// Whether the calling thread is running this queue's work.
@@ -45,18 +60,82 @@ public struct MainQueue: Sendable {
   public func schedule(_ work: @escaping @Sendable () -> Void) {
     switch kind {
     case .runLoopThread(let thread): thread.schedule(work)
-    case .dispatchMain: DispatchQueue.main.async(execute: work)
+    case .dispatchMain: MainQueueMarker.schedule(work)
+    }
+  }
+
+  /// Waits until the work scheduled on this queue so far has run, and the work that work scheduled here in turn:
+  /// pending `.mainThread` dispatches, their completions and main-thread observer notifications.
+  ///
+  /// A command-line tool calls it before it exits, so that no notification is lost. Dispatches still running on
+  /// other threads schedule their notifications when they finish: wait for them first (`dispatchSync`, or `await`).
+  /// Work the main actor runs for ``Store/observeOnMainActor(_:)`` is counted too when this is
+  /// ``processMainThread``.
+  /// - Returns: `true` once the queue ran out of work; `false` at once if called from a ``MainRunLoopThread``'s own
+  ///   work, which cannot wait for the work queued behind it.
+  ///
+  /// > Important: Called on the process main thread for ``processMainThread``, it runs the main run loop until the
+  /// > queue is drained, so that it also works in a tool whose main thread runs no loop otherwise.
+  @discardableResult
+  public func drain() -> Bool {
+    if case .runLoopThread(let thread) = kind, thread.isCurrent { return false }
+    while true {
+      let before = scheduledCount
+      runMarker()
+      // Only the marker was scheduled meanwhile: everything before it ran, and scheduled nothing more.
+      if scheduledCount == before &+ 1 { return true }
+    }
+  }
+
+  /// Schedules an empty item and waits until it ran.
+  private func runMarker() {
+    let done = DispatchSemaphore(value: 0)
+    schedule { done.signal() }
+    guard case .dispatchMain = kind, Thread.isMainThread else { return done.wait() }
+    // Nobody else runs the main queue while this thread waits: run its loop here until the marker ran.
+    while done.wait(timeout: .now()) == .timedOut {
+      _ = RunLoop.main.run(mode: .default, before: Date(timeIntervalSinceNow: 0.05))
+    }
+  }
+
+  /// Awaits until the work scheduled on this queue so far has run, and the work that work scheduled here in turn;
+  /// as ``drain()``, without blocking a thread.
+  public func drain() async {
+    while true {
+      let before = scheduledCount
+      await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        schedule { continuation.resume() }
+      }
+      // Only the marker was scheduled meanwhile: everything before it ran, and scheduled nothing more.
+      if scheduledCount == before &+ 1 { return }
+    }
+  }
+
+  /// How many items were scheduled on this queue so far.
+  private var scheduledCount: UInt64 {
+    switch kind {
+    case .runLoopThread(let thread): thread.core.scheduledCount.load(ordering: .acquiring)
+    case .dispatchMain: MainQueueMarker.scheduled.load(ordering: .acquiring)
     }
   }
 }
 
 /// Marks `DispatchQueue.main`, so that a thread of Dispatch's pool running its work (on Linux, after
-/// `dispatchMain()`) knows it is on the main queue.
-private enum MainQueueMarker {
+/// `dispatchMain()`) knows it is on the main queue, and counts what the library schedules there, for
+/// ``MainQueue/drain()``.
+enum MainQueueMarker {
   /// Set on `DispatchQueue.main` once, when first read.
   static let key: DispatchSpecificKey<Void> = {
     let key = DispatchSpecificKey<Void>()
     DispatchQueue.main.setSpecific(key: key, value: ())
     return key
   }()
+
+  /// The items the library scheduled on `DispatchQueue.main`.
+  static let scheduled = Atomic<UInt64>(0)
+
+  static func schedule(_ work: @escaping @Sendable () -> Void) {
+    DispatchQueue.main.async(execute: work)
+    scheduled.add(1, ordering: .releasing)
+  }
 }

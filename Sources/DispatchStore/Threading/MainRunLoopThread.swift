@@ -177,7 +177,7 @@ final class RunLoopThreadCore: Sendable {
   private let state = LockedValue(State())
   /// Incremented after each ``schedule(_:)`` appended its work, so that a polling drain sees new work without
   /// taking the lock.
-  private let scheduledCount = Atomic<UInt64>(0)
+  let scheduledCount = Atomic<UInt64>(0)
   private let idlePollingNanoseconds: UInt64
   /// Signalled when a thread of this core ended its loop: tests wait on it.
   let exited = DispatchSemaphore(value: 0)

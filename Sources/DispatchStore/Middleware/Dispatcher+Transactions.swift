@@ -1,0 +1,41 @@
+extension Dispatcher {
+  /// The transactions this dispatcher finishes from now on, as an async sequence: what middleware sees in
+  /// `didDispatch`.
+  ///
+  /// ```swift
+  /// for await transaction in dispatcher.transactions(buffering: .newest(100)) {
+  ///   print(transaction)  // [0187…] counter <- increase(by: 1)
+  /// }
+  /// ```
+  ///
+  /// Transactions are kept for the consumer as `buffering` says: by default only the latest. The sequence ends when
+  /// the dispatcher is released; it stops being fed when it ends, when the task iterating it is cancelled, or when
+  /// it is released.
+  /// - Parameter buffering: How many transactions wait for a consumer slower than the dispatcher.
+  /// - Returns: An async sequence of finished transactions.
+  public func transactions(buffering: ChangeBuffering = .latest) -> AsyncStream<Transaction> {
+    let (stream, continuation) = AsyncStream.makeStream(
+      of: Transaction.self, bufferingPolicy: buffering.policy(for: Transaction.self))
+    let feed = TransactionFeed(SequenceFinisher(continuation))
+    register(middleware: feed)
+    // Weakly: the feed holds the continuation, which holds this closure.
+    continuation.onTermination = { [weak self, weak feed] _ in
+      if let feed { self?.unregister(middleware: feed) }
+    }
+    return stream
+  }
+}
+
+/// The middleware behind ``Dispatcher/transactions(buffering:)``; the dispatcher holds it, so releasing the
+/// dispatcher releases it and ends the sequence.
+final class TransactionFeed: Middleware {
+  let finisher: SequenceFinisher<Transaction>
+
+  init(_ finisher: SequenceFinisher<Transaction>) {
+    self.finisher = finisher
+  }
+
+  func didDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {
+    finisher.continuation.yield(transaction)
+  }
+}

@@ -1,0 +1,140 @@
+import Observation
+
+/// A store's model for the Observation framework: SwiftUI views and `withObservationTracking` that read a field
+/// through it are told when that field changes, and not when another one does.
+///
+/// ```swift
+/// let cart = cartStore.observable()
+/// // In a SwiftUI view's body, or any observation tracking:
+/// Text(cart.total.formatted())  // re-rendered when `total` changes, not when `items` alone does
+/// ```
+///
+/// Tracking is per key path read: `cart.total` (a field, through dynamic member lookup) or `cart[\.address.city]`
+/// (any key path). A read of an `Equatable` value is told only when that value changes; a read of another value is
+/// told at every change of the model, as is a read of ``model``. All the fields a transaction changed are set at
+/// once, so a tracker hears one change per notification of the store, however many of its fields changed.
+///
+/// The model here follows the store's observer notifications (``Store/observe(delivery:onChange:)``): by default on
+/// the main thread, which is the main actor on Apple platforms, so that SwiftUI sees mutations there. It stops
+/// following the store when released.
+///
+/// > Important: Safe to read from any thread. Each read is a consistent snapshot of the store's model as of the
+/// > last notification delivered here.
+@dynamicMemberLookup
+public final class ObservedModel<Model: ModelType>: Observable, Sendable {
+  private struct State {
+    var model: Model
+    /// Whether a notification arrived, so that the model read after subscribing does not overwrite it.
+    var notified = false
+    /// The key paths read so far, with what tells whether a change of the model changed each.
+    var tracked: [TrackedPath: ChangeTest] = [:]
+  }
+
+  /// A key path read through this object.
+  ///
+  /// `@unchecked Sendable`: a key path is immutable once made.
+  private struct TrackedPath: Hashable, @unchecked Sendable {
+    let keyPath: AnyKeyPath
+  }
+
+  /// Whether a change of the model changed the value at one key path.
+  ///
+  /// `@unchecked Sendable`: it only captures a key path, which is immutable once made, and the value type's `==`.
+  private struct ChangeTest: @unchecked Sendable {
+    let changed: (Model, Model) -> Bool
+  }
+
+  private let registrar = ObservationRegistrar()
+  private let state: LockedValue<State>
+  /// Ends the store observation when this object is released.
+  private let token = LockedValue<ObservationToken?>(nil)
+
+  init<Action>(store: Store<Model, Action>, delivery: ObserverDelivery) {
+    state = LockedValue(State(model: store.model))
+    let observation = store.observe(delivery: delivery) { [weak self] model, _ in self?.apply(model) }
+    // Changes made before the observation started are not notified: take the model as it is now, unless a
+    // notification already brought a newer one.
+    let current = store.model
+    state.withLock { state in
+      if !state.notified { state.model = current }
+    }
+    token.withLock { $0 = observation }
+  }
+
+  /// The whole model; a read is told about every change of it.
+  public var model: Model {
+    registrar.access(self, keyPath: \.model)
+    return state.withLock { $0.model }
+  }
+
+  /// The value at `keyPath` of the model; a read is told when that value changes.
+  /// - Parameter keyPath: A key path of the model, to a field or deeper.
+  public subscript<Value: Equatable>(keyPath: KeyPath<Model, Value>) -> Value {
+    read(keyPath) { old, new in old[keyPath: keyPath] != new[keyPath: keyPath] }
+  }
+
+  /// The value at `keyPath` of the model; a read is told at every change of the model, since the value cannot be
+  /// compared.
+  /// - Parameter keyPath: A key path of the model.
+  public subscript<Value>(keyPath: KeyPath<Model, Value>) -> Value {
+    read(keyPath) { _, _ in true }
+  }
+
+  /// The field `keyPath` of the model; a read is told when the field changes.
+  public subscript<Value: Equatable>(dynamicMember keyPath: KeyPath<Model, Value>) -> Value {
+    self[keyPath]
+  }
+
+  /// The field `keyPath` of the model; a read is told at every change of the model, since the field's value cannot
+  /// be compared.
+  public subscript<Value>(dynamicMember keyPath: KeyPath<Model, Value>) -> Value {
+    self[keyPath]
+  }
+
+  /// The key path the registrar knows a model key path by: one per model key path, equal for equal ones.
+  private subscript(tracking keyPath: AnyKeyPath) -> Void { () }
+
+  private func read<Value>(
+    _ keyPath: KeyPath<Model, Value>, changed: @escaping (Model, Model) -> Bool
+  ) -> Value {
+    registrar.access(self, keyPath: \.[tracking: keyPath])
+    let path = TrackedPath(keyPath: keyPath)
+    let test = ChangeTest(changed: changed)
+    let model = state.withLock { state in
+      if state.tracked[path] == nil { state.tracked[path] = test }
+      return state.model
+    }
+    // Outside the lock: the key path may be a computed property.
+    return model[keyPath: keyPath]
+  }
+
+  /// Takes the model a notification brought; tells the trackers of what changed, outside the lock.
+  private func apply(_ new: Model) {
+    let (old, tracked) = state.withLock { state in (state.model, state.tracked) }
+    let changed = tracked.filter { $0.value.changed(old, new) }.map(\.key.keyPath)
+    registrar.willSet(self, keyPath: \.model)
+    for keyPath in changed { registrar.willSet(self, keyPath: \.[tracking: keyPath]) }
+    state.withLock { state in
+      state.model = new
+      state.notified = true
+    }
+    for keyPath in changed { registrar.didSet(self, keyPath: \.[tracking: keyPath]) }
+    registrar.didSet(self, keyPath: \.model)
+  }
+}
+
+extension Store {
+  /// A view of this store's model for the Observation framework, which tells SwiftUI views and
+  /// `withObservationTracking` about changes of the fields they read.
+  ///
+  /// ```swift
+  /// let counter = counterStore.observable()
+  /// withObservationTracking { _ = counter.count } onChange: { print("count will change") }
+  /// ```
+  /// - Parameter delivery: Where the observed model follows the store: on the main thread (the default; the main
+  ///   actor on Apple platforms, where SwiftUI reads) or synchronously on the thread that changed the store.
+  /// - Returns: An observable model that follows this store until it is released.
+  public func observable(delivery: ObserverDelivery = .mainThread) -> ObservedModel<Model> {
+    ObservedModel(store: self, delivery: delivery)
+  }
+}

@@ -1,0 +1,54 @@
+extension Store {
+  /// Creates a store whose actions change the model in place through `reduce`: a small store without a reducer
+  /// subclass.
+  ///
+  /// ```swift
+  /// let counter = Store(identifier: "counter", model: Counter()) { (action: CounterAction, model) in
+  ///   switch action {
+  ///   case .increase(let amount): model.count += amount
+  ///   case .reset: model.count = 0
+  ///   }
+  /// }
+  /// ```
+  /// - Parameters:
+  ///   - identifier: A name unique within the dispatcher the store is registered with.
+  ///   - model: The initial model.
+  ///   - waitFor: The stores that must finish each action before this one handles it (Flux `waitFor`).
+  ///   - reduce: Changes the model for an action, as ``SynchronousReducer/reduce(_:into:)`` does; what it throws
+  ///     fails the transaction, keeping the changes made before.
+  ///
+  /// > Important: `reduce` runs under the store's lock, from whichever thread dispatches: do not read or update
+  /// > this store from inside it.
+  @inlinable
+  public convenience init(
+    identifier: String, model: Model = Model(), waitFor: [String] = [],
+    reduce: @escaping @Sendable (Action, inout Model) throws -> Void
+  ) {
+    self.init(identifier: identifier, model: model, reducer: ClosureReducer(waitFor: waitFor, body: reduce))
+  }
+
+  /// Creates a store whose actions run as `async` operations of `operation`: a store that fetches or waits, without
+  /// a reducer subclass.
+  ///
+  /// ```swift
+  /// let search = Store(identifier: "search", model: Results()) { (action: SearchAction, context) in
+  ///   guard case .query(let text) = action else { return }
+  ///   let hits = try await index.search(text)  // cancelled with the dispatch
+  ///   context.update { $0.hits = hits }
+  /// }
+  /// ```
+  /// - Parameters:
+  ///   - identifier: A name unique within the dispatcher the store is registered with.
+  ///   - model: The initial model.
+  ///   - waitFor: The stores that must finish each action before this one handles it (Flux `waitFor`).
+  ///   - operation: Handles an action; returning finishes the operation, throwing fails it. It runs as a task,
+  ///     cancelled with its dispatch.
+  @inlinable
+  public convenience init(
+    identifier: String, model: Model = Model(), waitFor: [String] = [],
+    operation: @escaping @Sendable (Action, OperationContext<Model, Action>) async throws -> Void
+  ) {
+    self.init(
+      identifier: identifier, model: model, reducer: ClosureOperationReducer(waitFor: waitFor, body: operation))
+  }
+}

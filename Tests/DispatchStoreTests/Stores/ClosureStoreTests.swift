@@ -1,0 +1,103 @@
+import DispatchStore
+import Foundation
+import Testing
+
+struct Country: ModelType, Equatable {
+  var code = ""
+}
+
+struct Price: ModelType, Equatable {
+  var amount = 0
+  var currency = ""
+}
+
+enum TripAction: ActionType, Equatable {
+  case choose(country: String)
+  case fail
+}
+
+struct TripFailure: Error, Equatable {}
+
+@Suite("Closure stores", .timeLimit(.minutes(1)))
+struct ClosureStoreTests {
+  @Test func aReduceClosureChangesTheModelInPlace() throws {
+    let dispatcher = Dispatcher()
+    let counter = Store(identifier: "counter", model: Counter()) { (action: CounterAction, model) in
+      if case .increase(let amount) = action { model.count += amount }
+    }
+    try dispatcher.register(store: counter)
+    try dispatcher.dispatchSync(action: CounterAction.increase(2))
+    try dispatcher.dispatchSync(action: CounterAction.increase(3))
+    #expect(counter.model.count == 5)
+  }
+
+  @Test func aThrowingReduceClosureFailsTheDispatchAndKeepsEarlierChanges() throws {
+    let dispatcher = Dispatcher()
+    let store = Store(identifier: "trip", model: Price()) { (action: TripAction, model) in
+      model.amount += 1
+      if action == .fail { throw TripFailure() }
+    }
+    try dispatcher.register(store: store)
+    #expect(throws: DispatchError.self) { try dispatcher.dispatchSync(action: TripAction.fail) }
+    #expect(store.model.amount == 1)
+  }
+
+  /// The two-store waitFor example: the price store waits for the country store and reads its model.
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func anOperationClosureWaitsForAnotherStoreAndReadsItsModel(mode: Dispatcher.Mode) async throws {
+    let dispatcher = Dispatcher(mainQueue: .libraryThread)
+    let country = Store(identifier: "country", model: Country()) { (action: TripAction, model) in
+      if case .choose(let code) = action { model.code = code }
+    }
+    let price = Store(identifier: "price", model: Price(), waitFor: ["country"]) { (action: TripAction, context) in
+      let code = context.model(of: "country", as: Country.self)?.code
+      context.update { $0.currency = code == "FR" ? "EUR" : "USD" }
+    }
+    // Registered in the opposite order: only waitFor orders them.
+    try dispatcher.register(store: price)
+    try dispatcher.register(store: country)
+
+    try await dispatcher.dispatch(action: TripAction.choose(country: "FR"), mode: mode)
+
+    #expect(price.model.currency == "EUR")
+  }
+
+  @Test func anOperationClosureDispatchesFollowUpsAndFailsWithWhatItThrows() async throws {
+    let dispatcher = Dispatcher()
+    let counter = Store(identifier: "counter", model: Counter()) { (action: CounterAction, model) in
+      if case .increase(let amount) = action { model.count += amount }
+    }
+    let trip = Store(identifier: "trip", model: Price()) { (action: TripAction, context) in
+      if action == .fail { throw TripFailure() }
+      try await context.dispatch(CounterAction.increase(10))?.value
+      context.update { $0.amount = 1 }
+    }
+    try dispatcher.register(store: counter)
+    try dispatcher.register(store: trip)
+
+    try await dispatcher.dispatch(action: TripAction.choose(country: "FR"))
+    #expect(counter.model.count == 10)
+    #expect(trip.model.amount == 1)
+
+    await #expect(throws: DispatchError.self) { try await dispatcher.dispatch(action: TripAction.fail) }
+  }
+
+  @Test func anOperationClosureIsCancelledWithItsDispatch() async throws {
+    let dispatcher = Dispatcher()
+    let entered = Collector<Bool>()
+    let store = Store(identifier: "slow", model: Price()) { (_: TripAction, context) in
+      entered.append(true)
+      // Suspends until cancelled: the cancellation of the dispatch cancels the task.
+      try await Task.sleep(for: .seconds(3_600))
+      context.update { $0.amount = 1 }
+    }
+    try dispatcher.register(store: store)
+    let handle = dispatcher.start(TripAction.choose(country: "FR"))
+    _ = await entered.wait(for: 1)
+    handle.cancel()
+
+    let error = await #expect(throws: DispatchError.self) { try await handle.value }
+    #expect(error.map { if case .cancelled = $0 { true } else { false } } == true)
+    #expect(store.model.amount == 0)
+  }
+}

@@ -1,0 +1,112 @@
+import Dispatch
+import DispatchStore
+import Foundation
+import Testing
+
+@Suite("MainQueue.drain", .timeLimit(.minutes(1)))
+struct MainQueueDrainTests {
+  @Test func theDefaultIsTheLibraryThreadOnLinuxAndTheProcessMainThreadOnApplePlatforms() {
+    #if canImport(Darwin)
+      #expect(MainQueue.default.isCurrent == Thread.isMainThread)
+    #else
+      // On Linux the default is the library's run-loop thread: work scheduled there reports it current.
+      let seen = DispatchSemaphore(value: 0)
+      let current = Locked(false)
+      MainQueue.default.schedule {
+        current.withLock { $0 = MainRunLoopThread.shared.isCurrent }
+        seen.signal()
+      }
+      seen.wait()
+      #expect(current.withLock { $0 })
+    #endif
+  }
+
+  /// A tool dispatches, then exits: without a drain, notifications still queued for the main thread are lost.
+  @Test(arguments: [false, true])
+  func drainDeliversEveryPendingMainThreadNotification(ownThread: Bool) throws {
+    let thread = MainRunLoopThread(name: "drain-test", idlePolling: .zero)
+    let dispatcher = Dispatcher(mainQueue: ownThread ? .runLoopThread(thread) : .libraryThread)
+    let store = makeCounterStore("counter")
+    try dispatcher.register(store: store)
+    let heard = Locked<[Int]>([])
+    // Slow observers, so that notifications are still queued when the dispatches return.
+    let token = store.observe { model, _ in
+      Thread.sleep(forTimeInterval: 0.001)
+      heard.withLock { $0.append(model.count) }
+    }
+    for _ in 1...9 { #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess) }
+
+    #expect(dispatcher.drain())
+    #expect(heard.withLock { $0 } == Array(1...9))
+    withExtendedLifetime(token) {}
+  }
+
+  @Test func drainWaitsForWorkThatPendingWorkSchedules() throws {
+    let dispatcher = Dispatcher(mainQueue: .libraryThread)
+    let store = makeCounterStore("counter")
+    try dispatcher.register(store: store)
+    // Each notification below 5 dispatches again on the main thread, which notifies again.
+    let token = store.observe { model, _ in
+      if model.count < 5 { dispatcher.dispatch(action: CounterAction.increase(1), mode: .mainThread, then: nil) }
+    }
+    dispatcher.dispatch(action: CounterAction.increase(1), mode: .mainThread, then: nil)
+
+    #expect(dispatcher.drain())
+    #expect(store.model.count == 5)
+    withExtendedLifetime(token) {}
+  }
+
+  @Test func drainFromTheQueuesOwnThreadReturnsFalseInsteadOfWaitingForItself() {
+    let thread = MainRunLoopThread(name: "drain-self", idlePolling: .zero)
+    let queue = MainQueue.runLoopThread(thread)
+    let result = Locked<Bool?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    queue.schedule {
+      result.withLock { $0 = queue.drain() }
+      done.signal()
+    }
+    done.wait()
+    #expect(result.withLock { $0 } == false)
+  }
+
+  @Test func awaitedDrainDeliversPendingNotifications() async throws {
+    let dispatcher = Dispatcher(mainQueue: .libraryThread)
+    let store = makeCounterStore("counter")
+    try dispatcher.register(store: store)
+    let heard = Locked(0)
+    let token = store.observe { _, _ in heard.withLock { $0 += 1 } }
+    for _ in 1...9 { try await dispatcher.dispatch(action: CounterAction.increase(1), mode: .sync) }
+
+    await dispatcher.drain()
+    #expect(heard.withLock { $0 } == 9)
+    withExtendedLifetime(token) {}
+  }
+
+  /// The test runner's `async` main services the main actor.
+  @Test func mainActorObserversHearEveryChangeInOrderOnTheMainActor() async throws {
+    let dispatcher = Dispatcher(mainQueue: .libraryThread)
+    // Reduced in place: each dispatch is one change, announced on its own.
+    let store = Store(identifier: "counter", model: Counter()) { (action: CounterAction, model) in
+      if case .increase(let amount) = action { model.count += amount }
+    }
+    try dispatcher.register(store: store)
+    let heard = MainActorLog()
+    let token = store.observeOnMainActor { model, _ in
+      heard.counts.append(model.count)  // a main-actor property: no assumeIsolated needed
+    }
+    await onThreads(4) { _ in
+      for _ in 0..<25 { _ = dispatchSync(dispatcher, CounterAction.increase(1)) }
+    }
+
+    await MainQueue.processMainThread.drain()
+    let counts = await MainActor.run { heard.counts }
+    #expect(counts == Array(1...100))
+    withExtendedLifetime(token) {}
+  }
+}
+
+@MainActor
+final class MainActorLog: Sendable {
+  var counts: [Int] = []
+  nonisolated init() {}
+}
