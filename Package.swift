@@ -21,6 +21,13 @@ let package = Package(
     .executableTarget(name: "FlightBooking", dependencies: ["DispatchStore"], path: "Examples/FlightBooking"),
     // `swift run todo`: the session-file todo list (Examples/TodoCLI).
     .executableTarget(name: "todo", dependencies: ["DispatchStore"], path: "Examples/TodoCLI"),
+    // The feature of the SwiftUI example (two stores, waitFor, debounced search, undo), and two front ends: the
+    // SwiftUI app (Apple platforms only; a stub elsewhere) and a Linux-buildable twin that CI runs.
+    .target(name: "SearchFeature", dependencies: ["DispatchStore"], path: "Examples/SearchFeature"),
+    .executableTarget(name: "SearchApp", dependencies: ["DispatchStore", "SearchFeature"], path: "Examples/SearchApp"),
+    .executableTarget(name: "SearchCLI", dependencies: ["DispatchStore", "SearchFeature"], path: "Examples/SearchCLI"),
+    // The README's lines-of-code comparison: the same two features before and after the closure stores.
+    .executableTarget(name: "Ceremony", dependencies: ["DispatchStore"], path: "Examples/Ceremony"),
     .testTarget(name: "DispatchStoreTests", dependencies: ["DispatchStore"]),
   ],
   swiftLanguageModes: [.v6]

@@ -195,7 +195,8 @@ try dispatcher.register(store: cityStore)
 try dispatcher.register(store: countryStore)
 dispatcher.register(interceptor: SignedInOnly(account: accountStore))
 
-/// Observers run on the library's main run-loop thread, in the order the changes happened.
+/// Observers run on the dispatcher's main queue (the library's run-loop thread on Linux, the main thread on Apple
+/// platforms), in the order the changes happened.
 final class Screen {}
 let screen = Screen()
 countryStore.register(observer: screen) { model, _ in
@@ -209,13 +210,6 @@ priceStore.register(observer: screen) { model, _ in
 }
 accountStore.register(observer: screen) { model, _ in
   print("  account  -> \(model.traveller ?? "signed out")")
-}
-
-/// Returns once every notification scheduled so far on the main run-loop thread was printed (it is FIFO).
-func flushScreen() async {
-  await withCheckedContinuation { continuation in
-    dispatcher.mainQueue.schedule { continuation.resume() }
-  }
 }
 
 /// Dispatches each step, waits for all three stores, then for the screen to show their changes.
@@ -257,7 +251,8 @@ func run(_ title: String, _ action: any ActionType) async {
   } catch {
     print("  ! dispatch failed: \(error)")
   }
-  await flushScreen()
+  // Every notification scheduled on the main queue so far is printed before the next step.
+  await dispatcher.drain()
 }
 
 await book()

@@ -9,25 +9,17 @@ enum CounterAction: ActionType {
   case reset
 }
 
-// Reducers run on many threads: keep them stateless (hence the restated `@unchecked Sendable`).
-final class CounterReducer: Reducer<Counter, CounterAction>, @unchecked Sendable {
-  override func operation(
-    for action: CounterAction, in store: Store<Counter, CounterAction>
-  ) -> ActionOperation<Counter, CounterAction> {
-    ActionOperation(action: action, store: store) { operation, action, _ in
-      switch action {
-      case .increase(let amount): operation.updateModel { $0.count += amount }  // observers hear each update
-      case .reset: operation.updateModel { $0.count = 0 }
-      }
-      operation.finish()
-    }
+// A small store needs no reducer class: the closure changes the model in place, under the store's lock.
+let counter = Store(identifier: "counter", model: Counter()) { (action: CounterAction, model) in
+  switch action {
+  case .increase(let amount): model.count += amount
+  case .reset: model.count = 0
   }
 }
 
 final class CounterView: Sendable {}
 
 let dispatcher = Dispatcher()
-let counter = Store(identifier: "counter", model: Counter(), reducer: CounterReducer())
 let view = CounterView()
 
 func start() throws {
@@ -46,6 +38,11 @@ func addTwo() async throws {
   try await dispatcher.dispatch(action: CounterAction.increase(by: 2))
 }
 
+let price = Store(identifier: "price", model: Price(), waitFor: ["country"]) { (action: TripAction, context) in
+  let code = context.model(of: "country", as: Country.self)?.code
+  context.update { $0.currency = code == "FR" ? "EUR" : "USD" }
+}
+
 final class FastCounterReducer: SynchronousReducer<Counter, CounterAction>, @unchecked Sendable {
   override func reduce(_ action: CounterAction, into model: inout Counter) throws {
     switch action {
@@ -61,6 +58,23 @@ let token = fastCounter.observe(delivery: .synchronous) { model, _ in print(mode
 
 // MARK: - Not in the README: runs the code above (CI checks that the README's blocks are this file's first lines).
 
+struct Country: ModelType {
+  var code = ""
+}
+
+struct Price: ModelType {
+  var currency = ""
+}
+
+enum TripAction: ActionType {
+  case choose(country: String)
+}
+
+let country = Store(identifier: "country", model: Country()) { (action: TripAction, model) in
+  guard case .choose(let code) = action else { return }
+  model.code = code
+}
+
 func run() async throws {
   try start()
   // The serial lane is FIFO: this returns after the reset that `start()` queued.
@@ -71,6 +85,12 @@ func run() async throws {
   try dispatcher.register(store: fastCounter)
   try await dispatcher.dispatch(action: CounterAction.increase(by: 3), mode: .sync)
   print("counters: \(counter.model.count), \(fastCounter.model.count)")
+  try dispatcher.register(store: price)
+  try dispatcher.register(store: country)
+  try await dispatcher.dispatch(action: TripAction.choose(country: "FR"))
+  print("currency: \(price.model.currency)")
+  // The view's notifications run on the main queue: deliver the pending ones before the tool exits.
+  await dispatcher.drain()
   withExtendedLifetime(token) {}
 }
 

@@ -27,6 +27,7 @@ let benchmarks: @Sendable () -> Void = {
   registerContention()
   registerTransactions()
   registerRecording()
+  registerObservation()
 }
 
 // MARK: - Baselines

@@ -40,7 +40,7 @@ public final class Dispatcher: Sendable {
   public let mainQueue: MainQueue
 
   /// Waits until the `.mainThread` work and main-thread notifications scheduled so far were delivered, and what
-  /// they scheduled in turn (``MainQueue/drain()``): call it before a command-line tool exits.
+  /// they scheduled in turn (`MainQueue.drain()`): call it before a command-line tool exits.
   /// - Returns: `false` at once if called from the main queue's own run-loop thread, which cannot wait for itself.
   @discardableResult
   public func drain() -> Bool {
@@ -48,7 +48,7 @@ public final class Dispatcher: Sendable {
   }
 
   /// Awaits until the `.mainThread` work and main-thread notifications scheduled so far were delivered, and what
-  /// they scheduled in turn (``MainQueue/drain()``).
+  /// they scheduled in turn (`MainQueue.drain()`).
   public func drain() async {
     await mainQueue.drain()
   }

@@ -14,7 +14,7 @@ import Observation
 /// told at every change of the model, as is a read of ``model``. All the fields a transaction changed are set at
 /// once, so a tracker hears one change per notification of the store, however many of its fields changed.
 ///
-/// The model here follows the store's observer notifications (``Store/observe(delivery:onChange:)``): by default on
+/// The model here follows the store's observer notifications (`Store.observe(delivery:onChange:)`): by default on
 /// the main thread, which is the main actor on Apple platforms, so that SwiftUI sees mutations there. It stops
 /// following the store when released.
 ///
@@ -26,8 +26,10 @@ public final class ObservedModel<Model: ModelType>: Observable, Sendable {
     var model: Model
     /// Whether a notification arrived, so that the model read after subscribing does not overwrite it.
     var notified = false
+    /// Whether ``model`` was read: only then is every change announced for it.
+    var wholeModelRead = false
     /// The key paths read so far, with what tells whether a change of the model changed each.
-    var tracked: [TrackedPath: ChangeTest] = [:]
+    var tracked: [TrackedPath: Tracked] = [:]
   }
 
   /// A key path read through this object.
@@ -37,10 +39,13 @@ public final class ObservedModel<Model: ModelType>: Observable, Sendable {
     let keyPath: AnyKeyPath
   }
 
-  /// Whether a change of the model changed the value at one key path.
+  /// A model key path that was read: the registrar's key path for it, made once, and whether a change of the model
+  /// changed its value.
   ///
-  /// `@unchecked Sendable`: it only captures a key path, which is immutable once made, and the value type's `==`.
-  private struct ChangeTest: @unchecked Sendable {
+  /// `@unchecked Sendable`: it holds key paths, which are immutable once made, and a closure that only captures one
+  /// and calls the value type's `==`.
+  private struct Tracked: @unchecked Sendable {
+    let registrarKeyPath: KeyPath<ObservedModel, Void>
     let changed: (Model, Model) -> Bool
   }
 
@@ -64,20 +69,23 @@ public final class ObservedModel<Model: ModelType>: Observable, Sendable {
   /// The whole model; a read is told about every change of it.
   public var model: Model {
     registrar.access(self, keyPath: \.model)
-    return state.withLock { $0.model }
+    return state.withLock { state in
+      state.wholeModelRead = true
+      return state.model
+    }
   }
 
   /// The value at `keyPath` of the model; a read is told when that value changes.
   /// - Parameter keyPath: A key path of the model, to a field or deeper.
   public subscript<Value: Equatable>(keyPath: KeyPath<Model, Value>) -> Value {
-    read(keyPath) { old, new in old[keyPath: keyPath] != new[keyPath: keyPath] }
+    read(keyPath) { { old, new in old[keyPath: keyPath] != new[keyPath: keyPath] } }
   }
 
   /// The value at `keyPath` of the model; a read is told at every change of the model, since the value cannot be
   /// compared.
   /// - Parameter keyPath: A key path of the model.
   public subscript<Value>(keyPath: KeyPath<Model, Value>) -> Value {
-    read(keyPath) { _, _ in true }
+    read(keyPath) { { _, _ in true } }
   }
 
   /// The field `keyPath` of the model; a read is told when the field changes.
@@ -95,14 +103,19 @@ public final class ObservedModel<Model: ModelType>: Observable, Sendable {
   private subscript(tracking keyPath: AnyKeyPath) -> Void { () }
 
   private func read<Value>(
-    _ keyPath: KeyPath<Model, Value>, changed: @escaping (Model, Model) -> Bool
+    _ keyPath: KeyPath<Model, Value>, changeTest: () -> (Model, Model) -> Bool
   ) -> Value {
-    registrar.access(self, keyPath: \.[tracking: keyPath])
     let path = TrackedPath(keyPath: keyPath)
-    let test = ChangeTest(changed: changed)
-    let model = state.withLock { state in
-      if state.tracked[path] == nil { state.tracked[path] = test }
-      return state.model
+    let (model, known) = state.withLock { state in (state.model, state.tracked[path]?.registrarKeyPath) }
+    if let known {
+      registrar.access(self, keyPath: known)
+    } else {
+      // First read of this key path: made outside the lock (making a key path allocates), kept for the next reads.
+      let tracked = Tracked(registrarKeyPath: \.[tracking: keyPath], changed: changeTest())
+      state.withLock { state in
+        if state.tracked[path] == nil { state.tracked[path] = tracked }
+      }
+      registrar.access(self, keyPath: tracked.registrarKeyPath)
     }
     // Outside the lock: the key path may be a computed property.
     return model[keyPath: keyPath]
@@ -110,16 +123,19 @@ public final class ObservedModel<Model: ModelType>: Observable, Sendable {
 
   /// Takes the model a notification brought; tells the trackers of what changed, outside the lock.
   private func apply(_ new: Model) {
-    let (old, tracked) = state.withLock { state in (state.model, state.tracked) }
-    let changed = tracked.filter { $0.value.changed(old, new) }.map(\.key.keyPath)
-    registrar.willSet(self, keyPath: \.model)
-    for keyPath in changed { registrar.willSet(self, keyPath: \.[tracking: keyPath]) }
+    let (old, tracked, wholeModelRead) = state.withLock { state in
+      (state.model, state.tracked, state.wholeModelRead)
+    }
+    var changed: [KeyPath<ObservedModel, Void>] = []
+    for entry in tracked.values where entry.changed(old, new) { changed.append(entry.registrarKeyPath) }
+    if wholeModelRead { registrar.willSet(self, keyPath: \.model) }
+    for keyPath in changed { registrar.willSet(self, keyPath: keyPath) }
     state.withLock { state in
       state.model = new
       state.notified = true
     }
-    for keyPath in changed { registrar.didSet(self, keyPath: \.[tracking: keyPath]) }
-    registrar.didSet(self, keyPath: \.model)
+    for keyPath in changed { registrar.didSet(self, keyPath: keyPath) }
+    if wholeModelRead { registrar.didSet(self, keyPath: \.model) }
   }
 }
 

@@ -82,7 +82,7 @@ extension Store {
   ///
   /// > Important: The main actor runs on the process main thread: in every app on Apple platforms, and in a process
   /// > with an `async` main or that calls `dispatchMain()`. In a tool whose main thread does neither, notifications
-  /// > wait until the main thread calls ``MainQueue/drain()`` on ``MainQueue/processMainThread``.
+  /// > wait until the main thread calls `MainQueue.drain()` on ``MainQueue/processMainThread``.
   public func observeOnMainActor(
     _ onChange: @escaping @MainActor @Sendable (Model, Action) -> Void
   ) -> ObservationToken {

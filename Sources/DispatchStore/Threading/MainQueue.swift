@@ -42,7 +42,7 @@ public struct MainQueue: Sendable {
   ///
   /// > Important: In a process that never services `DispatchQueue.main` (a tool or server whose main thread
   /// > neither calls `dispatchMain()` nor runs its `RunLoop`, and has no `async` main), work scheduled here runs only
-  /// > when the main thread calls ``drain()``. Use ``libraryThread`` there.
+  /// > when the main thread calls `drain()`. Use ``libraryThread`` there.
   public static var processMainThread: MainQueue { MainQueue(kind: .dispatchMain) }
 
   /// Whether the calling thread is running this queue's work.
@@ -99,7 +99,7 @@ public struct MainQueue: Sendable {
   }
 
   /// Awaits until the work scheduled on this queue so far has run, and the work that work scheduled here in turn;
-  /// as ``drain()``, without blocking a thread.
+  /// as `drain()`, without blocking a thread.
   public func drain() async {
     while true {
       let before = scheduledCount
@@ -122,7 +122,7 @@ public struct MainQueue: Sendable {
 
 /// Marks `DispatchQueue.main`, so that a thread of Dispatch's pool running its work (on Linux, after
 /// `dispatchMain()`) knows it is on the main queue, and counts what the library schedules there, for
-/// ``MainQueue/drain()``.
+/// `MainQueue.drain()`.
 enum MainQueueMarker {
   /// Set on `DispatchQueue.main` once, when first read.
   static let key: DispatchSpecificKey<Void> = {
