@@ -1,7 +1,7 @@
 /// Turns a store's actions into operations; subclass it for each store.
 ///
 /// ```swift
-/// final class CounterReducer: Reducer<Counter, CounterAction> {
+/// final class CounterReducer: Reducer<Counter, CounterAction>, @unchecked Sendable {
 ///   override func operation(
 ///     for action: CounterAction, in store: Store<Counter, CounterAction>
 ///   ) -> ActionOperation<Counter, CounterAction> {
@@ -17,7 +17,11 @@
 /// ```
 ///
 /// When handling an action is always an immediate change of the model, subclass ``SynchronousReducer`` instead: it
-/// skips the operation, and its allocation and locks.
+/// skips the operation, and its allocation and locks. A small store needs no subclass at all: see
+/// ``Store/init(identifier:model:waitFor:reduce:)`` and ``Store/init(identifier:model:waitFor:operation:)``.
+///
+/// Swift asks every subclass of a `Sendable` class to restate the conformance, hence `@unchecked Sendable` in each
+/// subclass.
 ///
 /// > Important: A reducer is called from whichever thread runs the dispatch, possibly several at once. Keep
 /// > subclasses free of mutable state, or protect it yourself. (`@unchecked Sendable` because the class is open:

@@ -2,7 +2,7 @@
 /// change of the model (most are).
 ///
 /// ```swift
-/// final class CounterReducer: SynchronousReducer<Counter, CounterAction> {
+/// final class CounterReducer: SynchronousReducer<Counter, CounterAction>, @unchecked Sendable {
 ///   override func reduce(_ action: CounterAction, into model: inout Counter) throws {
 ///     switch action {
 ///     case .increase(let amount): model.count += amount

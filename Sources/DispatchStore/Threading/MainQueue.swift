@@ -75,7 +75,9 @@ public struct MainQueue: Sendable {
   ///   work, which cannot wait for the work queued behind it.
   ///
   /// > Important: Called on the process main thread for ``processMainThread``, it runs the main run loop until the
-  /// > queue is drained, so that it also works in a tool whose main thread runs no loop otherwise.
+  /// > queue is drained, so that it also works in a tool whose main thread runs no loop otherwise. Called on another
+  /// > thread, it waits for the main queue to run, so the main thread must service it (an app, an `async` main,
+  /// > `dispatchMain()`), not wait for this thread.
   @discardableResult
   public func drain() -> Bool {
     if case .runLoopThread(let thread) = kind, thread.isCurrent { return false }
