@@ -28,6 +28,7 @@ let benchmarks: @Sendable () -> Void = {
   registerTransactions()
   registerRecording()
   registerObservation()
+  registerComposition()
 }
 
 // MARK: - Baselines

@@ -45,6 +45,10 @@ public enum DispatchError: Error, Sendable, CustomStringConvertible {
   /// A dependency was added to the dispatch with this identifier after it was started.
   case dependencyAfterStart(TransactionID)
 
+  /// A ``ChildStore``'s part of its parent's model no longer exists (the element it presents was removed); the
+  /// action was not dispatched.
+  case scopeUnavailable(storeIdentifier: String, scope: String)
+
   /// A readable explanation of the failure.
   public var description: String {
     switch self {
@@ -76,6 +80,8 @@ public enum DispatchError: Error, Sendable, CustomStringConvertible {
         + ids.map(\.description).joined(separator: " -> ") + "."
     case .dependencyAfterStart(let id):
       return "A dependency was added to the dispatch \(id) after it was started."
+    case .scopeUnavailable(let storeIdentifier, let scope):
+      return "The part \(scope) of store \"\(storeIdentifier)\" no longer exists; the action was not dispatched."
     case .blocked(let interceptor, let reason):
       return "The interceptor \(interceptor) blocked the action" + (reason.map { ": \($0)." } ?? ".")
     case .operationsFailed(let failures):

@@ -1,0 +1,87 @@
+import DispatchStore
+import Testing
+
+@Suite("Child stores", .timeLimit(.minutes(1)))
+struct ChildStoreTests {
+  @Test func aChildsDispatchIsATransactionOfItsParentThatMiddlewareAndTheRecorderSee() throws {
+    let dispatcher = Dispatcher()
+    let shop = makeShop()
+    try dispatcher.register(store: shop)
+    let middleware = RecordingMiddleware()
+    let recorder = RecorderMiddleware()
+    dispatcher.register(middleware: middleware)
+    dispatcher.register(middleware: recorder)
+    let cart = shop.scope(\.cart, action: ShopAction.cart)
+
+    try cart.dispatchSync(.add("milk"))
+
+    #expect(cart.model == Cart(items: ["milk"]))
+    #expect(shop.model.cart.items == ["milk"])
+    let seen = middleware.transactions.withLock { $0 }
+    #expect(seen.map(\.storeIdentifier) == ["shop"])
+    #expect(seen.first?.action as? ShopAction == .cart(.add("milk")))
+    #expect(recorder.records.map(\.storeIdentifier) == ["shop"])
+  }
+
+  @Test func aChildsObserversHearOnlyChangesToItsPart() throws {
+    let dispatcher = Dispatcher()
+    let shop = makeShop()
+    try dispatcher.register(store: shop)
+    let cart = shop.scope(\.cart, action: ShopAction.cart)
+    let heard = Locked<[[String]]>([])
+    let token = cart.observe(delivery: .synchronous) { cart, _ in heard.withLock { $0.append(cart.items) } }
+
+    try dispatcher.dispatchSync(action: ShopAction.visit)  // another part
+    try cart.dispatchSync(.add("milk"))
+    try dispatcher.dispatchSync(action: ShopAction.place(1))  // another part
+    try cart.dispatchSync(.add("eggs"))
+
+    #expect(heard.withLock { $0 } == [["milk"], ["milk", "eggs"]])
+    withExtendedLifetime(token) {}
+  }
+
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func anElementsChildChangesItsElementInEveryMode(mode: Dispatcher.Mode) async throws {
+    let dispatcher = Dispatcher(mainQueue: .libraryThread)
+    let shop = makeShop()
+    try dispatcher.register(store: shop)
+    try dispatcher.dispatchSync(action: ShopAction.place(1))
+    try dispatcher.dispatchSync(action: ShopAction.place(2))
+    let second = shop.scope(\.orders, id: 2, action: ShopAction.order)
+
+    try await second.dispatch(.ship, mode: mode)
+
+    #expect(second.model == Order(id: 2, status: "shipped"))
+    #expect(shop.model.orders.map(\.status) == ["new", "shipped"])
+  }
+
+  @Test func aChildWhoseElementWasRemovedFailsWithATypedErrorAndChangesNothing() throws {
+    let dispatcher = Dispatcher()
+    let shop = makeShop()
+    try dispatcher.register(store: shop)
+    try dispatcher.dispatchSync(action: ShopAction.place(1))
+    let order = shop.scope(\.orders, id: 1, action: ShopAction.order)
+    try dispatcher.dispatchSync(action: ShopAction.remove(1))
+    let before = shop.model
+
+    #expect(order.model == nil)
+    let error = #expect(throws: DispatchError.self) { try order.dispatchSync(.ship) }
+    guard case .scopeUnavailable(let store, let scope) = error else {
+      Issue.record("expected scopeUnavailable, got \(String(describing: error))")
+      return
+    }
+    #expect(store == "shop")
+    #expect(scope.contains("[id: 1]"))
+    #expect(shop.model == before)
+  }
+
+  @Test func aChildOfAnUnregisteredParentFailsWithUnknownStore() {
+    let cart = makeShop().scope(\.cart, action: ShopAction.cart)
+    let error = #expect(throws: DispatchError.self) { try cart.dispatchSync(.clear) }
+    guard case .unknownStore(let identifier) = error else {
+      Issue.record("expected unknownStore, got \(String(describing: error))")
+      return
+    }
+    #expect(identifier == "shop")
+  }
+}

@@ -1,0 +1,38 @@
+import DispatchStore
+import Testing
+
+/// The README's "Child stores and combined reducers" example, which CI compares with the README (between the
+/// markers), run with the types of `Support/Shop.swift`.
+@Suite("README: child stores and combined reducers", .timeLimit(.minutes(1)))
+struct ReadmeCompositionTests {
+  @Test func theReadmeExampleRunsAsWritten() async throws {
+    let dispatcher = Dispatcher(mainQueue: .libraryThread)
+    // README: composition
+    let shop = Store(
+      identifier: "shop", model: Shop(),
+      reducer: CombinedReducer<Shop, ShopAction>([
+        .scope(\.cart, action: { if case .cart(let action) = $0 { action } else { nil } }, reducer: CartReducer()),
+        .forEach(\.orders, action: { if case .order(let id, let action) = $0 { (id, action) } else { nil } }) {
+          action, order in
+          if action == .ship { order.status = "shipped" }
+        },
+        .reduce { action, shop in
+          if case .place(let id) = action { shop.orders.append(Order(id: id)) }
+        },
+      ]))
+    try dispatcher.register(store: shop)
+
+    let cart = shop.scope(\.cart, action: ShopAction.cart)
+    let token = cart.observe { cart, _ in print(cart.items) }  // only when the cart changed
+    try cart.dispatchSync(.add("milk"))  // a transaction of `shop`: middleware and the recorder see it
+
+    try dispatcher.dispatchSync(action: ShopAction.place(1))
+    let order = shop.scope(\.orders, id: 1, action: ShopAction.order)
+    try await order.dispatch(.ship)
+    // README end
+    await dispatcher.drain()
+    #expect(shop.model.cart.items == ["milk"])
+    #expect(order.model?.status == "shipped")
+    withExtendedLifetime(token) {}
+  }
+}
