@@ -6,11 +6,14 @@ let package = Package(
   platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
   products: [
     .library(name: "DispatchStore", targets: ["DispatchStore"]),
+    // For users' own tests: exhaustive assertions, a test clock, sessions as golden tests (Swift Testing, XCTest).
+    .library(name: "DispatchStoreTesting", targets: ["DispatchStoreTesting"]),
     // `swift run dispatchstore-inspect SESSION.jsonl -o page.html`: a session as one HTML page.
     .executable(name: "dispatchstore-inspect", targets: ["DispatchStoreInspect"]),
   ],
   targets: [
     .target(name: "DispatchStore"),
+    .target(name: "DispatchStoreTesting", dependencies: ["DispatchStore"]),
     .executableTarget(name: "DispatchStoreInspect", dependencies: ["DispatchStore"]),
     // The README's quick start, kept identical to it (CI compares them).
     .executableTarget(name: "QuickStart", dependencies: ["DispatchStore"], path: "Examples/QuickStart"),
@@ -29,6 +32,9 @@ let package = Package(
     // The README's lines-of-code comparison: the same two features before and after the closure stores.
     .executableTarget(name: "Ceremony", dependencies: ["DispatchStore"], path: "Examples/Ceremony"),
     .testTarget(name: "DispatchStoreTests", dependencies: ["DispatchStore"]),
+    .testTarget(name: "DispatchStoreTestingTests", dependencies: ["DispatchStore", "DispatchStoreTesting"]),
+    // The examples' own tests, written with DispatchStoreTesting.
+    .testTarget(name: "ExampleTests", dependencies: ["DispatchStore", "DispatchStoreTesting", "FlightBooking", "todo"]),
   ],
   swiftLanguageModes: [.v6]
 )

@@ -226,3 +226,20 @@ struct Registry {
   /// Changes whenever a store is registered or removed, so that cached wait graphs are rebuilt.
   var generation: UInt64 = 0
 }
+
+extension Dispatcher {
+  /// The identifiers of the registered stores that handle actions of `action`'s type, as their own or mapped
+  /// (``Reducer/additionalActions``): for the test kit, which must know whether a dispatch will reach a store.
+  package func storeIdentifiers(handling action: any ActionType) -> [String] {
+    let key = ObjectIdentifier(type(of: action))
+    return registry.withLock { registry in registry.routes[key].map(\.identifier) }
+  }
+}
+
+extension Dispatcher {
+  /// How many dispatches made with ``start(_:to:mode:options:)`` have not finished (pending, debounced, running):
+  /// for the test kit, which waits for work it cannot otherwise see.
+  package var unfinishedDispatchCount: Int {
+    handles.withLock { $0.count }
+  }
+}

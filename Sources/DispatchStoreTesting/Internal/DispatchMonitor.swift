@@ -1,0 +1,114 @@
+import DispatchStore
+import Synchronization
+
+/// What the test dispatcher watches: the actions dispatched by the app's code while a test runs (held until the
+/// test receives them, when exhaustive), and the transactions running.
+///
+/// An interceptor, to hold follow-up actions before any store sees them, and a middleware, to know which
+/// transactions run.
+final class DispatchMonitor: Interceptor, Middleware {
+  struct Held: Sendable {
+    let action: any ActionType
+    let decision: InterceptionDecision
+  }
+
+  struct Running: Sendable {
+    let id: TransactionID
+    let storeIdentifier: String
+    let action: any ActionType
+  }
+
+  struct State {
+    /// Whether follow-ups are held until received.
+    var holding: Bool
+    /// Actions the test itself dispatches next: let through.
+    var passing = 0
+    var held: [Held] = []
+    var running: [TransactionID: Running] = [:]
+    /// Transactions started since the last follow-up was released.
+    var startedSinceRelease = 0
+    /// The actions of finished transactions not yet received, when follow-ups are not held.
+    var finished: [any ActionType] = []
+    /// Woken when a follow-up is held or a transaction ends.
+    var waiters: [CheckedContinuation<Bool, Never>] = []
+  }
+
+  // The test kit's own lock: `Mutex`, since nothing here is contended or measured.
+  let state: Mutex<State>
+
+  init(holding: Bool) {
+    state = Mutex(State(holding: holding))
+  }
+
+  func intercept(_ action: any ActionType, dispatcher: Dispatcher) -> Interception {
+    let hold = state.withLock { state -> Bool in
+      if state.passing > 0 {
+        state.passing -= 1
+        return false
+      }
+      return state.holding
+    }
+    guard hold else { return .proceed }
+    return .later { [self] decision in
+      let waiters = state.withLock { state in
+        state.held.append(Held(action: action, decision: decision))
+        return state.takeWaiters()
+      }
+      for waiter in waiters { waiter.resume(returning: false) }
+    }
+  }
+
+  func willDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {
+    state.withLock { state in
+      state.running[transaction.id] = Running(
+        id: transaction.id, storeIdentifier: transaction.storeIdentifier, action: action)
+      state.startedSinceRelease += 1
+    }
+  }
+
+  func didDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {
+    let waiters = state.withLock { state in
+      state.running.removeValue(forKey: transaction.id)
+      if !state.holding { state.finished.append(action) }
+      return state.takeWaiters()
+    }
+    for waiter in waiters { waiter.resume(returning: false) }
+  }
+
+  /// Suspends until `condition` holds or `timeout` passed; returns whether it holds.
+  ///
+  /// For what no event of the monitor announces: a timer task wakes the waiters when the time is up.
+  func wait(until condition: @escaping @Sendable (State) -> Bool, timeout: Duration) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    let timer = Task { [self] in
+      try? await Task.sleep(until: deadline)
+      let waiters = state.withLock { $0.takeWaiters() }
+      for waiter in waiters { waiter.resume(returning: false) }
+    }
+    defer { timer.cancel() }
+    await wait { state in condition(state) || ContinuousClock.now >= deadline }
+    return state.withLock { condition($0) }
+  }
+
+  /// Suspends until `condition` holds, checked now and after each held action or finished transaction.
+  func wait(until condition: @escaping @Sendable (State) -> Bool) async {
+    while true {
+      let satisfied = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+        let now = state.withLock { state -> Bool in
+          if condition(state) { return true }
+          state.waiters.append(continuation)
+          return false
+        }
+        if now { continuation.resume(returning: true) }
+      }
+      if satisfied { return }
+    }
+  }
+}
+
+extension DispatchMonitor.State {
+  mutating func takeWaiters() -> [CheckedContinuation<Bool, Never>] {
+    defer { waiters = [] }
+    return waiters
+  }
+}

@@ -1,0 +1,35 @@
+import DispatchStore
+import Foundation
+
+/// Replays a recorded session in verify mode against `dispatcher` and fails the test at the first divergence: a
+/// session file as a golden test.
+///
+/// ```swift
+/// @Test func checkoutStillBehaves() throws {
+///   let dispatcher = makeAppDispatcher()
+///   assertSessionReplays(at: Bundle.module.url(forResource: "checkout", withExtension: "jsonl")!,
+///                        codecs: appCodecs, against: dispatcher)
+/// }
+/// ```
+/// - Parameters:
+///   - url: The session file.
+///   - codecs: How each store's actions and models decode.
+///   - dispatcher: A dispatcher with the stores the session was recorded with, in their initial state.
+public func assertSessionReplays(
+  at url: URL, codecs: SessionCodecs, against dispatcher: Dispatcher, fileID: String = #fileID,
+  filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column
+) {
+  let site = CallSite(fileID: fileID, filePath: filePath, line: line, column: column)
+  let session: Session
+  do {
+    session = try Session.load(from: url, codecs: codecs)
+  } catch {
+    TestReporter.fail("The session \(url.lastPathComponent) does not load: \(error)", at: site)
+    return
+  }
+  do {
+    try session.verify(against: dispatcher)
+  } catch {
+    TestReporter.fail("The session \(url.lastPathComponent) no longer replays: \(error)", at: site)
+  }
+}

@@ -1,0 +1,280 @@
+import DispatchStore
+import Synchronization
+
+/// A dispatcher for tests: sends actions one at a time, and fails the test unless each store's model changed exactly
+/// as stated, every follow-up action was received, and nothing is left running at the end.
+///
+/// ```swift
+/// @Test func increasing() async throws {
+///   let test = TestDispatcher()
+///   let counter = try test.register(Store(identifier: "counter", model: Counter()) { ... })
+///   await test.send(CounterAction.increase(by: 1), .store(counter) { $0.count = 1 })
+///   await test.receive(LogAction.record("increase"), .store(log) { $0.lines = ["increase"] })
+///   await test.finish()
+/// }
+/// ```
+///
+/// Exhaustive by default (``Exhaustivity/on``): a store that changed without an expectation is a failure, with the
+/// fields that changed; follow-up actions the app's code dispatches are held, before any store sees them, until the
+/// test receives them (``receive(_:_:fileID:filePath:line:column:)``), so each one's change is asserted on its own.
+/// ``Exhaustivity/off`` lets follow-ups run at once and checks only the stores the test names: for integration
+/// tests, and for operations that await their follow-ups' completion (which a held follow-up would never give).
+///
+/// Time-based work (throttle, debounce, delayed dispatches) counts on ``clock``, a ``TestClock``: ``advance(by:)``
+/// moves it, so tests never sleep.
+///
+/// Failures are reported to Swift Testing inside its tests, and to XCTest otherwise.
+///
+/// > Important: Call `send`, `receive`, `advance` and `finish` from one task, one at a time.
+public final class TestDispatcher: Sendable {
+  /// Whether every change and every follow-up must be asserted.
+  public enum Exhaustivity: Sendable, Hashable {
+    /// Every store's change and every follow-up action must be asserted. The default.
+    case on
+    /// Only the stores a test names are checked; follow-up actions run at once.
+    case off
+  }
+
+  /// The dispatcher the stores are registered with; use it to build what the tested code needs.
+  public let dispatcher: Dispatcher
+  /// The time the dispatcher's throttled and debounced dispatches count by.
+  public let clock: TestClock
+  /// Whether every change and every follow-up must be asserted.
+  public let exhaustivity: Exhaustivity
+
+  private let monitor: DispatchMonitor
+  /// The registered stores and their models as last asserted.
+  ///
+  /// The test kit's own lock: `Mutex`, since nothing here is contended or measured.
+  private let stores = Mutex<[String: TrackedStore]>([:])
+
+  private struct TrackedStore: Sendable {
+    let read: @Sendable () -> any ModelType
+    let equal: @Sendable (any ModelType, any ModelType) -> Bool
+    var asserted: any ModelType
+  }
+
+  /// Creates a test dispatcher, with a ``TestClock`` and the library's run-loop thread as its main queue.
+  /// - Parameter exhaustivity: Whether every change and every follow-up must be asserted.
+  public init(exhaustivity: Exhaustivity = .on) {
+    self.exhaustivity = exhaustivity
+    clock = TestClock()
+    dispatcher = Dispatcher(mainQueue: .libraryThread, clock: clock)
+    monitor = DispatchMonitor(holding: exhaustivity == .on)
+    dispatcher.register(interceptor: monitor)
+    dispatcher.register(middleware: monitor)
+  }
+
+  /// Registers `store` and takes its model as the one the first expectation starts from.
+  /// - Parameter store: A store whose model can be compared.
+  /// - Returns: `store`, for chaining.
+  /// - Throws: ``DispatchStore/DispatchError/duplicateStoreIdentifier(_:)`` if its identifier is taken.
+  @discardableResult
+  public func register<Model: ModelType & Equatable, Action>(
+    _ store: Store<Model, Action>
+  ) throws(DispatchError) -> Store<Model, Action> {
+    try dispatcher.register(store: store)
+    let tracked = TrackedStore(
+      read: { store.model }, equal: { ($0 as? Model) == ($1 as? Model) }, asserted: store.model)
+    stores.withLock { $0[store.identifier] = tracked }
+    return store
+  }
+
+  /// Dispatches `action`, waits until every store finished it, and checks the stores' models against
+  /// `expectations`.
+  /// - Parameters:
+  ///   - action: The action a user or the app would dispatch.
+  ///   - expectations: How each store's model must change; in exhaustive tests, every store that changed.
+  public func send<Action: ActionType>(
+    _ action: Action, _ expectations: StoreExpectation..., fileID: String = #fileID,
+    filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column
+  ) async {
+    let site = CallSite(fileID: fileID, filePath: filePath, line: line, column: column)
+    let unreceived = monitor.state.withLock { $0.held.map(\.action) }
+    if exhaustivity == .on, !unreceived.isEmpty {
+      TestReporter.fail(
+        "Sending \(action) while follow-up actions were not received: \(describe(unreceived)). Receive them first.",
+        at: site)
+    }
+    monitor.state.withLock { $0.passing += 1 }
+    do {
+      try await dispatcher.dispatch(action: action, mode: .sync)
+    } catch {
+      TestReporter.fail("Sending \(action) failed: \(error)", at: site)
+    }
+    check(expectations, after: "sending \(action)", at: site)
+  }
+
+  /// Takes the next follow-up action the app's code dispatched, checks it is `action`, lets it run, and checks the
+  /// stores' models against `expectations`.
+  ///
+  /// With ``Exhaustivity/off``, follow-ups have already run: this waits for running transactions to finish, then
+  /// checks the stores `expectations` name.
+  /// - Parameters:
+  ///   - action: The follow-up expected next.
+  ///   - expectations: How each store's model must change; in exhaustive tests, every store that changed.
+  ///   - timeout: With ``Exhaustivity/off``, how long to wait for the follow-up to finish before failing. (Exhaustive
+  ///     tests know when nothing more can come, and never wait for time.)
+  public func receive<Action: ActionType & Equatable>(
+    _ action: Action, _ expectations: StoreExpectation..., timeout: Duration = .seconds(1), fileID: String = #fileID,
+    filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column
+  ) async {
+    let site = CallSite(fileID: fileID, filePath: filePath, line: line, column: column)
+    guard exhaustivity == .on else {
+      // Follow-ups ran at once: wait for one equal to `action` to finish. Nothing announces that one never will, so
+      // this waits a bounded time, as a test does for an asynchronous effect.
+      let received = await monitor.wait(
+        until: { state in state.running.isEmpty && state.finished.contains { ($0 as? Action) == action } },
+        timeout: timeout)
+      guard received else {
+        TestReporter.fail("Expected to receive \(action) within \(timeout), but it did not finish.", at: site)
+        return
+      }
+      monitor.state.withLock { state in
+        if let index = state.finished.firstIndex(where: { ($0 as? Action) == action }) {
+          state.finished.remove(at: index)
+        }
+      }
+      check(expectations, after: "receiving \(action)", at: site)
+      return
+    }
+    // A follow-up may come from an operation still running, or from a dispatch not intercepted yet (a debounced
+    // one the clock just started): wait for one, or for nothing left that could send one.
+    await waitUntilSettled()
+    let next = monitor.state.withLock { state -> DispatchMonitor.Held? in
+      guard !state.held.isEmpty else { return nil }
+      state.startedSinceRelease = 0
+      return state.held.removeFirst()
+    }
+    guard let next else {
+      TestReporter.fail("Expected to receive \(action), but no follow-up action was dispatched.", at: site)
+      return
+    }
+    if (next.action as? Action) != action {
+      TestReporter.fail("Received \(next.action), expected \(action).", at: site)
+    }
+    let handlers = dispatcher.storeIdentifiers(handling: next.action).count
+    next.decision.proceed()
+    await monitor.wait { $0.startedSinceRelease >= handlers && $0.running.isEmpty }
+    check(expectations, after: "receiving \(next.action)", at: site)
+  }
+
+  /// Moves ``clock`` forward, running the throttled, debounced and delayed work that falls due, then waits for the
+  /// transactions it started and checks the stores' models against `expectations`.
+  ///
+  /// A debounced dispatch that runs is a follow-up like any other: receive it.
+  /// - Parameters:
+  ///   - duration: How far to move the clock.
+  ///   - expectations: How each store's model must change meanwhile.
+  public func advance(
+    by duration: Duration, _ expectations: StoreExpectation..., fileID: String = #fileID,
+    filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column
+  ) async {
+    let site = CallSite(fileID: fileID, filePath: filePath, line: line, column: column)
+    clock.advance(by: duration)
+    if exhaustivity == .on {
+      await waitUntilSettled()
+    } else {
+      await monitor.wait { $0.running.isEmpty }
+    }
+    check(expectations, after: "advancing the clock by \(duration)", at: site)
+  }
+
+  /// Ends the test: fails for every follow-up not received, operation still running, timer still pending, and store
+  /// changed since its last assertion.
+  ///
+  /// Waits until what the last step started has settled, and at most a second for operations still running.
+  public func finish(
+    fileID: String = #fileID, filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column
+  ) async {
+    let site = CallSite(fileID: fileID, filePath: filePath, line: line, column: column)
+    // Follow-ups of the last step may still be on their way to the monitor; an operation that never finishes is
+    // reported below, after a bounded wait.
+    _ = await monitor.wait(
+      until: { [settled] state in settled(state) && state.running.isEmpty }, timeout: .seconds(1))
+    let (held, running) = monitor.state.withLock { state in
+      defer { state.held = [] }
+      return (state.held, Array(state.running.values))
+    }
+    if !held.isEmpty {
+      TestReporter.fail(
+        "Follow-up actions were dispatched and not received: \(describe(held.map(\.action))).", at: site)
+    }
+    for transaction in running.sorted(by: { $0.id < $1.id }) {
+      TestReporter.fail(
+        "An operation is still running at the end of the test: store \"\(transaction.storeIdentifier)\" handling "
+          + "\(transaction.action).", at: site)
+    }
+    if clock.pendingCount > 0 {
+      TestReporter.fail(
+        "\(clock.pendingCount) timer(s) still pending at the end of the test (throttled, debounced or delayed work): "
+          + "advance the clock past them.", at: site)
+    }
+    if exhaustivity == .on { check([], after: "the last assertion", at: site) }
+    // Released held decisions block their actions, so nothing waits for them.
+    withExtendedLifetime(held) {}
+  }
+
+  /// Waits until a follow-up is held, or no transaction runs and every unfinished dispatch is a held follow-up or
+  /// waits for the clock.
+  ///
+  /// Exhaustive tests only: there, every dispatch that is not held ends in an event the monitor hears (its
+  /// interception, or its last transaction).
+  private func waitUntilSettled() async {
+    await monitor.wait(until: settled)
+  }
+
+  /// Whether nothing runs that could still dispatch or change a store, apart from held follow-ups and work waiting
+  /// for the clock.
+  private var settled: @Sendable (DispatchMonitor.State) -> Bool {
+    let dispatcher = dispatcher
+    let clock = clock
+    let holding = exhaustivity == .on
+    // Dispatches waiting for the test clock (debounced, delayed) cannot come before it is advanced: one timer each.
+    return { state in
+      (holding && !state.held.isEmpty)
+        || (state.running.isEmpty && dispatcher.unfinishedDispatchCount <= state.held.count + clock.pendingCount)
+    }
+  }
+
+  /// Compares every registered store with its last asserted model, changed by its expectation if it has one.
+  private func check(_ expectations: [StoreExpectation], after event: String, at site: CallSite) {
+    let tracked = stores.withLock { $0 }
+    for expectation in expectations where tracked[expectation.storeIdentifier] == nil {
+      TestReporter.fail(
+        "An expectation names store \"\(expectation.storeIdentifier)\", which is not registered with this test "
+          + "dispatcher.", at: site)
+    }
+    var asserted: [String: any ModelType] = [:]
+    for (identifier, store) in tracked.sorted(by: { $0.key < $1.key }) {
+      let actual = store.read()
+      asserted[identifier] = actual
+      let expectation = expectations.last { $0.storeIdentifier == identifier }
+      guard let expectation else {
+        if exhaustivity == .on, !store.equal(store.asserted, actual) {
+          let diff = ValueDiff.lines(expected: store.asserted, actual: actual)
+          TestReporter.fail(
+            "Store \"\(identifier)\" changed after \(event) without an expectation:\n" + indent(diff), at: site)
+        }
+        continue
+      }
+      guard let expected = expectation.apply(store.asserted) else { continue }
+      if !store.equal(expected, actual) {
+        let diff = ValueDiff.lines(expected: expected, actual: actual)
+        TestReporter.fail(
+          "Store \"\(identifier)\" after \(event) differs from the expectation:\n" + indent(diff), at: site)
+      }
+    }
+    stores.withLock { stores in
+      for (identifier, model) in asserted { stores[identifier]?.asserted = model }
+    }
+  }
+
+  private func indent(_ lines: [String]) -> String {
+    lines.map { "  " + $0 }.joined(separator: "\n")
+  }
+
+  private func describe(_ actions: [any ActionType]) -> String {
+    actions.map { "\($0)" }.joined(separator: ", ")
+  }
+}
