@@ -41,7 +41,8 @@ public final class Dispatcher: Sendable {
 
   /// Waits until the `.mainThread` work and main-thread notifications scheduled so far were delivered, and what
   /// they scheduled in turn (`MainQueue.drain()`): call it before a command-line tool exits.
-  /// - Returns: `false` at once if called from the main queue's own run-loop thread, which cannot wait for itself.
+  /// - Returns: `false` at once if called from the main queue's own run-loop thread, which cannot wait for itself,
+  ///   or if other threads kept scheduling main-thread work for ``MainQueue/drainPassLimit`` passes.
   @discardableResult
   public func drain() -> Bool {
     mainQueue.drain()
@@ -49,7 +50,9 @@ public final class Dispatcher: Sendable {
 
   /// Awaits until the `.mainThread` work and main-thread notifications scheduled so far were delivered, and what
   /// they scheduled in turn (`MainQueue.drain()`).
-  public func drain() async {
+  /// - Returns: `false` if other threads kept scheduling main-thread work for ``MainQueue/drainPassLimit`` passes.
+  @discardableResult
+  public func drain() async -> Bool {
     await mainQueue.drain()
   }
 

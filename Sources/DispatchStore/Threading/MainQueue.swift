@@ -71,8 +71,12 @@ public struct MainQueue: Sendable {
   /// other threads schedule their notifications when they finish: wait for them first (`dispatchSync`, or `await`).
   /// Work the main actor runs for ``Store/observeOnMainActor(_:)`` is counted too when this is
   /// ``processMainThread``.
-  /// - Returns: `true` once the queue ran out of work; `false` at once if called from a ``MainRunLoopThread``'s own
-  ///   work, which cannot wait for the work queued behind it.
+  /// A pass runs a marker through the queue; passes repeat while anything else was scheduled meanwhile. Other
+  /// threads that keep scheduling work would keep it waiting for ever: after ``drainPassLimit`` passes it returns
+  /// `false`, with the work scheduled before the call done.
+  /// - Returns: `true` once a pass found nothing new scheduled; `false` at once if called from a
+  ///   ``MainRunLoopThread``'s own work, which cannot wait for the work queued behind it, or after
+  ///   ``drainPassLimit`` passes that each found new work.
   ///
   /// > Important: Called on the process main thread for ``processMainThread``, it runs the main run loop until the
   /// > queue is drained, so that it also works in a tool whose main thread runs no loop otherwise. Called on another
@@ -81,13 +85,17 @@ public struct MainQueue: Sendable {
   @discardableResult
   public func drain() -> Bool {
     if case .runLoopThread(let thread) = kind, thread.isCurrent { return false }
-    while true {
+    for _ in 0..<Self.drainPassLimit {
       let before = scheduledCount
       runMarker()
       // Only the marker was scheduled meanwhile: everything before it ran, and scheduled nothing more.
       if scheduledCount == before &+ 1 { return true }
     }
+    return false
   }
+
+  /// How many passes through the queue `drain()` makes at most while work keeps being scheduled.
+  public static let drainPassLimit = 1_000
 
   /// Schedules an empty item and waits until it ran.
   private func runMarker() {
@@ -102,15 +110,19 @@ public struct MainQueue: Sendable {
 
   /// Awaits until the work scheduled on this queue so far has run, and the work that work scheduled here in turn;
   /// as `drain()`, without blocking a thread.
-  public func drain() async {
-    while true {
+  /// - Returns: `true` once a pass found nothing new scheduled; `false` after ``drainPassLimit`` passes that each
+  ///   found new work.
+  @discardableResult
+  public func drain() async -> Bool {
+    for _ in 0..<Self.drainPassLimit {
       let before = scheduledCount
       await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
         schedule { continuation.resume() }
       }
       // Only the marker was scheduled meanwhile: everything before it ran, and scheduled nothing more.
-      if scheduledCount == before &+ 1 { return }
+      if scheduledCount == before &+ 1 { return true }
     }
+    return false
   }
 
   /// How many items were scheduled on this queue so far.

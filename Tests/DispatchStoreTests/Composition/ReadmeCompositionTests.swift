@@ -6,7 +6,7 @@ import Testing
 @Suite("README: child stores and combined reducers", .timeLimit(.minutes(1)))
 struct ReadmeCompositionTests {
   @Test func theReadmeExampleRunsAsWritten() async throws {
-    let dispatcher = Dispatcher(mainQueue: .libraryThread)
+    let dispatcher = Dispatcher(mainQueue: .runLoopThread(MainRunLoopThread(name: "readme", idlePolling: .zero)))
     // README: composition
     let shop = Store(
       identifier: "shop", model: Shop(),

@@ -161,7 +161,8 @@ struct ObservedModelTests {
   }
 
   @Test func mainThreadDeliveryUpdatesTheModelOnTheMainQueue() throws {
-    let dispatcher = Dispatcher(mainQueue: .libraryThread)
+    // A run-loop thread of its own, which the drain below waits for, and no other test uses.
+    let dispatcher = Dispatcher(mainQueue: .runLoopThread(MainRunLoopThread(name: "observed", idlePolling: .zero)))
     let store = makeDashboardStore()
     try dispatcher.register(store: store)
     let observed = store.observable()

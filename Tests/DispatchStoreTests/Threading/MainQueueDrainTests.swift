@@ -22,10 +22,11 @@ struct MainQueueDrainTests {
   }
 
   /// A tool dispatches, then exits: without a drain, notifications still queued for the main thread are lost.
-  @Test(arguments: [false, true])
-  func drainDeliversEveryPendingMainThreadNotification(ownThread: Bool) throws {
+  ///
+  /// Each test drains a run-loop thread of its own: the shared one also runs the work of tests running meanwhile.
+  @Test func drainDeliversEveryPendingMainThreadNotification() throws {
     let thread = MainRunLoopThread(name: "drain-test", idlePolling: .zero)
-    let dispatcher = Dispatcher(mainQueue: ownThread ? .runLoopThread(thread) : .libraryThread)
+    let dispatcher = Dispatcher(mainQueue: .runLoopThread(thread))
     let store = makeCounterStore("counter")
     try dispatcher.register(store: store)
     let heard = Locked<[Int]>([])
@@ -42,7 +43,8 @@ struct MainQueueDrainTests {
   }
 
   @Test func drainWaitsForWorkThatPendingWorkSchedules() throws {
-    let dispatcher = Dispatcher(mainQueue: .libraryThread)
+    let thread = MainRunLoopThread(name: "drain-chain", idlePolling: .zero)
+    let dispatcher = Dispatcher(mainQueue: .runLoopThread(thread))
     let store = makeCounterStore("counter")
     try dispatcher.register(store: store)
     // Each notification below 5 dispatches again on the main thread, which notifies again.
@@ -54,6 +56,27 @@ struct MainQueueDrainTests {
     #expect(dispatcher.drain())
     #expect(store.model.count == 5)
     withExtendedLifetime(token) {}
+  }
+
+  @Test func drainGivesUpAfterItsPassLimitWhenWorkKeepsComing() async {
+    let thread = MainRunLoopThread(name: "drain-endless", idlePolling: .zero)
+    let queue = MainQueue.runLoopThread(thread)
+    let running = Locked(true)
+    let passes = Locked(0)
+    // Work that schedules more work, for ever, until stopped.
+    @Sendable func again() {
+      passes.withLock { $0 += 1 }
+      if running.withLock({ $0 }) { queue.schedule(again) }
+    }
+    queue.schedule(again)
+    // The blocking form, called from synchronous code.
+    func blockingDrain() -> Bool { queue.drain() }
+
+    #expect(blockingDrain() == false)
+    #expect(await queue.drain() == false)
+    #expect(passes.withLock { $0 } >= 2 * MainQueue.drainPassLimit)
+    running.withLock { $0 = false }
+    #expect(await queue.drain())
   }
 
   @Test func drainFromTheQueuesOwnThreadReturnsFalseInsteadOfWaitingForItself() {
@@ -70,7 +93,8 @@ struct MainQueueDrainTests {
   }
 
   @Test func awaitedDrainDeliversPendingNotifications() async throws {
-    let dispatcher = Dispatcher(mainQueue: .libraryThread)
+    let thread = MainRunLoopThread(name: "drain-async", idlePolling: .zero)
+    let dispatcher = Dispatcher(mainQueue: .runLoopThread(thread))
     let store = makeCounterStore("counter")
     try dispatcher.register(store: store)
     let heard = Locked(0)
