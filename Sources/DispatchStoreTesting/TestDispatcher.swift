@@ -63,6 +63,8 @@ public final class TestDispatcher: Sendable {
     monitor = DispatchMonitor(holding: exhaustivity == .on)
     dispatcher.register(interceptor: monitor)
     dispatcher.register(middleware: monitor)
+    // A dispatch's handle ends after its last transaction: the waits that count unfinished dispatches hear it.
+    dispatcher.onDispatchFinished { [monitor] in monitor.wake() }
   }
 
   /// Registers `store` and takes its model as the one the first expectation starts from.
@@ -80,8 +82,8 @@ public final class TestDispatcher: Sendable {
     return store
   }
 
-  /// Dispatches `action`, waits until every store finished it, and checks the stores' models against
-  /// `expectations`.
+  /// Dispatches `action` (`.async`, awaited), waits until every store finished it, and checks the stores' models
+  /// against `expectations`.
   /// - Parameters:
   ///   - action: The action a user or the app would dispatch.
   ///   - expectations: How each store's model must change; in exhaustive tests, every store that changed.
@@ -98,7 +100,8 @@ public final class TestDispatcher: Sendable {
     }
     monitor.state.withLock { $0.passing += 1 }
     do {
-      try await dispatcher.dispatch(action: action, mode: .sync)
+      // Awaited: it returns once every store finished. (`.sync` would block a cooperative-pool thread meanwhile.)
+      try await dispatcher.dispatch(action: action, mode: .async)
     } catch {
       TestReporter.fail("Sending \(action) failed: \(error)", at: site)
     }

@@ -99,6 +99,10 @@ extension Dispatcher {
     let removed = handles.withLock { $0.removeValue(forKey: ObjectIdentifier(handle)) }
     withExtendedLifetime(removed) {}
     if let id = handle.cancellationID { admission.withLock { $0.finished(handle, id: id) } }
+    if hasDispatchFinishedObserver.load(ordering: .acquiring), let observer = dispatchFinishedObserver.withLock({ $0 })
+    {
+      observer()
+    }
   }
 
   /// Cancels every unfinished dispatch made with the cancellation id `id` (``DispatchOptions/cancellationID``).

@@ -74,6 +74,10 @@ public final class Dispatcher: Sendable {
   /// While ``Session/verify(against:mode:)`` re-runs a session here, the effects it recorded: operations read
   /// them instead of running their effects (`ActionOperation.effect(_:_:)`).
   let effectPlayback = LockedValue<EffectPlayback?>(nil)
+  /// Called after a dispatch made with ``start(_:to:mode:options:)`` finished, for the test kit
+  /// (``onDispatchFinished(_:)``); the flag spares the lock while nobody set one.
+  let dispatchFinishedObserver = LockedValue<(@Sendable () -> Void)?>(nil)
+  let hasDispatchFinishedObserver = Atomic<Bool>(false)
 
   /// Creates an independent dispatcher with its own stores, middleware and lanes.
   /// - Parameters:
@@ -244,5 +248,14 @@ extension Dispatcher {
   /// for the test kit, which waits for work it cannot otherwise see.
   package var unfinishedDispatchCount: Int {
     handles.withLock { $0.count }
+  }
+
+  /// Calls `observer` after each dispatch made with ``start(_:to:mode:options:)`` finished.
+  ///
+  /// It runs once the dispatch no longer counts in ``unfinishedDispatchCount``: for the test kit, which waits for
+  /// that count. One observer; a later call replaces it.
+  package func onDispatchFinished(_ observer: @escaping @Sendable () -> Void) {
+    dispatchFinishedObserver.withLock { $0 = observer }
+    hasDispatchFinishedObserver.store(true, ordering: .releasing)
   }
 }

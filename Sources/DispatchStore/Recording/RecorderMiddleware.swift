@@ -21,7 +21,7 @@ import Synchronization
 /// > ``redo(by:)``, ``jump(to:by:)``) are checked before anything changes: one that throws changes nothing. An
 /// > operation's record holds the model when it finished; operations of one store running at the same time share
 /// > their changes, as observers do (``Store/updateModel(_:)``).
-public final class RecorderMiddleware: Middleware, SessionLineSource {
+public final class RecorderMiddleware: Middleware {
   /// How far a move goes.
   public enum Step: Sendable, Hashable {
     /// To the position before (or after) a whole dispatch: every store it changed moves together. Dispatches whose
@@ -34,7 +34,10 @@ public final class RecorderMiddleware: Middleware, SessionLineSource {
   /// The most records kept in memory; when a new record would exceed it, the oldest goes.
   public let maxNumberOfRecords: Int
 
-  private let state: LockedValue<RecorderState>
+  /// The state, in an object of its own that the writer thread takes lines from: the writer never holds the
+  /// recorder, so the recorder is always released (and its writer closed, with what is left written) on the thread
+  /// that lets it go.
+  private let storage: RecorderStorage
   /// Whether a record left work for after the lock (``afterLock()``): checked without the lock after every
   /// transaction, which mostly leaves none.
   private let pendingWork = Atomic<Bool>(false)
@@ -47,13 +50,17 @@ public final class RecorderMiddleware: Middleware, SessionLineSource {
   public init(maxNumberOfRecords: Int = 10_000) {
     precondition(maxNumberOfRecords > 0, "DispatchStore: maxNumberOfRecords must be at least 1")
     self.maxNumberOfRecords = maxNumberOfRecords
-    self.state = LockedValue(RecorderState(bound: maxNumberOfRecords))
+    self.storage = RecorderStorage(bound: maxNumberOfRecords)
   }
 
   deinit {
-    // The writer writes what is left, and ends its thread, when it is released with the recorder.
-    let (writer, rest) = state.withLock { state in
-      defer { state.outbox = [] }
+    // The writer writes what is left, and ends its thread, here: taken out of the storage, which the writer thread
+    // may still hold for a moment, it is released on this thread, which waits for it.
+    let (writer, rest) = storage.state.withLock { state in
+      defer {
+        state.outbox = []
+        state.writer = nil
+      }
       return (state.writer, state.outbox)
     }
     writer?.write(finally: rest)
@@ -63,19 +70,19 @@ public final class RecorderMiddleware: Middleware, SessionLineSource {
 
   /// The records kept in memory, oldest first.
   public var records: [Record] {
-    state.withLock { $0.history.all }
+    storage.state.withLock { $0.history.all }
   }
 
   /// The index of the current record.
   ///
   /// The latest record's, unless you moved back; one less than the first record's index when you moved before it.
   public var cursor: Int {
-    state.withLock { $0.cursor }
+    storage.state.withLock { $0.cursor }
   }
 
   /// The current record, or `nil` before the first one.
   public var currentRecord: Record? {
-    state.withLock { $0.history.record(at: $0.cursor) }
+    storage.state.withLock { $0.history.record(at: $0.cursor) }
   }
 
   /// The first failure writing the session file, if any.
@@ -83,7 +90,7 @@ public final class RecorderMiddleware: Middleware, SessionLineSource {
   /// After one the recorder stops writing, so the file stays a valid prefix of the session. Recording in memory
   /// continues.
   public var persistenceError: SessionError? {
-    let writer = state.withLock { $0.writer }
+    let writer = storage.state.withLock { $0.writer }
     return writer?.failure
   }
 
@@ -151,14 +158,14 @@ public final class RecorderMiddleware: Middleware, SessionLineSource {
   ) throws(RecorderError) -> Record? {
     var resolved: [String: any ModelRestoring] = [:]
     while true {
-      let plan = try state.withLock { state throws(RecorderError) in try state.restorePlan(to: target(state)) }
+      let plan = try storage.state.withLock { state throws(RecorderError) in try state.restorePlan(to: target(state)) }
       for step in plan.steps where resolved[step.storeIdentifier] == nil {
         guard let store = step.store.value, store.canRestore(model: step.model, action: step.action) else {
           throw .storeUnavailable(storeIdentifier: step.storeIdentifier)
         }
         resolved[step.storeIdentifier] = store
       }
-      let committed = try state.withLock { state throws(RecorderError) -> RecorderState.Commit? in
+      let committed = try storage.state.withLock { state throws(RecorderError) -> RecorderState.Commit? in
         let position = try target(state)
         let plan = try state.restorePlan(to: position)
         guard plan.steps.allSatisfy({ resolved[$0.storeIdentifier] != nil }) else { return nil }
@@ -181,7 +188,7 @@ public final class RecorderMiddleware: Middleware, SessionLineSource {
   ///
   /// Does nothing without a file (``attach(appendingTo:codecs:durability:)``).
   public func snapshot() {
-    state.withLock { $0.writeSnapshot() }
+    storage.state.withLock { $0.writeSnapshot() }
     afterLock()
   }
 
@@ -215,7 +222,7 @@ public final class RecorderMiddleware: Middleware, SessionLineSource {
       stores[identifier] = WeakStore(store)
       baselines[identifier] = base[identifier].map { ($0.model, $0.action) } ?? (store.anyModel, nil)
     }
-    let (event, replaced) = state.withLock { state in
+    let (event, replaced) = storage.state.withLock { state in
       state.adopt(
         records: records, firstIndex: session.firstIndex, cursor: session.cursor, baselines: baselines,
         stores: stores, bound: maxNumberOfRecords)
@@ -241,18 +248,18 @@ public final class RecorderMiddleware: Middleware, SessionLineSource {
   public func attach(
     appendingTo url: URL, codecs: SessionCodecs, durability: SessionDurability = .buffered
   ) throws(SessionError) {
-    let nextIndex = state.withLock { $0.history.nextIndex }
+    let nextIndex = storage.state.withLock { $0.history.nextIndex }
     let writer = try SessionWriter(appendingTo: url, codecs: codecs, durability: durability, nextIndex: nextIndex)
-    let attached = state.withLock { state -> (SessionWriter?, [SessionFormat.Line])? in
+    let attached = storage.state.withLock { state -> (SessionWriter?, [SessionFormat.Line])? in
       // A record filed meanwhile is not in the file's history.
       guard writer.startedEmpty || state.history.nextIndex == nextIndex else { return nil }
       return state.attach(writer)
     }
     guard let (previous, leftover) = attached else {
-      throw .historyMismatch(fileRecords: nextIndex, recorderRecords: state.withLock { $0.history.nextIndex })
+      throw .historyMismatch(fileRecords: nextIndex, recorderRecords: storage.state.withLock { $0.history.nextIndex })
     }
     previous?.write(finally: leftover)
-    writer.start(taking: self)
+    writer.start(taking: storage)
     afterLock()
   }
 
@@ -261,20 +268,7 @@ public final class RecorderMiddleware: Middleware, SessionLineSource {
   ///
   /// The recorder also flushes when it is released and when the process exits normally.
   public func flush() {
-    let (writer, queued) = state.withLock { ($0.writer, $0.queued) }
-    writer?.waitUntilWritten(queued)
-  }
-
-  func takeLines() -> [SessionFormat.Line] {
-    state.withLock { state in
-      var lines: [SessionFormat.Line] = []
-      swap(&lines, &state.outbox)
-      return lines
-    }
-  }
-
-  var hasLines: Bool {
-    state.withLock { !$0.outbox.isEmpty }
+    storage.flush()
   }
 
   /// Writes the whole history to a new session file at `url`, replacing it.
@@ -286,7 +280,7 @@ public final class RecorderMiddleware: Middleware, SessionLineSource {
   ///   - codecs: How each store's actions and models encode.
   /// - Throws: ``SessionError`` for an encoding or I/O error.
   public func save(to url: URL, codecs: SessionCodecs) throws(SessionError) {
-    let lines = state.withLock { $0.historyLines() }
+    let lines = storage.state.withLock { $0.historyLines() }
     try SessionFormat.write(lines, codecs: codecs, to: url)
   }
 
@@ -309,13 +303,13 @@ public final class RecorderMiddleware: Middleware, SessionLineSource {
   /// Notes a store's first model and keeps it (weakly) for moves, the first time the recorder sees it.
   private func noteStore(_ store: any AnyStore, identifier: String) {
     let id = ObjectIdentifier(store)
-    guard !state.withLock({ $0.known.contains(id) }) else {
+    guard !storage.state.withLock({ $0.known.contains(id) }) else {
       lastKnownStore.store(UInt(bitPattern: id), ordering: .relaxed)
       return
     }
     let model = store.anyModel
     let restorable = WeakStore(store as? any ModelRestoring)
-    state.withLock { state in
+    storage.state.withLock { state in
       state.known.insert(id)
       state.stores[identifier] = restorable
       state.noteBaseline(model, of: identifier)
@@ -349,7 +343,7 @@ public final class RecorderMiddleware: Middleware, SessionLineSource {
     dispatchID: TransactionID, transactionID: TransactionID, store: String, action: any ActionType,
     model: any ModelType, error: (any Error)?, cancelled: Bool, elapsed: UInt64
   ) -> UInt64 {
-    let (event, afterLock) = state.withLock { state in
+    let (event, afterLock) = storage.state.withLock { state in
       state.file { index in
         Record(
           index: index, dispatchID: dispatchID, transactionID: transactionID, storeIdentifier: store, action: action,
@@ -362,7 +356,7 @@ public final class RecorderMiddleware: Middleware, SessionLineSource {
 
   /// Keeps an effect's value (`ActionOperation.effect(_:_:)`) with its dispatch, and writes it.
   func fileEffect(dispatchID: TransactionID, key: String, value: JSONValue) {
-    let wake = state.withLock { $0.fileEffect(dispatchID: dispatchID, key: key, value: value) }
+    let wake = storage.state.withLock { $0.fileEffect(dispatchID: dispatchID, key: key, value: value) }
     if wake { afterLock() }
   }
 
@@ -370,7 +364,7 @@ public final class RecorderMiddleware: Middleware, SessionLineSource {
   /// is app code) and waking the writer.
   private func afterLock() {
     pendingWork.store(false, ordering: .relaxed)
-    let (garbage, writer, backlog) = state.withLock { state -> ([any Sendable], SessionWriter?, Bool) in
+    let (garbage, writer, backlog) = storage.state.withLock { state -> ([any Sendable], SessionWriter?, Bool) in
       var taken: [any Sendable] = []
       swap(&taken, &state.garbage)
       return (taken, state.writer, state.outbox.count >= SessionWriter.backlog)
@@ -391,5 +385,38 @@ final class WeakStore: @unchecked Sendable {
 
   init(_ value: (any ModelRestoring)?) {
     self.value = value
+  }
+}
+
+/// A recorder's state, behind its lock, and the writer's source of lines.
+///
+/// Separate from ``RecorderMiddleware`` so that the writer thread, which holds its source for the moment it takes
+/// lines, never holds the recorder: the recorder's release, which closes the writer and waits for it, then never
+/// happens on the writer thread.
+final class RecorderStorage: SessionLineSource {
+  // Nothing here refers to the recorder, not even weakly: a weak reference gives an object a side table, and every
+  // retain and release of the recorder, several per recorded dispatch, would take the runtime's slow path.
+  let state: LockedValue<RecorderState>
+
+  init(bound: Int) {
+    state = LockedValue(RecorderState(bound: bound))
+  }
+
+  func takeLines() -> [SessionFormat.Line] {
+    state.withLock { state in
+      var lines: [SessionFormat.Line] = []
+      swap(&lines, &state.outbox)
+      return lines
+    }
+  }
+
+  var hasLines: Bool {
+    state.withLock { !$0.outbox.isEmpty }
+  }
+
+  /// Returns once everything queued before the call is written (``RecorderMiddleware/flush()``).
+  func flush() {
+    let (writer, queued) = state.withLock { ($0.writer, $0.queued) }
+    writer?.waitUntilWritten(queued)
   }
 }

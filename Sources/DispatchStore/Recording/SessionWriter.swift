@@ -20,6 +20,8 @@ protocol SessionLineSource: AnyObject, Sendable {
   func takeLines() -> [SessionFormat.Line]
   /// Whether lines are queued.
   var hasLines: Bool { get }
+  /// Waits until the lines queued so far are written (at exit).
+  func flush()
 }
 
 /// Appends session lines to a file on a thread of its own, in the order the recorder queued them.
@@ -212,8 +214,7 @@ private final class WriterLoop: @unchecked Sendable {
 
   /// Flushes at exit: everything the source queued.
   func flushAtExit() {
-    guard let source = source as? RecorderMiddleware else { return }
-    source.flush()
+    source?.flush()
   }
 
   private func run() {

@@ -75,6 +75,12 @@ final class DispatchMonitor: Interceptor, Middleware {
     for waiter in waiters { waiter.resume(returning: false) }
   }
 
+  /// Wakes the waiters, so that they check their conditions again: a dispatch finished.
+  func wake() {
+    let waiters = state.withLock { $0.takeWaiters() }
+    for waiter in waiters { waiter.resume(returning: false) }
+  }
+
   /// Suspends until `condition` holds or `timeout` passed; returns whether it holds.
   ///
   /// For what no event of the monitor announces: a timer task wakes the waiters when the time is up.

@@ -203,4 +203,29 @@ struct RecorderReleaseTests {
     #expect(dispatchSync(dispatcher, CounterAction.noop).isSuccess)
     #expect(released.withLock { $0 } >= 190)
   }
+
+  /// Everything recorded is written by the time the recorder's release returns.
+  ///
+  /// The release closes the writer on the releasing thread, which waits for what is left to be written: also when
+  /// the writer thread is taking lines at that moment (it holds the recorder's storage then, never the
+  /// recorder). Many rounds, so that releases land while the writer works.
+  @Test func everythingRecordedIsInTheFileWhenTheReleaseReturns() throws {
+    var codecs = SessionCodecs()
+    codecs.register(storeIdentifier: "counter", model: Counter.self, action: CounterAction.self)
+    for round in 0..<100 {
+      let file = TemporaryFile()
+      do {
+        let dispatcher = Dispatcher()
+        try dispatcher.register(store: makeCounterStore("counter"))
+        let recorder = RecorderMiddleware()
+        dispatcher.register(middleware: recorder)
+        try recorder.attach(appendingTo: file.url, codecs: codecs)
+        for _ in 0..<(round % 7 + 1) { try dispatcher.dispatchSync(action: CounterAction.increase(1)) }
+        _ = try recorder.undo()
+      }  // Released here: no flush() was called.
+      let session = try Session.load(from: file.url, codecs: codecs)
+      #expect(session.recordCount == round % 7 + 1, "round \(round)")
+      #expect(session.cursor == round % 7 - 1, "round \(round): the undo's cursor move is in the file")
+    }
+  }
 }

@@ -57,7 +57,15 @@ struct ClosureStoreTests {
     try dispatcher.register(store: price)
     try dispatcher.register(store: country)
 
-    try await dispatcher.dispatch(action: TripAction.choose(country: "FR"), mode: mode)
+    if mode == .sync {
+      // On a thread of its own: `.sync` blocks its caller until the operation's task, which runs on Dispatch's
+      // global queue, finished; blocking a cooperative-pool thread for that can starve the pool.
+      let result = Locked<Result<Void, DispatchError>?>(nil)
+      await onThreads(1) { _ in result.withLock { $0 = dispatchSync(dispatcher, TripAction.choose(country: "FR")) } }
+      #expect(result.withLock { $0 }?.isSuccess == true)
+    } else {
+      try await dispatcher.dispatch(action: TripAction.choose(country: "FR"), mode: mode)
+    }
 
     #expect(price.model.currency == "EUR")
   }
