@@ -209,9 +209,16 @@ public final class TestDispatcher: Sendable {
           + "\(transaction.action).", at: site)
     }
     if clock.pendingCount > 0 {
+      // The dispatches that wait name the timers: a debounced or delayed dispatch, to the stores of its action.
+      let waiting = dispatcher.pendingDispatches.map { handle in
+        let stores = dispatcher.storeIdentifiers(handling: handle.action).map { "\"\($0)\"" }
+        return "\(handle.action) to \(stores.isEmpty ? "no store" : "store " + stores.joined(separator: ", "))"
+      }
       TestReporter.fail(
-        "\(clock.pendingCount) timer(s) still pending at the end of the test (throttled, debounced or delayed work): "
-          + "advance the clock past them.", at: site)
+        "\(clock.pendingCount) timer(s) still pending at the end of the test (throttled, debounced or delayed work"
+          + (waiting.isEmpty ? "" : ": " + waiting.sorted().joined(separator: "; "))
+          + "): advance the clock past them.",
+        at: site)
     }
     if exhaustivity == .on { check([], after: "the last assertion", at: site) }
     // Released held decisions block their actions, so nothing waits for them.

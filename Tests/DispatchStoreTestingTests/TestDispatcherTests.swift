@@ -144,7 +144,9 @@ struct TestDispatcherTests {
     await withKnownIssue {
       await test.finish()
     } matching: { issue in
-      mentions("1 timer(s) still pending at the end of the test")(issue)
+      mentions(
+        "1 timer(s) still pending at the end of the test (throttled, debounced or delayed work: add(1) to store \"counter\")"
+      )(issue)
     }
   }
 

@@ -250,6 +250,12 @@ extension Dispatcher {
     handles.withLock { $0.count }
   }
 
+  /// The dispatches made with ``start(_:to:mode:options:)`` that have not started (waiting in a lane, or for a
+  /// debounce or throttle interval): for the test kit, which names them when a test ends with timers pending.
+  package var pendingDispatches: [DispatchHandle] {
+    handles.withLock { Array($0.values) }.filter { if case .pending = $0.state { true } else { false } }
+  }
+
   /// Calls `observer` after each dispatch made with ``start(_:to:mode:options:)`` finished.
   ///
   /// It runs once the dispatch no longer counts in ``unfinishedDispatchCount``: for the test kit, which waits for
