@@ -175,13 +175,21 @@ struct TestDispatcherTests {
   }
 }
 
+/// An in-place counter: the session tests below are synchronous, and a `.sync` dispatch (or a verify) of an
+/// operation store would block their cooperative-pool thread until the operation's task ran elsewhere.
+func makeInPlaceCounter() -> Store<Count, CountAction> {
+  Store(identifier: "counter", model: Count()) { (action: CountAction, model) in
+    if case .add(let amount) = action { model.value += amount }
+  }
+}
+
 @Suite("assertSessionReplays", .timeLimit(.minutes(1)))
 struct SessionAssertionTests {
   func recordSession(to url: URL) throws -> SessionCodecs {
     var codecs = SessionCodecs()
     codecs.register(storeIdentifier: "counter", model: Count.self, action: CountAction.self)
     let dispatcher = Dispatcher()
-    let counter = makeCounter()
+    let counter = makeInPlaceCounter()
     try dispatcher.register(store: counter)
     let recorder = RecorderMiddleware()
     dispatcher.register(middleware: recorder)
@@ -196,7 +204,7 @@ struct SessionAssertionTests {
     defer { try? FileManager.default.removeItem(at: url) }
     let codecs = try recordSession(to: url)
     let dispatcher = Dispatcher()
-    try dispatcher.register(store: makeCounter())
+    try dispatcher.register(store: makeInPlaceCounter())
     assertSessionReplays(at: url, codecs: codecs, against: dispatcher)
   }
 
