@@ -31,7 +31,7 @@ let package = Package(
     .executableTarget(name: "SearchCLI", dependencies: ["DispatchStore", "SearchFeature"], path: "Examples/SearchCLI"),
     // The README's lines-of-code comparison: the same two features before and after the closure stores.
     .executableTarget(name: "Ceremony", dependencies: ["DispatchStore"], path: "Examples/Ceremony"),
-    .testTarget(name: "DispatchStoreTests", dependencies: ["DispatchStore"]),
+    .testTarget(name: "DispatchStoreTests", dependencies: ["DispatchStore", "DispatchStoreTesting"]),
     .testTarget(name: "DispatchStoreTestingTests", dependencies: ["DispatchStore", "DispatchStoreTesting"]),
     // The examples' own tests, written with DispatchStoreTesting.
     .testTarget(name: "ExampleTests", dependencies: ["DispatchStore", "DispatchStoreTesting", "FlightBooking", "todo"]),

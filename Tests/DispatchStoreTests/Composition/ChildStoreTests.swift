@@ -75,6 +75,32 @@ struct ChildStoreTests {
     #expect(shop.model == before)
   }
 
+  /// Eight threads dispatch through the child while others change another part: the child's observer hears each of
+  /// its part's changes once, in order, and none of the others.
+  @Test func eightThreadsThroughAChildLoseNothingAndItsObserverHearsOnlyItsPart() async throws {
+    let dispatcher = Dispatcher()
+    let shop = makeShop()
+    try dispatcher.register(store: shop)
+    let cart = shop.scope(\.cart, action: ShopAction.cart)
+    let heard = Locked<[Int]>([])
+    let token = cart.observe(delivery: .synchronous) { cart, _ in heard.withLock { $0.append(cart.items.count) } }
+
+    await onThreads(8) { thread in
+      for index in 0..<100 {
+        if thread.isMultiple(of: 2) {
+          _ = try? cart.dispatchSync(.add("\(thread)-\(index)"))
+        } else {
+          _ = dispatchSync(dispatcher, ShopAction.visit)
+        }
+      }
+    }
+
+    #expect(shop.model.cart.items.count == 400)
+    #expect(shop.model.visits == 400)
+    #expect(heard.withLock { $0 } == Array(1...400))
+    withExtendedLifetime(token) {}
+  }
+
   @Test func aChildOfAnUnregisteredParentFailsWithUnknownStore() {
     let cart = makeShop().scope(\.cart, action: ShopAction.cart)
     let error = #expect(throws: DispatchError.self) { try cart.dispatchSync(.clear) }

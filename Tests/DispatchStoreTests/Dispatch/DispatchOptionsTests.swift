@@ -1,4 +1,5 @@
 import DispatchStore
+import DispatchStoreTesting
 import Testing
 
 /// Cancellation ids, throttling and debouncing (`DispatchOptions`), on a clock the tests advance.
@@ -54,7 +55,7 @@ struct DispatchOptionsTests {
   /// Throttling runs the first dispatch at once (not after the interval: alexdrone/Store's throttle compared with
   /// the wrong sign and always delayed), fails the others within the interval, and runs the next after it at once.
   @Test func throttleRunsTheFirstAtOnceAndDropsTheOthersWithinTheInterval() throws {
-    let clock = ManualClock()
+    let clock = TestClock()
     let dispatcher = Dispatcher(clock: clock)
     let store = makeCounterStore("counter")
     try dispatcher.register(store: store)
@@ -76,13 +77,13 @@ struct DispatchOptionsTests {
     #expect(fourth.state.description == "completed")
     #expect(other.state.isFinished)
     #expect(store.model.count == 1001)
-    #expect(clock.waiting == 0)  // Nothing was delayed.
+    #expect(clock.pendingCount == 0)  // Nothing was delayed.
   }
 
   /// Debouncing runs only the last dispatch, once a quiet interval passed after it; each one it replaced fails at
   /// once with `superseded`, and never reaches a reducer.
   @Test func debounceRunsOnlyTheLastAfterAQuietInterval() async throws {
-    let clock = ManualClock()
+    let clock = TestClock()
     let dispatcher = Dispatcher(clock: clock)
     let reducer = CounterReducer()
     let store = Store(identifier: "counter", model: Counter(), reducer: reducer)
@@ -108,7 +109,7 @@ struct DispatchOptionsTests {
 
   /// A debounced dispatch cancelled while it waits does not run when its interval ends.
   @Test func aDebouncedDispatchCancelledWhileWaitingDoesNotRun() throws {
-    let clock = ManualClock()
+    let clock = TestClock()
     let dispatcher = Dispatcher(clock: clock)
     let reducer = CounterReducer()
     try dispatcher.register(store: Store(identifier: "counter", model: Counter(), reducer: reducer))
@@ -125,7 +126,7 @@ struct DispatchOptionsTests {
   /// Typing with a debounced, cancelling search: only queries after a pause run, and a running one is cancelled by
   /// the next that runs.
   @Test func debouncedSearchWithAnIdCancelsTheRunningQuery() async throws {
-    let clock = ManualClock()
+    let clock = TestClock()
     let dispatcher = Dispatcher(clock: clock)
     let gate = Gate()
     let reducer = GatedReducer(gate: gate)

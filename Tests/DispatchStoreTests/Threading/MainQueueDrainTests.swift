@@ -30,12 +30,16 @@ struct MainQueueDrainTests {
     let store = makeCounterStore("counter")
     try dispatcher.register(store: store)
     let heard = Locked<[Int]>([])
-    // Slow observers, so that notifications are still queued when the dispatches return.
+    // The first notification holds the main queue until the dispatches returned: every notification is still
+    // pending when the drain starts.
+    let dispatched = DispatchSemaphore(value: 0)
     let token = store.observe { model, _ in
-      Thread.sleep(forTimeInterval: 0.001)
+      if model.count == 1 { dispatched.wait() }
       heard.withLock { $0.append(model.count) }
     }
     for _ in 1...9 { #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess) }
+    #expect(heard.withLock { $0 }.isEmpty)
+    dispatched.signal()
 
     #expect(dispatcher.drain())
     #expect(heard.withLock { $0 } == Array(1...9))
