@@ -270,8 +270,8 @@ public struct Session: Sendable {
     var stores: [String: any AnyStore] = [:]
     // Models are compared as the writer encoded them: the re-run model encoded the same way, against the recorded
     // bytes. Only when the bytes differ is the recorded model decoded and compared as a value.
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    let encoder = JSONStreamEncoder()
+    var encoded: [UInt8] = []
     for step in steps {
       let store: any AnyStore
       if let known = stores[step.store] {
@@ -309,10 +309,13 @@ public struct Session: Sendable {
       guard let codec = codecs.codecs[step.store] else {
         throw .unknownStore(index: step.index, storeIdentifier: step.store)
       }
-      if let bytes = step.modelBytes, let encoded = try? codec.encodeModel(step.store, actual, encoder),
-        index.data.elementsEqual(encoded, in: bytes)
-      {
-        continue
+      if let bytes = step.modelBytes {
+        encoded.removeAll(keepingCapacity: true)
+        if (try? codec.encodeModel(step.store, actual, encoder, &encoded)) != nil,
+          index.data.elementsEqual(encoded, in: bytes)
+        {
+          continue
+        }
       }
       let recorded: Record
       if let decoded = step.record {
@@ -480,7 +483,7 @@ public struct Session: Sendable {
 
 extension Data {
   /// Whether the bytes in `range` are those of `other`.
-  func elementsEqual(_ other: Data, in range: Range<Int>) -> Bool {
+  func elementsEqual(_ other: [UInt8], in range: Range<Int>) -> Bool {
     guard other.count == range.count else { return false }
     return withUnsafeBytes { mine in
       other.withUnsafeBytes { theirs in

@@ -13,12 +13,10 @@ public struct SessionCodecs: Sendable {
   struct Codec: Sendable {
     let modelTypeName: String
     let actionTypeName: String
-    /// The action's JSON; the encoder is the writer's, reused.
-    let encodeAction: @Sendable (String, any ActionType, JSONEncoder) throws -> Data
-    /// The model's JSON.
-    let encodeModel: @Sendable (String, any ModelType, JSONEncoder) throws -> Data
-    /// `{"a":<action>,"m":<model>}`, in one run of the encoder: a record's line holds both.
-    let encodeActionAndModel: @Sendable (String, any ActionType, any ModelType, JSONEncoder) throws -> Data
+    /// Appends the action's JSON; the encoder is the caller's (the writer's), reused.
+    let encodeAction: @Sendable (String, any ActionType, JSONStreamEncoder, inout [UInt8]) throws -> Void
+    /// Appends the model's JSON.
+    let encodeModel: @Sendable (String, any ModelType, JSONStreamEncoder, inout [UInt8]) throws -> Void
     let decodeAction: @Sendable (LineReader, SessionLineKey) throws -> any ActionType
     /// An action from its JSON alone; the decoder is the caller's, reused.
     let decodeActionJSON: @Sendable (Data, JSONDecoder) throws -> any ActionType
@@ -67,12 +65,6 @@ public struct SessionCodecs: Sendable {
     codecs[storeIdentifier] = Self.codec(model, action) { $0 == $1 }
   }
 
-  /// A record's action and model, encoded together.
-  private struct ActionAndModel<Action: Encodable, Model: Encodable>: Encodable {
-    let a: Action
-    let m: Model
-  }
-
   private static func mismatch(_ store: String, _ expected: Any.Type, _ found: Any) -> SessionError {
     .encodingFailed(storeIdentifier: store, reason: "expected \(expected), got \(type(of: found))")
   }
@@ -83,18 +75,13 @@ public struct SessionCodecs: Sendable {
     Codec(
       modelTypeName: String(reflecting: Model.self),
       actionTypeName: String(reflecting: Action.self),
-      encodeAction: { store, action, encoder in
+      encodeAction: { store, action, encoder, bytes in
         guard let action = action as? Action else { throw mismatch(store, Action.self, action) }
-        return try encoder.encode(action)
+        try encoder.encode(action, into: &bytes)
       },
-      encodeModel: { store, model, encoder in
+      encodeModel: { store, model, encoder, bytes in
         guard let model = model as? Model else { throw mismatch(store, Model.self, model) }
-        return try encoder.encode(model)
-      },
-      encodeActionAndModel: { store, action, model, encoder in
-        guard let action = action as? Action else { throw mismatch(store, Action.self, action) }
-        guard let model = model as? Model else { throw mismatch(store, Model.self, model) }
-        return try encoder.encode(ActionAndModel(a: action, m: model))
+        try encoder.encode(model, into: &bytes)
       },
       decodeAction: { try $0.decode(Action.self, forKey: $1) },
       decodeActionJSON: { try $1.decode(Action.self, from: $0) },

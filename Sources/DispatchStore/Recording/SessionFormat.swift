@@ -68,21 +68,21 @@ enum SessionFormat {
   /// Lines are assembled by hand around the JSON of their actions, models and strings, so that each begins with its
   /// kind and index (`{"k":"r","i":12,`): loading reads those without decoding the line (``SessionIndex``).
   struct Encoder {
-    private let encoder: JSONEncoder
+    private let encoder: JSONStreamEncoder
     let codecs: SessionCodecs
     /// The hash of the last line encoded (or found at the end of the file appended to).
     var previousHash: UInt64
 
     init(codecs: SessionCodecs, previousHash: UInt64 = 0) {
-      self.encoder = JSONEncoder()
-      encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+      self.encoder = JSONStreamEncoder()
       self.codecs = codecs
       self.previousHash = previousHash
     }
 
     /// The header line, newline included.
     mutating func header() throws -> Data {
-      var bytes = Array(try encoder.encode(SessionFormat.header(for: codecs)))
+      var bytes: [UInt8] = []
+      try encoder.encode(SessionFormat.header(for: codecs), into: &bytes)
       seal(&bytes, from: 0)
       return Data(bytes)
     }
@@ -99,39 +99,50 @@ enum SessionFormat {
       let start = bytes.count
       switch line {
       case .move(let cursor):
-        bytes.append(contentsOf: "{\"k\":\"m\",\"i\":\(cursor)}".utf8)
+        bytes.append(contentsOf: #"{"k":"m","i":"#.utf8)
+        JSONText.append(cursor, to: &bytes)
+        bytes.append(UInt8(ascii: "}"))
       case .record(let record):
         let codec = try self.codec(record.storeIdentifier)
-        bytes.append(contentsOf: "{\"k\":\"r\",\"i\":\(record.index),\"t\":\(record.transactionID.rawValue)".utf8)
+        bytes.append(contentsOf: #"{"k":"r","i":"#.utf8)
+        JSONText.append(record.index, to: &bytes)
+        bytes.append(contentsOf: #","t":"#.utf8)
+        JSONText.append(record.transactionID.rawValue, to: &bytes)
         if record.dispatchID != record.transactionID {
-          bytes.append(contentsOf: ",\"d\":\(record.dispatchID.rawValue)".utf8)
+          bytes.append(contentsOf: #","d":"#.utf8)
+          JSONText.append(record.dispatchID.rawValue, to: &bytes)
         }
         bytes.append(contentsOf: ",\"s\":".utf8)
-        JSONString.append(record.storeIdentifier, to: &bytes)
-        // `{"a":..,"m":..}` without its braces.
-        let body = try codec.encodeActionAndModel(record.storeIdentifier, record.action, record.model, encoder)
-        bytes.append(UInt8(ascii: ","))
-        bytes.append(contentsOf: body.dropFirst().dropLast())
+        JSONText.append(record.storeIdentifier, to: &bytes)
+        bytes.append(contentsOf: ",\"a\":".utf8)
+        try codec.encodeAction(record.storeIdentifier, record.action, encoder, &bytes)
+        bytes.append(contentsOf: ",\"m\":".utf8)
+        try codec.encodeModel(record.storeIdentifier, record.model, encoder, &bytes)
         if let error = record.error {
           bytes.append(contentsOf: ",\"e\":".utf8)
-          JSONString.append(String(describing: error), to: &bytes)
+          JSONText.append(String(describing: error), to: &bytes)
         }
         if record.wasCancelled { bytes.append(contentsOf: ",\"c\":true".utf8) }
-        if record.elapsed > 0 { bytes.append(contentsOf: ",\"f\":\(record.elapsed)".utf8) }
+        if record.elapsed > 0 {
+          bytes.append(contentsOf: #","f":"#.utf8)
+          JSONText.append(record.elapsed, to: &bytes)
+        }
         bytes.append(UInt8(ascii: "}"))
       case .snapshot(let index, let models, let actions):
         bytes.append(contentsOf: "{\"k\":\"s\",\"i\":\(index),\"m\":".utf8)
-        try appendByStore(models, to: &bytes) { codec, store, model in try codec.encodeModel(store, model, encoder) }
+        try appendByStore(models, to: &bytes) { codec, store, model, bytes in
+          try codec.encodeModel(store, model, encoder, &bytes)
+        }
         bytes.append(contentsOf: ",\"a\":".utf8)
-        try appendByStore(actions, to: &bytes) { codec, store, action in
-          try codec.encodeAction(store, action, encoder)
+        try appendByStore(actions, to: &bytes) { codec, store, action, bytes in
+          try codec.encodeAction(store, action, encoder, &bytes)
         }
         bytes.append(UInt8(ascii: "}"))
       case .effect(let dispatchID, let key, let value):
         bytes.append(contentsOf: "{\"k\":\"e\",\"d\":\(dispatchID.rawValue),\"key\":".utf8)
-        JSONString.append(key, to: &bytes)
+        JSONText.append(key, to: &bytes)
         bytes.append(contentsOf: ",\"v\":".utf8)
-        bytes.append(contentsOf: try encoder.encode(value))
+        try encoder.encode(value, into: &bytes)
         bytes.append(UInt8(ascii: "}"))
       }
       seal(&bytes, from: start)
@@ -140,14 +151,14 @@ enum SessionFormat {
     /// Appends `values` as a JSON object keyed by store, in store order, each value as `json` encodes it.
     private func appendByStore<Value>(
       _ values: [String: Value], to bytes: inout [UInt8],
-      _ json: (SessionCodecs.Codec, String, Value) throws -> Data
+      _ json: (SessionCodecs.Codec, String, Value, inout [UInt8]) throws -> Void
     ) throws {
       bytes.append(UInt8(ascii: "{"))
       for (offset, (store, value)) in values.sorted(by: { $0.key < $1.key }).enumerated() {
         if offset > 0 { bytes.append(UInt8(ascii: ",")) }
-        JSONString.append(store, to: &bytes)
+        JSONText.append(store, to: &bytes)
         bytes.append(UInt8(ascii: ":"))
-        bytes.append(contentsOf: try json(codec(store), store, value))
+        try json(codec(store), store, value, &bytes)
       }
       bytes.append(UInt8(ascii: "}"))
     }
@@ -167,7 +178,7 @@ enum SessionFormat {
       }
       previousHash = hash
       bytes.removeLast()  // "}"
-      bytes.append(contentsOf: SessionHash.suffix(hash))
+      SessionHash.appendSuffix(hash, to: &bytes)
       bytes.append(0x0A)
     }
   }
@@ -294,30 +305,6 @@ enum SessionFormat {
   }
 }
 
-/// JSON string literals, written without an encoder.
-enum JSONString {
-  /// Appends `string` as a JSON string literal, quotes included.
-  static func append(_ string: String, to bytes: inout [UInt8]) {
-    bytes.append(UInt8(ascii: "\""))
-    for byte in string.utf8 {
-      switch byte {
-      case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-      case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-      case 0x0A: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-      case 0x0D: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-      case 0x09: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-      case 0..<0x20:
-        let hex = String(byte, radix: 16)
-        bytes.append(contentsOf: "\\u00".utf8)
-        if hex.count == 1 { bytes.append(UInt8(ascii: "0")) }
-        bytes.append(contentsOf: hex.utf8)
-      default: bytes.append(byte)
-      }
-    }
-    bytes.append(UInt8(ascii: "\""))
-  }
-}
-
 /// The line hashes of format version 2: FNV-1a's step over 64-bit words, chained.
 ///
 /// For a line whose JSON object, without its hash, has the bytes `b` (ending with its closing brace), after a line
@@ -364,9 +351,19 @@ enum SessionHash {
 
   /// `,"h":"<hash>"}`.
   static func suffix(_ hash: UInt64) -> [UInt8] {
-    let hex = String(hash, radix: 16)
-    return Array(",\"h\":\"".utf8) + Array(repeating: UInt8(ascii: "0"), count: 16 - hex.count) + Array(hex.utf8)
-      + Array("\"}".utf8)
+    var bytes: [UInt8] = []
+    appendSuffix(hash, to: &bytes)
+    return bytes
+  }
+
+  /// Appends `,"h":"<16 hex digits>"}`.
+  static func appendSuffix(_ hash: UInt64, to bytes: inout [UInt8]) {
+    bytes.append(contentsOf: #","h":""#.utf8)
+    for shift in stride(from: 60, through: 0, by: -4) {
+      let digit = UInt8(truncatingIfNeeded: hash >> UInt64(shift)) & 0xF
+      bytes.append(digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10)
+    }
+    bytes.append(contentsOf: #""}"#.utf8)
   }
 
   enum Check {

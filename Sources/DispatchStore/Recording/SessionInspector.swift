@@ -33,11 +33,11 @@ public enum SessionInspector {
   static func page(for index: SessionIndex, title: String, divergence: ReplayError?) -> String {
     var json: [UInt8] = []
     json.append(contentsOf: "{\"title\":".utf8)
-    JSONString.append(title, to: &json)
+    JSONText.append(title, to: &json)
     json.append(contentsOf: ",\"stores\":[".utf8)
     for (offset, store) in index.storeIdentifiers.enumerated() {
       if offset > 0 { json.append(UInt8(ascii: ",")) }
-      JSONString.append(store, to: &json)
+      JSONText.append(store, to: &json)
     }
     json.append(contentsOf: "],\"cursor\":\(index.cursor),\"firstIndex\":\(index.firstIndex)".utf8)
     // The lines as written: records of the kept history, snapshots and effects, each a JSON object.
@@ -101,26 +101,26 @@ public enum SessionInspector {
     switch divergence {
     case .diverged(let index, let dispatch, let store, let action, let differences):
       json.append(contentsOf: "{\"index\":\(index),\"dispatch\":\(dispatch.rawValue),\"store\":".utf8)
-      JSONString.append(store, to: &json)
+      JSONText.append(store, to: &json)
       json.append(contentsOf: ",\"action\":".utf8)
-      JSONString.append(action, to: &json)
+      JSONText.append(action, to: &json)
       json.append(contentsOf: ",\"fields\":[".utf8)
       for (offset, difference) in differences.enumerated() {
         if offset > 0 { json.append(UInt8(ascii: ",")) }
         json.append(contentsOf: "{\"path\":".utf8)
-        JSONString.append(difference.path, to: &json)
+        JSONText.append(difference.path, to: &json)
         json.append(contentsOf: ",\"expected\":".utf8)
-        JSONString.append(difference.expected ?? "(absent)", to: &json)
+        JSONText.append(difference.expected ?? "(absent)", to: &json)
         json.append(contentsOf: ",\"actual\":".utf8)
-        JSONString.append(difference.actual ?? "(absent)", to: &json)
+        JSONText.append(difference.actual ?? "(absent)", to: &json)
         json.append(UInt8(ascii: "}"))
       }
       json.append(contentsOf: "],\"message\":".utf8)
-      JSONString.append("\(divergence!)", to: &json)
+      JSONText.append("\(divergence!)", to: &json)
       json.append(UInt8(ascii: "}"))
     case .some(let error):
       json.append(contentsOf: "{\"message\":".utf8)
-      JSONString.append("\(error)", to: &json)
+      JSONText.append("\(error)", to: &json)
       json.append(UInt8(ascii: "}"))
     case .none:
       json.append(contentsOf: "null".utf8)

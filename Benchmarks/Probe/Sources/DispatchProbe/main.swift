@@ -100,12 +100,17 @@ if shape == "verify", let recorder {
   print("verify: \((verified - start) / session.recordCount) per record")
   exit(0)
 }
+let started = ContinuousClock.now
 if shape == "handle" {
   // A held handle per action (proposal 0009). Two loops, so that the others compare no string per dispatch.
   for _ in 0..<count { _ = dispatcher.start(TallyAction.increment, mode: .sync) }
 } else {
   for _ in 0..<count { try dispatcher.dispatchSync(action: TallyAction.increment) }
 }
+// The loop's time per dispatch, for a quick look (benchmarks are the figures): the dispatching thread's cost, before
+// the flush.
+let elapsed = ContinuousClock.now - started
+print("dispatch: \(elapsed / count) per dispatch")
 precondition(store.model.count == count, "the probe's store counted \(store.model.count), expected \(count)")
 recorder?.flush()
 withExtendedLifetime(tokens) {}

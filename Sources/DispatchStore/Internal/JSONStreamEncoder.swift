@@ -1,0 +1,574 @@
+import Foundation
+
+/// Encodes `Encodable` values as JSON straight into a byte buffer: the encoder of the session writer and of verify.
+///
+/// Foundation's `JSONEncoder` builds a tree of boxed values for every value it encodes and then writes the tree;
+/// for a small model that takes several microseconds, and a writer thread paying it per record falls behind an app
+/// that dispatches steadily. This encoder writes as the value encodes itself and keeps only a stack of the objects
+/// and arrays still open, in buffers it reuses from one value to the next:
+/// - A container stays open until a container below it in the stack writes again, or its value ends. Writing to
+///   one after that, which synthesised conformances never do, is ``Unsupported``, as is `superEncoder`: the value
+///   is then encoded with `JSONEncoder` (``encode(_:into:)``).
+/// - An object's keys are sorted when it closes, as `JSONEncoder`'s `.sortedKeys` sorts them, so that the bytes of
+///   a dictionary do not depend on its hash order.
+/// - `Data`, `URL` and `Decimal` are written as `JSONEncoder` writes them by default (base64, the absolute string,
+///   a number), so that `JSONDecoder` reads them back; non-finite floating-point values throw, as there.
+///
+/// One per thread: it is a class with state, not `Sendable`.
+final class JSONStreamEncoder {
+  /// A use of the `Encoder` protocol this encoder does not follow: the value is encoded with `JSONEncoder` instead.
+  struct Unsupported: Error {}
+
+  // The state is only reached from this file, by the one thread using the encoder, and never by two accesses at
+  // once: dynamic exclusivity checks would cost more than the writing.
+
+  /// What was written so far for the value being encoded.
+  @exclusivity(unchecked) fileprivate var bytes: [UInt8] = []
+  /// The objects and arrays open, outermost first.
+  @exclusivity(unchecked) fileprivate var frames: [Frame] = []
+  /// The keys and offsets of the entries of the open objects, in the order written: each object's from its frame's
+  /// `firstEntry`.
+  @exclusivity(unchecked) fileprivate var entries: [Entry] = []
+  @exclusivity(unchecked) private var nextFrameID = 0
+  /// The value being written: the frames below it belong to the values that contain it.
+  @exclusivity(unchecked) fileprivate var slot = Slot(depth: 0)
+  /// Whether the value used the `Encoder` protocol in a way this encoder does not follow, where it could not throw
+  /// (`superEncoder`, a container it could not open): the value is then encoded again with `JSONEncoder`.
+  @exclusivity(unchecked) fileprivate var unsupported = false
+  private lazy var foundation: JSONEncoder = {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    return encoder
+  }()
+
+  fileprivate struct Frame {
+    let id: Int
+    let isObject: Bool
+    var count = 0
+    /// The first of this object's entries in `entries`.
+    let firstEntry: Int
+    /// Whether the keys came in ascending order so far: then closing moves nothing.
+    var ascending = true
+    /// The key or index of the value being written into this container, for `codingPath`; set only when user code
+    /// runs for it (a nested value or container).
+    var key: (any CodingKey)?
+  }
+
+  fileprivate struct Entry {
+    let key: String
+    /// Where the entry's key begins.
+    let offset: Int
+  }
+
+  /// A value being written, and what it has written.
+  fileprivate struct Slot {
+    /// The number of frames open before the value began.
+    let depth: Int
+    var state = State.empty
+
+    enum State {
+      case empty
+      /// A container, whose frame is at `depth`, with this identifier.
+      case container(id: Int, isObject: Bool)
+      /// A single value.
+      case single
+    }
+  }
+
+  /// Appends the JSON of `value` to `output`; with `JSONEncoder` (`.sortedKeys`) for a value that encodes in a way
+  /// this encoder does not follow.
+  /// - Throws: An `EncodingError`, or the value's own error.
+  func encode<T: Encodable>(_ value: T, into output: inout [UInt8]) throws {
+    do {
+      try encodeDirectly(value, into: &output)
+    } catch is Unsupported {
+      output.append(contentsOf: try foundation.encode(value))
+    }
+  }
+
+  /// Appends the JSON of `value` to `output`.
+  /// - Throws: ``Unsupported``, with `output` unchanged; an `EncodingError`; the value's own error.
+  func encodeDirectly<T: Encodable>(_ value: T, into output: inout [UInt8]) throws {
+    swap(&bytes, &output)
+    let start = bytes.count
+    defer {
+      frames.removeAll(keepingCapacity: true)
+      entries.removeAll(keepingCapacity: true)
+      slot = Slot(depth: 0)
+      swap(&bytes, &output)
+    }
+    do {
+      try writeValue(value, topLevel: true)
+      if unsupported { throw Unsupported() }
+    } catch {
+      unsupported = false
+      bytes.removeSubrange(start...)
+      throw error
+    }
+  }
+
+  /// What `superEncoder` returns: an encoder whose output is discarded, the value being encoded again with
+  /// `JSONEncoder`.
+  fileprivate func unsupportedEncoder() -> any Encoder {
+    unsupported = true
+    return JSONStreamEncoder()
+  }
+
+  /// A container for a request that cannot be met: every write to it throws ``Unsupported``.
+  fileprivate func deadContainer<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+    unsupported = true
+    return KeyedEncodingContainer(KeyedContainer(encoder: self, depth: -1, id: -1))
+  }
+
+  fileprivate func deadUnkeyedContainer() -> any UnkeyedEncodingContainer {
+    unsupported = true
+    return UnkeyedContainer(encoder: self, depth: -1, id: -1)
+  }
+
+  // MARK: - Values
+
+  /// Writes `value` at the current position: directly if it is a primitive, otherwise by letting it encode itself.
+  fileprivate func writeValue<T: Encodable>(_ value: T, topLevel: Bool = false) throws {
+    if try writePrimitive(value) { return }
+    let outer = slot
+    slot = Slot(depth: frames.count)
+    defer { slot = outer }
+    try value.encode(to: self)
+    switch slot.state {
+    case .empty:
+      if topLevel {
+        throw EncodingError.invalidValue(
+          value, .init(codingPath: [], debugDescription: "Top-level \(T.self) did not encode any values."))
+      }
+      // As `JSONEncoder`: a nested value that encodes nothing is an empty object.
+      bytes.append(contentsOf: "{}".utf8)
+    case .container:
+      try close(downTo: slot.depth)
+    case .single:
+      break
+    }
+  }
+
+  /// Writes `value` if it is one of the types written without calling its `encode(to:)`; returns whether it was.
+  private func writePrimitive<T: Encodable>(_ value: T) throws -> Bool {
+    // Comparing metatypes is a pointer comparison, where `as?` would be a dynamic cast.
+    if T.self == String.self {
+      JSONText.append(Self.cast(value, to: String.self), to: &bytes)
+    } else if T.self == Int.self {
+      write(Self.cast(value, to: Int.self))
+    } else if T.self == Double.self {
+      try write(Self.cast(value, to: Double.self))
+    } else if T.self == Bool.self {
+      write(Self.cast(value, to: Bool.self))
+    } else if T.self == Data.self {
+      JSONText.append(Self.cast(value, to: Data.self).base64EncodedString(), to: &bytes)
+    } else if T.self == URL.self {
+      JSONText.append(Self.cast(value, to: URL.self).absoluteString, to: &bytes)
+    } else if T.self == Decimal.self {
+      bytes.append(contentsOf: Self.cast(value, to: Decimal.self).description.utf8)
+    } else {
+      return false
+    }
+    return true
+  }
+
+  /// `value` as `type`, which is its type.
+  private static func cast<T, U>(_ value: T, to type: U.Type) -> U {
+    withUnsafePointer(to: value) { $0.withMemoryRebound(to: U.self, capacity: 1) { $0.pointee } }
+  }
+
+  fileprivate func write(_ value: Bool) {
+    bytes.append(contentsOf: value ? "true".utf8 : "false".utf8)
+  }
+
+  fileprivate func write<Integer: BinaryInteger>(_ value: Integer) {
+    JSONText.append(value, to: &bytes)
+  }
+
+  fileprivate func write<Float: BinaryFloatingPoint & LosslessStringConvertible>(_ value: Float) throws {
+    guard value.isFinite else {
+      throw EncodingError.invalidValue(
+        value, .init(codingPath: codingPath, debugDescription: "Unable to encode \(value) directly in JSON."))
+    }
+    bytes.append(contentsOf: value.description.utf8)
+  }
+
+  fileprivate func writeNull() {
+    bytes.append(contentsOf: "null".utf8)
+  }
+
+  // MARK: - Containers
+
+  /// Opens an object or array for the current value (a second request for the same kind gets the same one).
+  fileprivate func openSlotContainer(isObject: Bool) throws -> (depth: Int, id: Int) {
+    switch slot.state {
+    case .empty:
+      let id = open(isObject: isObject)
+      slot.state = .container(id: id, isObject: isObject)
+      return (slot.depth, id)
+    case .container(let id, let wasObject):
+      guard wasObject == isObject, frames.count > slot.depth, frames[slot.depth].id == id else {
+        throw Unsupported()
+      }
+      return (slot.depth, id)
+    case .single:
+      throw Unsupported()
+    }
+  }
+
+  private func open(isObject: Bool) -> Int {
+    nextFrameID &+= 1
+    frames.append(Frame(id: nextFrameID, isObject: isObject, firstEntry: entries.count))
+    bytes.append(isObject ? UInt8(ascii: "{") : UInt8(ascii: "["))
+    return nextFrameID
+  }
+
+  /// Makes the container at `depth` with `id` the innermost open one, closing those opened in it since; throws
+  /// ``Unsupported`` if it was closed, or belongs to a value that contains the one being written.
+  fileprivate func enter(_ depth: Int, _ id: Int) throws {
+    guard depth >= slot.depth, depth < frames.count, frames[depth].id == id else { throw Unsupported() }
+    if frames.count > depth + 1 { try close(downTo: depth + 1) }
+  }
+
+  /// Starts an entry of the object at `depth` (entered): the separator and the key.
+  fileprivate func writeKey(_ key: some CodingKey, at depth: Int) {
+    let name = key.stringValue
+    if frames[depth].count > 0 {
+      bytes.append(UInt8(ascii: ","))
+      if frames[depth].ascending, let last = entries.last, !(last.key < name) {
+        frames[depth].ascending = false
+      }
+    }
+    frames[depth].count += 1
+    entries.append(Entry(key: name, offset: bytes.count))
+    JSONText.append(name, to: &bytes)
+    bytes.append(UInt8(ascii: ":"))
+  }
+
+  /// Starts an element of the array at `depth` (entered): the separator.
+  fileprivate func writeSeparator(at depth: Int) {
+    if frames[depth].count > 0 { bytes.append(UInt8(ascii: ",")) }
+    frames[depth].count += 1
+  }
+
+  /// Writes a value that encodes itself into the container at `depth`, under `key` (for `codingPath`).
+  fileprivate func writeNested<T: Encodable>(_ value: T, at depth: Int, key: any CodingKey) throws {
+    frames[depth].key = key
+    try writeValue(value)
+  }
+
+  /// Opens a container nested in the one at `depth`, after its key or separator.
+  fileprivate func openNested(at depth: Int, key: any CodingKey, isObject: Bool) -> (depth: Int, id: Int) {
+    frames[depth].key = key
+    return (depth + 1, open(isObject: isObject))
+  }
+
+  /// Closes the frames from `depth` on, innermost first.
+  private func close(downTo depth: Int) throws {
+    while frames.count > depth {
+      let frame = frames.removeLast()
+      if frame.isObject {
+        if !frame.ascending { try sortEntries(from: frame.firstEntry) }
+        entries.removeSubrange(frame.firstEntry...)
+        bytes.append(UInt8(ascii: "}"))
+      } else {
+        bytes.append(UInt8(ascii: "]"))
+      }
+    }
+  }
+
+  /// Puts the entries of the object being closed, from `first` to the end of `entries`, in key order.
+  private func sortEntries(from first: Int) throws {
+    let end = bytes.count
+    let own = entries[first...]
+    var ranges: [(key: String, range: Range<Int>)] = []
+    ranges.reserveCapacity(own.count)
+    for (position, entry) in zip(own.indices, own) {
+      // Each entry but the last ends before the comma that starts the next.
+      let next = position + 1 < entries.count ? entries[position + 1].offset - 1 : end
+      ranges.append((entry.key, entry.offset..<next))
+    }
+    ranges.sort { $0.key < $1.key }
+    for index in ranges.indices.dropFirst() where ranges[index - 1].key == ranges[index].key {
+      throw Unsupported()  // A key written twice: `JSONEncoder` keeps the last value.
+    }
+    var sorted: [UInt8] = []
+    sorted.reserveCapacity(end - own[first].offset)
+    for (index, entry) in ranges.enumerated() {
+      if index > 0 { sorted.append(UInt8(ascii: ",")) }
+      sorted.append(contentsOf: bytes[entry.range])
+    }
+    bytes.replaceSubrange(own[first].offset..<end, with: sorted)
+  }
+}
+
+extension JSONStreamEncoder: Encoder {
+  var codingPath: [any CodingKey] {
+    frames.prefix(slot.depth).compactMap(\.key)
+  }
+
+  var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+  func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+    do {
+      let (depth, id) = try openSlotContainer(isObject: true)
+      return KeyedEncodingContainer(KeyedContainer(encoder: self, depth: depth, id: id))
+    } catch {
+      return deadContainer(keyedBy: type)
+    }
+  }
+
+  func unkeyedContainer() -> any UnkeyedEncodingContainer {
+    do {
+      let (depth, id) = try openSlotContainer(isObject: false)
+      return UnkeyedContainer(encoder: self, depth: depth, id: id)
+    } catch {
+      return deadUnkeyedContainer()
+    }
+  }
+
+  func singleValueContainer() -> any SingleValueEncodingContainer {
+    SingleValueContainer(encoder: self)
+  }
+}
+
+// MARK: - Containers
+
+/// An object of ``JSONStreamEncoder``.
+///
+/// One it could not open has depth -1: every write to it throws ``JSONStreamEncoder/Unsupported``.
+private struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
+  let encoder: JSONStreamEncoder
+  let depth: Int
+  let id: Int
+
+  var codingPath: [any CodingKey] { encoder.codingPath }
+
+  private func start(_ key: Key) throws {
+    try encoder.enter(depth, id)
+    encoder.writeKey(key, at: depth)
+  }
+
+  mutating func encodeNil(forKey key: Key) throws {
+    try start(key)
+    encoder.writeNull()
+  }
+
+  mutating func encode(_ value: Bool, forKey key: Key) throws {
+    try start(key)
+    encoder.write(value)
+  }
+
+  mutating func encode(_ value: String, forKey key: Key) throws {
+    try start(key)
+    JSONText.append(value, to: &encoder.bytes)
+  }
+
+  mutating func encode(_ value: Double, forKey key: Key) throws {
+    try start(key)
+    try encoder.write(value)
+  }
+
+  mutating func encode(_ value: Float, forKey key: Key) throws {
+    try start(key)
+    try encoder.write(value)
+  }
+
+  mutating func encode(_ value: Int, forKey key: Key) throws { try integer(value, key) }
+  mutating func encode(_ value: Int8, forKey key: Key) throws { try integer(value, key) }
+  mutating func encode(_ value: Int16, forKey key: Key) throws { try integer(value, key) }
+  mutating func encode(_ value: Int32, forKey key: Key) throws { try integer(value, key) }
+  mutating func encode(_ value: Int64, forKey key: Key) throws { try integer(value, key) }
+  mutating func encode(_ value: UInt, forKey key: Key) throws { try integer(value, key) }
+  mutating func encode(_ value: UInt8, forKey key: Key) throws { try integer(value, key) }
+  mutating func encode(_ value: UInt16, forKey key: Key) throws { try integer(value, key) }
+  mutating func encode(_ value: UInt32, forKey key: Key) throws { try integer(value, key) }
+  mutating func encode(_ value: UInt64, forKey key: Key) throws { try integer(value, key) }
+
+  private func integer(_ value: some BinaryInteger, _ key: Key) throws {
+    try start(key)
+    encoder.write(value)
+  }
+
+  mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
+    try start(key)
+    try encoder.writeNested(value, at: depth, key: key)
+  }
+
+  mutating func nestedContainer<NestedKey: CodingKey>(
+    keyedBy keyType: NestedKey.Type, forKey key: Key
+  ) -> KeyedEncodingContainer<NestedKey> {
+    guard (try? start(key)) != nil else { return encoder.deadContainer(keyedBy: keyType) }
+    let (depth, id) = encoder.openNested(at: depth, key: key, isObject: true)
+    return KeyedEncodingContainer(KeyedContainer<NestedKey>(encoder: encoder, depth: depth, id: id))
+  }
+
+  mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
+    guard (try? start(key)) != nil else { return encoder.deadUnkeyedContainer() }
+    let (depth, id) = encoder.openNested(at: depth, key: key, isObject: false)
+    return UnkeyedContainer(encoder: encoder, depth: depth, id: id)
+  }
+
+  mutating func superEncoder() -> any Encoder { encoder.unsupportedEncoder() }
+  mutating func superEncoder(forKey key: Key) -> any Encoder { encoder.unsupportedEncoder() }
+}
+
+/// An array of ``JSONStreamEncoder``.
+private struct UnkeyedContainer: UnkeyedEncodingContainer {
+  let encoder: JSONStreamEncoder
+  let depth: Int
+  let id: Int
+
+  var codingPath: [any CodingKey] { encoder.codingPath }
+
+  var count: Int {
+    depth >= 0 && depth < encoder.frames.count && encoder.frames[depth].id == id ? encoder.frames[depth].count : 0
+  }
+
+  private func start() throws {
+    try encoder.enter(depth, id)
+    encoder.writeSeparator(at: depth)
+  }
+
+  mutating func encodeNil() throws {
+    try start()
+    encoder.writeNull()
+  }
+
+  mutating func encode(_ value: Bool) throws {
+    try start()
+    encoder.write(value)
+  }
+
+  mutating func encode(_ value: String) throws {
+    try start()
+    JSONText.append(value, to: &encoder.bytes)
+  }
+
+  mutating func encode(_ value: Double) throws {
+    try start()
+    try encoder.write(value)
+  }
+
+  mutating func encode(_ value: Float) throws {
+    try start()
+    try encoder.write(value)
+  }
+
+  mutating func encode(_ value: Int) throws { try integer(value) }
+  mutating func encode(_ value: Int8) throws { try integer(value) }
+  mutating func encode(_ value: Int16) throws { try integer(value) }
+  mutating func encode(_ value: Int32) throws { try integer(value) }
+  mutating func encode(_ value: Int64) throws { try integer(value) }
+  mutating func encode(_ value: UInt) throws { try integer(value) }
+  mutating func encode(_ value: UInt8) throws { try integer(value) }
+  mutating func encode(_ value: UInt16) throws { try integer(value) }
+  mutating func encode(_ value: UInt32) throws { try integer(value) }
+  mutating func encode(_ value: UInt64) throws { try integer(value) }
+
+  private func integer(_ value: some BinaryInteger) throws {
+    try start()
+    encoder.write(value)
+  }
+
+  mutating func encode<T: Encodable>(_ value: T) throws {
+    let index = count
+    try start()
+    try encoder.writeNested(value, at: depth, key: IndexKey(index))
+  }
+
+  mutating func nestedContainer<NestedKey: CodingKey>(
+    keyedBy keyType: NestedKey.Type
+  ) -> KeyedEncodingContainer<NestedKey> {
+    let index = count
+    guard (try? start()) != nil else { return encoder.deadContainer(keyedBy: keyType) }
+    let (depth, id) = encoder.openNested(at: depth, key: IndexKey(index), isObject: true)
+    return KeyedEncodingContainer(KeyedContainer<NestedKey>(encoder: encoder, depth: depth, id: id))
+  }
+
+  mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
+    let index = count
+    guard (try? start()) != nil else { return encoder.deadUnkeyedContainer() }
+    let (depth, id) = encoder.openNested(at: depth, key: IndexKey(index), isObject: false)
+    return UnkeyedContainer(encoder: encoder, depth: depth, id: id)
+  }
+
+  mutating func superEncoder() -> any Encoder { encoder.unsupportedEncoder() }
+}
+
+/// The single value of ``JSONStreamEncoder``'s current value.
+private struct SingleValueContainer: SingleValueEncodingContainer {
+  let encoder: JSONStreamEncoder
+
+  var codingPath: [any CodingKey] { encoder.codingPath }
+
+  /// Claims the current value; a second value, or one after a container, throws ``JSONStreamEncoder/Unsupported``.
+  private func start() throws {
+    guard case .empty = encoder.slot.state else { throw JSONStreamEncoder.Unsupported() }
+    encoder.slot.state = .single
+  }
+
+  mutating func encodeNil() throws {
+    try start()
+    encoder.writeNull()
+  }
+
+  mutating func encode(_ value: Bool) throws {
+    try start()
+    encoder.write(value)
+  }
+
+  mutating func encode(_ value: String) throws {
+    try start()
+    JSONText.append(value, to: &encoder.bytes)
+  }
+
+  mutating func encode(_ value: Double) throws {
+    try start()
+    try encoder.write(value)
+  }
+
+  mutating func encode(_ value: Float) throws {
+    try start()
+    try encoder.write(value)
+  }
+
+  mutating func encode(_ value: Int) throws { try integer(value) }
+  mutating func encode(_ value: Int8) throws { try integer(value) }
+  mutating func encode(_ value: Int16) throws { try integer(value) }
+  mutating func encode(_ value: Int32) throws { try integer(value) }
+  mutating func encode(_ value: Int64) throws { try integer(value) }
+  mutating func encode(_ value: UInt) throws { try integer(value) }
+  mutating func encode(_ value: UInt8) throws { try integer(value) }
+  mutating func encode(_ value: UInt16) throws { try integer(value) }
+  mutating func encode(_ value: UInt32) throws { try integer(value) }
+  mutating func encode(_ value: UInt64) throws { try integer(value) }
+
+  private func integer(_ value: some BinaryInteger) throws {
+    try start()
+    encoder.write(value)
+  }
+
+  mutating func encode<T: Encodable>(_ value: T) throws {
+    try start()
+    try encoder.writeValue(value)
+  }
+}
+
+/// An array element's position in `codingPath`.
+private struct IndexKey: CodingKey {
+  let intValue: Int?
+  var stringValue: String { "Index \(intValue ?? 0)" }
+
+  init(_ index: Int) {
+    intValue = index
+  }
+
+  init?(stringValue: String) {
+    nil
+  }
+
+  init?(intValue: Int) {
+    self.intValue = intValue
+  }
+}

@@ -1,0 +1,56 @@
+// Writing JSON text into byte buffers: the pieces the session format and the stream encoder share.
+
+/// JSON strings and integers, written straight into a byte buffer.
+enum JSONText {
+  /// Appends `string` as a JSON string literal, quotes included.
+  static func append(_ string: String, to bytes: inout [UInt8]) {
+    bytes.append(UInt8(ascii: "\""))
+    var string = string
+    string.withUTF8 { utf8 in
+      // Most strings (keys, identifiers) need no escape: one copy.
+      guard utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+        bytes.append(contentsOf: utf8)
+        return
+      }
+      for byte in utf8 {
+        switch byte {
+        case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+        case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+        case 0x0A: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+        case 0x0D: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+        case 0x09: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+        case 0..<0x20:
+          let hex = String(byte, radix: 16)
+          bytes.append(contentsOf: "\\u00".utf8)
+          if hex.count == 1 { bytes.append(UInt8(ascii: "0")) }
+          bytes.append(contentsOf: hex.utf8)
+        default: bytes.append(byte)
+        }
+      }
+    }
+    bytes.append(UInt8(ascii: "\""))
+  }
+
+  /// Appends the decimal digits of `value` (at most 64 bits, as every standard integer type), without making a
+  /// string.
+  static func append<Integer: BinaryInteger>(_ value: Integer, to bytes: inout [UInt8]) {
+    if value < 0 { bytes.append(UInt8(ascii: "-")) }
+    var magnitude = UInt64(truncatingIfNeeded: value.magnitude)
+    var digits = 1
+    var limit: UInt64 = 10
+    while digits < 20 && magnitude >= limit {
+      digits += 1
+      limit &*= 10
+    }
+    let end = bytes.count + digits
+    bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: digits))
+    bytes.withUnsafeMutableBufferPointer { buffer in
+      var position = end
+      repeat {
+        position -= 1
+        buffer[position] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: magnitude % 10)
+        magnitude /= 10
+      } while magnitude > 0
+    }
+  }
+}

@@ -1,0 +1,187 @@
+import Foundation
+import Testing
+
+@testable import DispatchStore
+
+/// Foundation's `JSONEncoder`, as the session format used it before: the oracle these tests compare with.
+private func foundationJSON<T: Encodable>(_ value: T) throws -> [UInt8] {
+  let encoder = JSONEncoder()
+  encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+  return Array(try encoder.encode(value))
+}
+
+private func streamJSON<T: Encodable>(_ value: T) throws -> [UInt8] {
+  var bytes: [UInt8] = []
+  try JSONStreamEncoder().encodeDirectly(value, into: &bytes)
+  return bytes
+}
+
+private enum Shape: Codable, Equatable {
+  case circle(radius: Int)
+  case polygon([Point], closed: Bool)
+  case empty
+}
+
+private struct Point: Codable, Equatable {
+  var x: Int
+  var y: Int
+}
+
+/// Everything but floating-point values, whose digits `JSONEncoder` may write differently.
+private struct Exact: Codable, Equatable {
+  var name = "quote \" backslash \\ slash / newline \n tab \t bell \u{7} é 🚀"
+  var flag = true
+  var nothing: Int? = nil
+  var something: Int? = 7
+  var extremes: [Int64] = [.min, .max, 0, -1]
+  var unsigned: UInt64 = .max
+  var small: Int8 = -128
+  var shapes: [Shape] = [.circle(radius: 3), .polygon([Point(x: 1, y: 2), Point(x: -3, y: 4)], closed: true), .empty]
+  var tags: [String: Int] = Dictionary(uniqueKeysWithValues: (0..<40).map { ("key\($0)", $0) })
+  var byNumber: [Int: String] = [3: "c", 1: "a", 20: "t"]
+  var nested: [[Point]] = [[], [Point(x: 0, y: 0)]]
+  var data = Data([0, 1, 2, 250, 255])
+  var url = URL(string: "https://example.com/a/b?c=d")!
+  var zulu: String = "z"
+  var alpha: String = "a"
+}
+
+private struct Floating: Codable, Equatable {
+  var values: [Double] = [0.1, 1e-5, -0.0, 1e300, 3, -2.5, .pi]
+  var single: Float = 0.1
+  var decimal = Decimal(string: "12345.678")!
+  var date = Date(timeIntervalSinceReferenceDate: 123_456.789)
+}
+
+/// Writes through a `superEncoder`, which the stream encoder leaves to `JSONEncoder`.
+private struct WithSuper: Codable, Equatable {
+  var base = Point(x: 1, y: 2)
+  var extra = 3
+
+  enum CodingKeys: String, CodingKey { case extra }
+
+  init() {}
+
+  init(from decoder: any Decoder) throws {
+    let container = try decoder.container(keyedBy: CodingKeys.self)
+    extra = try container.decode(Int.self, forKey: .extra)
+    base = try Point(from: container.superDecoder())
+  }
+
+  func encode(to encoder: any Encoder) throws {
+    var container = encoder.container(keyedBy: CodingKeys.self)
+    try container.encode(extra, forKey: .extra)
+    try base.encode(to: container.superEncoder())
+  }
+}
+
+/// Writes to two nested containers in turn: the first is closed when the second opens.
+private struct Interleaved: Encodable {
+  enum Keys: String, CodingKey { case left, right, value }
+
+  func encode(to encoder: any Encoder) throws {
+    var container = encoder.container(keyedBy: Keys.self)
+    var left = container.nestedContainer(keyedBy: Keys.self, forKey: .left)
+    var right = container.nestedContainer(keyedBy: Keys.self, forKey: .right)
+    try right.encode(2, forKey: .value)
+    try left.encode(1, forKey: .value)
+  }
+}
+
+/// Notes the coding path it is encoded at.
+private final class PathProbe: Encodable, @unchecked Sendable {
+  var seen: [String] = []
+
+  func encode(to encoder: any Encoder) throws {
+    seen = encoder.codingPath.map(\.stringValue)
+    var container = encoder.singleValueContainer()
+    try container.encode(1)
+  }
+}
+
+private struct Holder<Value: Encodable>: Encodable {
+  var items: [String: [Value]]
+}
+
+private struct EncodesNothing: Encodable {
+  func encode(to encoder: any Encoder) throws {}
+}
+
+@Suite("JSONStreamEncoder")
+struct JSONStreamEncoderTests {
+  @Test func writesTheSameBytesAsJSONEncoderWithSortedKeys() throws {
+    let value = Exact()
+    #expect(try streamJSON(value) == foundationJSON(value))
+    #expect(try streamJSON(Shape.empty) == foundationJSON(Shape.empty))
+    #expect(try streamJSON([Point(x: 1, y: 2)]) == foundationJSON([Point(x: 1, y: 2)]))
+    #expect(try streamJSON("fragment") == foundationJSON("fragment"))
+    #expect(try streamJSON(Optional<Int>.none) == foundationJSON(Optional<Int>.none))
+  }
+
+  @Test func readsBackWithJSONDecoder() throws {
+    let exact = Exact()
+    #expect(try JSONDecoder().decode(Exact.self, from: Data(streamJSON(exact))) == exact)
+    let floating = Floating()
+    #expect(try JSONDecoder().decode(Floating.self, from: Data(streamJSON(floating))) == floating)
+  }
+
+  @Test func floatingPointValuesParseAsJSONEncoderWrites() throws {
+    let ours = try JSONSerialization.jsonObject(with: Data(streamJSON(Floating()))) as? NSDictionary
+    let theirs = try JSONSerialization.jsonObject(with: Data(foundationJSON(Floating()))) as? NSDictionary
+    #expect(ours != nil)
+    #expect(ours == theirs)
+  }
+
+  @Test func dictionaryKeysAreSortedWhateverTheHashOrder() throws {
+    let keys = (0..<200).map { "k\(($0 * 7919) % 1000)" }
+    let bytes = try streamJSON(Dictionary(uniqueKeysWithValues: keys.map { ($0, 1) }))
+    let text = String(decoding: bytes, as: UTF8.self)
+    let written = text.split(separator: ",").map { entry in
+      String(entry.split(separator: ":")[0].filter { $0.isLetter || $0.isNumber })
+    }
+    #expect(written == keys.sorted())
+  }
+
+  @Test func aSuperEncoderOrClosedContainerFallsBackToJSONEncoder() throws {
+    let encoder = JSONStreamEncoder()
+    var direct: [UInt8] = [1, 2]
+    #expect(throws: JSONStreamEncoder.Unsupported.self) { try encoder.encodeDirectly(WithSuper(), into: &direct) }
+    #expect(throws: JSONStreamEncoder.Unsupported.self) { try encoder.encodeDirectly(Interleaved(), into: &direct) }
+    #expect(direct == [1, 2])
+
+    var bytes: [UInt8] = []
+    try encoder.encode(WithSuper(), into: &bytes)
+    #expect(bytes == (try foundationJSON(WithSuper())))
+    #expect(try JSONDecoder().decode(WithSuper.self, from: Data(bytes)) == WithSuper())
+    bytes = []
+    try encoder.encode(Interleaved(), into: &bytes)
+    #expect(String(decoding: bytes, as: UTF8.self) == #"{"left":{"value":1},"right":{"value":2}}"#)
+    // The encoder is usable again afterwards.
+    bytes = []
+    try encoder.encode(Point(x: 5, y: 6), into: &bytes)
+    #expect(String(decoding: bytes, as: UTF8.self) == #"{"x":5,"y":6}"#)
+  }
+
+  @Test func nonFiniteNumbersAndEmptyValuesThrowAsWithJSONEncoder() throws {
+    #expect(throws: EncodingError.self) { try streamJSON([Double.nan]) }
+    #expect(throws: EncodingError.self) { try foundationJSON([Double.nan]) }
+    #expect(throws: EncodingError.self) { try streamJSON(EncodesNothing()) }
+    #expect(throws: EncodingError.self) { try foundationJSON(EncodesNothing()) }
+    #expect(try streamJSON([EncodesNothing()]) == foundationJSON([EncodesNothing()]))
+  }
+
+  @Test func aValueSeesTheCodingPathJSONEncoderGivesIt() throws {
+    let ours = PathProbe()
+    _ = try streamJSON(Holder(items: ["list": [ours]]))
+    let theirs = PathProbe()
+    _ = try foundationJSON(Holder(items: ["list": [theirs]]))
+    #expect(ours.seen == ["items", "list", "Index 0"])
+    #expect(ours.seen == theirs.seen)
+  }
+
+  @Test func appendsToWhatTheBufferHolds() throws {
+    var bytes = Array("prefix".utf8)
+    try JSONStreamEncoder().encode(Point(x: 1, y: 2), into: &bytes)
+    #expect(String(decoding: bytes, as: UTF8.self) == #"prefix{"x":1,"y":2}"#)
+  }
+}
