@@ -6,34 +6,39 @@ import Foundation
 /// The model is the value itself (models are value types), not an encoding: recording costs a copy. It is the
 /// model the transaction's own change produced, taken in the same critical section as that change.
 public struct Record: Sendable, CustomStringConvertible {
-  /// The fields, in one object: a history holds and copies records often, and one reference copies cheaper than
-  /// eight fields with three existentials.
-  private let storage: Storage
+  // A slot of a chunk rather than an object of its own: a recorder files its records into chunks of slots, so that
+  // recording a transaction allocates nothing and dropping old records frees one object per chunk.
+  private let chunk: RecordChunk
+  private let slot: Int
+
+  private var fields: RecordChunk.Fields {
+    _read { yield chunk[slot] }
+  }
 
   /// The record's position in the session's history, counted from the session's first record.
-  public var index: Int { storage.index }
+  public var index: Int { fields.index }
   /// The dispatch the transaction belongs to (``Transaction/dispatchID``): records of one dispatch are undone and
   /// redone together.
-  public var dispatchID: TransactionID { storage.dispatchID }
+  public var dispatchID: TransactionID { fields.dispatchID }
   /// The transaction that produced this record.
-  public var transactionID: TransactionID { storage.transactionID }
+  public var transactionID: TransactionID { fields.transactionID }
   /// The store that handled the action.
-  public var storeIdentifier: String { storage.storeIdentifier }
+  public var storeIdentifier: String { fields.storeIdentifier }
   /// The action, as the store handled it.
-  public var action: any ActionType { storage.action }
+  public var action: any ActionType { fields.action }
   /// The store's model right after the transaction, including the changes of a transaction that failed.
-  public var model: any ModelType { storage.model }
+  public var model: any ModelType { fields.model }
   /// The error the transaction failed with; `nil` if it succeeded.
   ///
   /// A record loaded from a file carries a ``RecordedError`` with the original's description.
-  public var error: (any Error)? { storage.error }
+  public var error: (any Error)? { fields.error }
   /// Whether the dispatch was cancelled while the transaction ran (``ActionOperation/isCancelled``).
-  public var wasCancelled: Bool { storage.wasCancelled }
+  public var wasCancelled: Bool { fields.wasCancelled }
   /// How long an operation's transaction took from its start to its record.
   ///
   /// To the tick of the coarse clock its identifier reads (a few milliseconds on Linux): the wait for a response,
   /// not the cost of a reduction. Zero for reductions in place, which take less than the tick.
-  public var duration: Duration { .nanoseconds(Int64(clamping: storage.elapsed)) }
+  public var duration: Duration { .nanoseconds(Int64(clamping: fields.elapsed)) }
 
   /// When the transaction began (``TransactionID/date``).
   public var timestamp: Date { transactionID.date }
@@ -64,17 +69,26 @@ public struct Record: Sendable, CustomStringConvertible {
       action: action, model: model, error: error, wasCancelled: wasCancelled, elapsed: UInt64(nanoseconds))
   }
 
+  /// A record in a chunk of its own.
   init(
     index: Int, dispatchID: TransactionID, transactionID: TransactionID, storeIdentifier: String,
     action: any ActionType, model: any ModelType, error: (any Error)?, wasCancelled: Bool, elapsed: UInt64
   ) {
-    storage = Storage(
-      index: index, dispatchID: dispatchID, transactionID: transactionID, storeIdentifier: storeIdentifier,
-      action: action, model: model, error: error, wasCancelled: wasCancelled, elapsed: elapsed)
+    let chunk = RecordChunk(capacity: 1)
+    self = chunk.append(
+      RecordChunk.Fields(
+        index: index, dispatchID: dispatchID, transactionID: transactionID, storeIdentifier: storeIdentifier,
+        action: action, model: model, error: error, wasCancelled: wasCancelled, elapsed: elapsed))
+  }
+
+  /// The record in `slot` of `chunk`, which is filled.
+  fileprivate init(chunk: RecordChunk, slot: Int) {
+    self.chunk = chunk
+    self.slot = slot
   }
 
   /// Nanoseconds from the transaction's start to its record.
-  var elapsed: UInt64 { storage.elapsed }
+  var elapsed: UInt64 { fields.elapsed }
 
   /// `#index [dispatch/transaction] store <- action`, and how it failed.
   public var description: String {
@@ -83,9 +97,23 @@ public struct Record: Sendable, CustomStringConvertible {
     if wasCancelled { text += " (cancelled)" }
     return text
   }
+}
 
-  /// Immutable, and its existentials are `Sendable`.
-  private final class Storage: Sendable {
+/// Records' fields in fixed slots, filled in order and never changed: the storage of ``Record``.
+///
+/// A recorder files each record into the next free slot of its current chunk, under its lock, and publishes the
+/// record only then; a slot is read only through a published record. So a slot is written once, before any thread
+/// can read it, and reads of filled slots never meet the write of another slot (different memory). The fields are
+/// destroyed with the chunk, when its last record is released: by the recorder after its lock, like any record it
+/// drops.
+///
+/// `@unchecked Sendable` for that reason: `count` is only changed by ``append(_:)``, which the recorder calls under
+/// its lock (a standalone record's chunk is appended to once, before it is shared), and read by `deinit`.
+final class RecordChunk: @unchecked Sendable {
+  /// The slots of a recorder's chunk.
+  static let capacity = 64
+
+  struct Fields {
     let index: Int
     let dispatchID: TransactionID
     let transactionID: TransactionID
@@ -95,21 +123,38 @@ public struct Record: Sendable, CustomStringConvertible {
     let error: (any Error)?
     let wasCancelled: Bool
     let elapsed: UInt64
+  }
 
-    init(
-      index: Int, dispatchID: TransactionID, transactionID: TransactionID, storeIdentifier: String,
-      action: any ActionType, model: any ModelType, error: (any Error)?, wasCancelled: Bool, elapsed: UInt64
-    ) {
-      self.index = index
-      self.dispatchID = dispatchID
-      self.transactionID = transactionID
-      self.storeIdentifier = storeIdentifier
-      self.action = action
-      self.model = model
-      self.error = error
-      self.wasCancelled = wasCancelled
-      self.elapsed = elapsed
-    }
+  private let slots: UnsafeMutablePointer<Fields>
+  let capacity: Int
+  /// The filled slots: only under the recorder's lock or in `deinit`, so unchecked by the runtime.
+  @exclusivity(unchecked) private var count = 0
+
+  /// A chunk with `capacity` free slots.
+  init(capacity: Int = RecordChunk.capacity) {
+    self.capacity = capacity
+    slots = .allocate(capacity: capacity)
+  }
+
+  /// Whether every slot is filled.
+  var isFull: Bool { count >= capacity }
+
+  /// Fills the next slot with `fields` and returns its record; the chunk must not be full.
+  func append(_ fields: consuming Fields) -> Record {
+    precondition(count < capacity, "DispatchStore: a record chunk is full")
+    (slots + count).initialize(to: fields)
+    count += 1
+    return Record(chunk: self, slot: count - 1)
+  }
+
+  /// The fields of a filled slot.
+  subscript(slot: Int) -> Fields {
+    _read { yield slots[slot] }
+  }
+
+  deinit {
+    slots.deinitialize(count: count)
+    slots.deallocate()
   }
 }
 

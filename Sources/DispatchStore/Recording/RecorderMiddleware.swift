@@ -345,7 +345,7 @@ public final class RecorderMiddleware: Middleware {
   ) -> UInt64 {
     let (event, afterLock) = storage.state.withLock { state in
       state.file { index in
-        Record(
+        RecordChunk.Fields(
           index: index, dispatchID: dispatchID, transactionID: transactionID, storeIdentifier: store, action: action,
           model: model, error: error, wasCancelled: cancelled, elapsed: elapsed)
       }

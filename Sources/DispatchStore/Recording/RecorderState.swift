@@ -21,6 +21,8 @@ struct RecorderState {
   var event: UInt64 = 0
   /// What the recorder dropped, for the caller to release after the lock.
   var garbage: [any Sendable] = []
+  /// The chunk the next record goes into, while it has free slots.
+  var chunk: RecordChunk?
 
   init(bound: Int) {
     history = RecordHistory(limit: bound)
@@ -30,9 +32,18 @@ struct RecorderState {
   ///
   /// Drops the records after the cursor, and hidden ones in batches; queues the line for the writer. The work for
   /// after the lock is releasing what was dropped, or waking the writer.
-  mutating func file(_ record: (_ index: Int) -> Record) -> (event: UInt64, afterLock: Bool) {
+  mutating func file(_ fields: (_ index: Int) -> RecordChunk.Fields) -> (event: UInt64, afterLock: Bool) {
     if cursor < history.lastIndex { garbage.append(history.removeAll(from: cursor + 1)) }
-    let record = record(history.nextIndex)
+    let chunk: RecordChunk
+    if let current = self.chunk, !current.isFull {
+      chunk = current
+    } else {
+      // The full chunk may hold the last reference to records already dropped: released after the lock too.
+      if let full = self.chunk { garbage.append(full) }
+      chunk = RecordChunk()
+      self.chunk = chunk
+    }
+    let record = chunk.append(fields(history.nextIndex))
     history.append(record)
     if history.hasHiddenBatch { dropHidden() }
     cursor = record.index
@@ -230,13 +241,21 @@ struct RecorderState {
   }
 }
 
-/// The retained records, addressed by their absolute index.
+/// The retained records, addressed by their absolute index, in a ring.
 ///
-/// At most `limit` records are visible. Older ones are dropped in batches: until then they stay in `storage`,
+/// At most `limit` records are visible. Older ones are dropped in batches: until then they stay in the ring,
 /// hidden (not in ``all``, not a valid position), though ``latest(of:atOrBefore:)`` still finds them as the model
 /// before the first visible record.
+///
+/// A ring rather than an array that drops its front: filing a record moves no other, and a dropped batch is moved
+/// out of its slots (for the caller to release after the lock) without shifting the rest.
 struct RecordHistory {
-  private var storage: [Record] = []
+  /// The slots, `nil` where no record is kept: grown to `capacity` by appending, then reused in turn.
+  private var slots: [Record?] = []
+  /// The slot of the oldest kept record (hidden ones included); zero until the ring first wraps.
+  private var head = 0
+  /// The number of records kept, hidden ones included.
+  private var stored = 0
   /// The index the next record gets.
   private(set) var nextIndex = 0
   let limit: Int
@@ -248,52 +267,81 @@ struct RecordHistory {
 
   /// Hidden records dropped at once: a sixteenth of the limit, at most 64.
   private var batch: Int { min(64, limit / 16) }
+  /// The most records kept at once: a batch of hidden ones is dropped as soon as it is complete.
+  private var capacity: Int { limit + batch + 1 }
 
-  var count: Int { min(storage.count, limit) }
+  var count: Int { min(stored, limit) }
   var firstIndex: Int { nextIndex - count }
   var lastIndex: Int { nextIndex - 1 }
-  var all: [Record] { Array(storage[(storage.count - count)...]) }
+  var all: [Record] { (firstIndex..<nextIndex).map { self[$0] } }
   /// The cursor's possible positions: before the first kept record, through the last.
   var validPositions: ClosedRange<Int> { (firstIndex - 1)...max(firstIndex - 1, lastIndex) }
   /// Whether the hidden records make a batch to drop.
-  var hasHiddenBatch: Bool { storage.count > limit + batch }
+  var hasHiddenBatch: Bool { stored > limit + batch }
+
+  /// The slot `offset` places after the oldest kept record.
+  private func slot(at offset: Int) -> Int {
+    let slot = head + offset
+    return slot < slots.count ? slot : slot - slots.count
+  }
+
+  /// The kept record at `index`, hidden ones included.
+  private subscript(index: Int) -> Record {
+    slots[slot(at: stored - (nextIndex - index))].unsafelyUnwrapped
+  }
 
   func record(at index: Int) -> Record? {
     guard index >= firstIndex, index <= lastIndex else { return nil }
-    return storage[storage.count - (nextIndex - index)]
+    return self[index]
   }
 
   /// The latest record of `storeIdentifier` at or before `index`, hidden ones included.
   func latest(of storeIdentifier: String, atOrBefore index: Int) -> Record? {
-    var position = storage.count - (nextIndex - min(index, lastIndex))
-    while position >= 0 {
-      if storage[position].storeIdentifier == storeIdentifier { return storage[position] }
+    var position = min(index, lastIndex)
+    while position >= nextIndex - stored {
+      let record = self[position]
+      if record.storeIdentifier == storeIdentifier { return record }
       position -= 1
     }
     return nil
   }
 
   mutating func append(_ record: Record) {
-    storage.append(record)
+    if stored < slots.count {
+      slots[slot(at: stored)] = record
+    } else {
+      // Still growing: only a full ring drops a batch, so it has not wrapped yet.
+      assert(head == 0 && slots.count < capacity, "DispatchStore: the record ring is full")
+      slots.append(record)
+    }
+    stored += 1
     nextIndex += 1
+  }
+
+  /// Moves the records at offsets `range` from the oldest out of their slots, in order.
+  private mutating func take(_ range: Range<Int>) -> [Record] {
+    var taken: [Record] = []
+    taken.reserveCapacity(range.count)
+    for offset in range { taken.append(slots[slot(at: offset)].take().unsafelyUnwrapped) }
+    return taken
   }
 
   /// Drops the hidden records and returns them, oldest first.
   mutating func dropHidden() -> [Record] {
-    let hidden = storage.count - limit
+    let hidden = stored - limit
     guard hidden > 0 else { return [] }
-    let dropped = Array(storage[..<hidden])
-    storage.removeFirst(hidden)
+    let dropped = take(0..<hidden)
+    head = slot(at: hidden)
+    stored -= hidden
     return dropped
   }
 
-  /// Removes the records from `index` on and returns them; the next record gets `index`.
+  /// Removes the records from `index` on and returns them, oldest first; the next record gets `index`.
   mutating func removeAll(from index: Int) -> [Record] {
     guard index <= lastIndex else { return [] }
     let kept = max(index, firstIndex)
-    let start = storage.count - (nextIndex - kept)
-    let removed = Array(storage[start...])
-    storage.removeSubrange(start...)
+    let removed = take((stored - (nextIndex - kept))..<stored)
+    stored -= removed.count
     nextIndex = kept
     return removed
   }
@@ -306,14 +354,14 @@ struct RecordHistory {
   /// Element `i` is position `firstIndex + i`. Dispatches that ran at the same time interleave their records;
   /// positions between them are not boundaries, so that moving by dispatch never shows half of one.
   private func boundaries() -> [Bool] {
-    let start = storage.count - count
+    let start = firstIndex
     var last: [TransactionID: Int] = [:]
-    for offset in 0..<count { last[storage[start + offset].dispatchID] = offset }
+    for offset in 0..<count { last[self[start + offset].dispatchID] = offset }
     var reach = -1
     var result: [Bool] = []
     result.reserveCapacity(count)
     for offset in 0..<count {
-      reach = max(reach, last[storage[start + offset].dispatchID] ?? offset)
+      reach = max(reach, last[self[start + offset].dispatchID] ?? offset)
       result.append(reach <= offset)
     }
     return result

@@ -39,14 +39,13 @@ extension Store {
   /// Files the record of an operation of this store that finished: in a critical section of the store, so that the
   /// record holds the model as it is at that point of the store's changes.
   ///
-  /// Its duration is read on the coarse clock its transaction identifier came from. (A reduction in place takes less
-  /// than that clock's tick; its records say zero without reading it.)
+  /// Reached through ``Store/specialised`` (``SpecialisedWork/fileFinished(error:cancelled:elapsed:recording:)``),
+  /// compiled for the store's types: called from the operation's unspecialised code, the lock's generic state would
+  /// be looked up in the runtime's metadata cache at every record.
+  @inlinable
   func fileFinishedOperation(
-    _ action: Action, error: (any Error)?, cancelled: Bool, recording: RecordingContext
+    _ action: Action, error: (any Error)?, cancelled: Bool, elapsed: UInt64, recording: RecordingContext
   ) {
-    let now = TransactionID.now()
-    let started = recording.transactionID.rawValue
-    let elapsed = now > started ? now - started : 0
     state.withLock { state in
       state.recordedEvent = recording.file(
         store: identifier, action: action, model: state.model, error: error, cancelled: cancelled, elapsed: elapsed)

@@ -251,7 +251,14 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
     guard let recording else { return }
     // `finish()` may be called twice, from two threads: the first to set the flag files the record.
     guard update({ $0 & OperationStatus.recorded == 0 ? $0 | OperationStatus.recorded : nil }) != nil else { return }
-    store.fileFinishedOperation(action, error: error, cancelled: cancelled, recording: recording)
+    // The duration, on the coarse clock the transaction identifier came from. (A reduction in place takes less than
+    // that clock's tick; its records say zero without reading it.)
+    let now = TransactionID.now()
+    let started = recording.transactionID.rawValue
+    _ = store.specialised(
+      store, action,
+      .fileFinished(
+        error: error, cancelled: cancelled, elapsed: now > started ? now - started : 0, recording: recording))
   }
 
   private func runBlock() {

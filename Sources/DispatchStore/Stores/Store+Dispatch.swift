@@ -82,6 +82,9 @@ extension Store {
     case .reduce(let recording):
       guard store.reducesInPlace else { return .notReducedInPlace }
       return .reduced(error: store.reduceInPlace(action, recording: recording))
+    case .fileFinished(let error, let cancelled, let elapsed, let recording):
+      store.fileFinishedOperation(action, error: error, cancelled: cancelled, elapsed: elapsed, recording: recording)
+      return .filed
     }
   }
 }
@@ -206,6 +209,8 @@ enum SpecialisedWork {
   case announce
   /// Reduce in place; file the record with the context, if any.
   case reduce(RecordingContext?)
+  /// File the record of an operation that finished (``Store/fileFinishedOperation(_:error:cancelled:elapsed:recording:)``).
+  case fileFinished(error: (any Error)?, cancelled: Bool, elapsed: UInt64, recording: RecordingContext)
 }
 
 /// What ``Store/specialised`` did.
@@ -216,6 +221,8 @@ enum SpecialisedOutcome {
   case reduced(error: (any Error)?)
   /// The reducer returns operations.
   case notReducedInPlace
+  /// The record was filed.
+  case filed
 }
 
 // MARK: - Reaching a store from the dispatcher

@@ -167,8 +167,38 @@ final class RecorderCanary: Sendable {
   }
 }
 
-struct CanaryModel: ModelType {
+struct CanaryModel: ModelType, Codable {
   var canary: RecorderCanary?
+  var count = 0
+
+  enum CodingKeys: CodingKey { case count }
+
+  init() {}
+
+  init(from decoder: any Decoder) throws {
+    count = try decoder.container(keyedBy: CodingKeys.self).decode(Int.self, forKey: .count)
+  }
+
+  func encode(to encoder: any Encoder) throws {
+    var container = encoder.container(keyedBy: CodingKeys.self)
+    try container.encode(count, forKey: .count)
+  }
+}
+
+/// Gives each dispatch's model a new canary.
+final class CanaryInPlaceReducer: SynchronousReducer<CanaryModel, CounterAction>, @unchecked Sendable {
+  let recorder: RecorderMiddleware
+  let released: Locked<Int>
+
+  init(recorder: RecorderMiddleware, released: Locked<Int>) {
+    self.recorder = recorder
+    self.released = released
+  }
+
+  override func reduce(_ action: CounterAction, into model: inout CanaryModel) {
+    model.canary = RecorderCanary(recorder: recorder, released: released)
+    model.count += 1
+  }
 }
 
 @Suite("RecorderMiddleware releases", .timeLimit(.minutes(1)))
@@ -202,6 +232,71 @@ struct RecorderReleaseTests {
     try recorder.undo()
     #expect(dispatchSync(dispatcher, CounterAction.noop).isSuccess)
     #expect(released.withLock { $0 } >= 190)
+  }
+
+  /// Records share chunks of slots; a chunk whose records the recorder no longer holds (here: replaced by a resumed
+  /// session) is released with the records' models after the lock too, when the next record needs a new chunk.
+  @Test func aChunkOfDroppedRecordsIsReleasedOutsideTheRecordersLock() throws {
+    let recorder = RecorderMiddleware()
+    let released = Locked(0)
+    let dispatcher = Dispatcher()
+    try dispatcher.register(
+      store: Store(
+        identifier: "canary", model: CanaryModel(),
+        reducer: CanaryInPlaceReducer(recorder: recorder, released: released)))
+    dispatcher.register(middleware: recorder)
+    // Exactly one chunk's worth: its last slot filled.
+    for _ in 0..<64 { try dispatcher.dispatchSync(action: CounterAction.noop) }
+    var codecs = SessionCodecs()
+    codecs.register(storeIdentifier: "canary", model: CanaryModel.self, action: CounterAction.self)
+    let file = TemporaryFile()
+    try recorder.save(to: file.url, codecs: codecs)
+    try recorder.resume(Session.load(from: file.url, codecs: codecs), in: dispatcher)
+    // The resumed history holds none of the full chunk's records; this record needs a new chunk.
+    try dispatcher.dispatchSync(action: CounterAction.noop)
+    #expect(released.withLock { $0 } >= 63)
+    #expect(recorder.records.count == 65)
+  }
+
+  /// A record handed out keeps its fields after the recorder dropped it (and the rest of its chunk).
+  @Test func aRecordOutlivesItsPlaceInTheHistory() {
+    let app = RecordedApp(maxNumberOfRecords: 2)
+    app.send(CounterAction.increase(5))
+    let first = app.recorder.records[0]
+    for _ in 0..<200 { app.send(CounterAction.increase(1)) }
+    #expect(app.recorder.records.map(\.index) == [199, 200])
+    #expect(first.index == 0)
+    #expect((first.model as? Counter)?.count == 5)
+    #expect(first.action as? CounterAction == .increase(5))
+  }
+
+  /// Records are read by other threads while dispatching threads file new ones into the same chunks (run under
+  /// ThreadSanitizer in CI).
+  @Test func recordsAreReadWhileOtherThreadsFileMore() async {
+    let app = RecordedApp(maxNumberOfRecords: 100)
+    await withTaskGroup(of: Int.self) { group in
+      for _ in 0..<4 {
+        group.addTask {
+          for _ in 0..<250 { app.send(CounterAction.increase(1)) }
+          return 0
+        }
+      }
+      group.addTask {
+        // Each record holds the model its own change produced: the count after record `i` is `i + 1`.
+        var wrong = 0
+        for _ in 0..<200 {
+          for record in app.recorder.records where (record.model as? Counter)?.count != record.index + 1 {
+            wrong += 1
+          }
+        }
+        return wrong
+      }
+      var wrong = 0
+      for await count in group { wrong += count }
+      #expect(wrong == 0)
+    }
+    let counts = app.recorder.records.compactMap { ($0.model as? Counter)?.count }
+    #expect(counts == Array(901...1000))
   }
 
   /// Everything recorded is written by the time the recorder's release returns.
