@@ -35,20 +35,36 @@ struct RecordingContext: Sendable {
   }
 }
 
+/// How an operation ended, for its record.
+@usableFromInline
+struct FinishedOperation {
+  @usableFromInline let error: (any Error)?
+  @usableFromInline let cancelled: Bool
+  /// Nanoseconds from the transaction's start, on the coarse clock its identifier came from.
+  @usableFromInline let elapsed: UInt64
+  @usableFromInline let recording: RecordingContext
+
+  init(error: (any Error)?, cancelled: Bool, elapsed: UInt64, recording: RecordingContext) {
+    self.error = error
+    self.cancelled = cancelled
+    self.elapsed = elapsed
+    self.recording = recording
+  }
+}
+
 extension Store {
   /// Files the record of an operation of this store that finished: in a critical section of the store, so that the
   /// record holds the model as it is at that point of the store's changes.
   ///
-  /// Reached through ``Store/specialised`` (``SpecialisedWork/fileFinished(error:cancelled:elapsed:recording:)``),
-  /// compiled for the store's types: called from the operation's unspecialised code, the lock's generic state would
-  /// be looked up in the runtime's metadata cache at every record.
+  /// Reached through ``Store/specialised`` (``SpecialisedWork/fileFinished(_:)``), compiled for the store's types:
+  /// called from the operation's unspecialised code, the lock's generic state would be looked up in the runtime's
+  /// metadata cache at every record.
   @inlinable
-  func fileFinishedOperation(
-    _ action: Action, error: (any Error)?, cancelled: Bool, elapsed: UInt64, recording: RecordingContext
-  ) {
+  func fileFinishedOperation(_ action: Action, _ finished: UnsafePointer<FinishedOperation>) {
     state.withLock { state in
-      state.recordedEvent = recording.file(
-        store: identifier, action: action, model: state.model, error: error, cancelled: cancelled, elapsed: elapsed)
+      state.recordedEvent = finished.pointee.recording.file(
+        store: identifier, action: action, model: state.model, error: finished.pointee.error,
+        cancelled: finished.pointee.cancelled, elapsed: finished.pointee.elapsed)
     }
   }
 }

@@ -255,10 +255,9 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
     // that clock's tick; its records say zero without reading it.)
     let now = TransactionID.now()
     let started = recording.transactionID.rawValue
-    _ = store.specialised(
-      store, action,
-      .fileFinished(
-        error: error, cancelled: cancelled, elapsed: now > started ? now - started : 0, recording: recording))
+    let finished = FinishedOperation(
+      error: error, cancelled: cancelled, elapsed: now > started ? now - started : 0, recording: recording)
+    withUnsafePointer(to: finished) { _ = store.specialised(store, action, .fileFinished($0)) }
   }
 
   private func runBlock() {

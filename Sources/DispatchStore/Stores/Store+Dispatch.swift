@@ -82,8 +82,8 @@ extension Store {
     case .reduce(let recording):
       guard store.reducesInPlace else { return .notReducedInPlace }
       return .reduced(error: store.reduceInPlace(action, recording: recording))
-    case .fileFinished(let error, let cancelled, let elapsed, let recording):
-      store.fileFinishedOperation(action, error: error, cancelled: cancelled, elapsed: elapsed, recording: recording)
+    case .fileFinished(let finished):
+      store.fileFinishedOperation(action, finished)
       return .filed
     }
   }
@@ -209,8 +209,9 @@ enum SpecialisedWork {
   case announce
   /// Reduce in place; file the record with the context, if any.
   case reduce(RecordingContext?)
-  /// File the record of an operation that finished (``Store/fileFinishedOperation(_:error:cancelled:elapsed:recording:)``).
-  case fileFinished(error: (any Error)?, cancelled: Bool, elapsed: UInt64, recording: RecordingContext)
+  /// File the record of an operation that finished (``Store/fileFinishedOperation(_:_:)``). By pointer, valid for
+  /// the call: the payload would otherwise make every case, and every plain dispatch's work, larger.
+  case fileFinished(UnsafePointer<FinishedOperation>)
 }
 
 /// What ``Store/specialised`` did.

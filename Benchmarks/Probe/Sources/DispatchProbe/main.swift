@@ -44,7 +44,7 @@ final class ThroughOperationUpdate: Reducer<Tally, TallyAction>, @unchecked Send
 
 let shapes = [
   "inplace", "op", "opupdate", "chain", "tokensinplace", "tokensop", "tokensopupdate", "handle", "recorder",
-  "recorderfile", "oprecorder", "oprecorderfile", "verify",
+  "recorderfile", "oprecorder", "oprecorderfile", "verify", "restore",
 ]
 let arguments = CommandLine.arguments
 guard arguments.count == 3, let count = Int(arguments[1]),
@@ -75,7 +75,8 @@ if shape.hasPrefix("tokens") {
 }
 // Recording in memory (a bounded history) or to a file as well (proposal 0010).
 let recorder =
-  shape.contains("recorder") || shape == "verify" ? RecorderMiddleware(maxNumberOfRecords: 1_000) : nil
+  shape.contains("recorder") || shape == "verify" || shape == "restore"
+  ? RecorderMiddleware(maxNumberOfRecords: 1_000) : nil
 if let recorder { dispatcher.register(middleware: recorder) }
 let sessionFile = FileManager.default.temporaryDirectory.appendingPathComponent("probe-\(UUID()).jsonl")
 if shape.hasSuffix("recorderfile"), let recorder {
@@ -101,6 +102,20 @@ if shape == "verify", let recorder {
   exit(0)
 }
 let started = ContinuousClock.now
+if shape == "restore", let recorder {
+  // Record COUNT in-place actions to a file without snapshots, then time loading it and restoring its end.
+  var codecs = SessionCodecs()
+  codecs.register(storeIdentifier: "s0", model: Tally.self, action: TallyAction.self)
+  try recorder.attach(appendingTo: sessionFile, codecs: codecs)
+  for _ in 0..<count { try dispatcher.dispatchSync(action: TallyAction.increment) }
+  recorder.flush()
+  let fresh = Dispatcher()
+  try fresh.register(store: Store(identifier: "s0", model: Tally(), reducer: InPlace()))
+  let start = ContinuousClock.now
+  for _ in 0..<10 { try Session.load(from: sessionFile, codecs: codecs).restore(into: fresh) }
+  print("load+restore: \((ContinuousClock.now - start) / 10)")
+  exit(0)
+}
 if shape == "handle" {
   // A held handle per action (proposal 0009). Two loops, so that the others compare no string per dispatch.
   for _ in 0..<count { _ = dispatcher.start(TallyAction.increment, mode: .sync) }
