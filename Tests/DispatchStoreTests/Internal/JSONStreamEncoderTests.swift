@@ -44,6 +44,10 @@ private struct Exact: Codable, Equatable {
   var url = URL(string: "https://example.com/a/b?c=d")!
   var zulu: String = "z"
   var alpha: String = "a"
+  /// Keys whose order depends on case, digits, punctuation and accents.
+  var mixedKeys: [String: Int] = [
+    "a": 1, "B": 2, "_b": 3, "aB": 4, "ab": 5, "a10": 6, "a9": 7, "Z": 8, "é": 9, "e": 10, "1": 11, "10": 12, "9": 13,
+  ]
 }
 
 private struct Floating: Codable, Equatable {
