@@ -100,7 +100,7 @@ public final class RecorderMiddleware: Middleware {
   /// - Parameter step: ``Step/dispatch`` (the default) or ``Step/record``.
   /// - Returns: The record now current, or `nil` if the cursor is now before the first record.
   /// - Throws: ``RecorderError/atStartOfHistory``, or ``RecorderError/storeUnavailable(storeIdentifier:)`` if a
-  ///   store to restore is gone; nothing is changed then.
+  ///   store to restore is no longer registered; nothing is changed then.
   @discardableResult
   public func undo(by step: Step = .dispatch) throws(RecorderError) -> Record? {
     try move { state throws(RecorderError) in
@@ -113,7 +113,7 @@ public final class RecorderMiddleware: Middleware {
   /// - Parameter step: ``Step/dispatch`` (the default) or ``Step/record``.
   /// - Returns: The record now current.
   /// - Throws: ``RecorderError/atEndOfHistory``, or ``RecorderError/storeUnavailable(storeIdentifier:)`` if a
-  ///   store to restore is gone; nothing is changed then.
+  ///   store to restore is no longer registered; nothing is changed then.
   @discardableResult
   public func redo(by step: Step = .dispatch) throws(RecorderError) -> Record? {
     try move { state throws(RecorderError) in
@@ -134,8 +134,8 @@ public final class RecorderMiddleware: Middleware {
   ///     the dispatches running at the same time), so that no store shows half a dispatch; ``Step/record`` stops at
   ///     `index`.
   /// - Returns: The record now current, or `nil` before the first record.
-  /// - Throws: ``RecorderError`` if `index` is outside the history or a store to restore is gone; nothing is
-  ///   changed then.
+  /// - Throws: ``RecorderError`` if `index` is outside the history or a store to restore is no longer registered;
+  ///   nothing is changed then.
   @discardableResult
   public func jump(to index: Int, by step: Step = .dispatch) throws(RecorderError) -> Record? {
     try move { state throws(RecorderError) in
@@ -160,7 +160,9 @@ public final class RecorderMiddleware: Middleware {
     while true {
       let plan = try storage.state.withLock { state throws(RecorderError) in try state.restorePlan(to: target(state)) }
       for step in plan.steps where resolved[step.storeIdentifier] == nil {
-        guard let store = step.store.value, store.canRestore(model: step.model, action: step.action) else {
+        guard let store = step.location.store(step.storeIdentifier),
+          store.canRestore(model: step.model, action: step.action)
+        else {
           throw .storeUnavailable(storeIdentifier: step.storeIdentifier)
         }
         resolved[step.storeIdentifier] = store
@@ -213,13 +215,13 @@ public final class RecorderMiddleware: Middleware {
     } catch {
       throw .unreadable(error)
     }
-    var stores: [String: WeakStore] = [:]
+    var stores: [String: StoreLocation] = [:]
     var baselines: [String: (model: any ModelType, action: (any ActionType)?)] = [:]
     for identifier in Set(records.map(\.storeIdentifier)).union(base.keys) {
       guard let store = dispatcher.store(with: identifier) as? any ModelRestoring else {
         throw .unknownStore(index: session.cursor, storeIdentifier: identifier)
       }
-      stores[identifier] = WeakStore(store)
+      stores[identifier] = StoreLocation(dispatcher)
       baselines[identifier] = base[identifier].map { ($0.model, $0.action) } ?? (store.anyModel, nil)
     }
     let (event, replaced) = storage.state.withLock { state in
@@ -300,7 +302,7 @@ public final class RecorderMiddleware: Middleware {
     noteStore(kind.anyStore(store), identifier: kind.identifier(of: store))
   }
 
-  /// Notes a store's first model and keeps it (weakly) for moves, the first time the recorder sees it.
+  /// Notes a store's first model and where it is registered, for moves, the first time the recorder sees it.
   private func noteStore(_ store: any AnyStore, identifier: String) {
     let id = ObjectIdentifier(store)
     guard !storage.state.withLock({ $0.known.contains(id) }) else {
@@ -308,10 +310,10 @@ public final class RecorderMiddleware: Middleware {
       return
     }
     let model = store.anyModel
-    let restorable = WeakStore(store as? any ModelRestoring)
+    let location = StoreLocation((store as? any ModelRestoring)?.dispatcher)
     storage.state.withLock { state in
       state.known.insert(id)
-      state.stores[identifier] = restorable
+      state.stores[identifier] = location
       state.noteBaseline(model, of: identifier)
     }
   }
@@ -376,15 +378,26 @@ public final class RecorderMiddleware: Middleware {
   }
 }
 
-/// A store held weakly, so that recording does not keep stores alive.
+/// Where a recorded store is: the dispatcher it was registered with, held weakly, where moves look it up by its
+/// identifier.
 ///
-/// `@unchecked Sendable`: the weak reference is the only stored property; the runtime reads and clears it
-/// atomically, and a store is `Sendable`.
-final class WeakStore: @unchecked Sendable {
-  weak var value: (any ModelRestoring)?
+/// Not the store itself, weakly: a weak reference gives an object a side table, and every retain and release of a
+/// recorded store, in every dispatch for the rest of its life, would take the runtime's slow path. The dispatcher has
+/// one already (its stores refer to it weakly). So a move restores the store registered under the identifier when it
+/// runs: a store unregistered since is unavailable, and one registered in its place with the same types is restored.
+///
+/// `@unchecked Sendable`: the weak reference is the only mutable stored property; the runtime reads and clears it
+/// atomically, and a dispatcher is `Sendable`.
+final class StoreLocation: @unchecked Sendable {
+  weak var dispatcher: Dispatcher?
 
-  init(_ value: (any ModelRestoring)?) {
-    self.value = value
+  init(_ dispatcher: Dispatcher?) {
+    self.dispatcher = dispatcher
+  }
+
+  /// The store registered as `identifier` where it was recorded, if it still is.
+  func store(_ identifier: String) -> (any ModelRestoring)? {
+    dispatcher?.store(with: identifier) as? any ModelRestoring
   }
 }
 

@@ -8,7 +8,8 @@ struct RecorderState {
   var cursor = -1
   /// Each store's model before its oldest kept record, and the action of the record that produced it, if known.
   var baselines: [String: (model: any ModelType, action: (any ActionType)?)] = [:]
-  var stores: [String: WeakStore] = [:]
+  /// Where each recorded store is registered, for moves.
+  var stores: [String: StoreLocation] = [:]
   /// The stores seen by `willDispatch`, by identity: the check made per transaction.
   var known: Set<ObjectIdentifier> = []
   var writer: SessionWriter?
@@ -90,7 +91,7 @@ struct RecorderState {
 
   struct RestoreStep {
     let storeIdentifier: String
-    let store: WeakStore
+    let location: StoreLocation
     let model: any ModelType
     let action: (any ActionType)?
   }
@@ -118,17 +119,17 @@ struct RecorderState {
     for index in stride(from: low + 1, through: high, by: 1) {
       guard let changed = history.record(at: index) else { continue }
       guard seen.insert(changed.storeIdentifier).inserted else { continue }
-      guard let store = stores[changed.storeIdentifier] else {
+      guard let location = stores[changed.storeIdentifier] else {
         throw .storeUnavailable(storeIdentifier: changed.storeIdentifier)
       }
       if let latest = history.latest(of: changed.storeIdentifier, atOrBefore: target) {
         plan.steps.append(
           RestoreStep(
-            storeIdentifier: changed.storeIdentifier, store: store, model: latest.model, action: latest.action))
+            storeIdentifier: changed.storeIdentifier, location: location, model: latest.model, action: latest.action))
       } else if let baseline = baselines[changed.storeIdentifier] {
         plan.steps.append(
           RestoreStep(
-            storeIdentifier: changed.storeIdentifier, store: store, model: baseline.model,
+            storeIdentifier: changed.storeIdentifier, location: location, model: baseline.model,
             action: baseline.action ?? changed.action))
       } else {
         throw .storeUnavailable(storeIdentifier: changed.storeIdentifier)
@@ -221,7 +222,7 @@ struct RecorderState {
   mutating func adopt(
     records: [Record], firstIndex: Int, cursor: Int,
     baselines adopted: [String: (model: any ModelType, action: (any ActionType)?)],
-    stores adoptedStores: [String: WeakStore],
+    stores adoptedStores: [String: StoreLocation],
     bound: Int
   ) -> (UInt64, [any Sendable]) {
     var replaced: [any Sendable] = [history.all]

@@ -123,7 +123,8 @@ public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
 public enum RecorderError: Error, Sendable, Equatable, CustomStringConvertible {
   /// The position is not in the retained history.
   case indexOutOfRange(Int, valid: ClosedRange<Int>)
-  /// A recorded model could not be restored: its store is gone, or its types changed.
+  /// A recorded model could not be restored: no store is registered under its identifier in the dispatcher it was
+  /// recorded in any more, or the one registered there has other types.
   case storeUnavailable(storeIdentifier: String)
   /// There is nothing to undo: the cursor is before the first record kept.
   case atStartOfHistory

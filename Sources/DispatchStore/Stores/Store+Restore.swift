@@ -1,5 +1,8 @@
 /// A store whose model can be replaced by a recorded one, type-erased for the recorder.
 protocol ModelRestoring: AnyStore {
+  /// The dispatcher the store is registered with, if it is.
+  var dispatcher: Dispatcher? { get }
+
   /// Whether `model` and `action` are of the store's types, so that ``restore(model:action:event:)`` applies them.
   func canRestore(model: any ModelType, action: (any ActionType)?) -> Bool
 

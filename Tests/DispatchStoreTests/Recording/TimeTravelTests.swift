@@ -82,6 +82,28 @@ struct TimeTravelTests {
     #expect(kept.model.count == 1)
   }
 
+  /// Moves restore the store registered under the identifier when they run: one unregistered since is unavailable
+  /// (even while the app still holds it), one registered in its place is restored.
+  @Test func movesRestoreTheStoreRegisteredUnderTheIdentifierNow() throws {
+    let dispatcher = Dispatcher()
+    let first = makeCounterStore("counter")
+    try dispatcher.register(store: first)
+    let recorder = RecorderMiddleware()
+    dispatcher.register(middleware: recorder)
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+    #expect(dispatchSync(dispatcher, CounterAction.increase(2)).isSuccess)
+    _ = dispatcher.unregister(identifier: "counter")
+    #expect(throws: RecorderError.storeUnavailable(storeIdentifier: "counter")) { try recorder.undo() }
+    #expect(recorder.cursor == 1)
+    #expect(first.model.count == 3)
+
+    let second = makeCounterStore("counter")
+    try dispatcher.register(store: second)
+    try recorder.undo()
+    #expect(second.model.count == 1)
+    #expect(first.model.count == 3)
+  }
+
   @Test func undoRedoAndJumpAreSafeWhileFourThreadsDispatch() async throws {
     let app = ThreeStoreApp(maxNumberOfRecords: 16)
     let stop = Locked(false)
