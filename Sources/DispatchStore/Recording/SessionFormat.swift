@@ -349,13 +349,6 @@ enum SessionHash {
     return (hash ^ UInt64(length)) &* prime
   }
 
-  /// `,"h":"<hash>"}`.
-  static func suffix(_ hash: UInt64) -> [UInt8] {
-    var bytes: [UInt8] = []
-    appendSuffix(hash, to: &bytes)
-    return bytes
-  }
-
   /// Appends `,"h":"<16 hex digits>"}`.
   static func appendSuffix(_ hash: UInt64, to bytes: inout [UInt8]) {
     bytes.append(contentsOf: #","h":""#.utf8)

@@ -185,8 +185,8 @@ struct CanaryModel: ModelType, Codable {
   }
 }
 
-/// Gives each dispatch's model a new canary.
-final class CanaryInPlaceReducer: SynchronousReducer<CanaryModel, CounterAction>, @unchecked Sendable {
+/// Gives each dispatch's model a new canary, through an operation.
+final class CanaryReducer: Reducer<CanaryModel, CounterAction>, @unchecked Sendable {
   let recorder: RecorderMiddleware
   let released: Locked<Int>
 
@@ -195,31 +195,22 @@ final class CanaryInPlaceReducer: SynchronousReducer<CanaryModel, CounterAction>
     self.released = released
   }
 
-  override func reduce(_ action: CounterAction, into model: inout CanaryModel) {
-    model.canary = RecorderCanary(recorder: recorder, released: released)
-    model.count += 1
+  override func operation(
+    for action: CounterAction, in store: Store<CanaryModel, CounterAction>
+  ) -> ActionOperation<CanaryModel, CounterAction> {
+    ActionOperation(action: action, store: store) { [recorder, released] operation, _, store in
+      store.updateModel {
+        $0.canary = RecorderCanary(recorder: recorder, released: released)
+        $0.count += 1
+      }
+      operation.finish()
+    }
   }
 }
 
 @Suite("RecorderMiddleware releases", .timeLimit(.minutes(1)))
 struct RecorderReleaseTests {
   @Test func droppedRecordsAreReleasedOutsideTheRecordersLock() throws {
-    final class CanaryReducer: Reducer<CanaryModel, CounterAction>, @unchecked Sendable {
-      let recorder: RecorderMiddleware
-      let released: Locked<Int>
-      init(recorder: RecorderMiddleware, released: Locked<Int>) {
-        self.recorder = recorder
-        self.released = released
-      }
-      override func operation(
-        for action: CounterAction, in store: Store<CanaryModel, CounterAction>
-      ) -> ActionOperation<CanaryModel, CounterAction> {
-        ActionOperation(action: action, store: store) { [recorder, released] operation, _, store in
-          store.updateModel { $0.canary = RecorderCanary(recorder: recorder, released: released) }
-          operation.finish()
-        }
-      }
-    }
     let recorder = RecorderMiddleware(maxNumberOfRecords: 1)
     let released = Locked(0)
     let dispatcher = Dispatcher()
@@ -243,7 +234,7 @@ struct RecorderReleaseTests {
     try dispatcher.register(
       store: Store(
         identifier: "canary", model: CanaryModel(),
-        reducer: CanaryInPlaceReducer(recorder: recorder, released: released)))
+        reducer: CanaryReducer(recorder: recorder, released: released)))
     dispatcher.register(middleware: recorder)
     // Exactly one chunk's worth: its last slot filled.
     for _ in 0..<64 { try dispatcher.dispatchSync(action: CounterAction.noop) }

@@ -79,43 +79,44 @@ let recorder =
   ? RecorderMiddleware(maxNumberOfRecords: 1_000) : nil
 if let recorder { dispatcher.register(middleware: recorder) }
 let sessionFile = FileManager.default.temporaryDirectory.appendingPathComponent("probe-\(UUID()).jsonl")
-if shape.hasSuffix("recorderfile"), let recorder {
+let codecs = {
   var codecs = SessionCodecs()
   codecs.register(storeIdentifier: "s0", model: Tally.self, action: TallyAction.self)
+  return codecs
+}()
+if shape.hasSuffix("recorderfile"), let recorder {
   try recorder.attach(appendingTo: sessionFile, codecs: codecs)
 }
 defer { try? FileManager.default.removeItem(at: sessionFile) }
-if shape == "verify", let recorder {
-  // Record COUNT in-place actions to a file, then time decoding the session and re-running it.
-  var codecs = SessionCodecs()
-  codecs.register(storeIdentifier: "s0", model: Tally.self, action: TallyAction.self)
+/// Records COUNT in-place actions to the session file (no snapshots) and returns a fresh dispatcher with the store,
+/// for the session shapes.
+func recordSessionAndMakeFreshDispatcher(_ recorder: RecorderMiddleware) throws -> Dispatcher {
   try recorder.attach(appendingTo: sessionFile, codecs: codecs)
   for _ in 0..<count { try dispatcher.dispatchSync(action: TallyAction.increment) }
   recorder.flush()
-  let session = try Session.load(from: sessionFile, codecs: codecs)
   let fresh = Dispatcher()
   try fresh.register(store: Store(identifier: "s0", model: Tally(), reducer: InPlace()))
+  return fresh
+}
+if shape == "verify", let recorder {
+  // Time decoding the session and re-running it.
+  let fresh = try recordSessionAndMakeFreshDispatcher(recorder)
+  let session = try Session.load(from: sessionFile, codecs: codecs)
   let start = ContinuousClock.now
   try session.verify(against: fresh)
   let verified = ContinuousClock.now
   print("verify: \((verified - start) / session.recordCount) per record")
   exit(0)
 }
-let started = ContinuousClock.now
 if shape == "restore", let recorder {
-  // Record COUNT in-place actions to a file without snapshots, then time loading it and restoring its end.
-  var codecs = SessionCodecs()
-  codecs.register(storeIdentifier: "s0", model: Tally.self, action: TallyAction.self)
-  try recorder.attach(appendingTo: sessionFile, codecs: codecs)
-  for _ in 0..<count { try dispatcher.dispatchSync(action: TallyAction.increment) }
-  recorder.flush()
-  let fresh = Dispatcher()
-  try fresh.register(store: Store(identifier: "s0", model: Tally(), reducer: InPlace()))
+  // Time loading the session and restoring its end.
+  let fresh = try recordSessionAndMakeFreshDispatcher(recorder)
   let start = ContinuousClock.now
   for _ in 0..<10 { try Session.load(from: sessionFile, codecs: codecs).restore(into: fresh) }
   print("load+restore: \((ContinuousClock.now - start) / 10)")
   exit(0)
 }
+let started = ContinuousClock.now
 if shape == "handle" {
   // A held handle per action (proposal 0009). Two loops, so that the others compare no string per dispatch.
   for _ in 0..<count { _ = dispatcher.start(TallyAction.increment, mode: .sync) }
