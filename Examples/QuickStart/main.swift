@@ -27,10 +27,8 @@ func start() throws {
   counter.register(observer: view) { model, action in  // the view is held weakly
     print("count is now \(model.count) after \(action)")
   }
-  try dispatcher.dispatchSync(action: CounterAction.increase(by: 1))  // returns when done; throws if it failed
-  dispatcher.dispatch(action: CounterAction.reset, mode: .serial) { result in
-    if case .failure(let error) = result { print("reset failed: \(error)") }
-  }
+  dispatcher.dispatch(action: CounterAction.increase(by: 1), mode: .sync)  // returns when done
+  dispatcher.dispatch(action: CounterAction.reset, mode: .serial)  // fire and forget, from synchronous code
 }
 
 func addTwo() async throws {

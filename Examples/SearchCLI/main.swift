@@ -38,6 +38,6 @@ try await feature.type("r").value
 try feature.undo()
 
 // Everything queued for the main queue (notifications, renders) is delivered before the tool goes on.
-feature.dispatcher.drain()
+await feature.dispatcher.drain()
 print("after drain: \(results.query) -> \(results.hits.joined(separator: ","))")
 print("log: \(await log.value.joined(separator: "; "))")

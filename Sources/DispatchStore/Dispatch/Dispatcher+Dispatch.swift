@@ -4,6 +4,32 @@ extension Dispatcher {
   /// The completion of a dispatch: success, or the typed error that made it fail.
   public typealias Completion = @Sendable (Result<Void, DispatchError>) -> Void
 
+  /// Dispatches `action` to every registered store that handles its type, or to one store, and returns without
+  /// waiting: fire and forget, from synchronous code such as a button's action.
+  ///
+  /// ```swift
+  /// dispatcher.dispatch(action: CounterAction.increase(by: 1))
+  /// dispatcher.dispatch(action: CounterAction.reset, mode: .serial)
+  /// ```
+  /// The dispatch runs as ``dispatch(storeIdentifier:action:mode:then:)`` runs it. A failure reaches middleware and
+  /// nobody else: to hear it, pass a completion, or `try await` the dispatch from `async` code.
+  /// - Parameters:
+  ///   - storeIdentifier: The one store to send the action to; `nil` (the default) sends it to every store that
+  ///     handles `Action`.
+  ///   - action: The action to dispatch.
+  ///   - mode: How the dispatch runs; `.async` by default. With `.sync` it returns once every store finished.
+  ///
+  /// > Important: Synchronous code only. In `async` code the same call is the awaited form and needs `try await`.
+  /// > Top-level code that awaits would pick this form and not wait, so the compiler refuses it there: write
+  /// > `try await dispatcher.start(action).value` to wait, or `dispatcher.start(action)` to fire and forget.
+  @available(
+    *, noasync,
+    message: "it does not wait, and top-level code picks it even under 'await': use 'try await start(action).value'"
+  )
+  public func dispatch<Action: ActionType>(storeIdentifier: String? = nil, action: Action, mode: Mode = .async) {
+    routeIntercepted(storeIdentifier: storeIdentifier, action: action, mode: mode, then: nil)
+  }
+
   /// Dispatches `action` to every registered store that handles its type, or to one store.
   ///
   /// Each responding store's reducer returns an operation; a store whose wait list names other responding stores
@@ -182,6 +208,28 @@ extension Dispatcher {
         job.completion?(.failure(.cancelled))
       }
     }
+  }
+
+  /// Dispatches `actions` one after another and returns without waiting: fire and forget, from synchronous code.
+  ///
+  /// ```swift
+  /// dispatcher.dispatch(actions: [SessionAction.signOut, CartAction.clear])
+  /// ```
+  /// Each action starts after the previous one's stores all finished; the sequence stops at the first action that
+  /// fails, and the later ones are not dispatched.
+  /// - Parameters:
+  ///   - actions: The actions, of any action types, in order.
+  ///   - mode: How each dispatch runs; `.async` by default. With `.sync` it returns once the last finished.
+  ///
+  /// > Important: Synchronous code only. In `async` code the same call is the awaited form and needs `try await`.
+  /// > Top-level code that awaits would pick this form and not wait, so the compiler refuses it there: dispatch the
+  /// > actions from an `async` function to wait for them.
+  @available(
+    *, noasync,
+    message: "it does not wait, and top-level code picks it even under 'await': dispatch from an async function"
+  )
+  public func dispatch(actions: [any ActionType], mode: Mode = .async) {
+    dispatchSequence(actions[...], mode: mode, completion: nil)
   }
 
   /// Dispatches `actions` one after another: each starts after the previous one's stores all finished.

@@ -7,9 +7,8 @@ import Synchronization
 /// ```swift
 /// let dispatcher = Dispatcher()
 /// try dispatcher.register(store: counter)
-/// dispatcher.dispatch(action: CounterAction.increase(by: 1), mode: .serial) { result in
-///   print(result)
-/// }
+/// dispatcher.dispatch(action: CounterAction.increase(by: 1))  // from a button's action: fire and forget
+/// try await dispatcher.dispatch(action: CounterAction.reset)  // in async code: waits, throws if it failed
 /// ```
 ///
 /// > Important: A dispatcher is safe to use from any thread. It never calls reducers, operations, observers or
@@ -39,21 +38,29 @@ public final class Dispatcher: Sendable {
   /// The thread `.mainThread` dispatches and main-thread observer notifications run on.
   public let mainQueue: MainQueue
 
-  /// Waits until the `.mainThread` work and main-thread notifications scheduled so far were delivered, and what
-  /// they scheduled in turn (`MainQueue.drain()`): call it before a command-line tool exits.
-  /// - Returns: `false` at once if called from the main queue's own run-loop thread, which cannot wait for itself,
-  ///   or if other threads kept scheduling main-thread work for ``MainQueue/drainPassLimit`` passes.
-  @discardableResult
-  public func drain() -> Bool {
-    mainQueue.drain()
-  }
-
   /// Awaits until the `.mainThread` work and main-thread notifications scheduled so far were delivered, and what
-  /// they scheduled in turn (`MainQueue.drain()`).
+  /// they scheduled in turn (``MainQueue/drain()``): await it before a command-line tool exits.
+  ///
+  /// ```swift
+  /// await dispatcher.drain()  // in top-level code too
+  /// ```
   /// - Returns: `false` if other threads kept scheduling main-thread work for ``MainQueue/drainPassLimit`` passes.
   @discardableResult
   public func drain() async -> Bool {
     await mainQueue.drain()
+  }
+
+  /// Blocks the calling thread until the `.mainThread` work and main-thread notifications scheduled so far were
+  /// delivered, and what they scheduled in turn (``MainQueue/waitUntilDrained()``): for synchronous code, such as
+  /// a tool whose top-level code never awaits.
+  /// - Returns: `false` at once if called from the main queue's own work, which cannot wait for itself, or if other
+  ///   threads kept scheduling main-thread work for ``MainQueue/drainPassLimit`` passes.
+  ///
+  /// > Important: Unavailable in `async` code, top-level code that awaits included: there, `await drain()`.
+  @available(*, noasync, message: "it blocks the thread and can wait for itself on the main actor; use 'await drain()'")
+  @discardableResult
+  public func waitUntilDrained() -> Bool {
+    mainQueue.waitUntilDrained()
   }
 
   let registry = LockedValue(Registry())

@@ -42,7 +42,7 @@ public struct MainQueue: Sendable {
   ///
   /// > Important: In a process that never services `DispatchQueue.main` (a tool or server whose main thread
   /// > neither calls `dispatchMain()` nor runs its `RunLoop`, and has no `async` main), work scheduled here runs only
-  /// > when the main thread calls `drain()`. Use ``libraryThread`` there.
+  /// > when the main thread calls ``waitUntilDrained()``. Use ``libraryThread`` there.
   public static var processMainThread: MainQueue { MainQueue(kind: .dispatchMain) }
 
   /// Whether the calling thread is running this queue's work.
@@ -64,52 +64,15 @@ public struct MainQueue: Sendable {
     }
   }
 
-  /// Waits until the work scheduled on this queue so far has run, and the work that work scheduled here in turn:
+  /// Awaits until the work scheduled on this queue so far has run, and the work that work scheduled here in turn:
   /// pending `.mainThread` dispatches, their completions and main-thread observer notifications.
   ///
-  /// A command-line tool calls it before it exits, so that no notification is lost. Dispatches still running on
-  /// other threads schedule their notifications when they finish: wait for them first (`dispatchSync`, or `await`).
-  /// Work the main actor runs for ``Store/observeOnMainActor(_:)`` is counted too when this is
-  /// ``processMainThread``.
+  /// A command-line tool awaits it before it exits, so that no notification is lost; top-level code too. Dispatches
+  /// still running on other threads schedule their notifications when they finish: await them first. Work the main
+  /// actor runs for ``Store/observeOnMainActor(_:)`` is counted too when this is ``processMainThread``.
   /// A pass runs a marker through the queue; passes repeat while anything else was scheduled meanwhile. Other
   /// threads that keep scheduling work would keep it waiting for ever: after ``drainPassLimit`` passes it returns
   /// `false`, with the work scheduled before the call done.
-  /// - Returns: `true` once a pass found nothing new scheduled; `false` at once if called from a
-  ///   ``MainRunLoopThread``'s own work, which cannot wait for the work queued behind it, or after
-  ///   ``drainPassLimit`` passes that each found new work.
-  ///
-  /// > Important: Called on the process main thread for ``processMainThread``, it runs the main run loop until the
-  /// > queue is drained, so that it also works in a tool whose main thread runs no loop otherwise. Called on another
-  /// > thread, it waits for the main queue to run, so the main thread must service it (an app, an `async` main,
-  /// > `dispatchMain()`), not wait for this thread.
-  @discardableResult
-  public func drain() -> Bool {
-    if case .runLoopThread(let thread) = kind, thread.isCurrent { return false }
-    for _ in 0..<Self.drainPassLimit {
-      let before = scheduledCount
-      runMarker()
-      // Only the marker was scheduled meanwhile: everything before it ran, and scheduled nothing more.
-      if scheduledCount == before &+ 1 { return true }
-    }
-    return false
-  }
-
-  /// How many passes through the queue `drain()` makes at most while work keeps being scheduled.
-  public static let drainPassLimit = 1_000
-
-  /// Schedules an empty item and waits until it ran.
-  private func runMarker() {
-    let done = DispatchSemaphore(value: 0)
-    schedule { done.signal() }
-    guard case .dispatchMain = kind, Thread.isMainThread else { return done.wait() }
-    // Nobody else runs the main queue while this thread waits: run its loop here until the marker ran.
-    while done.wait(timeout: .now()) == .timedOut {
-      _ = RunLoop.main.run(mode: .default, before: Date(timeIntervalSinceNow: 0.05))
-    }
-  }
-
-  /// Awaits until the work scheduled on this queue so far has run, and the work that work scheduled here in turn;
-  /// as `drain()`, without blocking a thread.
   /// - Returns: `true` once a pass found nothing new scheduled; `false` after ``drainPassLimit`` passes that each
   ///   found new work.
   @discardableResult
@@ -123,6 +86,48 @@ public struct MainQueue: Sendable {
       if scheduledCount == before &+ 1 { return true }
     }
     return false
+  }
+
+  /// Blocks the calling thread until the work scheduled on this queue so far has run, and what it scheduled here.
+  ///
+  /// The synchronous form of ``drain()``, for code that cannot await: what it waits for (pending `.mainThread`
+  /// dispatches, their completions and main-thread observer notifications), and when it gives up, are as there.
+  /// - Returns: `true` once a pass found nothing new scheduled; `false` at once if called from this queue's own
+  ///   work on a thread that does not run its loop (a ``MainRunLoopThread``'s work, or `DispatchQueue.main`'s work
+  ///   after `dispatchMain()`), which cannot wait for the work queued behind it, or after ``drainPassLimit`` passes
+  ///   that each found new work.
+  ///
+  /// > Important: Unavailable in `async` code, top-level code that awaits included: use ``drain()`` there. Called
+  /// > on the process main thread for ``processMainThread``, it runs the main run loop until the queue is drained,
+  /// > so that it also works in a tool whose main thread runs no loop otherwise. Called on another thread, it waits
+  /// > for the main queue to run, so the main thread must service it (an app, `dispatchMain()`), not wait for this
+  /// > thread.
+  @available(*, noasync, message: "it blocks the thread and can wait for itself on the main actor; use 'await drain()'")
+  @discardableResult
+  public func waitUntilDrained() -> Bool {
+    if isCurrent && !Thread.isMainThread { return false }
+    for _ in 0..<Self.drainPassLimit {
+      let before = scheduledCount
+      runMarker()
+      // Only the marker was scheduled meanwhile: everything before it ran, and scheduled nothing more.
+      if scheduledCount == before &+ 1 { return true }
+    }
+    return false
+  }
+
+  /// How many passes through the queue ``drain()`` and ``waitUntilDrained()`` make at most while work keeps being
+  /// scheduled.
+  public static let drainPassLimit = 1_000
+
+  /// Schedules an empty item and waits until it ran.
+  private func runMarker() {
+    let done = DispatchSemaphore(value: 0)
+    schedule { done.signal() }
+    guard case .dispatchMain = kind, Thread.isMainThread else { return done.wait() }
+    // Nobody else runs the main queue while this thread waits: run its loop here until the marker ran.
+    while done.wait(timeout: .now()) == .timedOut {
+      _ = RunLoop.main.run(mode: .default, before: Date(timeIntervalSinceNow: 0.05))
+    }
   }
 
   /// How many items were scheduled on this queue so far.

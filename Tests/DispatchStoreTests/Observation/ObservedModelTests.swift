@@ -175,7 +175,7 @@ struct ObservedModelTests {
     }
 
     try dispatcher.dispatchSync(action: DashboardAction.title("main"))
-    dispatcher.drain()
+    dispatcher.waitUntilDrained()
 
     #expect(firedOnMainQueue.withLock { $0 } == true)
     #expect(observed.title == "main")

@@ -3,7 +3,7 @@ import DispatchStore
 import Foundation
 import Testing
 
-@Suite("MainQueue.drain", .timeLimit(.minutes(1)))
+@Suite("MainQueue.drain and waitUntilDrained", .timeLimit(.minutes(1)))
 struct MainQueueDrainTests {
   @Test func theDefaultIsTheLibraryThreadOnLinuxAndTheProcessMainThreadOnApplePlatforms() {
     #if canImport(Darwin)
@@ -24,7 +24,7 @@ struct MainQueueDrainTests {
   /// A tool dispatches, then exits: without a drain, notifications still queued for the main thread are lost.
   ///
   /// Each test drains a run-loop thread of its own: the shared one also runs the work of tests running meanwhile.
-  @Test func drainDeliversEveryPendingMainThreadNotification() throws {
+  @Test func waitUntilDrainedDeliversEveryPendingMainThreadNotification() throws {
     let thread = MainRunLoopThread(name: "drain-test", idlePolling: .zero)
     let dispatcher = Dispatcher(mainQueue: .runLoopThread(thread))
     let store = makeCounterStore("counter")
@@ -41,23 +41,23 @@ struct MainQueueDrainTests {
     #expect(heard.withLock { $0 }.isEmpty)
     dispatched.signal()
 
-    #expect(dispatcher.drain())
+    #expect(dispatcher.waitUntilDrained())
     #expect(heard.withLock { $0 } == Array(1...9))
     withExtendedLifetime(token) {}
   }
 
-  @Test func drainWaitsForWorkThatPendingWorkSchedules() throws {
+  @Test func waitUntilDrainedWaitsForWorkThatPendingWorkSchedules() throws {
     let thread = MainRunLoopThread(name: "drain-chain", idlePolling: .zero)
     let dispatcher = Dispatcher(mainQueue: .runLoopThread(thread))
     let store = makeCounterStore("counter")
     try dispatcher.register(store: store)
     // Each notification below 5 dispatches again on the main thread, which notifies again.
     let token = store.observe { model, _ in
-      if model.count < 5 { dispatcher.dispatch(action: CounterAction.increase(1), mode: .mainThread, then: nil) }
+      if model.count < 5 { dispatcher.dispatch(action: CounterAction.increase(1), mode: .mainThread) }
     }
-    dispatcher.dispatch(action: CounterAction.increase(1), mode: .mainThread, then: nil)
+    dispatcher.dispatch(action: CounterAction.increase(1), mode: .mainThread)
 
-    #expect(dispatcher.drain())
+    #expect(dispatcher.waitUntilDrained())
     #expect(store.model.count == 5)
     withExtendedLifetime(token) {}
   }
@@ -74,7 +74,7 @@ struct MainQueueDrainTests {
     }
     queue.schedule(again)
     // The blocking form, called from synchronous code.
-    func blockingDrain() -> Bool { queue.drain() }
+    func blockingDrain() -> Bool { queue.waitUntilDrained() }
 
     #expect(blockingDrain() == false)
     #expect(await queue.drain() == false)
@@ -83,13 +83,13 @@ struct MainQueueDrainTests {
     #expect(await queue.drain())
   }
 
-  @Test func drainFromTheQueuesOwnThreadReturnsFalseInsteadOfWaitingForItself() {
+  @Test func waitUntilDrainedFromTheQueuesOwnThreadReturnsFalseInsteadOfWaitingForItself() {
     let thread = MainRunLoopThread(name: "drain-self", idlePolling: .zero)
     let queue = MainQueue.runLoopThread(thread)
     let result = Locked<Bool?>(nil)
     let done = DispatchSemaphore(value: 0)
     queue.schedule {
-      result.withLock { $0 = queue.drain() }
+      result.withLock { $0 = queue.waitUntilDrained() }
       done.signal()
     }
     done.wait()
