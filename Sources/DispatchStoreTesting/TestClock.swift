@@ -1,5 +1,4 @@
 import DispatchStore
-import Synchronization
 
 /// A ``DispatchStore/DispatchClock`` that moves only when a test advances it, so that tests of throttled and
 /// debounced dispatches never sleep.
@@ -19,8 +18,7 @@ public final class TestClock: DispatchClock {
     var order = 0
   }
 
-  // The test kit's own lock: `Mutex`, since nothing here is contended or measured.
-  private let state = Mutex(State())
+  private let state = LockedValue(State())
 
   /// Creates a clock at zero.
   public init() {}

@@ -1,5 +1,4 @@
 import DispatchStore
-import Synchronization
 
 /// A dispatcher for tests: sends actions one at a time, and fails the test unless each store's model changed exactly
 /// as stated, every follow-up action was received, and nothing is left running at the end.
@@ -45,8 +44,7 @@ public final class TestDispatcher: Sendable {
   private let monitor: DispatchMonitor
   /// The registered stores and their models as last asserted.
   ///
-  /// The test kit's own lock: `Mutex`, since nothing here is contended or measured.
-  private let stores = Mutex<[String: TrackedStore]>([:])
+  private let stores = LockedValue<[String: TrackedStore]>([:])
 
   private struct TrackedStore: Sendable {
     let read: @Sendable () -> any ModelType

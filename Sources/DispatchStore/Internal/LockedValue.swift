@@ -22,12 +22,13 @@ import Synchronization
 ///   per lock and unlock. ThreadSanitizer sees the word's atomic operations, so it needs no annotations.
 /// - On Apple platforms, `Mutex`, which is an `os_unfair_lock` there: it does not hand itself over either.
 ///
-/// Proposal 0008 has the measurements behind the choice.
+/// Proposal 0008 has the measurements behind the choice. `package`, so that the test kit locks the same way (and
+/// ThreadSanitizer, which cannot see `Mutex`'s futex on Linux, sees its locking too).
 ///
 /// `@unchecked Sendable`, as `Mutex` is: the value is only reached inside `withLock`, with the lock held, and
 /// moves in and out as `sending`.
 @usableFromInline
-struct LockedValue<Value>: ~Copyable, @unchecked Sendable {
+package struct LockedValue<Value>: ~Copyable, @unchecked Sendable {
   #if canImport(Glibc) || canImport(Musl)
     // The value first: ThreadSanitizer reports Swift's accesses to the value at the struct's address, and its
     // atomic operations on the word must not be at that same address.
@@ -39,7 +40,7 @@ struct LockedValue<Value>: ~Copyable, @unchecked Sendable {
     @usableFromInline let word: Atomic<UInt32>
 
     @inlinable
-    init(_ initialValue: consuming sending Value) {
+    package init(_ initialValue: consuming sending Value) {
       value = _Cell(initialValue)
       word = Atomic(0)
     }
@@ -54,7 +55,7 @@ struct LockedValue<Value>: ~Copyable, @unchecked Sendable {
     /// (the store's lock inside a lane's, never the reverse): the lock is not recursive.
     @inlinable
     @inline(__always)
-    borrowing func withLock<Result: ~Copyable, E: Error>(
+    package borrowing func withLock<Result: ~Copyable, E: Error>(
       _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result {
       if !word.compareExchange(expected: 0, desired: 1, ordering: .acquiring).exchanged {
@@ -69,7 +70,7 @@ struct LockedValue<Value>: ~Copyable, @unchecked Sendable {
     @usableFromInline let mutex: Mutex<Value>
 
     @inlinable
-    init(_ initialValue: consuming sending Value) {
+    package init(_ initialValue: consuming sending Value) {
       mutex = Mutex(initialValue)
     }
 
@@ -78,7 +79,7 @@ struct LockedValue<Value>: ~Copyable, @unchecked Sendable {
     /// Never call user code from `body`: the lock is not recursive.
     @inlinable
     @inline(__always)
-    borrowing func withLock<Result: ~Copyable, E: Error>(
+    package borrowing func withLock<Result: ~Copyable, E: Error>(
       _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result {
       try mutex.withLock(body)

@@ -1,5 +1,4 @@
 import DispatchStore
-import Synchronization
 
 /// What the test dispatcher watches: the actions dispatched by the app's code while a test runs (held until the
 /// test receives them, when exhaustive), and the transactions running.
@@ -33,11 +32,10 @@ final class DispatchMonitor: Interceptor, Middleware {
     var waiters: [CheckedContinuation<Bool, Never>] = []
   }
 
-  // The test kit's own lock: `Mutex`, since nothing here is contended or measured.
-  let state: Mutex<State>
+  let state: LockedValue<State>
 
   init(holding: Bool) {
-    state = Mutex(State(holding: holding))
+    state = LockedValue(State(holding: holding))
   }
 
   func intercept(_ action: any ActionType, dispatcher: Dispatcher) -> Interception {
