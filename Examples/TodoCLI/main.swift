@@ -12,17 +12,20 @@ let usage = """
 
   commands:
     add TEXT     add an item
+    import FILE  add an item for each line of FILE, one change each
     done N       mark item N as done
     list         show the list (the default)
     undo         go back one change (time travel; the next change replaces what was undone)
     history      show every recorded change; > marks where the list is now
     verify       re-run every recorded change and check each recorded state
-    inspect      write the session as an HTML page (--output PATH, else the session's path with .html),
-                 with the first divergence of a verify run highlighted
+    inspect      write the session as an HTML page (--output PATH, else the session's path followed by
+                 .html), with the first divergence of a verify run highlighted
 
   The list lives only in a session file (JSON Lines, one line per change):
     --session PATH, else $TODO_SESSION, else ~/.todo-session.jsonl
-  A corrupt session file is reported and left untouched.
+  list, history, verify and inspect only read it. Each change is on disk before todo says it is done. A corrupt
+  session file, or a path that is not a regular file, is reported and left untouched; while one todo changes the
+  session, another that tries to is refused.
   """
 
 func fail(_ message: String) -> Never {
@@ -58,17 +61,20 @@ dispatcher.register(middleware: recorder)
 var codecs = SessionCodecs()
 codecs.register(storeIdentifier: "todos", model: TodoList.self, action: TodoAction.self)
 
+/// The commands that change the list, and so write the session; the others only read it.
+let changingCommands: Set = ["add", "import", "done", "undo"]
+let changes = changingCommands.contains(command)
+
 var session: Session?
-// A missing or empty file is a new session; anything else must be a valid one.
-let sessionSize = (try? FileManager.default.attributesOfItem(atPath: sessionURL.path)[.size] as? Int) ?? 0
-if sessionSize > 0 {
-  do {
-    session = try Session.load(from: sessionURL, codecs: codecs)
-  } catch {
-    fail("cannot use the session file \(sessionURL.path): \(error)\nThe file was left untouched.")
-  }
+do {
+  session = try Session.load(from: sessionURL, codecs: codecs)
+} catch .noFile {
+  // A new session: only a change creates the file.
+  if !changes { fail("no session file at \(sessionURL.path) yet (todo add TEXT starts one)") }
+} catch {
+  fail("cannot use the session file \(sessionURL.path): \(error)\nThe file was left untouched.")
 }
-if let loaded = session, loaded.formatVersion < 2 {
+if changes, let loaded = session, loaded.formatVersion < 2 {
   // A file of an earlier release: rewritten in the current format, which is appended to.
   do {
     try loaded.save(to: sessionURL)
@@ -78,7 +84,7 @@ if let loaded = session, loaded.formatVersion < 2 {
   }
 }
 if let session {
-  if let line = session.truncatedLine {
+  if changes, let line = session.truncatedLine {
     FileHandle.standardError.write(
       Data("todo: note: line \(line) of \(sessionURL.path) was incomplete (an interrupted write); dropped it\n".utf8))
   }
@@ -88,10 +94,15 @@ if let session {
     fail("the session does not restore: \(error)\nThe file was left untouched.")
   }
 }
-do {
-  try recorder.attach(appendingTo: sessionURL, codecs: codecs)
-} catch {
-  fail("cannot write the session file \(sessionURL.path): \(error)")
+if changes {
+  do {
+    // Each change is on disk before the command reports it.
+    try recorder.attach(appendingTo: sessionURL, codecs: codecs, durability: .eachRecord)
+  } catch .inUse, .historyMismatch {
+    fail("the session \(sessionURL.path) is being changed by another todo; nothing was changed, try again")
+  } catch {
+    fail("cannot write the session file \(sessionURL.path): \(error)\nThe file was left untouched.")
+  }
 }
 
 // MARK: - Commands
@@ -135,7 +146,7 @@ func apply(_ action: TodoAction) {
     fail("\(error)")
   }
   snapshotIfDue()
-  recorder.flush()
+  // `.eachRecord`: the change's line was written and synced before the dispatch returned; no flush needed.
   if let error = recorder.persistenceError { fail("the change was made but not saved: \(error)") }
 }
 
@@ -144,6 +155,19 @@ case "add":
   let title = arguments.dropFirst().joined(separator: " ")
   apply(.add(title))
   print("Added \(todos.model.nextID - 1). \(title)")
+case "import":
+  guard arguments.count == 2 else { fail("usage: todo import FILE") }
+  let text: String
+  do {
+    text = try String(contentsOfFile: arguments[1], encoding: .utf8)
+  } catch {
+    fail("cannot read \(arguments[1]): \(error.localizedDescription)")
+  }
+  for title in text.split(separator: "\n", omittingEmptySubsequences: true) {
+    apply(.add(String(title)))
+    // Unbuffered: each line says that its add is on disk, also if the process is killed right after.
+    FileHandle.standardOutput.write(Data("Added \(todos.model.nextID - 1). \(title)\n".utf8))
+  }
 case "done":
   guard arguments.count == 2, let id = Int(arguments[1]) else { fail("usage: todo done N") }
   apply(.complete(id))
@@ -167,21 +191,21 @@ case "history":
       "\(marker) #\(record.index) \(record.action)  (\(record.timestamp.formatted(date: .numeric, time: .standard)))")
   }
 case "verify":
-  guard let session else { fail("nothing recorded yet") }
+  guard let session else { fail("nothing recorded yet") }  // Unreachable: a missing file failed above.
   if let divergence = verifySession(session) { fail("\(divergence)") }
   print("Re-ran \(session.recordCount) changes from \(sessionURL.path): every recorded state matched.")
   printList()
 case "inspect":
-  guard let session else { fail("nothing recorded yet") }
-  var output = sessionURL.deletingPathExtension().appendingPathExtension("html")
+  guard let session else { fail("nothing recorded yet") }  // Unreachable: a missing file failed above.
+  var output = URL(fileURLWithPath: sessionURL.path + ".html")
   if let flag = arguments.firstIndex(of: "--output") {
     guard flag + 1 < arguments.count else { fail("--output needs a path") }
     output = URL(fileURLWithPath: arguments[flag + 1])
   }
   let divergence = verifySession(session)
   do {
-    let page = try SessionInspector.page(forSessionAt: sessionURL, divergence: divergence)
-    try Data(page.utf8).write(to: output)
+    // Never over a session file, this one included.
+    try SessionInspector.writePage(forSessionAt: sessionURL, to: output, divergence: divergence)
   } catch {
     fail("cannot write the page: \(error)")
   }

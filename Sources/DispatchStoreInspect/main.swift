@@ -26,18 +26,14 @@ if let flag = arguments.firstIndex(of: "-o") {
 }
 guard arguments.count == 1 else { fail(usage) }
 
-let page: String
+let session = URL(fileURLWithPath: arguments[0])
 do {
-  page = try SessionInspector.page(forSessionAt: URL(fileURLWithPath: arguments[0]))
+  if let output {
+    // Never over a session file, the one read included.
+    try SessionInspector.writePage(forSessionAt: session, to: output)
+  } else {
+    FileHandle.standardOutput.write(Data(try SessionInspector.page(forSessionAt: session).utf8))
+  }
 } catch {
   fail("\(error)")
-}
-if let output {
-  do {
-    try page.write(to: output, atomically: true, encoding: .utf8)
-  } catch {
-    fail("cannot write \(output.path): \(error.localizedDescription)")
-  }
-} else {
-  FileHandle.standardOutput.write(Data(page.utf8))
 }

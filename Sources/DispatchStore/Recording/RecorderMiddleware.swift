@@ -237,16 +237,21 @@ public final class RecorderMiddleware: Middleware {
 
   /// From now on, writes every record, move and snapshot to the session file at `url`, on a writer thread.
   ///
-  /// A new or empty file gets a header listing the stores in `codecs`, then the recorder's history so far (from a
-  /// snapshot of the models before its oldest record). An existing file must be the session this recorder resumed
-  /// (``resume(_:in:)``): it is checked first, a corrupt one is left untouched, and an incomplete last line (from a
-  /// crash) is dropped.
+  /// A missing file is created with a header listing the stores in `codecs`; a new, empty or header-only file then
+  /// gets the recorder's history so far (from a snapshot of the models before its oldest record). An existing
+  /// session must be the one this recorder resumed (``resume(_:in:)``): it is checked first, a corrupt one is left
+  /// untouched, and an incomplete last line (from a crash) is dropped.
+  ///
+  /// While the recorder is attached it holds the file's lock: another recorder, in this process or another, that
+  /// attaches to it, or saves over it, gets ``SessionError/inUse(path:)``. The lock is released when the recorder is
+  /// released or attached elsewhere.
   /// - Parameters:
-  ///   - url: The session file.
+  ///   - url: The session file: a regular file, or nothing yet.
   ///   - codecs: How each store's actions and models encode.
   ///   - durability: When lines reach the file; ``SessionDurability/buffered`` by default.
-  /// - Throws: ``SessionError`` if the file cannot be opened or is not a valid session for `codecs` and this
-  ///   recorder.
+  /// - Throws: ``SessionError/inUse(path:)``; ``SessionError/notARegularFile(path:kind:)`` or
+  ///   ``SessionError/cannotRead(path:reason:)`` for a path that is not a readable regular file; or why the file is
+  ///   not a valid session for `codecs` and this recorder. The path is left as it was.
   public func attach(
     appendingTo url: URL, codecs: SessionCodecs, durability: SessionDurability = .buffered
   ) throws(SessionError) {
@@ -273,14 +278,18 @@ public final class RecorderMiddleware: Middleware {
     storage.flush()
   }
 
-  /// Writes the whole history to a new session file at `url`, replacing it.
+  /// Writes the whole history to a session file at `url`: a new one, or one that replaces a session file there.
   ///
   /// The file starts with a snapshot of the models before the oldest record kept, so a history whose oldest
-  /// records were dropped still restores and verifies from there.
+  /// records were dropped still restores and verifies from there. An existing file is replaced only if it is a
+  /// session (or empty), under its lock, by renaming a complete copy over it; anything else at the path is left as
+  /// it was.
   /// - Parameters:
   ///   - url: Where to write.
   ///   - codecs: How each store's actions and models encode.
-  /// - Throws: ``SessionError`` for an encoding or I/O error.
+  /// - Throws: ``SessionError/missingHeader(path:)`` if the file there is not a session,
+  ///   ``SessionError/inUse(path:)`` if a recorder is attached to it, ``SessionError/notARegularFile(path:kind:)``;
+  ///   an encoding or I/O error.
   public func save(to url: URL, codecs: SessionCodecs) throws(SessionError) {
     let lines = storage.state.withLock { $0.historyLines() }
     try SessionFormat.write(lines, codecs: codecs, to: url)
@@ -363,7 +372,10 @@ public final class RecorderMiddleware: Middleware {
   }
 
   /// Work that must not happen under a lock: releasing dropped records (a model may hold objects whose `deinit`
-  /// is app code) and waking the writer.
+  /// is app code), waking the writer, and waiting for it.
+  ///
+  /// Runs on the dispatching thread before its dispatch completes, so that with ``SessionDurability/eachRecord`` a
+  /// completed dispatch's record is on disk.
   private func afterLock() {
     pendingWork.store(false, ordering: .relaxed)
     let (garbage, writer, backlog) = storage.state.withLock { state -> ([any Sendable], SessionWriter?, Bool) in
@@ -373,8 +385,8 @@ public final class RecorderMiddleware: Middleware {
     }
     withExtendedLifetime(garbage) {}
     writer?.wake()
-    // Far behind: wait for the writer rather than let the queue grow without bound.
-    if backlog { flush() }
+    // Each record on disk before its dispatch completes; or far behind: wait rather than let the queue grow.
+    if backlog || writer?.durability == .eachRecord { flush() }
   }
 }
 

@@ -171,13 +171,14 @@ struct RecorderState {
     _ = queue(.snapshot(index: cursor + 1, models: models, actions: actions))
   }
 
-  /// Queues `line` for the writer, if there is one; returns whether to wake it after the lock (it sleeps with work
-  /// it should do now, or is far behind).
+  /// Queues `line` for the writer, if there is one; returns whether there is work for after the lock: waking it
+  /// (it sleeps with work it should do now), or waiting for it (it is far behind, or every record waits for its
+  /// line: ``SessionDurability/eachRecord``).
   mutating func queue(_ line: SessionFormat.Line) -> Bool {
     guard let writer else { return false }
     outbox.append(line)
     queued += 1
-    return writer.isSleeping && (writer.durability == .eachRecord || outbox.count >= SessionWriter.batch)
+    return writer.durability == .eachRecord || writer.isSleeping && outbox.count >= SessionWriter.batch
       || outbox.count >= SessionWriter.backlog
   }
 

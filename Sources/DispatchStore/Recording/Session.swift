@@ -52,17 +52,13 @@ public struct Session: Sendable {
   ///   - url: The session file.
   ///   - codecs: How each store's actions and models decode.
   /// - Returns: The session.
-  /// - Throws: ``SessionError`` naming the first bad line: a line edited, deleted, duplicated or swapped
+  /// - Throws: ``SessionError/noFile(path:)``, ``SessionError/notARegularFile(path:kind:)`` or
+  ///   ``SessionError/cannotRead(path:reason:)`` for a path that cannot be read as a file (nothing is created or
+  ///   written); otherwise the error naming the first bad line: a line edited, deleted, duplicated or swapped
   ///   (``SessionError/integrityCheckFailed(line:)``), corrupt JSON, an unknown store, an unsupported format
   ///   version, a type mismatch or an impossible position.
   public static func load(from url: URL, codecs: SessionCodecs) throws(SessionError) -> Session {
-    let data: Data
-    do {
-      data = try Data(contentsOf: url)
-    } catch {
-      throw .io(path: url.path, reason: error.localizedDescription)
-    }
-    return try parse(data, path: url.path, codecs: codecs)
+    try parse(try SessionFile.read(url), path: url.path, codecs: codecs)
   }
 
   static func parse(_ data: Data, path: String, codecs: SessionCodecs) throws(SessionError) -> Session {
@@ -419,10 +415,13 @@ public struct Session: Sendable {
 
   // MARK: - Writing
 
-  /// Writes the session to `url` in the current format (version 2), replacing the file: how a version 1 file is
-  /// upgraded.
+  /// Writes the session to `url` in the current format (version 2): how a version 1 file is upgraded.
+  ///
+  /// A file already at `url` is replaced only if it is a session (or empty), as ``RecorderMiddleware/save(to:codecs:)``
+  /// replaces it.
   /// - Parameter url: Where to write.
-  /// - Throws: ``SessionError`` if a record does not decode or encode, or the file cannot be written.
+  /// - Throws: ``SessionError`` if a record does not decode or encode, the path holds something other than a session,
+  ///   a recorder is attached to it, or the file cannot be written.
   public func save(to url: URL) throws(SessionError) {
     try write(to: url, from: index.firstIndex)
   }
@@ -437,7 +436,7 @@ public struct Session: Sendable {
   /// ```
   /// - Parameters:
   ///   - position: The index of the first record kept; between ``firstIndex`` and one past the last record.
-  ///   - url: Where to write; may be the session's own file (it is replaced atomically).
+  ///   - url: Where to write; may be the session's own file (a session is replaced atomically, under its lock).
   /// - Throws: ``SessionError/invalidIndex(_:line:)`` for a position outside the history; a decoding, encoding or
   ///   I/O error.
   public func compact(before position: Int, to url: URL) throws(SessionError) {

@@ -3,8 +3,21 @@
 /// Loading validates the whole file before anything is applied, so any of these leaves your stores and the file
 /// as they were.
 public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
-  /// The file could not be read or written.
+  /// The file could not be written.
   case io(path: String, reason: String)
+  /// There is no file at the path.
+  case noFile(path: String)
+  /// The path leads to something other than a regular file (a directory, a FIFO, a device, a socket), which is left
+  /// as it is.
+  case notARegularFile(path: String, kind: String)
+  /// The file exists but could not be opened or read (permissions, a loop of symbolic links, an I/O error); it is
+  /// never taken for an empty session.
+  case cannotRead(path: String, reason: String)
+  /// Another recorder, in this process or another, has the file open for appending: it holds the file's lock
+  /// until it is released or attached elsewhere.
+  case inUse(path: String)
+  /// Writing something else there (an inspector page) would replace a session file, which is left as it is.
+  case wouldReplaceSession(path: String)
   /// The file has no header line, or the header is not a DispatchStore session header.
   case missingHeader(path: String)
   /// The session was written in a format version this library does not read.
@@ -31,7 +44,14 @@ public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
   /// A readable explanation that names the line where there is one.
   public var description: String {
     switch self {
-    case .io(let path, let reason): return "Cannot access session file \(path): \(reason)"
+    case .io(let path, let reason): return "Cannot write session file \(path): \(reason)"
+    case .noFile(let path): return "There is no session file at \(path)"
+    case .notARegularFile(let path, let kind):
+      return "\(path) is \(kind), not a regular file: session files are regular files; it was left untouched"
+    case .cannotRead(let path, let reason): return "Cannot read session file \(path): \(reason)"
+    case .inUse(let path):
+      return "Session file \(path) is in use: another recorder, perhaps in another process, is appending to it"
+    case .wouldReplaceSession(let path): return "\(path) is a session file: it was not written over"
     case .missingHeader(let path): return "\(path) is not a DispatchStore session: line 1 is not a session header"
     case .unsupportedVersion(let found, let supported, let line):
       return "Line \(line): session format version \(found) is not supported (this library reads \(supported))"

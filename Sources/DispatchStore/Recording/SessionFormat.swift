@@ -40,6 +40,12 @@ enum SessionFormat {
     let stores: [StoreEntry]
   }
 
+  /// Whether `data`'s first line is a session header, of any version: what may be replaced by a session.
+  static func startsWithHeader(_ data: Data) -> Bool {
+    let end = data.firstIndex(of: UInt8(ascii: "\n")) ?? data.endIndex
+    return (try? JSONDecoder().decode(Header.self, from: data[data.startIndex..<end]))?.format == name
+  }
+
   static func header(for codecs: SessionCodecs) -> Header {
     Header(
       format: name, version: version,
@@ -197,7 +203,8 @@ enum SessionFormat {
     }
   }
 
-  /// Writes a whole session file, `lines` after the header, replacing what is at `url` atomically.
+  /// Writes a whole session file, `lines` after the header: creates it, or replaces a session file (or an empty
+  /// one) at `url` atomically, under its lock (``SessionFile/replace(_:with:replacing:)``).
   static func write(_ lines: [Line], codecs: SessionCodecs, to url: URL) throws(SessionError) {
     var encoder = Encoder(codecs: codecs)
     var data = Data()
@@ -209,11 +216,7 @@ enum SessionFormat {
     } catch {
       throw .encodingFailed(storeIdentifier: "", reason: "\(error)")
     }
-    do {
-      try data.write(to: url, options: .atomic)
-    } catch {
-      throw .io(path: url.path, reason: error.localizedDescription)
-    }
+    try SessionFile.replace(url, with: data, replacing: .sessions)
   }
 
   // MARK: - Decoding

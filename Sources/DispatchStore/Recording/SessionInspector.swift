@@ -4,8 +4,7 @@ import Foundation
 /// at the selected point, the field changes of each transaction, and a verification's divergence.
 ///
 /// ```swift
-/// let page = try SessionInspector.page(forSessionAt: url)
-/// try page.write(to: url.deletingPathExtension().appendingPathExtension("html"), atomically: true, encoding: .utf8)
+/// try SessionInspector.writePage(forSessionAt: url, to: URL(fileURLWithPath: url.path + ".html"))
 /// ```
 ///
 /// The page works offline (its styles and script are inline, with no fonts or scripts to fetch) and keeps long
@@ -20,14 +19,25 @@ public enum SessionInspector {
   /// - Throws: ``SessionError`` if the file does not load (as ``Session/load(from:codecs:)`` checks it, without
   ///   codecs); a version 1 file must be saved as version 2 first (``Session/save(to:)``).
   public static func page(forSessionAt url: URL, divergence: ReplayError? = nil) throws(SessionError) -> String {
-    let data: Data
-    do {
-      data = try Data(contentsOf: url)
-    } catch {
-      throw .io(path: url.path, reason: error.localizedDescription)
-    }
-    let index = try SessionIndex.read(data, path: url.path, codecs: nil)
+    let index = try SessionIndex.read(try SessionFile.read(url), path: url.path, codecs: nil)
     return page(for: index, title: url.lastPathComponent, divergence: divergence)
+  }
+
+  /// Writes the page for the session file at `url` to `output`, never over a session file.
+  ///
+  /// `output` is created, or the regular file there replaced (by renaming a complete copy over it); a session file,
+  /// the one read included, or anything but a regular file is left as it is.
+  /// - Parameters:
+  ///   - url: A session file, format version 2.
+  ///   - output: Where to write the page.
+  ///   - divergence: The error a ``Session/verify(against:mode:)`` run threw, to highlight where it diverged.
+  /// - Throws: The errors of ``page(forSessionAt:divergence:)``; ``SessionError/wouldReplaceSession(path:)`` if
+  ///   `output` is a session file, ``SessionError/notARegularFile(path:kind:)``, or an I/O error.
+  public static func writePage(
+    forSessionAt url: URL, to output: URL, divergence: ReplayError? = nil
+  ) throws(SessionError) {
+    let page = try page(forSessionAt: url, divergence: divergence)
+    try SessionFile.replace(output, with: Data(page.utf8), replacing: .anythingButSessions)
   }
 
   static func page(for index: SessionIndex, title: String, divergence: ReplayError?) -> String {

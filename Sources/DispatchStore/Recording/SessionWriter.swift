@@ -7,7 +7,9 @@ import Synchronization
 /// Either way, lines are encoded and written on the recorder's writer thread, in the order they were recorded, and
 /// each is one `write`, so that after a crash the file holds a valid prefix of the session.
 public enum SessionDurability: Sendable, Hashable {
-  /// The writer writes each line, and syncs the file (`fsync`), as soon as it gets it.
+  /// Each record is written and synced (`fsync`) before its dispatch completes: a dispatch that completed is on disk,
+  /// and a crash loses none of them. The dispatching thread waits for the writer, so each recorded transaction
+  /// costs a sync.
   case eachRecord
   /// The writer writes lines in batches: once many are waiting, at least every few tens of milliseconds, on
   /// ``RecorderMiddleware/flush()``, when the recorder is released, and when the process exits normally.
@@ -32,7 +34,7 @@ protocol SessionLineSource: AnyObject, Sendable {
 final class SessionWriter: Sendable {
   let path: String
   let durability: SessionDurability
-  /// Whether the file was new or empty: the writer wrote its header, and the recorder writes its history.
+  /// Whether the file held no session lines yet (new, empty or only a header): the recorder writes its history.
   let startedEmpty: Bool
   private let loop: WriterLoop
 
@@ -41,31 +43,37 @@ final class SessionWriter: Sendable {
   /// Lines waiting past which the recording thread waits for the writer.
   static let backlog = 1 << 16
 
-  /// Opens `url` for appending.
+  /// Opens `url` for appending, and holds its lock until the writer is closed.
   ///
-  /// Writes the header to a new or empty file; otherwise validates the whole file (it must be a version 2 session
-  /// for `codecs` whose history ends where the recorder's begins) and drops an incomplete last line. A corrupt file
-  /// is left untouched.
+  /// A missing file is created with its header, whole. A file that holds only a header (or nothing: one made by
+  /// hand, which gets its header now) is a new session, to which the recorder writes its history. Any other file
+  /// must be a version 2 session for `codecs` whose history ends where the recorder's begins; an incomplete last line
+  /// is dropped. A file that fails any check is left as it was, unlocked.
   /// - Parameter nextIndex: The index of the recorder's next record, which the file's history must end before.
   init(appendingTo url: URL, codecs: SessionCodecs, durability: SessionDurability, nextIndex: Int)
     throws(SessionError)
   {
     path = url.path
     self.durability = durability
-    let existing = (try? Data(contentsOf: url)) ?? Data()
     var encoder = SessionFormat.Encoder(codecs: codecs)
-    startedEmpty = existing.isEmpty
-    if existing.isEmpty {
-      let header: Data
-      do {
-        header = try encoder.header()
-      } catch {
-        throw .encodingFailed(storeIdentifier: "", reason: "\(error)")
+    let header: Data
+    do {
+      var headerEncoder = encoder
+      header = try headerEncoder.header()
+    } catch {
+      throw .encodingFailed(storeIdentifier: "", reason: "\(error)")
+    }
+    let (handle, contents) = try SessionFile.openForAppending(url, creatingWith: header)
+    var headerOnly = false
+    do throws(SessionError) {
+      var existing = contents
+      if existing.isEmpty {
+        try Self.perform(at: url) {
+          try handle.write(contentsOf: header)
+          try handle.synchronize()
+        }
+        existing = header
       }
-      guard FileManager.default.createFile(atPath: url.path, contents: header) else {
-        throw .io(path: url.path, reason: "cannot create the file")
-      }
-    } else {
       let session = try Session.parse(existing, path: url.path, codecs: codecs)
       guard session.formatVersion == SessionFormat.version else {
         throw .unsupportedVersion(found: session.formatVersion, supported: SessionFormat.version, line: 1)
@@ -74,28 +82,30 @@ final class SessionWriter: Sendable {
       if let missing = expected.first(where: { !session.storeIdentifiers.contains($0) }) {
         throw .unknownStore(identifier: missing, line: 1)
       }
-      guard session.nextIndex == nextIndex else {
+      headerOnly = session.completeByteCount == (existing.firstIndex(of: UInt8(ascii: "\n")) ?? -1) + 1
+      guard headerOnly || session.nextIndex == nextIndex else {
         throw .historyMismatch(fileRecords: session.nextIndex, recorderRecords: nextIndex)
       }
       encoder.previousHash = session.lastHash
       if session.truncatedLine != nil {
-        do {
-          let repair = try FileHandle(forWritingTo: url)
-          try repair.truncate(atOffset: UInt64(session.completeByteCount))
-          try repair.close()
-        } catch {
-          throw .io(path: url.path, reason: error.localizedDescription)
-        }
+        try Self.perform(at: url) { try handle.truncate(atOffset: UInt64(session.completeByteCount)) }
       }
+      try Self.perform(at: url) { try handle.seekToEnd() }
+    } catch {
+      try? handle.close()
+      throw error
     }
-    let handle: FileHandle
+    startedEmpty = headerOnly
+    loop = WriterLoop(handle: handle, path: url.path, encoder: encoder, durability: durability)
+  }
+
+  /// Runs a file operation, its failure as ``SessionError/io(path:reason:)``.
+  private static func perform(at url: URL, _ body: () throws -> Void) throws(SessionError) {
     do {
-      handle = try FileHandle(forWritingTo: url)
-      try handle.seekToEnd()
+      try body()
     } catch {
       throw .io(path: url.path, reason: error.localizedDescription)
     }
-    loop = WriterLoop(handle: handle, path: url.path, encoder: encoder, durability: durability)
   }
 
   /// Starts the writer thread, which takes lines from `source` (held weakly) until it is released.

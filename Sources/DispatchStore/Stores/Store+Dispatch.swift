@@ -33,6 +33,7 @@ extension Store {
   }
 
   /// Announces the change the finished operation made, if any.
+  @usableFromInline
   func announceChange(for action: any ActionType) {
     // With no observers there is nobody to tell; the version catches up at the next announcement.
     guard registeredObservers.load(ordering: .relaxed) > 0 else { return }
@@ -105,19 +106,23 @@ extension Store {
     // Nobody to tell: the version catches up at the next announcement.
     if registeredObservers.load(ordering: .relaxed) > 0 { return reduceAnnouncing(action, recording: recording) }
     if let recording { return reduceRecording(action, recording: recording) }
-    do {
-      // Borrowed: the store holds its reducer.
-      try Unmanaged.passUnretained(reducer)._withUnsafeGuaranteedRef { reducer in
-        let reducer = unsafeDowncast(reducer, to: SynchronousReducer<Model, Action>.self)
-        try state.withLock { state in
-          defer { state.version &+= 1 }
+    // Borrowed: the store holds its reducer.
+    let (failure, observed) = Unmanaged.passUnretained(reducer)._withUnsafeGuaranteedRef { reducer in
+      let reducer = unsafeDowncast(reducer, to: SynchronousReducer<Model, Action>.self)
+      return state.withLock { state -> ((any Error)?, Bool) in
+        defer { state.version &+= 1 }
+        do {
           try reducer.reduce(action, into: &state.model)
+        } catch {
+          return (error, state.observers != nil)
         }
+        return (nil, state.observers != nil)
       }
-      return nil
-    } catch {
-      return reductionError(error)
     }
+    // An observer registered between the look above and the critical section: once `observe` returned, a change
+    // its first read of the model did not show is announced to it (the version catches up to the model).
+    if observed { announceChange(for: action) }
+    return failure.map(reductionError)
   }
 
   /// ``reduceInPlace(_:recording:)`` for a recorded store nobody observes.
@@ -126,7 +131,7 @@ extension Store {
     // Borrowed: the store holds its reducer.
     Unmanaged.passUnretained(reducer)._withUnsafeGuaranteedRef { reducer in
       let reducer = unsafeDowncast(reducer, to: SynchronousReducer<Model, Action>.self)
-      return state.withLock { state -> (any Error)? in
+      let (failure, observed) = state.withLock { state -> ((any Error)?, Bool) in
         defer { state.version &+= 1 }
         var failure: (any Error)?
         do {
@@ -135,8 +140,10 @@ extension Store {
           failure = reductionError(error)
         }
         state.recordedEvent = recording.file(store: identifier, action: action, model: state.model, error: failure)
-        return failure
+        return (failure, state.observers != nil)
       }
+      if observed { announceChange(for: action) }  // An observer registered meanwhile (see reduceInPlace).
+      return failure
     }
   }
 

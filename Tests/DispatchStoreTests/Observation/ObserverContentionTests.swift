@@ -101,6 +101,41 @@ struct ObserverContentionTests {
     #expect((1...total).contains(notifications.load(ordering: .relaxed)))
     withExtendedLifetime(token) {}
   }
+
+  /// An observer registered while another thread dispatches: once `observe` returned, a change that the model it
+  /// reads does not show yet is announced to it. (A dispatch that looked for observers before taking the store's
+  /// lock, found none and reduced without announcing, missed such observers.)
+  @Test(arguments: Changes.allCases)
+  func anObserverRegisteredDuringADispatchHearsTheChangeItsFirstReadDidNotSee(_ changes: Changes) async throws {
+    let rounds = 3_000
+    let missed = Locked(0)
+    await onThreads(1) { _ in
+      for _ in 0..<rounds {
+        let dispatcher = Dispatcher()
+        let reducer: Reducer<Counter, CounterAction> =
+          switch changes {
+          case .inPlace: CounterSynchronousReducer()
+          case .operationUpdates: OperationUpdateReducer()
+          }
+        let store = Store(identifier: "raced", model: Counter(), reducer: reducer)
+        try! dispatcher.register(store: store)
+        let dispatched = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+          _ = dispatchSync(dispatcher, CounterAction.increase(1))
+          dispatched.signal()
+        }
+        let heard = Locked(false)
+        let token = store.observe(delivery: .synchronous) { model, _ in
+          if model.count == 1 { heard.withLock { $0 = true } }
+        }
+        let seenAtRegistration = store.model.count
+        dispatched.wait()
+        if seenAtRegistration == 0 && !heard.withLock({ $0 }) { missed.withLock { $0 += 1 } }
+        withExtendedLifetime(token) {}
+      }
+    }
+    #expect(missed.withLock { $0 } == 0, "of \(rounds) rounds")
+  }
 }
 
 /// Increases the count by the action's amount through an operation, recording the count its update produced.

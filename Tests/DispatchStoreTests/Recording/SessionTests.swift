@@ -77,10 +77,12 @@ struct SessionTests {
 
   @Test func aTruncatedLastLineLoadsEveryCompleteRecordAndIsReported() throws {
     let file = TemporaryFile()
-    let app = RecordedApp()
-    try app.recorder.attach(appendingTo: file.url, codecs: appCodecs())
-    for amount in 1...3 { app.send(CounterAction.increase(amount)) }
-    app.recorder.flush()
+    do {  // The recording process, gone before the file is read (its recorder held the file's lock).
+      let app = RecordedApp()
+      try app.recorder.attach(appendingTo: file.url, codecs: appCodecs())
+      for amount in 1...3 { app.send(CounterAction.increase(amount)) }
+      app.recorder.flush()
+    }
     let complete = file.data
     // The process died while writing a fourth record.
     var partial = complete
@@ -104,10 +106,12 @@ struct SessionTests {
 
   @Test func attachingARecorderThatDidNotResumeTheFileIsRefused() throws {
     let file = TemporaryFile()
-    let app = RecordedApp()
-    try app.recorder.attach(appendingTo: file.url, codecs: appCodecs())
-    app.send(CounterAction.increase(1))
-    app.recorder.flush()
+    do {  // An earlier run, gone (its recorder held the file's lock).
+      let app = RecordedApp()
+      try app.recorder.attach(appendingTo: file.url, codecs: appCodecs())
+      app.send(CounterAction.increase(1))
+      app.recorder.flush()
+    }
     let before = file.data
     let other = RecordedApp()
     #expect(throws: SessionError.historyMismatch(fileRecords: 1, recorderRecords: 0)) {

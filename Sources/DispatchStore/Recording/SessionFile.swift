@@ -1,0 +1,256 @@
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// How the library opens session files: the one place that reads, creates, locks and replaces them.
+///
+/// - Only regular files are read or written. A path is opened without blocking (a FIFO would wait for a writer) and
+///   checked with `fstat` on the open descriptor, so what is checked is what is read.
+/// - A new file is created whole and exclusively: written beside the path, then linked into place (`link` fails if
+///   anything is there), so that no reader ever sees a session file without its header, and nothing is replaced.
+/// - A file a recorder appends to is locked (`flock`, exclusive) for as long as it is open, so that a second
+///   writer, in this process or another, is refused instead of interleaving lines.
+/// - A file is replaced (save, compact) only if it is a session or empty, under its lock, by renaming a complete,
+///   synced copy over it.
+/// - Every failure is a typed ``SessionError``; none leaves the path changed.
+enum SessionFile {
+  /// Reads the whole file at `url`: nothing is created, locked or written.
+  /// - Throws: ``SessionError/noFile(path:)``, ``SessionError/notARegularFile(path:kind:)`` or
+  ///   ``SessionError/cannotRead(path:reason:)``.
+  static func read(_ url: URL) throws(SessionError) -> Data {
+    let descriptor = try openRegular(url.path, flags: O_RDONLY)
+    defer { close(descriptor) }
+    return try readAll(descriptor, path: url.path)
+  }
+
+  /// Opens `url` for appending, creating it with `initialContents` if there is none, and locks it; returns the open
+  /// file and what it holds.
+  ///
+  /// The lock lasts until the returned handle is closed.
+  /// - Throws: ``SessionError/inUse(path:)`` if another open file holds the lock, and the errors of ``read(_:)``.
+  static func openForAppending(
+    _ url: URL, creatingWith initialContents: Data
+  ) throws(SessionError) -> (handle: FileHandle, contents: Data) {
+    let path = url.path
+    var attempts = 0
+    while true {
+      attempts += 1
+      let descriptor: Int32
+      do {
+        descriptor = try openRegular(path, flags: O_RDWR)
+      } catch .noFile {
+        // None yet: create it whole, unless somebody else did meanwhile; then open what is there.
+        _ = try createWhole(path, initialContents)
+        if attempts < 3 { continue }
+        throw .cannotRead(path: path, reason: "it was removed while being opened")
+      }
+      let stillThere: Bool
+      let contents: Data
+      do throws(SessionError) {
+        try lock(descriptor, path: path)
+        // Locked: but the path may name another file by now (one renamed over it). Lock that one instead.
+        stillThere = try isStillAtPath(descriptor, path: path)
+        contents = stillThere ? try readAll(descriptor, path: path) : Data()
+      } catch {
+        close(descriptor)
+        throw error
+      }
+      guard stillThere else {
+        close(descriptor)
+        if attempts < 3 { continue }
+        throw .cannotRead(path: path, reason: "it was replaced while being opened")
+      }
+      return (FileHandle(fileDescriptor: descriptor, closeOnDealloc: true), contents)
+    }
+  }
+
+  /// What a write may replace.
+  enum Replaceable {
+    /// A session file, or an empty one: a session being saved or compacted.
+    case sessions
+    /// Any regular file but a session: a page or an export written beside sessions.
+    case anythingButSessions
+  }
+
+  /// Replaces the file at `url` with `bytes`: creates it whole if there is none; otherwise replaces the regular file
+  /// there if `replaceable` allows, under its lock, by renaming a complete, synced copy over it (a symbolic link is
+  /// followed, and its target replaced).
+  /// - Throws: ``SessionError/missingHeader(path:)`` for a file that is not a session, when saving one;
+  ///   ``SessionError/wouldReplaceSession(path:)`` for a session, when writing anything else;
+  ///   ``SessionError/inUse(path:)`` and the errors of ``read(_:)``; ``SessionError/io(path:reason:)`` if writing
+  ///   fails (the path is unchanged).
+  static func replace(_ url: URL, with bytes: Data, replacing replaceable: Replaceable) throws(SessionError) {
+    let path = url.path
+    var descriptor: Int32 = -1
+    for attempt in 1...3 {
+      do {
+        descriptor = try openRegular(path, flags: O_RDWR)
+        break
+      } catch .noFile {
+        if try createWhole(path, bytes) { return }
+        // Somebody created it meanwhile: replace that one, as any other file there.
+        if attempt == 3 { throw .io(path: path, reason: "it keeps appearing and disappearing") }
+      }
+    }
+    defer { close(descriptor) }
+    try lock(descriptor, path: path)
+    let existing = try readAll(descriptor, path: path)
+    switch replaceable {
+    case .sessions:
+      guard existing.isEmpty || SessionFormat.startsWithHeader(existing) else { throw .missingHeader(path: path) }
+    case .anythingButSessions:
+      guard !SessionFormat.startsWithHeader(existing) else { throw .wouldReplaceSession(path: path) }
+    }
+    // Replace the file the path leads to, not a symbolic link on the way.
+    let target = url.resolvingSymlinksInPath().path
+    let directory = (target as NSString).deletingLastPathComponent
+    let (temporary, temporaryPath) = try temporaryFile(beside: target)
+    var renamed = false
+    defer {
+      close(temporary)
+      if !renamed { unlink(temporaryPath) }
+    }
+    var status = stat()
+    if fstat(descriptor, &status) == 0 { fchmod(temporary, status.st_mode & 0o7777) }
+    try write(bytes, to: temporary, path: path)
+    guard rename(temporaryPath, target) == 0 else { throw .io(path: path, reason: describeErrno()) }
+    renamed = true
+    let directoryDescriptor = systemOpen(directory.isEmpty ? "." : directory, O_RDONLY | O_CLOEXEC)
+    if directoryDescriptor >= 0 {
+      _ = fsync(directoryDescriptor)
+      close(directoryDescriptor)
+    }
+  }
+
+  // MARK: - Descriptors
+
+  /// Opens `path` without blocking and checks that it is a regular file.
+  private static func openRegular(_ path: String, flags: Int32) throws(SessionError) -> Int32 {
+    let descriptor = systemOpen(path, flags | O_NONBLOCK | O_CLOEXEC)
+    guard descriptor >= 0 else {
+      switch errno {
+      case ENOENT: throw .noFile(path: path)
+      case EISDIR: throw .notARegularFile(path: path, kind: "a directory")
+      default: throw .cannotRead(path: path, reason: describeErrno())
+      }
+    }
+    var status = stat()
+    guard fstat(descriptor, &status) == 0 else {
+      let reason = describeErrno()
+      close(descriptor)
+      throw .cannotRead(path: path, reason: reason)
+    }
+    guard status.st_mode & S_IFMT == S_IFREG else {
+      close(descriptor)
+      throw .notARegularFile(path: path, kind: kind(of: status.st_mode))
+    }
+    // A regular file: reads and writes block as usual.
+    _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK)
+    return descriptor
+  }
+
+  /// Creates `path` with `contents`, whole; returns whether it did (`false`: somebody else just did).
+  ///
+  /// The contents are written and synced beside the path, then linked into place, which fails if anything is at the
+  /// path by then.
+  private static func createWhole(_ path: String, _ contents: Data) throws(SessionError) -> Bool {
+    let (temporary, temporaryPath) = try temporaryFile(beside: path)
+    defer {
+      close(temporary)
+      unlink(temporaryPath)
+    }
+    try write(contents, to: temporary, path: path)
+    if link(temporaryPath, path) == 0 { return true }
+    guard errno == EEXIST else { throw .io(path: path, reason: "cannot create it: \(describeErrno())") }
+    return false
+  }
+
+  /// A new file beside `path` (in the same directory, so that it can be linked or renamed there), and its path.
+  private static func temporaryFile(beside path: String) throws(SessionError) -> (Int32, String) {
+    var template = Array("\(path).XXXXXX".utf8CString)
+    let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+    guard descriptor >= 0 else { throw .io(path: path, reason: "cannot create a file beside it: \(describeErrno())") }
+    _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+    return (descriptor, String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+  }
+
+  private static func systemOpen(_ path: String, _ flags: Int32) -> Int32 {
+    #if canImport(Glibc)
+      Glibc.open(path, flags)
+    #elseif canImport(Musl)
+      Musl.open(path, flags)
+    #else
+      Darwin.open(path, flags)
+    #endif
+  }
+
+  private static func lock(_ descriptor: Int32, path: String) throws(SessionError) {
+    guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+      if errno == EWOULDBLOCK { throw .inUse(path: path) }
+      throw .cannotRead(path: path, reason: "cannot lock it: \(describeErrno())")
+    }
+  }
+
+  /// Whether `path` still names the file open as `descriptor`.
+  private static func isStillAtPath(_ descriptor: Int32, path: String) throws(SessionError) -> Bool {
+    var opened = stat()
+    var named = stat()
+    guard fstat(descriptor, &opened) == 0 else { throw .cannotRead(path: path, reason: describeErrno()) }
+    guard stat(path, &named) == 0 else { return false }
+    return opened.st_dev == named.st_dev && opened.st_ino == named.st_ino
+  }
+
+  private static func readAll(_ descriptor: Int32, path: String) throws(SessionError) -> Data {
+    var data = Data()
+    var chunk = [UInt8](repeating: 0, count: 1 << 16)
+    var offset: off_t = 0
+    while true {
+      let count = chunk.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, offset) }
+      if count < 0 {
+        if errno == EINTR { continue }
+        throw .cannotRead(path: path, reason: describeErrno())
+      }
+      if count == 0 { return data }
+      data.append(contentsOf: chunk[..<count])
+      offset += off_t(count)
+    }
+  }
+
+  /// Writes all of `bytes` from the start of the file at `descriptor`, and syncs it.
+  private static func write(_ bytes: Data, to descriptor: Int32, path: String) throws(SessionError) {
+    var offset = 0
+    let failure: String? = bytes.withUnsafeBytes { buffer in
+      while offset < buffer.count {
+        let written = pwrite(descriptor, buffer.baseAddress! + offset, buffer.count - offset, off_t(offset))
+        if written < 0 {
+          if errno == EINTR { continue }
+          return describeErrno()
+        }
+        offset += written
+      }
+      return fsync(descriptor) == 0 ? nil : describeErrno()
+    }
+    if let failure { throw .io(path: path, reason: failure) }
+  }
+
+  private static func kind(of mode: mode_t) -> String {
+    switch mode & S_IFMT {
+    case S_IFDIR: return "a directory"
+    case S_IFIFO: return "a FIFO"
+    case S_IFCHR: return "a character device"
+    case S_IFBLK: return "a block device"
+    case S_IFSOCK: return "a socket"
+    default: return "not a regular file"
+    }
+  }
+
+  private static func describeErrno() -> String {
+    String(cString: strerror(errno))
+  }
+}
