@@ -35,6 +35,9 @@ final class JSONStreamEncoder {
   /// Whether the value used the `Encoder` protocol in a way this encoder does not follow, where it could not throw
   /// (`superEncoder`, a container it could not open): the value is then encoded again with `JSONEncoder`.
   @exclusivity(unchecked) fileprivate var unsupported = false
+  /// How deeply the last value encoded nests objects and arrays (0 for a number or a string): JSON decoders refuse
+  /// values past a depth (`JSONDecoder`: 512), so a writer checks it.
+  @exclusivity(unchecked) private(set) var lastDepth = 0
   private lazy var foundation: JSONEncoder = {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -82,8 +85,39 @@ final class JSONStreamEncoder {
     do {
       try encodeDirectly(value, into: &output)
     } catch is Unsupported {
-      output.append(contentsOf: try foundation.encode(value))
+      let json = try foundation.encode(value)
+      lastDepth = Self.depth(of: json)
+      output.append(contentsOf: json)
     }
+  }
+
+  /// How deeply `json` nests objects and arrays.
+  static func depth(of json: Data) -> Int {
+    var depth = 0
+    var deepest = 0
+    var inString = false
+    var escaped = false
+    for byte in json {
+      if inString {
+        if escaped {
+          escaped = false
+        } else if byte == UInt8(ascii: "\\") {
+          escaped = true
+        } else if byte == UInt8(ascii: "\"") {
+          inString = false
+        }
+        continue
+      }
+      switch byte {
+      case UInt8(ascii: "\""): inString = true
+      case UInt8(ascii: "{"), UInt8(ascii: "["):
+        depth += 1
+        deepest = max(deepest, depth)
+      case UInt8(ascii: "}"), UInt8(ascii: "]"): depth -= 1
+      default: break
+      }
+    }
+    return deepest
   }
 
   /// Appends the JSON of `value` to `output`.
@@ -91,6 +125,7 @@ final class JSONStreamEncoder {
   func encodeDirectly<T: Encodable>(_ value: T, into output: inout [UInt8]) throws {
     swap(&bytes, &output)
     let start = bytes.count
+    lastDepth = 0
     defer {
       frames.removeAll(keepingCapacity: true)
       entries.removeAll(keepingCapacity: true)
@@ -219,6 +254,7 @@ final class JSONStreamEncoder {
   private func open(isObject: Bool) -> Int {
     nextFrameID &+= 1
     frames.append(Frame(id: nextFrameID, isObject: isObject, firstEntry: entries.count))
+    if frames.count > lastDepth { lastDepth = frames.count }
     bytes.append(isObject ? UInt8(ascii: "{") : UInt8(ascii: "["))
     return nextFrameID
   }

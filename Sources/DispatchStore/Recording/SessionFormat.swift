@@ -27,6 +27,10 @@ enum SessionLineKey: String, CodingKey {
 enum SessionFormat {
   static let name = "DispatchStore.session"
   static let version = 2
+  /// How deeply a model, action or effect value may nest objects and arrays: `JSONDecoder` reads at most 512 levels,
+  /// and a value sits up to three levels down (in its line, in a snapshot's map of stores, in the array the loader
+  /// decodes all records from). A deeper value is refused when it is written, so that what is written loads back.
+  static let maximumValueDepth = 500
 
   struct StoreEntry: Codable, Equatable {
     let identifier: String
@@ -122,8 +126,10 @@ enum SessionFormat {
         JSONText.append(record.storeIdentifier, to: &bytes)
         bytes.append(contentsOf: ",\"a\":".utf8)
         try codec.encodeAction(record.storeIdentifier, record.action, encoder, &bytes)
+        try checkDepth(of: "action", store: record.storeIdentifier)
         bytes.append(contentsOf: ",\"m\":".utf8)
         try codec.encodeModel(record.storeIdentifier, record.model, encoder, &bytes)
+        try checkDepth(of: "model", store: record.storeIdentifier)
         if let error = record.error {
           bytes.append(contentsOf: ",\"e\":".utf8)
           JSONText.append(String(describing: error), to: &bytes)
@@ -138,10 +144,12 @@ enum SessionFormat {
         bytes.append(contentsOf: "{\"k\":\"s\",\"i\":\(index),\"m\":".utf8)
         try appendByStore(models, to: &bytes) { codec, store, model, bytes in
           try codec.encodeModel(store, model, encoder, &bytes)
+          try checkDepth(of: "model", store: store)
         }
         bytes.append(contentsOf: ",\"a\":".utf8)
         try appendByStore(actions, to: &bytes) { codec, store, action, bytes in
           try codec.encodeAction(store, action, encoder, &bytes)
+          try checkDepth(of: "action", store: store)
         }
         bytes.append(UInt8(ascii: "}"))
       case .effect(let dispatchID, let key, let value):
@@ -149,9 +157,19 @@ enum SessionFormat {
         JSONText.append(key, to: &bytes)
         bytes.append(contentsOf: ",\"v\":".utf8)
         try encoder.encode(value, into: &bytes)
+        try checkDepth(of: "effect \"\(key)\"", store: "")
         bytes.append(UInt8(ascii: "}"))
       }
       seal(&bytes, from: start)
+    }
+
+    /// Throws if the value just encoded nests deeper than a session may hold (``maximumValueDepth``).
+    private func checkDepth(of what: String, store: String) throws {
+      guard encoder.lastDepth > SessionFormat.maximumValueDepth else { return }
+      throw SessionError.encodingFailed(
+        storeIdentifier: store,
+        reason: "its \(what) nests \(encoder.lastDepth) levels of objects and arrays; a session holds at most "
+          + "\(SessionFormat.maximumValueDepth), so that it reads back")
     }
 
     /// Appends `values` as a JSON object keyed by store, in store order, each value as `json` encodes it.
