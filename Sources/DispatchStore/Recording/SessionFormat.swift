@@ -27,9 +27,11 @@ enum SessionLineKey: String, CodingKey {
 enum SessionFormat {
   static let name = "DispatchStore.session"
   static let version = 2
-  /// How deeply a model, action or effect value may nest objects and arrays: `JSONDecoder` reads at most 512 levels,
-  /// and a value sits up to three levels down (in its line, in a snapshot's map of stores, in the array the loader
-  /// decodes all records from). A deeper value is refused when it is written, so that what is written loads back.
+  /// How deeply a model, action or effect value may nest objects and arrays.
+  ///
+  /// `JSONDecoder` reads at most 512 levels, and a value sits up to three levels down (in its line, in a snapshot's
+  /// map of stores, in the array the loader decodes all records from). A deeper value is refused when it is
+  /// written, so that what is written loads back.
   static let maximumValueDepth = 500
 
   struct StoreEntry: Codable, Equatable {

@@ -31,7 +31,9 @@ struct RecordingLimitsTests {
     return (dispatcher, store, recorder, codecs)
   }
 
-  /// 249 levels: JSON nested 500 levels, the most a session holds. Written, loaded, restored and verified.
+  /// 249 levels: JSON nested 500 levels, the most a session holds.
+  ///
+  /// Written, loaded, restored and verified.
   @Test func aModelNestedUpToTheLimitIsWrittenAndReadBack() throws {
     let file = TemporaryFile()
     let (dispatcher, _, recorder, codecs) = try Self.treeApp()
@@ -49,8 +51,9 @@ struct RecordingLimitsTests {
     try session.verify(against: again)
   }
 
-  /// 300 levels: JSON nested 602 levels, which `JSONDecoder` would refuse to read back. The writer refuses it,
-  /// naming the store; the file holds what came before, and loads.
+  /// 300 levels: JSON nested 602 levels, which `JSONDecoder` would refuse to read back.
+  ///
+  /// The writer refuses it, naming the store; the file holds what came before, and loads.
   @Test func aModelNestedPastTheLimitIsRefusedWhenWrittenAndTheFileStillLoads() throws {
     let file = TemporaryFile()
     let (dispatcher, _, recorder, codecs) = try Self.treeApp()
