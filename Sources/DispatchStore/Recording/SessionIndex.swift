@@ -5,7 +5,9 @@ import Foundation
 /// whole history.
 ///
 /// Reading checks what a recorder writes: the hash chain (format version 2), and the sequence of positions (a
-/// record is always one past the cursor, a move stays within the history, a snapshot is at the cursor).
+/// record is always one past the cursor, a move stays within the history, a snapshot is at the cursor). Reading for
+/// the inspector also checks that each line is the JSON object of its kind (``LineCheck``), and keeps what the kept
+/// history leaves out: moves, and the records and snapshots a later record dropped (``Inspection``).
 struct SessionIndex: Sendable {
   /// A line of the file, not decoded.
   struct Line: Sendable {
@@ -37,6 +39,8 @@ struct SessionIndex: Sendable {
   var effects: [TransactionID: [Line]] = [:]
   /// A version 1 file's history, decoded when it was read (version 1 has no cheap structure to index).
   var decodedRecords: [Record]?
+  /// What the inspector shows besides the kept history; `nil` unless read for the inspector.
+  var inspection: Inspection?
   var truncatedLine: Int?
   var completeByteCount = 0
   var lastHash: UInt64 = 0
@@ -49,13 +53,28 @@ struct SessionIndex: Sendable {
     data.subdata(in: line.range)
   }
 
+  /// The lines of a version 2 file that the kept history leaves out, in the order of the file.
+  struct Inspection: Sendable {
+    /// Cursor moves (undo, redo, jumps), with the position each moved to.
+    var moves: [(line: Line, index: Int)] = []
+    /// Records dropped by a later record at their position or before it (a dispatch after moving back), each with
+    /// the line number of that record.
+    var replacedRecords: [(record: RecordLine, replacedBy: Int)] = []
+    /// Snapshots dropped with them, each with the line number of the record that dropped it.
+    var droppedSnapshots: [(index: Int, line: Line, droppedBy: Int)] = []
+  }
+
   // MARK: - Reading
 
   /// Reads `data`.
   ///
   /// Without codecs (the inspector), the header's stores are not checked against an app's, and a version 1 file,
-  /// which can only be read by decoding it, is refused.
-  static func read(_ data: Data, path: String, codecs: SessionCodecs?) throws(SessionError) -> SessionIndex {
+  /// which can only be read by decoding it, is refused. With `inspecting`, each line after the header must also be
+  /// the JSON object of its kind (``LineCheck``: one more pass over its bytes, which loading leaves to the decoder
+  /// of the records it needs), and ``inspection`` keeps the moves and the records and snapshots that were dropped.
+  static func read(
+    _ data: Data, path: String, codecs: SessionCodecs?, inspecting: Bool = false
+  ) throws(SessionError) -> SessionIndex {
     // Line ranges, without their newlines; whatever follows the last newline is a line the writer did not finish.
     var ranges: [Range<Int>] = []
     var start = 0
@@ -71,6 +90,7 @@ struct SessionIndex: Sendable {
     var index = SessionIndex(data: data, formatVersion: version, storeIdentifiers: stores.sorted())
     index.truncatedLine = truncatedLine
     index.completeByteCount = start
+    if inspecting { index.inspection = Inspection() }
     if version == 1 {
       guard let codecs else {
         throw .unsupportedVersion(found: 1, supported: SessionFormat.version, line: 1)
@@ -195,6 +215,10 @@ struct SessionIndex: Sendable {
     guard let fields = LinePrefix(bytes: object) else {
       throw .corruptLine(line: line.number, reason: "the line does not start with its kind")
     }
+    if inspection != nil {
+      var check = LineCheck(object, line: line.number)
+      try check.checkObject(kind: fields.kind, stores: storeIdentifiers)
+    }
     switch fields.kind {
     case UInt8(ascii: "r"):
       guard let position = fields.index else { throw .corruptLine(line: line.number, reason: "missing field \"i\"") }
@@ -204,8 +228,20 @@ struct SessionIndex: Sendable {
         let name = try? JSONDecoder().decode(String.self, from: Data(field))
         throw .unknownStore(identifier: name ?? "?", line: line.number)
       }
-      if position - firstIndex < records.count { records.removeSubrange((position - firstIndex)...) }
-      if let last = snapshots.last, last.index > position { snapshots.removeAll { $0.index > position } }
+      if position - firstIndex < records.count {
+        if inspection != nil {
+          inspection!.replacedRecords += records[(position - firstIndex)...].map { ($0, line.number) }
+        }
+        records.removeSubrange((position - firstIndex)...)
+      }
+      if let last = snapshots.last, last.index > position {
+        if inspection != nil {
+          inspection!.droppedSnapshots += snapshots.filter { $0.index > position }.map {
+            ($0.index, $0.line, line.number)
+          }
+        }
+        snapshots.removeAll { $0.index > position }
+      }
       records.append(RecordLine(line: line, index: position, store: store))
       cursor = position
     case UInt8(ascii: "m"):
@@ -213,6 +249,7 @@ struct SessionIndex: Sendable {
       guard position >= firstIndex - 1, position < nextIndex, position != cursor else {
         throw .invalidIndex(position, line: line.number)
       }
+      inspection?.moves.append((line, position))
       cursor = position
     case UInt8(ascii: "s"):
       guard let position = fields.index else { throw .corruptLine(line: line.number, reason: "missing field \"i\"") }
@@ -397,5 +434,421 @@ struct RecordFields {
       value = times &+ UInt64(byte - UInt8(ascii: "0"))
     }
     return value
+  }
+}
+
+/// Checks that a version 2 line after the header is the JSON object of its kind: valid JSON (RFC 8259, in UTF-8)
+/// whose fields have the types the format gives them, the required ones present and none twice.
+///
+/// One pass over the line in place, without decoding it. The inspector embeds lines as they are written, so a line
+/// whose hash is valid but whose content is not (written by something else, or edited and re-hashed) is refused
+/// here rather than breaking the page. Fields the format does not have are allowed, as the decoder allows them.
+struct LineCheck {
+  /// The deepest nesting of objects and arrays a line may hold, its own object included: as deep as `JSONDecoder`
+  /// reads.
+  static let maximumDepth = 512
+
+  /// What a value is, as far as the fields of a line care.
+  enum Value: Equatable {
+    case string, number, object, array, boolean, null
+    /// An integer, without fraction or exponent: its sign, its digits, and its magnitude if it fits in 64 bits.
+    case integer(negative: Bool, digits: Int, magnitude: UInt64?)
+
+    var isUnsigned: Bool {
+      if case .integer(false, _, .some) = self { return true }
+      return false
+    }
+
+    /// An integer the index reads exactly from the line's start (at most 18 digits).
+    var isPosition: Bool {
+      if case .integer(_, let digits, .some) = self { return digits <= 18 }
+      return false
+    }
+  }
+
+  /// The fields of version 2 lines; the raw value is a bit in a set of them.
+  private enum Field: UInt16 {
+    case k = 1, i = 2, t = 4, d = 8, s = 16, a = 32, m = 64, e = 128, c = 256, f = 512, key = 1024, v = 2048
+    case h = 4096
+
+    init?(_ name: UnsafeRawBufferPointer) {
+      if name.count == 3 {
+        guard name[0] == UInt8(ascii: "k"), name[1] == UInt8(ascii: "e"), name[2] == UInt8(ascii: "y") else {
+          return nil
+        }
+        self = .key
+        return
+      }
+      guard name.count == 1 else { return nil }
+      switch name[0] {
+      case UInt8(ascii: "k"): self = .k
+      case UInt8(ascii: "i"): self = .i
+      case UInt8(ascii: "t"): self = .t
+      case UInt8(ascii: "d"): self = .d
+      case UInt8(ascii: "s"): self = .s
+      case UInt8(ascii: "a"): self = .a
+      case UInt8(ascii: "m"): self = .m
+      case UInt8(ascii: "e"): self = .e
+      case UInt8(ascii: "c"): self = .c
+      case UInt8(ascii: "f"): self = .f
+      case UInt8(ascii: "v"): self = .v
+      case UInt8(ascii: "h"): self = .h
+      default: return nil
+      }
+    }
+
+    var name: String {
+      switch self {
+      case .k: "k"
+      case .i: "i"
+      case .t: "t"
+      case .d: "d"
+      case .s: "s"
+      case .a: "a"
+      case .m: "m"
+      case .e: "e"
+      case .c: "c"
+      case .f: "f"
+      case .key: "key"
+      case .v: "v"
+      case .h: "h"
+      }
+    }
+  }
+
+  /// The line's object without its hash suffix, and so without its closing brace (`{"k":"r","i":0,…`).
+  private let bytes: UnsafeRawBufferPointer
+  private let line: Int
+  private var position = 0
+
+  /// - Parameters:
+  ///   - object: The line's bytes before its hash suffix, `,"h":"…"}`.
+  ///   - line: Its 1-based line number, for errors.
+  init(_ object: UnsafeRawBufferPointer, line: Int) {
+    self.bytes = object
+    self.line = line
+  }
+
+  // MARK: - Lines
+
+  /// Checks the line as a line of `kind` (`r`, `m`, `s` or `e`; another kind is left to the caller to refuse),
+  /// whose stores are among `stores`.
+  mutating func checkObject(kind: UInt8, stores: [String]) throws(SessionError) {
+    guard bytes.first == UInt8(ascii: "{") else { throw notJSON("expected \"{\"") }
+    position = 1
+    let required: UInt16
+    switch kind {
+    case UInt8(ascii: "r"):
+      required = Field.i.rawValue | Field.t.rawValue | Field.s.rawValue | Field.a.rawValue | Field.m.rawValue
+    case UInt8(ascii: "m"): required = Field.i.rawValue
+    case UInt8(ascii: "s"): required = Field.i.rawValue | Field.m.rawValue
+    case UInt8(ascii: "e"): required = Field.d.rawValue | Field.key.rawValue | Field.v.rawValue
+    default: required = 0
+    }
+    var seen: UInt16 = 0
+    var storeMaps: [Range<Int>] = []
+    // The members, up to the end of the bytes, where the hash suffix continues the object.
+    while true {
+      skipWhitespace()
+      guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else {
+        throw notJSON("expected a field name")
+      }
+      let nameStart = position + 1
+      try string()
+      let field = Field(UnsafeRawBufferPointer(rebasing: bytes[nameStart..<(position - 1)]))
+      skipWhitespace()
+      guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else { throw notJSON("expected \":\"") }
+      position += 1
+      skipWhitespace()
+      let valueStart = position
+      let value = try self.value(depth: 2)
+      if let field {
+        guard seen & field.rawValue == 0, field != .h else {
+          throw .corruptLine(line: line, reason: "the field \"\(field.name)\" appears twice")
+        }
+        seen |= field.rawValue
+        if let expected = Self.type(of: field, kind: kind) {
+          guard expected.matches(value) else {
+            throw .corruptLine(
+              line: line, reason: "the field \"\(field.name)\" of \(Self.kindName(kind)) must be \(expected.name)")
+          }
+          if kind == UInt8(ascii: "s"), field == .m || field == .a { storeMaps.append(valueStart..<position) }
+        }
+      }
+      skipWhitespace()
+      if position == bytes.count { break }
+      guard bytes[position] == UInt8(ascii: ",") else { throw notJSON("expected \",\" or the end of the object") }
+      position += 1
+    }
+    if seen & required != required {
+      let missing = [Field.i, .t, .d, .s, .a, .m, .key, .v].first { required & ~seen & $0.rawValue != 0 }!
+      throw .corruptLine(line: line, reason: "\(Self.kindName(kind)) has no field \"\(missing.name)\"")
+    }
+    for map in storeMaps { try checkStoreKeys(in: map, stores: stores) }
+  }
+
+  /// The types of the fields of each kind, where the format gives one.
+  private enum FieldType {
+    case any, string, boolean, object, unsigned, position
+
+    var name: String {
+      switch self {
+      case .any: "a value"
+      case .string: "a string"
+      case .boolean: "true or false"
+      case .object: "an object"
+      case .unsigned: "an unsigned integer"
+      case .position: "an integer of at most 18 digits"
+      }
+    }
+
+    func matches(_ value: Value) -> Bool {
+      switch self {
+      case .any: true
+      case .string: value == .string
+      case .boolean: value == .boolean
+      case .object: value == .object
+      case .unsigned: value.isUnsigned
+      case .position: value.isPosition
+      }
+    }
+  }
+
+  private static func type(of field: Field, kind: UInt8) -> FieldType? {
+    switch (kind, field) {
+    case (_, .k): .string
+    case (UInt8(ascii: "r"), .i), (UInt8(ascii: "m"), .i), (UInt8(ascii: "s"), .i): .position
+    case (UInt8(ascii: "r"), .t), (UInt8(ascii: "r"), .d), (UInt8(ascii: "r"), .f), (UInt8(ascii: "e"), .d): .unsigned
+    case (UInt8(ascii: "r"), .s), (UInt8(ascii: "r"), .e), (UInt8(ascii: "e"), .key): .string
+    case (UInt8(ascii: "r"), .a), (UInt8(ascii: "r"), .m), (UInt8(ascii: "e"), .v): .any
+    case (UInt8(ascii: "r"), .c): .boolean
+    case (UInt8(ascii: "s"), .m), (UInt8(ascii: "s"), .a): .object
+    default: nil
+    }
+  }
+
+  private static func kindName(_ kind: UInt8) -> String {
+    switch kind {
+    case UInt8(ascii: "r"): "a record"
+    case UInt8(ascii: "m"): "a move"
+    case UInt8(ascii: "s"): "a snapshot"
+    case UInt8(ascii: "e"): "an effect"
+    default: "the line"
+    }
+  }
+
+  /// Checks that the keys of the object in `range`, already checked as JSON, are stores of the header.
+  private func checkStoreKeys(in range: Range<Int>, stores: [String]) throws(SessionError) {
+    var scan = self
+    scan.position = range.lowerBound + 1
+    while true {
+      scan.skipWhitespace()
+      if bytes[scan.position] == UInt8(ascii: "}") { return }
+      if bytes[scan.position] == UInt8(ascii: ",") {
+        scan.position += 1
+        scan.skipWhitespace()
+      }
+      let nameStart = scan.position
+      try scan.string()
+      let name = UnsafeRawBufferPointer(rebasing: bytes[nameStart..<scan.position])
+      let store = (try? JSONDecoder().decode(String.self, from: Data(name))) ?? ""
+      guard stores.contains(store) else { throw .unknownStore(identifier: store, line: line) }
+      scan.skipWhitespace()
+      scan.position += 1  // ":"
+      _ = try scan.value(depth: 3)
+    }
+  }
+
+  // MARK: - JSON
+
+  private func notJSON(_ what: String) -> SessionError {
+    .corruptLine(line: line, reason: "not JSON: \(what) at column \(position + 1)")
+  }
+
+  private mutating func skipWhitespace() {
+    while position < bytes.count {
+      switch bytes[position] {
+      case 0x20, 0x09, 0x0A, 0x0D: position += 1
+      default: return
+      }
+    }
+  }
+
+  /// Checks the value at `position`, nested in `depth - 1` objects and arrays, and moves past it.
+  private mutating func value(depth: Int) throws(SessionError) -> Value {
+    guard position < bytes.count else { throw notJSON("expected a value") }
+    switch bytes[position] {
+    case UInt8(ascii: "\""):
+      try string()
+      return .string
+    case UInt8(ascii: "{"), UInt8(ascii: "["):
+      guard depth <= Self.maximumDepth else {
+        throw .corruptLine(line: line, reason: "nested deeper than \(Self.maximumDepth) levels")
+      }
+      return try container(depth: depth)
+    case UInt8(ascii: "t"):
+      try literal("true")
+      return .boolean
+    case UInt8(ascii: "f"):
+      try literal("false")
+      return .boolean
+    case UInt8(ascii: "n"):
+      try literal("null")
+      return .null
+    case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+      return try number()
+    default:
+      throw notJSON("expected a value")
+    }
+  }
+
+  /// An object or an array, at its opening bracket.
+  private mutating func container(depth: Int) throws(SessionError) -> Value {
+    let isObject = bytes[position] == UInt8(ascii: "{")
+    let closing = isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")
+    position += 1
+    skipWhitespace()
+    if position < bytes.count, bytes[position] == closing {
+      position += 1
+      return isObject ? .object : .array
+    }
+    while true {
+      if isObject {
+        guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else { throw notJSON("expected a key") }
+        try string()
+        skipWhitespace()
+        guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else { throw notJSON("expected \":\"") }
+        position += 1
+        skipWhitespace()
+      }
+      _ = try value(depth: depth + 1)
+      skipWhitespace()
+      guard position < bytes.count else { throw notJSON("expected \"\(Character(Unicode.Scalar(closing)))\"") }
+      if bytes[position] == closing {
+        position += 1
+        return isObject ? .object : .array
+      }
+      guard bytes[position] == UInt8(ascii: ",") else {
+        throw notJSON("expected \",\" or \"\(Character(Unicode.Scalar(closing)))\"")
+      }
+      position += 1
+      skipWhitespace()
+    }
+  }
+
+  private mutating func literal(_ word: StaticString) throws(SessionError) {
+    let count = word.utf8CodeUnitCount
+    guard position + count <= bytes.count else { throw notJSON("expected a value") }
+    for offset in 0..<count where bytes[position + offset] != word.utf8Start[offset] {
+      throw notJSON("expected a value")
+    }
+    position += count
+  }
+
+  private mutating func number() throws(SessionError) -> Value {
+    var negative = false
+    if bytes[position] == UInt8(ascii: "-") {
+      negative = true
+      position += 1
+    }
+    let digitsStart = position
+    var magnitude: UInt64? = 0
+    while position < bytes.count, bytes[position] >= UInt8(ascii: "0"), bytes[position] <= UInt8(ascii: "9") {
+      if let value = magnitude {
+        let (times, overflow) = value.multipliedReportingOverflow(by: 10)
+        let (sum, carry) = times.addingReportingOverflow(UInt64(bytes[position] - UInt8(ascii: "0")))
+        magnitude = overflow || carry ? nil : sum
+      }
+      position += 1
+    }
+    let digits = position - digitsStart
+    guard digits > 0 else { throw notJSON("expected a digit") }
+    guard digits == 1 || bytes[digitsStart] != UInt8(ascii: "0") else { throw notJSON("a number starts with 0") }
+    var integer = true
+    if position < bytes.count, bytes[position] == UInt8(ascii: ".") {
+      integer = false
+      position += 1
+      try someDigits()
+    }
+    if position < bytes.count, bytes[position] == UInt8(ascii: "e") || bytes[position] == UInt8(ascii: "E") {
+      integer = false
+      position += 1
+      if position < bytes.count, bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-") {
+        position += 1
+      }
+      try someDigits()
+    }
+    return integer ? .integer(negative: negative, digits: digits, magnitude: magnitude) : .number
+  }
+
+  private mutating func someDigits() throws(SessionError) {
+    let start = position
+    while position < bytes.count, bytes[position] >= UInt8(ascii: "0"), bytes[position] <= UInt8(ascii: "9") {
+      position += 1
+    }
+    guard position > start else { throw notJSON("expected a digit") }
+  }
+
+  /// A string, at its opening quote: escapes as JSON has them, no control characters, UTF-8 (RFC 3629).
+  private mutating func string() throws(SessionError) {
+    position += 1
+    while position < bytes.count {
+      let byte = bytes[position]
+      if byte == UInt8(ascii: "\"") {
+        position += 1
+        return
+      }
+      if byte == UInt8(ascii: "\\") {
+        guard position + 1 < bytes.count else { break }
+        switch bytes[position + 1] {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
+          UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+          position += 2
+        case UInt8(ascii: "u"):
+          guard position + 6 <= bytes.count,
+            (2..<6).allSatisfy({ Character(Unicode.Scalar(bytes[position + $0])).isHexDigit })
+          else { throw notJSON("expected four hexadecimal digits") }
+          position += 6
+        default:
+          throw notJSON("an unknown escape")
+        }
+      } else if byte < 0x20 {
+        throw notJSON("a control character in a string")
+      } else if byte < 0x80 {
+        position += 1
+      } else {
+        try utf8Sequence(byte)
+      }
+    }
+    throw notJSON("the string does not end")
+  }
+
+  /// A UTF-8 sequence of two to four bytes, at its first byte, `lead`.
+  private mutating func utf8Sequence(_ lead: UInt8) throws(SessionError) {
+    let count: Int
+    var low: UInt8 = 0x80
+    var high: UInt8 = 0xBF
+    switch lead {
+    case 0xC2...0xDF: count = 2
+    case 0xE0:
+      count = 3
+      low = 0xA0
+    case 0xE1...0xEC, 0xEE...0xEF: count = 3
+    case 0xED:
+      count = 3
+      high = 0x9F
+    case 0xF0:
+      count = 4
+      low = 0x90
+    case 0xF1...0xF3: count = 4
+    case 0xF4:
+      count = 4
+      high = 0x8F
+    default: throw .corruptLine(line: line, reason: "not UTF-8 at column \(position + 1)")
+    }
+    guard position + count <= bytes.count, bytes[position + 1] >= low, bytes[position + 1] <= high,
+      (2..<count).allSatisfy({ bytes[position + $0] & 0xC0 == 0x80 })
+    else { throw .corruptLine(line: line, reason: "not UTF-8 at column \(position + 1)") }
+    position += count
   }
 }
