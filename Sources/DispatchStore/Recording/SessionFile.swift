@@ -86,6 +86,53 @@ enum SessionFile {
   ///   ``SessionError/inUse(path:)`` and the errors of ``read(_:)``; ``SessionError/io(path:reason:)`` if writing
   ///   fails (the path is unchanged).
   static func replace(_ url: URL, with bytes: Data, replacing replaceable: Replaceable) throws(SessionError) {
+    try replace(url, replacing: replaceable) { (output: inout Output) throws(SessionError) in try output.write(bytes) }
+  }
+
+  /// A new file being written from its start, by the `contents` of ``replace(_:replacing:contents:)``.
+  struct Output {
+    fileprivate let descriptor: Int32
+    fileprivate let path: String
+    fileprivate var offset: off_t = 0
+
+    /// Appends `bytes`.
+    /// - Throws: ``SessionError/io(path:reason:)``.
+    mutating func write(_ bytes: UnsafeRawBufferPointer) throws(SessionError) {
+      var written = 0
+      while written < bytes.count {
+        let count = pwrite(descriptor, bytes.baseAddress! + written, bytes.count - written, offset)
+        if count < 0 {
+          if errno == EINTR { continue }
+          throw .io(path: path, reason: describeErrno())
+        }
+        written += count
+        offset += off_t(count)
+      }
+    }
+
+    /// Appends `data`.
+    /// - Throws: ``SessionError/io(path:reason:)``.
+    mutating func write(_ data: Data) throws(SessionError) {
+      var failure: SessionError?
+      data.withUnsafeBytes { buffer in
+        do throws(SessionError) {
+          try write(buffer)
+        } catch {
+          failure = error
+        }
+      }
+      if let failure { throw failure }
+    }
+  }
+
+  /// Replaces the file at `url` with what `contents` writes, as ``replace(_:with:replacing:)`` does: without holding
+  /// the new contents in memory.
+  ///
+  /// `contents` may be called more than once (if the file is created by somebody else meanwhile), each time for a
+  /// new file.
+  static func replace(
+    _ url: URL, replacing replaceable: Replaceable, contents: (inout Output) throws(SessionError) -> Void
+  ) throws(SessionError) {
     let path = url.path
     var descriptor: Int32 = -1
     for attempt in 1...3 {
@@ -93,14 +140,15 @@ enum SessionFile {
         descriptor = try openRegular(path, flags: O_RDWR)
         break
       } catch .noFile {
-        if try createWhole(path, bytes) { return }
+        if try createWhole(path, contents) { return }
         // Somebody created it meanwhile: replace that one, as any other file there.
         if attempt == 3 { throw .io(path: path, reason: "it keeps appearing and disappearing") }
       }
     }
     defer { close(descriptor) }
     try lock(descriptor, path: path)
-    let existing = try readAll(descriptor, path: path)
+    // Whether it is a session depends on its first line only: the rest is not read.
+    let existing = try readFirstLine(descriptor, path: path)
     switch replaceable {
     case .sessions:
       guard existing.isEmpty || SessionFormat.startsWithHeader(existing) else { throw .missingHeader(path: path) }
@@ -118,7 +166,7 @@ enum SessionFile {
     }
     var status = stat()
     if fstat(descriptor, &status) == 0 { fchmod(temporary, status.st_mode & 0o7777) }
-    try write(bytes, to: temporary, path: path)
+    try write(contents, to: temporary, path: path)
     guard rename(temporaryPath, target) == 0 else { throw .io(path: path, reason: describeErrno()) }
     renamed = true
     let directoryDescriptor = systemOpen(directory.isEmpty ? "." : directory, O_RDONLY | O_CLOEXEC)
@@ -160,6 +208,13 @@ enum SessionFile {
   /// The contents are written and synced beside the path, then linked into place, which fails if anything is at the
   /// path by then.
   private static func createWhole(_ path: String, _ contents: Data) throws(SessionError) -> Bool {
+    try createWhole(path) { (output: inout Output) throws(SessionError) in try output.write(contents) }
+  }
+
+  /// Creates `path` with what `contents` writes, as ``createWhole(_:_:)`` does.
+  private static func createWhole(
+    _ path: String, _ contents: (inout Output) throws(SessionError) -> Void
+  ) throws(SessionError) -> Bool {
     let (temporary, temporaryPath) = try temporaryFile(beside: path)
     defer {
       close(temporary)
@@ -222,21 +277,34 @@ enum SessionFile {
     }
   }
 
-  /// Writes all of `bytes` from the start of the file at `descriptor`, and syncs it.
-  private static func write(_ bytes: Data, to descriptor: Int32, path: String) throws(SessionError) {
-    var offset = 0
-    let failure: String? = bytes.withUnsafeBytes { buffer in
-      while offset < buffer.count {
-        let written = pwrite(descriptor, buffer.baseAddress! + offset, buffer.count - offset, off_t(offset))
-        if written < 0 {
-          if errno == EINTR { continue }
-          return describeErrno()
-        }
-        offset += written
+  /// Writes what `contents` writes from the start of the file at `descriptor`, and syncs it.
+  private static func write(
+    _ contents: (inout Output) throws(SessionError) -> Void, to descriptor: Int32, path: String
+  ) throws(SessionError) {
+    var output = Output(descriptor: descriptor, path: path)
+    try contents(&output)
+    guard fsync(descriptor) == 0 else { throw .io(path: path, reason: describeErrno()) }
+  }
+
+  /// The file's bytes up to its first newline (included), or all of them if it has none.
+  private static func readFirstLine(_ descriptor: Int32, path: String) throws(SessionError) -> Data {
+    var data = Data()
+    var chunk = [UInt8](repeating: 0, count: 1 << 12)
+    var offset: off_t = 0
+    while true {
+      let count = chunk.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, offset) }
+      if count < 0 {
+        if errno == EINTR { continue }
+        throw .cannotRead(path: path, reason: describeErrno())
       }
-      return fsync(descriptor) == 0 ? nil : describeErrno()
+      if count == 0 { return data }
+      if let newline = chunk[..<count].firstIndex(of: 0x0A) {
+        data.append(contentsOf: chunk[...newline])
+        return data
+      }
+      data.append(contentsOf: chunk[..<count])
+      offset += off_t(count)
     }
-    if let failure { throw .io(path: path, reason: failure) }
   }
 
   private static func kind(of mode: mode_t) -> String {
