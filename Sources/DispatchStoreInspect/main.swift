@@ -2,7 +2,9 @@
 //
 //   swift run dispatchstore-inspect SESSION.jsonl [-o PAGE.html]
 //
-// Without -o the page goes to standard output. It needs no codecs: it reads the file's JSON as it is.
+// Without -o the page goes to standard output. It needs no codecs: it reads the file's JSON as it is. A file that
+// fails a check (not a session, a line corrupt, out of place or failing its hash) is reported, with exit status 1;
+// with -o, the page written shows the error.
 import DispatchStore
 import Foundation
 
@@ -32,7 +34,14 @@ do {
     // Never over a session file, the one read included.
     try SessionInspector.writePage(forSessionAt: session, to: output)
   } else {
-    FileHandle.standardOutput.write(Data(try SessionInspector.page(forSessionAt: session).utf8))
+    // Through a temporary file, copied in pieces: the page is never in memory as a whole, beside the session.
+    let page = FileManager.default.temporaryDirectory.appendingPathComponent("dispatchstore-inspect-\(UUID()).html")
+    defer { try? FileManager.default.removeItem(at: page) }
+    try SessionInspector.writePage(forSessionAt: session, to: page)
+    let reader = try FileHandle(forReadingFrom: page)
+    while let piece = try reader.read(upToCount: 1 << 20), !piece.isEmpty {
+      try FileHandle.standardOutput.write(contentsOf: piece)
+    }
   }
 } catch {
   fail("\(error)")
