@@ -106,6 +106,7 @@ enum InspectorPage {
     .card > h3 .store { font-family: var(--mono); }
     .card .body { padding: 10px 14px; }
     .error { color: var(--fail); font-family: var(--mono); font-size: 12px; margin-bottom: 8px; white-space: pre-wrap; }
+    .error.cancel { color: var(--cancel); }
     table.diff { width: 100%; border-collapse: collapse; font-family: var(--mono); font-size: 12px; }
     table.diff th { text-align: left; color: var(--muted); font-weight: 500; padding: 3px 6px; }
     table.diff td { padding: 3px 6px; border-top: 1px solid var(--line); vertical-align: top; word-break: break-all; }
@@ -501,7 +502,9 @@ enum InspectorPage {
       select(shown[next], true);
     });
 
-    // The overview: every row of the timeline, oldest on the left, coloured by what happened.
+    // The overview: every row of the timeline, oldest on the left. Each column stacks, from the bottom, the share of
+    // its rows that failed, were cancelled, moved the cursor, or were undone or replaced; a share is at least 2 px
+    // high, so that one failure among thousands still shows.
     const overview = $("overview");
     function drawOverview() {
       if (!entries.length) return;
@@ -512,26 +515,30 @@ enum InspectorPage {
       const context = overview.getContext("2d");
       context.scale(scale, scale);
       const style = getComputedStyle(document.documentElement);
-      const colour = (name) => style.getPropertyValue(name).trim();
-      const colours = { ok: colour("--accent"), fail: colour("--fail"), cancel: colour("--cancel"),
-        undo: colour("--undo"), gone: colour("--gone") };
-      const columns = Math.max(1, Math.min(entries.length, Math.floor(width)));
+      const kinds = [["fail", "--fail"], ["cancel", "--cancel"], ["move", "--undo"], ["gone", "--gone"]]
+        .map(([kind, name]) => [kind, style.getPropertyValue(name).trim()]);
+      const kindOf = (e) => e.kind === "move" ? "move" : e.failed || e.diverged ? "fail" : e.cancelled ? "cancel"
+        : e.replaced || e.undone ? "gone" : "ok";
+      const columns = Math.max(1, Math.min(entries.length, Math.floor(width / 2)));
       const columnWidth = width / columns;
+      context.fillStyle = style.getPropertyValue("--accent").trim();
+      context.globalAlpha = 0.28;
+      context.fillRect(0, 0, width, height);
+      context.globalAlpha = 1;
       for (let column = 0; column < columns; column++) {
         const from = Math.floor(column * entries.length / columns);
         const to = Math.max(from + 1, Math.floor((column + 1) * entries.length / columns));
-        let worst = "ok";
-        for (let n = from; n < to; n++) {
-          const e = entries[n];
-          const kind = e.kind === "move" ? "undo" : e.failed || e.diverged ? "fail" : e.cancelled ? "cancel"
-            : e.replaced || e.undone ? "gone" : "ok";
-          const rank = { ok: 0, gone: 1, undo: 2, cancel: 3, fail: 4 };
-          if (rank[kind] > rank[worst]) worst = kind;
+        const counts = { ok: 0, fail: 0, cancel: 0, move: 0, gone: 0 };
+        for (let n = from; n < to; n++) counts[kindOf(entries[n])]++;
+        let bottom = height;
+        for (const [kind, colour] of kinds) {
+          if (!counts[kind]) continue;
+          const share = Math.min(bottom, Math.max(2, height * counts[kind] / (to - from)));
+          context.fillStyle = colour;
+          context.fillRect(column * columnWidth, bottom - share, Math.max(1, columnWidth - (columns < width / 3 ? 1 : 0)),
+            share);
+          bottom -= share;
         }
-        context.fillStyle = colours[worst];
-        context.globalAlpha = worst === "ok" ? 0.35 : 0.9;
-        context.fillRect(column * columnWidth, worst === "ok" ? height * 0.3 : 0, Math.max(1, columnWidth - 0.5),
-          worst === "ok" ? height * 0.7 : height);
       }
     }
     overview.addEventListener("click", (event) => {
@@ -599,7 +606,9 @@ enum InspectorPage {
         if (r.e !== undefined && !r.c) title.append(el("span", { class: "tag fail" }, "failed"));
         card.append(title);
         const body = el("div", { class: "body" });
-        if (r.e !== undefined) body.append(el("div", { class: "error" }, (r.c ? "cancelled: " : "failed: ") + r.e));
+        if (r.e !== undefined) {
+          body.append(el("div", { class: r.c ? "error cancel" : "error" }, (r.c ? "cancelled: " : "failed: ") + r.e));
+        }
         if (!fields.length) body.append(el("div", { class: "nochange" }, "No field changed."));
         else {
           const table = el("table", { class: "diff" }, el("tr", {}, el("th", {}, "field"), el("th", {}, "before"),
