@@ -3,7 +3,12 @@
 library: if the library loads them, its hash chain is the one the DocC article documents.
 
   make-session.py diverging PATH   a todo session whose third record disagrees with today's reducer
-  make-session.py big N PATH       N records of one todo store, with small models
+  make-session.py big N [PAD] PATH N records of one todo store, with small models (titles PAD characters longer)
+  make-session.py story PATH       seven dispatches: one failed, one cancelled, undo and redo moves, a dispatch
+                                   replaced after an undo, one undone at the end, a recorded effect
+  make-session.py forged PATH      the story, its sixth line (dispatch 4) replaced by one that is not JSON and
+                                   re-hashed: its hash is valid, its content is not
+  make-session.py empty PATH       a header and a first snapshot: no record yet
 """
 import json
 import sys
@@ -23,16 +28,15 @@ def line_hash(data: bytes, previous: int) -> int:
     return ((value ^ len(data)) * FNV_PRIME) & MASK
 
 
-class Writer:
-    def __init__(self, path):
-        self.file = open(path, "wb")
-        self.previous = 0
-
-    def line(self, text: str):
-        data = text.encode()
-        assert data.endswith(b"}")
-        self.previous = line_hash(data, self.previous)
-        self.file.write(data[:-1] + (',"h":"%016x"}\n' % self.previous).encode())
+def write(path, lines):
+    """Writes the lines, each an object without its hash, with their hashes chained."""
+    previous = 0
+    with open(path, "wb") as file:
+        for text in lines:
+            data = text.encode()
+            assert data.endswith(b"}")
+            previous = line_hash(data, previous)
+            file.write(data[:-1] + (',"h":"%016x"}\n' % previous).encode())
 
 
 def compact(value) -> str:
@@ -44,12 +48,43 @@ HEADER = compact({"format": "DispatchStore.session", "version": 2,
 START = 1795000000000000000
 
 
-def record(index, action, model, error=None):
-    text = '{"k":"r","i":%d,"t":%d,"s":"todos","a":%s,"m":%s' % (index, START + index * 1000, compact(action),
-                                                               compact(model))
+def record(index, action, model, error=None, cancelled=False, time=None):
+    text = '{"k":"r","i":%d,"t":%d,"s":"todos","a":%s,"m":%s' % (index, time or START + index * 1000,
+                                                               compact(action), compact(model))
     if error:
         text += ',"e":' + json.dumps(error)
+    if cancelled:
+        text += ',"c":true'
     return text + "}"
+
+
+def move(index):
+    return '{"k":"m","i":%d}' % index
+
+
+def story(line):
+    """Dispatches 1-7 and three moves; the comments number the dispatches as the inspector does."""
+    milk, dog = item(1, "buy milk", False), item(2, "walk the dog", False)
+    at = iter(range(START, START + 10**12, 10**9))  # one second apart
+    line(record(0, {"add": {"_0": "buy milk"}}, {"items": [milk], "nextID": 2}, time=next(at)))  # 1
+    line(record(1, {"add": {"_0": "walk the dog"}}, {"items": [milk, dog], "nextID": 3}, time=next(at)))  # 2
+    milk = item(1, "buy milk", True)
+    line(record(2, {"complete": {"_0": 1}}, {"items": [milk, dog], "nextID": 3}, time=next(at)))  # 3
+    line(record(3, {"complete": {"_0": 7}}, {"items": [milk, dog], "nextID": 3}, "there is no item 7",
+                       time=next(at)))  # 4: failed
+    fetched = next(at)
+    line('{"k":"e","d":%d,"key":"weather","v":{"rain":true}}' % fetched)
+    line(record(4, {"add": {"_0": "call mum"}}, {"items": [milk, dog], "nextID": 3}, "CancellationError()",
+                       cancelled=True, time=fetched))  # 5: cancelled, then replaced
+    line(move(2))  # undo dispatches 4 and 5
+    line(move(3))  # redo dispatch 4
+    plants = item(3, "water the plants", False)
+    line(record(4, {"add": {"_0": "water the plants"}}, {"items": [milk, dog, plants], "nextID": 4},
+                       time=next(at)))  # 6: replaces dispatch 5
+    book = item(4, "read a book", False)
+    line(record(5, {"add": {"_0": "read a book"}}, {"items": [milk, dog, plants, book], "nextID": 5},
+                       time=next(at)))  # 7: undone below
+    line(move(4))  # undo dispatch 7
 
 
 def item(identifier, title, done):
@@ -57,25 +92,32 @@ def item(identifier, title, done):
 
 
 def main():
-    writer = Writer(sys.argv[-1])
-    writer.line(HEADER)
-    writer.line('{"k":"s","i":0,"m":{"todos":{"items":[],"nextID":1}},"a":{}}')
+    lines = [HEADER, '{"k":"s","i":0,"m":{"todos":{"items":[],"nextID":1}},"a":{}}']
     if sys.argv[1] == "diverging":
         milk = item(1, "buy milk", False)
         dog = item(2, "walk the dog", False)
-        writer.line(record(0, {"add": {"_0": "buy milk"}}, {"items": [milk], "nextID": 2}))
-        writer.line(record(1, {"add": {"_0": "walk the dog"}}, {"items": [milk, dog], "nextID": 3}))
+        lines.append(record(0, {"add": {"_0": "buy milk"}}, {"items": [milk], "nextID": 2}))
+        lines.append(record(1, {"add": {"_0": "walk the dog"}}, {"items": [milk, dog], "nextID": 3}))
         # Recorded by a build whose `complete` forgot to mark the item: today's reducer does.
-        writer.line(record(2, {"complete": {"_0": 1}}, {"items": [milk, dog], "nextID": 3}))
-    else:
+        lines.append(record(2, {"complete": {"_0": 1}}, {"items": [milk, dog], "nextID": 3}))
+    elif sys.argv[1] in ("story", "forged"):
+        story(lines.append)
+        if sys.argv[1] == "forged":
+            # A record that is not JSON (its model is cut short by markup), hashed as if a recorder wrote it.
+            lines[5] = ('{"k":"r","i":3,"t":%d,"s":"todos","a":{"complete":{"_0":7}},"m":{"items":[' % START +
+                        '{"id":1,"title":"buy milk","done":true},</script><!--<script>}')
+    elif sys.argv[1] == "big":
         count = int(sys.argv[2])
-        writer.line(record(0, {"add": {"_0": "water the plants"}}, {"items": [item(1, "water the plants", False)],
-                                                                    "nextID": 2}))
+        title = "water the plants" + ("." * int(sys.argv[3]) if len(sys.argv) > 4 else "")
+        lines.append(record(0, {"add": {"_0": title}}, {"items": [item(1, title, False)], "nextID": 2}))
         for index in range(1, count):
             done = index % 2 == 1
             error = None if done else "item 1 is already done"
-            writer.line(record(index, {"complete": {"_0": 1}},
-                               {"items": [item(1, "water the plants", True)], "nextID": 2}, error))
+            lines.append(record(index, {"complete": {"_0": 1}}, {"items": [item(1, title, True)], "nextID": 2},
+                                error))
+    elif sys.argv[1] != "empty":
+        sys.exit(__doc__)
+    write(sys.argv[-1], lines)
 
 
 main()
