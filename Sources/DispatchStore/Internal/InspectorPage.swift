@@ -214,6 +214,7 @@ enum InspectorPage {
     const groups = [];
     let cursor = S.firstIndex - 1;
     let anyReplaced = false;
+    let last = null;
     for (const line of S.lines) {
       if (line.k === "m") {
         entries.push({ kind: "move", line, from: cursor, to: line.i, back: line.i < cursor });
@@ -224,13 +225,15 @@ enum InspectorPage {
       cursor = line.i;
       if (line.x) anyReplaced = true;
       const id = line.d || line.t;
-      let group = groupOf.get(id);
+      // A dispatch's records are usually next to each other: the map only for those that are not.
+      let group = last && last.id === id ? last : groupOf.get(id);
       if (!group) {
         group = { kind: "dispatch", id, records: [], stores: [], failed: false, cancelled: false, longest: 0 };
         groupOf.set(id, group);
         groups.push(group);
         entries.push(group);
       }
+      last = group;
       group.records.push(line);
       if (!group.stores.includes(line.s)) group.stores.push(line.s);
       // A cancelled transaction also carries its error (a CancellationError): it counts as cancelled, not failed.
