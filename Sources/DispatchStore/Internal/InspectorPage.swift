@@ -190,6 +190,11 @@ enum InspectorPage {
     // Parsed: the text is not needed any more (a long session's is large).
     dataElement.remove();
     const ROW = 34;
+    const wanted = new URLSearchParams(location.hash.slice(1));
+    // The tallest the list of rows gets, in pixels: browsers lay out no taller element (Firefox about 17.9 million).
+    // A longer timeline is scrolled in proportion, each pixel of the scroll bar more than one of rows. (A test can
+    // lower it with #listHeight=PIXELS.)
+    const LIST_HEIGHT = Number(wanted.get("listHeight")) || 15000000;
     const $ = (id) => document.getElementById(id);
     const el = (tag, attrs, ...children) => {
       const node = document.createElement(tag);
@@ -464,14 +469,22 @@ enum InspectorPage {
         }, el("span", { class: "num" }, String(entry.number)), el("span", { class: "time" }, clock(entry.first.t)),
           el("span", { class: "act" }, actionText(entry.first.a)), tags);
       }
-      row.style.top = n * ROW + "px";
+      row.style.top = n * ROW - offset() + rows.scrollTop + "px";
       row.addEventListener("click", () => select(entry, false));
       return row;
     }
+    // How far down the rows the list is scrolled: its scroll position, in proportion when the rows are taller than
+    // the list.
+    function scale() {
+      const total = shown.length * ROW, view = rows.clientHeight;
+      return total <= LIST_HEIGHT ? 1 : (total - view) / Math.max(1, LIST_HEIGHT - view);
+    }
+    const offset = () => rows.scrollTop * scale();
+    const scrollTo = (position) => { rows.scrollTop = Math.max(0, position) / scale(); };
     function render() {
-      spacer.style.height = shown.length * ROW + "px";
-      const first = Math.max(0, Math.floor(rows.scrollTop / ROW) - 15);
-      const last = Math.min(shown.length, Math.ceil((rows.scrollTop + rows.clientHeight) / ROW) + 15);
+      spacer.style.height = Math.min(shown.length * ROW, LIST_HEIGHT) + "px";
+      const first = Math.max(0, Math.floor(offset() / ROW) - 15);
+      const last = Math.min(shown.length, Math.ceil((offset() + rows.clientHeight) / ROW) + 15);
       spacer.replaceChildren();
       for (let n = first; n < last; n++) spacer.append(rowFor(shown[n], n));
       if (!entries.length) {
@@ -569,8 +582,8 @@ enum InspectorPage {
       selected = entry;
       if (scroll) {
         const n = shown.indexOf(entry);
-        if (n >= 0 && (n * ROW < rows.scrollTop || (n + 1) * ROW > rows.scrollTop + rows.clientHeight)) {
-          rows.scrollTop = n * ROW - rows.clientHeight / 2;
+        if (n >= 0 && (n * ROW < offset() || (n + 1) * ROW > offset() + rows.clientHeight)) {
+          scrollTo(n * ROW - rows.clientHeight / 2);
         }
       }
       render();
@@ -676,7 +689,6 @@ enum InspectorPage {
 
     // Open at what the address names (#dispatch=N, #move=N, #click=N clicks the row of dispatch N, #filter=TEXT), at
     // the cursor, or at the last row.
-    const wanted = new URLSearchParams(location.hash.slice(1));
     drawOverview();
     if (wanted.has("filter")) applyFilter(wanted.get("filter"));
     else render();
@@ -686,7 +698,7 @@ enum InspectorPage {
     if (!start && !wanted.has("filter")) start = cursorGroup || entries[entries.length - 1];
     if (!start && wanted.has("filter")) start = shown[0];
     if (start && wanted.has("click") && start.kind === "dispatch") {
-      rows.scrollTop = Math.max(0, shown.indexOf(start) * ROW - 100);
+      scrollTo(shown.indexOf(start) * ROW - 100);
       render();
       const row = document.querySelector('.row[data-dispatch="' + start.number + '"]');
       if (row) row.click();
