@@ -426,11 +426,10 @@ enum InspectorPage {
     }
     if (divergence) {
       $("banner").hidden = false;
-      $("banner").textContent = "Verify: " + divergence.message;
-      $("banner").onclick = () => {
-        const group = groups.find((g) => g.diverged);
-        if (group) select(group, true);
-      };
+      // The message names the record and the dispatch's id; the page's number for the dispatch comes first.
+      const group = groups.find((g) => g.diverged);
+      $("banner").textContent = "Verify" + (group ? " (dispatch " + group.number + ")" : "") + ": " + divergence.message;
+      $("banner").onclick = () => { if (group) select(group, true); };
     }
     const effectsOf = new Map();
     for (const effect of S.effects) {
