@@ -555,7 +555,12 @@ struct LineCheck {
       }
       let nameStart = position + 1
       try string()
-      let field = Field(UnsafeRawBufferPointer(rebasing: bytes[nameStart..<(position - 1)]))
+      let name = UnsafeRawBufferPointer(rebasing: bytes[nameStart..<(position - 1)])
+      // A field named with escapes ("\u0074" is "t") would be read as another field than the one checked.
+      guard !name.contains(UInt8(ascii: "\\")) else {
+        throw .corruptLine(line: line, reason: "a field name holds an escape at column \(nameStart + 1)")
+      }
+      let field = Field(name)
       skipWhitespace()
       guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else { throw notJSON("expected \":\"") }
       position += 1

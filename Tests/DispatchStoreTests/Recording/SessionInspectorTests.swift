@@ -142,6 +142,7 @@ struct SessionInspectorTests {
     (#"{"k":"r","i":2,"t":1,"s":"counter","a":{}}"#, #"a record has no field "m""#),
     (#"{"k":"r","i":2,"t":1,"s":"counter","a":{},"m":{},"i":9}"#, #"the field "i" appears twice"#),
     (#"{"k":"r","i":2,"t":1,"s":"counter","a":{},"m":{},"h":"0"}"#, #"the field "h" appears twice"#),
+    (#"{"k":"r","i":2,"t":1,"s":"counter","a":{},"m":{},"\u0074":"x"}"#, "a field name holds an escape"),
     (#"{"k":"r","i":2,"t":1,"s":"counter","a":{},"m":{"count":01}}"#, "not JSON"),
     (#"{"k":"r","i":2,"t":1,"s":"counter","a":{},"m":{"count":1.}}"#, "not JSON"),
     (#"{"k":"r","i":2,"t":1,"s":"counter","a":{},"m":{"text":"a\#u{01}b"}}"#, "control character"),
