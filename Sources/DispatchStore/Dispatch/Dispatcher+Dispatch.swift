@@ -216,7 +216,8 @@ extension Dispatcher {
   /// dispatcher.dispatch(actions: [SessionAction.signOut, CartAction.clear])
   /// ```
   /// Each action starts after the previous one's stores all finished; the sequence stops at the first action that
-  /// fails, and the later ones are not dispatched.
+  /// fails, and the later ones are not dispatched. It is not one transaction: other dispatches, in the same lane
+  /// too, may run between two of its actions.
   /// - Parameters:
   ///   - actions: The actions, of any action types, in order.
   ///   - mode: How each dispatch runs; `.async` by default. With `.sync` it returns once the last finished.
@@ -235,7 +236,7 @@ extension Dispatcher {
   /// Dispatches `actions` one after another: each starts after the previous one's stores all finished.
   ///
   /// Stops at the first action that fails; `completion` then receives its error and the later actions are not
-  /// dispatched.
+  /// dispatched. Other dispatches, in the same lane too, may run between two of its actions.
   /// - Parameters:
   ///   - actions: The actions, of any action types, in order.
   ///   - mode: How each dispatch runs; `.async` by default.

@@ -18,6 +18,14 @@ struct ObserverContentionTests {
     case inPlace
     /// An operation calling `ActionOperation.updateModel`.
     case operationUpdates
+
+    /// A new reducer that changes the model this way.
+    func makeReducer() -> Reducer<Counter, CounterAction> {
+      switch self {
+      case .inPlace: CounterSynchronousReducer()
+      case .operationUpdates: OperationUpdateReducer()
+      }
+    }
   }
 
   /// Every change is heard exactly once, in the order of the changes, with the model that change made (each
@@ -25,12 +33,7 @@ struct ObserverContentionTests {
   @Test(arguments: Changes.allCases)
   func changesAreEachHeardOnceWithTheirOwnModelBeforeTheirDispatchCompletes(_ changes: Changes) async throws {
     let dispatcher = Dispatcher()
-    let reducer: Reducer<Counter, CounterAction> =
-      switch changes {
-      case .inPlace: CounterSynchronousReducer()
-      case .operationUpdates: OperationUpdateReducer()
-      }
-    let store = Store(identifier: "contended", model: Counter(), reducer: reducer)
+    let store = Store(identifier: "contended", model: Counter(), reducer: changes.makeReducer())
     try dispatcher.register(store: store)
     let heard = Locked<(order: [(amount: Int, count: Int)], amounts: Set<Int>)>(([], []))
     let token = store.observe(delivery: .synchronous) { model, action in
@@ -112,12 +115,7 @@ struct ObserverContentionTests {
     await onThreads(1) { _ in
       for _ in 0..<rounds {
         let dispatcher = Dispatcher()
-        let reducer: Reducer<Counter, CounterAction> =
-          switch changes {
-          case .inPlace: CounterSynchronousReducer()
-          case .operationUpdates: OperationUpdateReducer()
-          }
-        let store = Store(identifier: "raced", model: Counter(), reducer: reducer)
+        let store = Store(identifier: "raced", model: Counter(), reducer: changes.makeReducer())
         try! dispatcher.register(store: store)
         let dispatched = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
