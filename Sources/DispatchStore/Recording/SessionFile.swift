@@ -148,7 +148,7 @@ enum SessionFile {
     defer { close(descriptor) }
     try lock(descriptor, path: path)
     // Whether it is a session depends on its first line only: the rest is not read.
-    let existing = try readFirstLine(descriptor, path: path)
+    let existing = try readAll(descriptor, path: path, firstLineOnly: true)
     switch replaceable {
     case .sessions:
       guard existing.isEmpty || SessionFormat.startsWithHeader(existing) else { throw .missingHeader(path: path) }
@@ -261,9 +261,12 @@ enum SessionFile {
     return opened.st_dev == named.st_dev && opened.st_ino == named.st_ino
   }
 
-  private static func readAll(_ descriptor: Int32, path: String) throws(SessionError) -> Data {
+  /// The file's bytes from its start: all of them, or with `firstLineOnly` those up to its first newline (included).
+  private static func readAll(
+    _ descriptor: Int32, path: String, firstLineOnly: Bool = false
+  ) throws(SessionError) -> Data {
     var data = Data()
-    var chunk = [UInt8](repeating: 0, count: 1 << 16)
+    var chunk = [UInt8](repeating: 0, count: firstLineOnly ? 1 << 12 : 1 << 16)
     var offset: off_t = 0
     while true {
       let count = chunk.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, offset) }
@@ -272,6 +275,10 @@ enum SessionFile {
         throw .cannotRead(path: path, reason: describeErrno())
       }
       if count == 0 { return data }
+      if firstLineOnly, let newline = chunk[..<count].firstIndex(of: 0x0A) {
+        data.append(contentsOf: chunk[...newline])
+        return data
+      }
       data.append(contentsOf: chunk[..<count])
       offset += off_t(count)
     }
@@ -284,27 +291,6 @@ enum SessionFile {
     var output = Output(descriptor: descriptor, path: path)
     try contents(&output)
     guard fsync(descriptor) == 0 else { throw .io(path: path, reason: describeErrno()) }
-  }
-
-  /// The file's bytes up to its first newline (included), or all of them if it has none.
-  private static func readFirstLine(_ descriptor: Int32, path: String) throws(SessionError) -> Data {
-    var data = Data()
-    var chunk = [UInt8](repeating: 0, count: 1 << 12)
-    var offset: off_t = 0
-    while true {
-      let count = chunk.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, offset) }
-      if count < 0 {
-        if errno == EINTR { continue }
-        throw .cannotRead(path: path, reason: describeErrno())
-      }
-      if count == 0 { return data }
-      if let newline = chunk[..<count].firstIndex(of: 0x0A) {
-        data.append(contentsOf: chunk[...newline])
-        return data
-      }
-      data.append(contentsOf: chunk[..<count])
-      offset += off_t(count)
-    }
   }
 
   private static func kind(of mode: mode_t) -> String {
