@@ -78,6 +78,7 @@ enum InspectorPage {
     .row.replaced { background: repeating-linear-gradient(135deg, transparent 0 8px, var(--undo-soft) 8px 10px); }
     .row.replaced .act { color: var(--gone); text-decoration: line-through; }
     .row.failed .act { color: var(--fail); }
+    td.threw { color: var(--fail); }
     .row.move { background: var(--undo-soft); color: var(--undo); border-left-color: var(--undo); }
     .row.move.selected { box-shadow: inset 0 0 0 1px var(--undo); }
     .row.move .act { font-family: var(--sans); font-style: italic; color: var(--undo); }
@@ -646,7 +647,9 @@ enum InspectorPage {
         const table = el("table", { class: "diff", id: "detail-effects" }, el("tr", {}, el("th", {}, "key"),
           el("th", {}, "recorded value")));
         for (const effect of effects) {
-          table.append(el("tr", {}, el("td", {}, effect.key), el("td", {}, JSON.stringify(effect.v))));
+          table.append(el("tr", {}, el("td", {}, effect.key),
+            "e" in effect ? el("td", { class: "threw" }, "threw " + effect.e)
+              : el("td", {}, JSON.stringify(effect.v))));
         }
         detail.append(el("div", { class: "card" }, el("h3", {}, "Recorded effects"), el("div", { class: "body" }, table)));
       }

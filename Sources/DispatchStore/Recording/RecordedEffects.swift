@@ -14,28 +14,36 @@ extension ActionOperation {
   /// }
   /// ```
   ///
-  /// - While a recorder records the dispatch, `body` runs and its value is written to the session under the
-  ///   dispatch and `key`.
+  /// - While a recorder records the dispatch, `body` runs and its value, or the error it throws, is written to the
+  ///   session under the dispatch and `key`.
   /// - While ``Session/verify(against:mode:)`` re-runs the session, `body` does not run: the recorded value is
-  ///   returned. A key the session has no value for fails the verification with ``ReplayError/missingEffect(dispatchID:key:)``.
+  ///   returned, or a recorded error is thrown again as a ``RecordedEffectFailure``. A key the session has nothing
+  ///   for fails the verification with ``ReplayError/missingEffect(dispatchID:key:)``.
   /// - Otherwise `body` runs, and nothing is kept.
   /// - Parameters:
   ///   - key: Names the value within the dispatch; use one per distinct value (a key used twice is read back in
   ///     the same order).
   ///   - body: Fetches the value.
   /// - Returns: The value, fetched or read back.
-  /// - Throws: What `body` throws; while verifying, ``ReplayError/missingEffect(dispatchID:key:)`` if the session
-  ///   has no value for `key`, or the decoding error if it does not decode as `Value`.
+  /// - Throws: What `body` throws; while verifying, the ``RecordedEffectFailure`` of a fetch that threw,
+  ///   ``ReplayError/missingEffect(dispatchID:key:)`` if the session has nothing for `key`, or the decoding error if
+  ///   its value does not decode as `Value`.
   public func effect<Value: Codable & Sendable>(
     _ key: String, _ body: () async throws -> Value
   ) async throws -> Value {
     switch effectSource(key) {
-    case .recorded(let value): return try value.decode(Value.self)
+    case .recorded(.value(let value)): return try value.decode(Value.self)
+    case .recorded(.failure(let description)): throw RecordedEffectFailure(key: key, description: description)
     case .missing(let error): throw error
     case .live(let record):
-      let value = try await body()
-      record(value)
-      return value
+      do {
+        let value = try await body()
+        record(.success(value))
+        return value
+      } catch {
+        record(.failure(error))
+        throw error
+      }
     }
   }
 
@@ -44,24 +52,30 @@ extension ActionOperation {
   ///   - key: Names the value within the dispatch.
   ///   - body: Fetches the value.
   /// - Returns: The value, fetched or read back.
-  /// - Throws: What `body` throws; while verifying, ``ReplayError/missingEffect(dispatchID:key:)`` if the session
-  ///   has no value for `key`.
+  /// - Throws: What `body` throws; while verifying, the ``RecordedEffectFailure`` of a fetch that threw, or
+  ///   ``ReplayError/missingEffect(dispatchID:key:)`` if the session has nothing for `key`.
   public func effect<Value: Codable & Sendable>(_ key: String, _ body: () throws -> Value) throws -> Value {
     switch effectSource(key) {
-    case .recorded(let value): return try value.decode(Value.self)
+    case .recorded(.value(let value)): return try value.decode(Value.self)
+    case .recorded(.failure(let description)): throw RecordedEffectFailure(key: key, description: description)
     case .missing(let error): throw error
     case .live(let record):
-      let value = try body()
-      record(value)
-      return value
+      do {
+        let value = try body()
+        record(.success(value))
+        return value
+      } catch {
+        record(.failure(error))
+        throw error
+      }
     }
   }
 
   private enum EffectSource {
-    case recorded(JSONValue)
+    case recorded(EffectOutcome)
     case missing(ReplayError)
-    /// Fetch it; the closure keeps the value, if a recorder records the dispatch.
-    case live(@Sendable (any Encodable & Sendable) -> Void)
+    /// Fetch it; the closure keeps what the fetch gave, if a recorder records the dispatch.
+    case live(@Sendable (Result<any Encodable & Sendable, any Error>) -> Void)
   }
 
   private func effectSource(_ key: String) -> EffectSource {
@@ -72,26 +86,51 @@ extension ActionOperation {
       }
     }
     guard let context = recordingContext else { return .live { _ in } }
-    return .live { value in
-      // Encoded here, on the operation's thread and under no lock: it is the app's `Codable` code.
-      guard let tree = try? JSONValue(encoding: value) else { return }
-      context.recorder.fileEffect(dispatchID: context.dispatchID, key: key, value: tree)
+    return .live { result in
+      let outcome: EffectOutcome
+      switch result {
+      case .success(let value):
+        // Encoded here, on the operation's thread and under no lock: it is the app's `Codable` code.
+        guard let tree = try? JSONValue(encoding: value) else { return }
+        outcome = .value(tree)
+      case .failure(let error):
+        outcome = .failure(String(describing: error))
+      }
+      context.recorder.fileEffect(dispatchID: context.dispatchID, key: key, outcome: outcome)
     }
   }
+}
+
+/// What an effect's body gave while it was recorded: the value it returned, or the description of the error it threw.
+enum EffectOutcome: Sendable {
+  case value(JSONValue)
+  case failure(String)
+}
+
+/// The error an effect throws while ``Session/verify(against:mode:)`` re-runs a session in which that effect's fetch
+/// failed: the recorded fetch's error, as far as the session keeps it (its description).
+///
+/// An operation that failed because its fetch failed fails again with it; one that handled the failure (showing
+/// "offline", retrying later) handles this error the same way, unless it tells errors apart by type.
+public struct RecordedEffectFailure: Error, Equatable, CustomStringConvertible {
+  /// The key the effect was recorded under.
+  public let key: String
+  /// The description of the error the fetch threw when the session was recorded (`String(describing:)`).
+  public let description: String
 }
 
 /// The effects of a session being verified: each read once, in order, by the dispatch and key they were recorded
 /// under.
 final class EffectPlayback: Sendable {
   private struct State {
-    var effects: [TransactionID: [(key: String, value: JSONValue)]]
+    var effects: [TransactionID: [(key: String, outcome: EffectOutcome)]]
     var current: TransactionID?
     var missing: ReplayError?
   }
 
   private let state: LockedValue<State>
 
-  init(effects: [TransactionID: [(key: String, value: JSONValue)]]) {
+  init(effects: [TransactionID: [(key: String, outcome: EffectOutcome)]]) {
     state = LockedValue(State(effects: effects))
   }
 
@@ -101,17 +140,17 @@ final class EffectPlayback: Sendable {
   }
 
   /// Takes the next value recorded under `key` in the current dispatch.
-  func take(_ key: String) -> Result<JSONValue, ReplayError> {
+  func take(_ key: String) -> Result<EffectOutcome, ReplayError> {
     state.withLock { state in
       guard let dispatch = state.current,
         let position = state.effects[dispatch]?.firstIndex(where: { $0.key == key }),
-        let value = state.effects[dispatch]?.remove(at: position).value
+        let outcome = state.effects[dispatch]?.remove(at: position).outcome
       else {
         let error = ReplayError.missingEffect(dispatchID: state.current ?? TransactionID(rawValue: 0), key: key)
         if state.missing == nil { state.missing = error }
         return .failure(error)
       }
-      return .success(value)
+      return .success(outcome)
     }
   }
 

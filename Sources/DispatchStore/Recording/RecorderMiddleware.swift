@@ -365,9 +365,9 @@ public final class RecorderMiddleware: Middleware {
     return event
   }
 
-  /// Keeps an effect's value (`ActionOperation.effect(_:_:)`) with its dispatch, and writes it.
-  func fileEffect(dispatchID: TransactionID, key: String, value: JSONValue) {
-    let wake = storage.state.withLock { $0.fileEffect(dispatchID: dispatchID, key: key, value: value) }
+  /// Keeps what an effect fetched (`ActionOperation.effect(_:_:)`) with its dispatch, and writes it.
+  func fileEffect(dispatchID: TransactionID, key: String, outcome: EffectOutcome) {
+    let wake = storage.state.withLock { $0.fileEffect(dispatchID: dispatchID, key: key, outcome: outcome) }
     if wake { afterLock() }
   }
 

@@ -17,7 +17,7 @@ struct RecorderState {
   var outbox: [SessionFormat.Line] = []
   var queued = 0
   /// The effects operations fetched through the recorder, by dispatch (`ActionOperation.effect(_:_:)`).
-  var effects: [TransactionID: [(key: String, value: JSONValue)]] = [:]
+  var effects: [TransactionID: [(key: String, outcome: EffectOutcome)]] = [:]
   /// The number of the last record filed or move committed (``StoreState/recordedEvent``).
   var event: UInt64 = 0
   /// What the recorder dropped, for the caller to release after the lock.
@@ -82,9 +82,9 @@ struct RecorderState {
   }
 
   /// Keeps an effect's value with its dispatch, and queues its line.
-  mutating func fileEffect(dispatchID: TransactionID, key: String, value: JSONValue) -> Bool {
-    effects[dispatchID, default: []].append((key, value))
-    return queue(.effect(dispatchID: dispatchID, key: key, value: value))
+  mutating func fileEffect(dispatchID: TransactionID, key: String, outcome: EffectOutcome) -> Bool {
+    effects[dispatchID, default: []].append((key, outcome))
+    return queue(.effect(dispatchID: dispatchID, key: key, outcome: outcome))
   }
 
   // MARK: - Moves
@@ -197,7 +197,7 @@ struct RecorderState {
       dispatches.insert(record.dispatchID)
     }
     for (dispatch, values) in effects where dispatches.contains(dispatch) {
-      for (key, value) in values { lines.append(.effect(dispatchID: dispatch, key: key, value: value)) }
+      for (key, outcome) in values { lines.append(.effect(dispatchID: dispatch, key: key, outcome: outcome)) }
     }
     if cursor != history.lastIndex { lines.append(.move(cursor)) }
     return lines

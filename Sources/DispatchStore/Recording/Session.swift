@@ -134,14 +134,14 @@ public struct Session: Sendable {
   }
 
   /// The effects recorded for each dispatch, in the order they were fetched.
-  func effects() throws(SessionError) -> [TransactionID: [(key: String, value: JSONValue)]] {
-    var effects: [TransactionID: [(key: String, value: JSONValue)]] = [:]
+  func effects() throws(SessionError) -> [TransactionID: [(key: String, outcome: EffectOutcome)]] {
+    var effects: [TransactionID: [(key: String, outcome: EffectOutcome)]] = [:]
     for (dispatch, lines) in index.effects {
       for line in lines {
-        guard case .effect(_, let key, let value) = try decode(line) else {
+        guard case .effect(_, let key, let outcome) = try decode(line) else {
           throw .corruptLine(line: line.number, reason: "not an effect")
         }
-        effects[dispatch, default: []].append((key, value))
+        effects[dispatch, default: []].append((key, outcome))
       }
     }
     return effects

@@ -11,7 +11,7 @@ import Foundation
 //              "e":"<error>"?,"c":true?,"f":<nanoseconds from t to the record, if not 0>?}
 //   move      {"k":"m","i":N}                      the cursor moved to record N (-1: before the first record)
 //   snapshot  {"k":"s","i":N,"m":{store: model}}   the listed stores' models just before record N
-//   effect    {"k":"e","d":<dispatch>,"key":"..","v":<value>}
+//   effect    {"k":"e","d":<dispatch>,"key":"..","v":<value>}   or, for a fetch that threw, "e":"<error>" for "v"
 // A record at index N first drops the history from N on (a dispatch after moving back), then appends: N is always
 // one more than the cursor. Version 1 (no hashes, no dispatches, no snapshots) is read by `SessionFormatV1`.
 
@@ -69,8 +69,9 @@ enum SessionFormat {
     /// These stores' models just before record `index`, and the action of each one's latest record, where known
     /// (observers hear a restored model with it).
     case snapshot(index: Int, models: [String: any ModelType], actions: [String: any ActionType])
-    /// A value an operation of `dispatchID` fetched through the recorder (`ActionOperation.effect(_:_:)`).
-    case effect(dispatchID: TransactionID, key: String, value: JSONValue)
+    /// What an operation of `dispatchID` fetched through the recorder (`ActionOperation.effect(_:_:)`): a value, or
+    /// the error the fetch threw.
+    case effect(dispatchID: TransactionID, key: String, outcome: EffectOutcome)
   }
 
   // MARK: - Encoding
@@ -154,12 +155,18 @@ enum SessionFormat {
           try checkDepth(of: "action", store: store)
         }
         bytes.append(UInt8(ascii: "}"))
-      case .effect(let dispatchID, let key, let value):
+      case .effect(let dispatchID, let key, let outcome):
         bytes.append(contentsOf: "{\"k\":\"e\",\"d\":\(dispatchID.rawValue),\"key\":".utf8)
         JSONText.append(key, to: &bytes)
-        bytes.append(contentsOf: ",\"v\":".utf8)
-        try encoder.encode(value, into: &bytes)
-        try checkDepth(of: "effect \"\(key)\"", store: "")
+        switch outcome {
+        case .value(let value):
+          bytes.append(contentsOf: ",\"v\":".utf8)
+          try encoder.encode(value, into: &bytes)
+          try checkDepth(of: "effect \"\(key)\"", store: "")
+        case .failure(let description):
+          bytes.append(contentsOf: ",\"e\":".utf8)
+          JSONText.append(description, to: &bytes)
+        }
         bytes.append(UInt8(ascii: "}"))
       }
       seal(&bytes, from: start)
@@ -284,10 +291,13 @@ enum SessionFormat {
         }
         line = .snapshot(index: try container.decode(Int.self, forKey: .i), models: models, actions: actions)
       case "e":
+        let outcome: EffectOutcome =
+          container.contains(.v)
+          ? .value(try container.decode(JSONValue.self, forKey: .v))
+          : .failure(try container.decode(String.self, forKey: .e))
         line = .effect(
           dispatchID: TransactionID(rawValue: try container.decode(UInt64.self, forKey: .d)),
-          key: try container.decode(String.self, forKey: .key),
-          value: try container.decode(JSONValue.self, forKey: .v))
+          key: try container.decode(String.self, forKey: .key), outcome: outcome)
       case let kind:
         throw DecodingError.dataCorruptedError(
           forKey: .k, in: container, debugDescription: "unknown line kind \"\(kind)\"")

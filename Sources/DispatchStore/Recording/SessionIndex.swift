@@ -542,7 +542,7 @@ struct LineCheck {
       required = Field.i.rawValue | Field.t.rawValue | Field.s.rawValue | Field.a.rawValue | Field.m.rawValue
     case UInt8(ascii: "m"): required = Field.i.rawValue
     case UInt8(ascii: "s"): required = Field.i.rawValue | Field.m.rawValue
-    case UInt8(ascii: "e"): required = Field.d.rawValue | Field.key.rawValue | Field.v.rawValue
+    case UInt8(ascii: "e"): required = Field.d.rawValue | Field.key.rawValue
     default: required = 0
     }
     var seen: UInt16 = 0
@@ -589,6 +589,15 @@ struct LineCheck {
       let missing = [Field.i, .t, .d, .s, .a, .m, .key, .v].first { required & ~seen & $0.rawValue != 0 }!
       throw .corruptLine(line: line, reason: "\(Self.kindName(kind)) has no field \"\(missing.name)\"")
     }
+    if kind == UInt8(ascii: "e") {
+      // A value, or the error of a fetch that threw: one of the two.
+      switch seen & (Field.v.rawValue | Field.e.rawValue) {
+      case 0: throw .corruptLine(line: line, reason: "an effect has no field \"v\" or \"e\"")
+      case Field.v.rawValue | Field.e.rawValue:
+        throw .corruptLine(line: line, reason: "an effect has both the fields \"v\" and \"e\"")
+      default: break
+      }
+    }
     for map in storeMaps { try checkStoreKeys(in: map, stores: stores) }
   }
 
@@ -624,7 +633,7 @@ struct LineCheck {
     case (_, .k): .string
     case (UInt8(ascii: "r"), .i), (UInt8(ascii: "m"), .i), (UInt8(ascii: "s"), .i): .position
     case (UInt8(ascii: "r"), .t), (UInt8(ascii: "r"), .d), (UInt8(ascii: "r"), .f), (UInt8(ascii: "e"), .d): .unsigned
-    case (UInt8(ascii: "r"), .s), (UInt8(ascii: "r"), .e), (UInt8(ascii: "e"), .key): .string
+    case (UInt8(ascii: "r"), .s), (UInt8(ascii: "r"), .e), (UInt8(ascii: "e"), .key), (UInt8(ascii: "e"), .e): .string
     case (UInt8(ascii: "r"), .a), (UInt8(ascii: "r"), .m), (UInt8(ascii: "e"), .v): .any
     case (UInt8(ascii: "r"), .c): .boolean
     case (UInt8(ascii: "s"), .m), (UInt8(ascii: "s"), .a): .object
