@@ -27,6 +27,7 @@ extension Dispatcher {
     message: "it does not wait, and top-level code picks it even under 'await': use 'try await start(action).value'"
   )
   public func dispatch<Action: ActionType>(storeIdentifier: String? = nil, action: Action, mode: Mode = .async) {
+    if isVerifying.load(ordering: .relaxed), absorbFollowUp(action, storeIdentifier: storeIdentifier) { return }
     routeIntercepted(storeIdentifier: storeIdentifier, action: action, mode: mode, then: nil)
   }
 
@@ -50,6 +51,9 @@ extension Dispatcher {
     mode: Mode = .async,
     then completion: Completion?
   ) {
+    if isVerifying.load(ordering: .relaxed), absorbFollowUp(action, storeIdentifier: storeIdentifier) {
+      return completion?(.success(())) ?? ()
+    }
     routeIntercepted(storeIdentifier: storeIdentifier, action: action, mode: mode, then: completion)
   }
 
@@ -69,6 +73,9 @@ extension Dispatcher {
     mode: Mode = .async,
     report: @escaping @Sendable (DispatchReport) -> Void
   ) {
+    if isVerifying.load(ordering: .relaxed), absorbFollowUp(action, storeIdentifier: storeIdentifier) {
+      return report(DispatchReport(result: .success(()), actions: []))
+    }
     if let chain = interceptorChain() {
       return dispatch(storeIdentifier: storeIdentifier, action: action, mode: mode, through: chain, report: report)
     }
@@ -151,6 +158,10 @@ extension Dispatcher {
 
   /// Admits the started dispatch of `handle` as its options say, then routes it (through the interceptors, if any).
   func submit(_ handle: DispatchHandle) {
+    if isVerifying.load(ordering: .relaxed), absorbFollowUp(handle.action, storeIdentifier: handle.storeIdentifier) {
+      guard handle.markStarted() else { return }
+      return handle.finish(.success(()))
+    }
     guard let options = handle.options else { return route(handle) }
     admit(handle, options: options) { [self] in route(handle) }
   }
@@ -173,7 +184,30 @@ extension Dispatcher {
   /// > Important: See ``Mode/sync``: issued from inside a running operation of this dispatcher, it fails with
   /// > ``DispatchError/reentrantSynchronousDispatch(actionType:)``.
   public func dispatchSync<Action: ActionType>(storeIdentifier: String? = nil, action: Action) throws(DispatchError) {
+    if isVerifying.load(ordering: .relaxed), absorbFollowUp(action, storeIdentifier: storeIdentifier) { return }
     try dispatchSynchronouslyIntercepted(storeIdentifier: storeIdentifier, action: action).get()
+  }
+
+  /// Absorbs a follow-up while a session is verified here; returns whether it did.
+  ///
+  /// A dispatch that is not the verification's own is a follow-up of an operation it re-runs: matched to the
+  /// session's records and absorbed, so that it completes at once, successfully, without running (the session's
+  /// record of it is replayed in its turn).
+  private func absorbFollowUp(_ action: any ActionType, storeIdentifier: String?) -> Bool {
+    guard let matcher = followUps.withLock({ $0 }) else { return false }
+    matcher.match(action, storeIdentifier: storeIdentifier)
+    return true
+  }
+
+  /// Dispatches a record that ``Session/verify(against:mode:)`` re-runs: as ``dispatch(storeIdentifier:action:mode:then:)``
+  /// does, never absorbed as a follow-up; with `.sync`, `completion` runs before this returns.
+  func dispatchReplayed(
+    storeIdentifier: String, action: any ActionType, mode: Mode, then completion: @escaping Completion
+  ) {
+    guard mode == .sync else {
+      return routeIntercepted(storeIdentifier: storeIdentifier, action: action, mode: mode, then: completion)
+    }
+    completion(dispatchSynchronouslyIntercepted(storeIdentifier: storeIdentifier, action: action))
   }
 
   /// Cancels every dispatch made with ``start(_:to:mode:options:)`` that has not finished, and every dispatch still

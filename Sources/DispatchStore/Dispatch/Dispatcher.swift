@@ -81,6 +81,10 @@ public final class Dispatcher: Sendable {
   /// While ``Session/verify(against:mode:)`` re-runs a session here, the effects it recorded: operations read
   /// them instead of running their effects (`ActionOperation.effect(_:_:)`).
   let effectPlayback = LockedValue<EffectPlayback?>(nil)
+  /// While ``Session/verify(against:mode:)`` re-runs a session here, where the follow-ups its operations dispatch
+  /// are matched; the flag spares the lock while no session is verified.
+  let followUps = LockedValue<FollowUpMatcher?>(nil)
+  let isVerifying = Atomic<Bool>(false)
   /// Called after a dispatch made with ``start(_:to:mode:options:)`` finished, for the test kit
   /// (``onDispatchFinished(_:)``); the flag spares the lock while nobody set one.
   let dispatchFinishedObserver = LockedValue<(@Sendable () -> Void)?>(nil)

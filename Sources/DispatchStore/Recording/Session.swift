@@ -238,7 +238,8 @@ public struct Session: Sendable {
   /// history starts from (the snapshot a recorder writes of each store's first model, or the one a compacted
   /// session starts with); then each record's action goes to its store, and a transaction that failed when
   /// recorded must fail again, with the same model. Operations read the effects they fetched from the session
-  /// (`ActionOperation.effect(_:_:)`).
+  /// (`ActionOperation.effect(_:_:)`). The follow-up actions re-run operations dispatch are absorbed (they complete
+  /// at once, without running) and matched to the session's records of them, which are replayed in their turn.
   /// - Parameters:
   ///   - dispatcher: The dispatcher to replay into.
   ///   - mode: How each action is dispatched; `.sync` by default, the fastest.
@@ -246,7 +247,8 @@ public struct Session: Sendable {
   ///   that differ.
   ///
   /// > Important: This blocks until each dispatch finished; do not call it on the thread a mode needs
-  /// > (the main run-loop thread for `.mainThread`).
+  /// > (the main run-loop thread for `.mainThread`). While it runs, every other dispatch on `dispatcher` is
+  /// > absorbed as a follow-up: verify against a dispatcher of its own.
   public func verify(against dispatcher: Dispatcher, mode: Dispatcher.Mode = .sync) throws(ReplayError) {
     let steps: [VerifyStep]
     let playback: EffectPlayback
@@ -261,8 +263,15 @@ public struct Session: Sendable {
     for (store, model) in try restorePlan(in: dispatcher, at: index.firstIndex - 1) {
       store.restore(model: model.model, action: model.action, event: nil)
     }
+    let followUps = FollowUpMatcher(steps: steps.map { ($0.store, $0.action) }, codecs: codecs)
     dispatcher.effectPlayback.withLock { $0 = playback }
-    defer { dispatcher.effectPlayback.withLock { $0 = nil } }
+    dispatcher.followUps.withLock { $0 = followUps }
+    dispatcher.isVerifying.store(true, ordering: .relaxed)
+    defer {
+      dispatcher.isVerifying.store(false, ordering: .relaxed)
+      dispatcher.followUps.withLock { $0 = nil }
+      dispatcher.effectPlayback.withLock { $0 = nil }
+    }
     var stores: [String: any AnyStore] = [:]
     // Models are compared as the writer encoded them: the re-run model encoded the same way, against the recorded
     // bytes. Only when the bytes differ is the recorded model decoded and compared as a value.
@@ -280,11 +289,10 @@ public struct Session: Sendable {
         store = found
       }
       playback.begin(step.dispatchID)
-      let result =
-        mode == .sync
-        ? Self.dispatchSync(step.action, to: step.store, in: dispatcher)
-        : Self.dispatchAndWait(step.action, to: step.store, in: dispatcher, mode: mode)
+      followUps.begin(index: step.index, dispatchID: step.dispatchID)
+      let result = Self.dispatchAndWait(step.action, to: step.store, in: dispatcher, mode: mode)
       if let missing = playback.missing { throw missing }
+      if let unrecorded = followUps.unrecorded { throw unrecorded }
       if lastOfDispatch[step.dispatchID] == step.index, let unused = playback.unused(in: step.dispatchID) {
         throw unused
       }
@@ -394,22 +402,17 @@ public struct Session: Sendable {
     return steps
   }
 
-  private static func dispatchSync<Action: ActionType>(
-    _ action: Action, to storeIdentifier: String, in dispatcher: Dispatcher
+  /// Dispatches a record's action and waits for it (for `.sync`, the completion ran before the dispatch returned).
+  private static func dispatchAndWait(
+    _ action: any ActionType, to storeIdentifier: String, in dispatcher: Dispatcher, mode: Dispatcher.Mode
   ) -> Result<Void, DispatchError> {
-    Result { () throws(DispatchError) in try dispatcher.dispatchSync(storeIdentifier: storeIdentifier, action: action) }
-  }
-
-  private static func dispatchAndWait<Action: ActionType>(
-    _ action: Action, to storeIdentifier: String, in dispatcher: Dispatcher, mode: Dispatcher.Mode
-  ) -> Result<Void, DispatchError> {
-    let done = DispatchSemaphore(value: 0)
+    let done = mode == .sync ? nil : DispatchSemaphore(value: 0)
     let box = ResultBox()
-    dispatcher.dispatch(storeIdentifier: storeIdentifier, action: action, mode: mode) { result in
+    dispatcher.dispatchReplayed(storeIdentifier: storeIdentifier, action: action, mode: mode) { result in
       box.result = result
-      done.signal()
+      done?.signal()
     }
-    done.wait()
+    done?.wait()
     return box.result ?? .success(())
   }
 
@@ -503,7 +506,10 @@ private final class SessionCache: Sendable {
 
 /// Carries a dispatch result to the thread waiting on the semaphore.
 ///
-/// `@unchecked Sendable`: written once before `signal()` and read after `wait()`, which orders the two.
+/// Where a replayed dispatch's completion leaves its result.
+///
+/// `@unchecked Sendable`: written once before `signal()` and read after `wait()`, which orders the two (for `.sync`,
+/// on the same thread).
 private final class ResultBox: @unchecked Sendable {
   var result: Result<Void, DispatchError>?
 }

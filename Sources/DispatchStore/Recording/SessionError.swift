@@ -91,6 +91,9 @@ public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
   case missingEffect(dispatchID: TransactionID, key: String)
   /// The session recorded an effect for a dispatch that no operation asked for when it was re-run.
   case unusedEffect(dispatchID: TransactionID, key: String)
+  /// Re-run, the operation of record `index` dispatched a follow-up action that no record of the session holds
+  /// (the session's records of the follow-ups it sent when recorded are replayed in their turn).
+  case unrecordedFollowUp(index: Int, dispatchID: TransactionID, action: String)
   /// The session's lines could not be decoded.
   case unreadable(SessionError)
 
@@ -111,6 +114,8 @@ public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
       return a == f && b == g && c == h && d == i && e == j
     case (.missingEffect(let a, let b), .missingEffect(let c, let d)): return a == c && b == d
     case (.unusedEffect(let a, let b), .unusedEffect(let c, let d)): return a == c && b == d
+    case (.unrecordedFollowUp(let a, let b, let c), .unrecordedFollowUp(let d, let e, let f)):
+      return a == d && b == e && c == f
     case (.unreadable(let a), .unreadable(let b)): return a == b
     default: return false
     }
@@ -133,6 +138,9 @@ public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
       return "Dispatch \(dispatch) asked for the effect \"\(key)\", which the session did not record"
     case .unusedEffect(let dispatch, let key):
       return "Dispatch \(dispatch) recorded the effect \"\(key)\", which nothing asked for when it was re-run"
+    case .unrecordedFollowUp(let index, let dispatch, let action):
+      return "Record #\(index) (dispatch \(dispatch)): re-run, its operation dispatched \(action), which the session "
+        + "did not record"
     case .unreadable(let error):
       return "The session could not be read: \(error)"
     }

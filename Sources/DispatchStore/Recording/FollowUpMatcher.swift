@@ -1,0 +1,82 @@
+// Follow-ups while verifying (proposal 0014): an operation that verify re-runs dispatches its follow-up actions again,
+// and the session holds the records those follow-ups made when it was recorded. Verify replays those records in their
+// turn; the follow-ups sent again are absorbed (they complete at once, successfully, without running) and matched to
+// the records, so that nothing is applied twice and a follow-up the session never recorded is reported.
+
+/// The follow-ups sent while ``Session/verify(against:mode:)`` re-runs a session: each matched to a record of the
+/// session holding the same action, which no other follow-up matched.
+final class FollowUpMatcher: Sendable {
+  /// What verify re-runs: each record's store and action, in the session's order.
+  private let steps: [(store: String, action: any ActionType)]
+  private let codecs: SessionCodecs
+
+  private struct State {
+    /// For each store, how many records hold each action encoding that no follow-up matched yet; made on the first
+    /// follow-up.
+    var unmatched: [String: [[UInt8]: Int]]?
+    /// The record being re-run.
+    var current: (index: Int, dispatchID: TransactionID)?
+    /// The first follow-up no record matched.
+    var unrecorded: ReplayError?
+  }
+
+  private let state = LockedValue(State())
+
+  init(steps: [(store: String, action: any ActionType)], codecs: SessionCodecs) {
+    self.steps = steps
+    self.codecs = codecs
+  }
+
+  /// The record being re-run: follow-ups sent from now on are its operations'.
+  func begin(index: Int, dispatchID: TransactionID) {
+    state.withLock { $0.current = (index, dispatchID) }
+  }
+
+  /// The first follow-up that no record of the session matched.
+  var unrecorded: ReplayError? {
+    state.withLock { $0.unrecorded }
+  }
+
+  /// Matches a follow-up of `action`, sent to `storeIdentifier` (or every store that handles it), to the session.
+  ///
+  /// Its stores are those whose codec's action type is the action's; an action no store of the session records
+  /// by its own type (one that stores map, or one the session does not record) cannot be checked, and is absorbed
+  /// all the same. Encodes actions (the app's `Codable` code) outside the lock.
+  func match(_ action: any ActionType, storeIdentifier: String?) {
+    let typeName = String(reflecting: type(of: action))
+    let stores = codecs.codecs.filter { identifier, codec in
+      codec.actionTypeName == typeName && (storeIdentifier == nil || storeIdentifier == identifier)
+    }
+    guard let codec = stores.first?.value else { return }
+    let encoder = JSONStreamEncoder()
+    var bytes: [UInt8] = []
+    guard (try? codec.encodeAction("", action, encoder, &bytes)) != nil else { return }
+    let built = state.withLock { $0.unmatched == nil } ? countRecords(encoder: encoder) : nil
+    state.withLock { state in
+      if state.unmatched == nil { state.unmatched = built ?? [:] }
+      var matched = false
+      for store in stores.keys {
+        guard let count = state.unmatched?[store]?[bytes], count > 0 else { continue }
+        state.unmatched?[store]?[bytes] = count - 1
+        matched = true
+      }
+      guard !matched, state.unrecorded == nil else { return }
+      state.unrecorded = .unrecordedFollowUp(
+        index: state.current?.index ?? -1, dispatchID: state.current?.dispatchID ?? TransactionID(rawValue: 0),
+        action: "\(action)")
+    }
+  }
+
+  /// How many records of each store hold each action encoding.
+  private func countRecords(encoder: JSONStreamEncoder) -> [String: [[UInt8]: Int]] {
+    var counts: [String: [[UInt8]: Int]] = [:]
+    var bytes: [UInt8] = []
+    for step in steps {
+      guard let codec = codecs.codecs[step.store] else { continue }
+      bytes.removeAll(keepingCapacity: true)
+      guard (try? codec.encodeAction(step.store, step.action, encoder, &bytes)) != nil else { continue }
+      counts[step.store, default: [:]][bytes, default: 0] += 1
+    }
+    return counts
+  }
+}
