@@ -91,6 +91,12 @@ extension DispatchRun {
       guard let actions else { return body(action) }
       return actions.withUnsafeBufferPointer { body($0[index]) }
     }
+
+    /// The dispatched action, if the store of node `index` handles an action it mapped that one to.
+    func dispatchedAction(ifMappedAt index: Int) -> (any ActionType)? {
+      guard actions != nil, withAction(of: index, { $0.routingType != action.routingType }) else { return nil }
+      return action
+    }
   }
 
   /// Prepares a dispatch, or returns the error that forbids running any operation.
@@ -151,7 +157,8 @@ extension DispatchRun {
             expected: String(reflecting: store.anyStore.actionType), dispatched: String(reflecting: type(of: action)))
         }
         let waits = store.withKind { $0.waitList(of: $1, for: mapped) }
-        if waits.isEmpty {
+        // A recorded one runs as a plan, which keeps the dispatched action for the record.
+        if waits.isEmpty, middleware.borrowed.recorder == nil {
           return .single(
             SingleStoreDispatch(
               store: store, action: mapped, dispatcherID: ObjectIdentifier(dispatcher),

@@ -359,7 +359,7 @@ final class DispatchRun: OperationCompletionHandler {
     if !plan.middleware.isEmpty {
       let watch = begin(index, of: store, kind: kind, context: context)
       alone.storeBegan(index, watch: watch)
-      recording = watch.recording(plan.middleware.borrowed)
+      recording = watch.recording(plan.middleware.borrowed, dispatched: plan.dispatchedAction(ifMappedAt: index))
     }
     let me = ObjectIdentifier(context)
     let outcome = handle(index, of: store, kind: kind, context: context, recording: recording) {
@@ -388,7 +388,7 @@ final class DispatchRun: OperationCompletionHandler {
     if !plan.middleware.isEmpty {
       let watch = begin(index, of: store, kind: kind, context: context)
       state.withLock { $0.storeBegan(index, watch: watch) }
-      recording = watch.recording(plan.middleware.borrowed)
+      recording = watch.recording(plan.middleware.borrowed, dispatched: plan.dispatchedAction(ifMappedAt: index))
     }
     let outcome = handle(index, of: store, kind: kind, context: context, recording: recording) {}
     switch outcome {

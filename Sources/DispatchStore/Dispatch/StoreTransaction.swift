@@ -17,9 +17,13 @@ enum StoreTransaction {
     let started: UInt64?
 
     /// Where the store files the transaction's record, if a recorder is among `middleware`.
+    /// - Parameter dispatched: The dispatched action, where the store handles an action it mapped that one to.
     @inline(__always)
-    func recording(_ middleware: MiddlewareList.Borrowed) -> RecordingContext? {
+    func recording(
+      _ middleware: MiddlewareList.Borrowed, dispatched: @autoclosure () -> (any ActionType)? = nil
+    ) -> RecordingContext? {
       guard let recorder = middleware.recorder else { return nil }
+      if let dispatched = dispatched() { recorder.noteDispatchedAction(dispatched, of: id) }
       return RecordingContext(recorder: recorder, dispatchID: dispatchID, transactionID: id)
     }
   }

@@ -234,7 +234,8 @@ enum InspectorPage {
       // A dispatch's records are usually next to each other: the map only for those that are not.
       let group = last && last.id === id ? last : groupOf.get(id);
       if (!group) {
-        group = { kind: "dispatch", id, records: [], stores: [], failed: false, cancelled: false, longest: 0 };
+        group = { kind: "dispatch", id, records: [], stores: [], failed: false, cancelled: false, longest: 0,
+          unchanged: true };
         groupOf.set(id, group);
         groups.push(group);
         entries.push(group);
@@ -245,6 +246,7 @@ enum InspectorPage {
       // A cancelled transaction also carries its error (a CancellationError): it counts as cancelled, not failed.
       if (line.e !== undefined && !line.c) group.failed = true;
       if (line.c) group.cancelled = true;
+      if (!line.u) group.unchanged = false;
       group.longest = Math.max(group.longest, Number(line.f || 0));
     }
     let moveNumber = 0;
@@ -457,6 +459,9 @@ enum InspectorPage {
         if (entry.longest) tags.append(el("span", { class: "tag" }, duration(entry.longest)));
         if (entry.failed) tags.append(el("span", { class: "tag fail" }, "failed"));
         if (entry.cancelled) tags.append(el("span", { class: "tag cancel" }, "cancelled"));
+        if (entry.unchanged) {
+          tags.append(el("span", { class: "tag", title: "Changed no model: undo and redo step over it" }, "no change"));
+        }
         if (entry.diverged) tags.append(el("span", { class: "tag fail" }, "diverged"));
         if (entry.replaced) tags.append(el("span", { class: "tag undo" }, "replaced"));
         else if (entry.undone) tags.append(el("span", { class: "tag undo" }, "undone"));

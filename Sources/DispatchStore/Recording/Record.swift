@@ -26,6 +26,9 @@ public struct Record: Sendable, CustomStringConvertible {
   public var storeIdentifier: String { fields.storeIdentifier }
   /// The action, as the store handled it.
   public var action: any ActionType { fields.action }
+  /// The action the app dispatched: ``action``, unless the store mapped the dispatched action to one of its own
+  /// (``Reducer/additionalActions``), as recorded in this process (a session file keeps the store's action).
+  public var dispatchedAction: any ActionType { fields.dispatched?.action ?? fields.action }
   /// The store's model right after the transaction, including the changes of a transaction that failed.
   public var model: any ModelType { fields.model }
   /// The error the transaction failed with; `nil` if it succeeded.
@@ -72,13 +75,15 @@ public struct Record: Sendable, CustomStringConvertible {
   /// A record in a chunk of its own.
   init(
     index: Int, dispatchID: TransactionID, transactionID: TransactionID, storeIdentifier: String,
-    action: any ActionType, model: any ModelType, error: (any Error)?, wasCancelled: Bool, elapsed: UInt64
+    action: any ActionType, model: any ModelType, error: (any Error)?, wasCancelled: Bool, elapsed: UInt64,
+    changedModel: Bool = true
   ) {
     let chunk = RecordChunk(capacity: 1)
     self = chunk.append(
       RecordChunk.Fields(
         index: index, dispatchID: dispatchID, transactionID: transactionID, storeIdentifier: storeIdentifier,
-        action: action, model: model, error: error, wasCancelled: wasCancelled, elapsed: elapsed))
+        action: action, model: model, error: error, wasCancelled: wasCancelled, elapsed: elapsed,
+        changedModel: changedModel))
   }
 
   /// The record in `slot` of `chunk`, which is filled.
@@ -89,6 +94,9 @@ public struct Record: Sendable, CustomStringConvertible {
 
   /// Nanoseconds from the transaction's start to its record.
   var elapsed: UInt64 { fields.elapsed }
+
+  /// Whether the transaction may have changed its store's model (``RecordChunk/Fields/changedModel``).
+  var changedModel: Bool { fields.changedModel }
 
   /// `#index [dispatch/transaction] store <- action`, and how it failed.
   public var description: String {
@@ -123,6 +131,11 @@ final class RecordChunk: @unchecked Sendable {
     let error: (any Error)?
     let wasCancelled: Bool
     let elapsed: UInt64
+    /// Whether the transaction may have changed the store's model: `false` only for an operation during which the
+    /// store's model did not change (its version did not move), which undo and redo step over.
+    var changedModel = true
+    /// The action the app dispatched, where the store handled an action it mapped that one to.
+    var dispatched: DispatchedAction? = nil
   }
 
   private let slots: UnsafeMutablePointer<Fields>
@@ -155,6 +168,17 @@ final class RecordChunk: @unchecked Sendable {
   deinit {
     slots.deinitialize(count: count)
     slots.deallocate()
+  }
+}
+
+/// The action an app dispatched, kept with a record whose store mapped it to an action of its own: a reference, so
+/// that records of unmapped actions (most) pay one pointer for it.
+@usableFromInline
+final class DispatchedAction: Sendable {
+  let action: any ActionType
+
+  init(_ action: any ActionType) {
+    self.action = action
   }
 }
 

@@ -97,9 +97,12 @@ public final class RecorderMiddleware: Middleware {
   // MARK: - Time travel
 
   /// Moves back by one dispatch (or one record) and restores every store it changed to the models before it.
+  ///
+  /// Dispatches that changed no model (an operation that failed, or was cancelled, before changing its store) are
+  /// stepped over: the move undoes the latest dispatch at or before the cursor that changed something.
   /// - Parameter step: ``Step/dispatch`` (the default) or ``Step/record``.
   /// - Returns: The record now current, or `nil` if the cursor is now before the first record.
-  /// - Throws: ``RecorderError/atStartOfHistory``, or ``RecorderError/storeUnavailable(storeIdentifier:)`` if a
+  /// - Throws: ``RecorderError/atStartOfHistory`` if nothing before the cursor changed a model, or ``RecorderError/storeUnavailable(storeIdentifier:)`` if a
   ///   store to restore is no longer registered; nothing is changed then.
   @discardableResult
   public func undo(by step: Step = .dispatch) throws(RecorderError) -> Record? {
@@ -110,6 +113,9 @@ public final class RecorderMiddleware: Middleware {
   }
 
   /// Moves forward by one dispatch (or one record) and restores every store it changed.
+  ///
+  /// It goes on over the dispatches after it that changed no model, up to the next that did, so that undo and redo
+  /// land on the same positions.
   /// - Parameter step: ``Step/dispatch`` (the default) or ``Step/record``.
   /// - Returns: The record now current.
   /// - Throws: ``RecorderError/atEndOfHistory``, or ``RecorderError/storeUnavailable(storeIdentifier:)`` if a
@@ -345,24 +351,33 @@ public final class RecorderMiddleware: Middleware {
 
   /// Files a record; returns the event number, which the store keeps.
   ///
-  /// Called by a store under its lock (``RecordingContext/file(store:action:model:error:cancelled:)``).
+  /// Called by a store under its lock (``RecordingContext/file(store:action:model:error:cancelled:elapsed:changedModel:)``).
   ///
   /// Appends under the recorder's lock and queues the line for the writer; runs no user code, releases nothing
   /// (dropped records wait for ``afterLock()``), wakes nobody.
   @usableFromInline
   func file(
     dispatchID: TransactionID, transactionID: TransactionID, store: String, action: any ActionType,
-    model: any ModelType, error: (any Error)?, cancelled: Bool, elapsed: UInt64
+    model: any ModelType, error: (any Error)?, cancelled: Bool, elapsed: UInt64, changedModel: Bool
   ) -> UInt64 {
     let (event, afterLock) = storage.state.withLock { state in
-      state.file { index in
+      let dispatched = state.dispatchedActions.isEmpty ? nil : state.dispatchedActions.removeValue(forKey: transactionID)
+      return state.file { index in
         RecordChunk.Fields(
           index: index, dispatchID: dispatchID, transactionID: transactionID, storeIdentifier: store, action: action,
-          model: model, error: error, wasCancelled: cancelled, elapsed: elapsed)
+          model: model, error: error, wasCancelled: cancelled, elapsed: elapsed, changedModel: changedModel,
+          dispatched: dispatched)
       }
     }
     if afterLock { pendingWork.store(true, ordering: .relaxed) }
     return event
+  }
+
+  /// Keeps the action the app dispatched for the record of transaction `id`, whose store maps it to an action of
+  /// its own; called before the store handles it.
+  func noteDispatchedAction(_ action: any ActionType, of id: TransactionID) {
+    let kept = DispatchedAction(action)
+    storage.state.withLock { $0.dispatchedActions[id] = kept }
   }
 
   /// Keeps what an effect fetched (`ActionOperation.effect(_:_:)`) with its dispatch, and writes it.

@@ -18,6 +18,9 @@ struct RecorderState {
   var queued = 0
   /// The effects operations fetched through the recorder, by dispatch (`ActionOperation.effect(_:_:)`).
   var effects: [TransactionID: [(key: String, outcome: EffectOutcome)]] = [:]
+  /// The actions the app dispatched, for the records of transactions whose stores map them (rare): taken when the
+  /// record is filed.
+  var dispatchedActions: [TransactionID: DispatchedAction] = [:]
   /// The number of the last record filed or move committed (``StoreState/recordedEvent``).
   var event: UInt64 = 0
   /// What the recorder dropped, for the caller to release after the lock.
@@ -369,17 +372,27 @@ struct RecordHistory {
     return result
   }
 
-  /// The position an undo from `cursor` goes to, or `nil` at the start.
+  /// The position an undo from `cursor` goes to: the step before the latest one at or before `cursor` that changed
+  /// a model, where steps that changed nothing (failed or cancelled operations that left their store as it was)
+  /// are stepped over; `nil` if no step before the cursor changed anything.
   func position(before cursor: Int, by step: RecorderMiddleware.Step) -> Int? {
     guard cursor >= firstIndex else { return nil }
-    guard step == .dispatch else { return cursor - 1 }
-    let boundaries = boundaries()
-    var position = min(cursor, lastIndex) - 1
+    let boundaries = step == .dispatch ? boundaries() : nil
+    var position = min(cursor, lastIndex)
+    var changed = false
     while position >= firstIndex {
-      if boundaries[position - firstIndex] { return position }
+      if self[position].changedModel { changed = true }
       position -= 1
+      if changed, isBoundary(position, boundaries) { return position }
     }
-    return firstIndex - 1
+    return nil
+  }
+
+  /// Whether `position` ends a step: a dispatch boundary, or any position when moving by record (`boundaries` is
+  /// `nil`); before the first record is one.
+  private func isBoundary(_ position: Int, _ boundaries: [Bool]?) -> Bool {
+    guard position >= firstIndex, let boundaries else { return true }
+    return boundaries[position - firstIndex]
   }
 
   /// The first boundary at or after `index`: the end of the dispatch (or dispatches running together) that record
@@ -395,16 +408,28 @@ struct RecordHistory {
     return lastIndex
   }
 
-  /// The position a redo from `cursor` goes to, or `nil` at the end.
+  /// The position a redo from `cursor` goes to, or `nil` at the end: the end of the next step that changed a
+  /// model, and of the steps after it that changed nothing (so that undo and redo land on the same positions); the
+  /// end of the history if no step after the cursor changed anything.
   func position(after cursor: Int, by step: RecorderMiddleware.Step) -> Int? {
     guard cursor < lastIndex else { return nil }
-    guard step == .dispatch else { return cursor + 1 }
-    let boundaries = boundaries()
+    let boundaries = step == .dispatch ? boundaries() : nil
     var position = max(cursor + 1, firstIndex)
-    while position < lastIndex {
-      if boundaries[position - firstIndex] { return position }
+    var changed = false
+    var landing: Int?
+    while position <= lastIndex {
+      let changes = self[position].changedModel
+      if landing == nil {
+        // The step that changes something.
+        if changes { changed = true }
+        if changed, isBoundary(position, boundaries) { landing = position }
+      } else {
+        // Then the steps that change nothing, up to the next change.
+        if changes { break }
+        if isBoundary(position, boundaries) { landing = position }
+      }
       position += 1
     }
-    return lastIndex
+    return landing ?? lastIndex
   }
 }

@@ -27,11 +27,11 @@ struct RecordingContext: Sendable {
   @usableFromInline
   func file(
     store: String, action: any ActionType, model: any ModelType, error: (any Error)?, cancelled: Bool = false,
-    elapsed: UInt64 = 0
+    elapsed: UInt64 = 0, changedModel: Bool = true
   ) -> UInt64 {
     recorder.file(
       dispatchID: dispatchID, transactionID: transactionID, store: store, action: action, model: model, error: error,
-      cancelled: cancelled, elapsed: elapsed)
+      cancelled: cancelled, elapsed: elapsed, changedModel: changedModel)
   }
 }
 
@@ -43,12 +43,15 @@ struct FinishedOperation {
   /// Nanoseconds from the transaction's start, on the coarse clock its identifier came from.
   @usableFromInline let elapsed: UInt64
   @usableFromInline let recording: RecordingContext
+  /// The store's version when the operation was made: if it is the same at the record, the model did not change.
+  @usableFromInline let fromVersion: UInt64
 
-  init(error: (any Error)?, cancelled: Bool, elapsed: UInt64, recording: RecordingContext) {
+  init(error: (any Error)?, cancelled: Bool, elapsed: UInt64, recording: RecordingContext, fromVersion: UInt64) {
     self.error = error
     self.cancelled = cancelled
     self.elapsed = elapsed
     self.recording = recording
+    self.fromVersion = fromVersion
   }
 }
 
@@ -64,7 +67,8 @@ extension Store {
     state.withLock { state in
       state.recordedEvent = finished.pointee.recording.file(
         store: identifier, action: action, model: state.model, error: finished.pointee.error,
-        cancelled: finished.pointee.cancelled, elapsed: finished.pointee.elapsed)
+        cancelled: finished.pointee.cancelled, elapsed: finished.pointee.elapsed,
+        changedModel: state.version != finished.pointee.fromVersion)
     }
   }
 }

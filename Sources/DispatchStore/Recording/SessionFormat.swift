@@ -8,7 +8,8 @@ import Foundation
 // The hashes chain the lines, so that an edited, deleted, duplicated or swapped line is found on loading.
 //   line 1    {"format":"DispatchStore.session","version":2,"stores":[{"identifier":..,"model":..,"action":..}]}
 //   record    {"k":"r","i":N,"t":<transaction>,"d":<dispatch, if not t>,"s":store,"a":action,"m":model,
-//              "e":"<error>"?,"c":true?,"f":<nanoseconds from t to the record, if not 0>?}
+//              "e":"<error>"?,"c":true?,"f":<nanoseconds from t to the record, if not 0>?,
+//              "u":true if the model did not change (an operation that made no change: undo steps over it)?}
 //   move      {"k":"m","i":N}                      the cursor moved to record N (-1: before the first record)
 //   snapshot  {"k":"s","i":N,"m":{store: model}}   the listed stores' models just before record N
 //   effect    {"k":"e","d":<dispatch>,"key":"..","v":<value>}   or, for a fetch that threw, "e":"<error>" for "v"
@@ -19,7 +20,7 @@ import Foundation
 enum SessionLineKey: String, CodingKey {
   case format, version, stores
   // Version 2.
-  case k, i, t, d, s, a, m, e, c, f, key, v
+  case k, i, t, d, s, a, m, e, c, f, u, key, v
   // Version 1.
   case kind, index, transaction, timestamp, store, action, model, cursor
 }
@@ -138,6 +139,7 @@ enum SessionFormat {
           JSONText.append(String(describing: error), to: &bytes)
         }
         if record.wasCancelled { bytes.append(contentsOf: ",\"c\":true".utf8) }
+        if !record.changedModel { bytes.append(contentsOf: ",\"u\":true".utf8) }
         if record.elapsed > 0 {
           bytes.append(contentsOf: #","f":"#.utf8)
           JSONText.append(record.elapsed, to: &bytes)
@@ -273,7 +275,8 @@ enum SessionFormat {
             model: try codec.decodeModel(container, .m),
             error: try container.decodeIfPresent(String.self, forKey: .e).map(RecordedError.init(description:)),
             wasCancelled: try container.decodeIfPresent(Bool.self, forKey: .c) ?? false,
-            elapsed: try container.decodeIfPresent(UInt64.self, forKey: .f) ?? 0))
+            elapsed: try container.decodeIfPresent(UInt64.self, forKey: .f) ?? 0,
+            changedModel: !(try container.decodeIfPresent(Bool.self, forKey: .u) ?? false)))
       case "s":
         let nested = try container.nestedContainer(keyedBy: StoreKey.self, forKey: .m)
         var models: [String: any ModelType] = [:]

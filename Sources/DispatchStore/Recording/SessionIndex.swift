@@ -469,7 +469,7 @@ struct LineCheck {
   /// The fields of version 2 lines; the raw value is a bit in a set of them.
   private enum Field: UInt16 {
     case k = 1, i = 2, t = 4, d = 8, s = 16, a = 32, m = 64, e = 128, c = 256, f = 512, key = 1024, v = 2048
-    case h = 4096
+    case h = 4096, u = 8192
 
     init?(_ name: UnsafeRawBufferPointer) {
       if name.count == 3 {
@@ -493,6 +493,7 @@ struct LineCheck {
       case UInt8(ascii: "f"): self = .f
       case UInt8(ascii: "v"): self = .v
       case UInt8(ascii: "h"): self = .h
+      case UInt8(ascii: "u"): self = .u
       default: return nil
       }
     }
@@ -512,6 +513,7 @@ struct LineCheck {
       case .key: "key"
       case .v: "v"
       case .h: "h"
+      case .u: "u"
       }
     }
   }
@@ -635,7 +637,7 @@ struct LineCheck {
     case (UInt8(ascii: "r"), .t), (UInt8(ascii: "r"), .d), (UInt8(ascii: "r"), .f), (UInt8(ascii: "e"), .d): .unsigned
     case (UInt8(ascii: "r"), .s), (UInt8(ascii: "r"), .e), (UInt8(ascii: "e"), .key), (UInt8(ascii: "e"), .e): .string
     case (UInt8(ascii: "r"), .a), (UInt8(ascii: "r"), .m), (UInt8(ascii: "e"), .v): .any
-    case (UInt8(ascii: "r"), .c): .boolean
+    case (UInt8(ascii: "r"), .c), (UInt8(ascii: "r"), .u): .boolean
     case (UInt8(ascii: "s"), .m), (UInt8(ascii: "s"), .a): .object
     default: nil
     }

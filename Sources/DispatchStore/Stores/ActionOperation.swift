@@ -43,6 +43,8 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   /// `nonisolated(unsafe)`: written once, by the dispatching thread before the operation starts, and read by the
   /// thread that finishes it, which the start happened before. Filing it once is claimed in `status`.
   nonisolated(unsafe) private var recording: RecordingContext?
+  /// The store's version when the operation was made, while recorded (written and read as `recording` is).
+  nonisolated(unsafe) private var recordedFromVersion: UInt64 = 0
 
   /// Creates an operation whose work is `async`: it runs as a task, finishes when `body` returns, and fails with
   /// what `body` throws.
@@ -256,7 +258,8 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
     let now = TransactionID.now()
     let started = recording.transactionID.rawValue
     let finished = FinishedOperation(
-      error: error, cancelled: cancelled, elapsed: now > started ? now - started : 0, recording: recording)
+      error: error, cancelled: cancelled, elapsed: now > started ? now - started : 0, recording: recording,
+      fromVersion: recordedFromVersion)
     withUnsafePointer(to: finished) { _ = store.specialised(store, action, .fileFinished($0)) }
   }
 
@@ -307,8 +310,9 @@ protocol OperationStarting: AnyObject, Sendable {
   func dependsOn(_ operation: ObjectIdentifier) -> Bool
   /// Tells the operation that the dispatch running it was cancelled; later calls do nothing.
   func cancel()
-  /// Makes the operation file its transaction's record when it finishes; called before it starts.
-  func record(with context: RecordingContext)
+  /// Makes the operation file its transaction's record when it finishes; called before it starts, with the store's
+  /// version then (a record whose store's version has not moved changed nothing).
+  func record(with context: RecordingContext, fromVersion: UInt64)
 }
 
 /// How far an operation got.
@@ -407,8 +411,9 @@ extension ActionOperation: OperationStarting, OperationCompletionHandler {
     }
   }
 
-  func record(with context: RecordingContext) {
+  func record(with context: RecordingContext, fromVersion: UInt64) {
     recording = context
+    recordedFromVersion = fromVersion
   }
 
   func cancel() {
