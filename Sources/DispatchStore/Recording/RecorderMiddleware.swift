@@ -361,7 +361,8 @@ public final class RecorderMiddleware: Middleware {
     model: any ModelType, error: (any Error)?, cancelled: Bool, elapsed: UInt64, changedModel: Bool
   ) -> UInt64 {
     let (event, afterLock) = storage.state.withLock { state in
-      let dispatched = state.dispatchedActions.isEmpty ? nil : state.dispatchedActions.removeValue(forKey: transactionID)
+      let dispatched =
+        state.dispatchedActions.isEmpty ? nil : state.dispatchedActions.removeValue(forKey: transactionID)
       return state.file { index in
         RecordChunk.Fields(
           index: index, dispatchID: dispatchID, transactionID: transactionID, storeIdentifier: store, action: action,
