@@ -199,15 +199,18 @@ extension Dispatcher {
     return true
   }
 
-  /// Dispatches a record that ``Session/verify(against:mode:)`` re-runs: as ``dispatch(storeIdentifier:action:mode:then:)``
-  /// does, never absorbed as a follow-up; with `.sync`, `completion` runs before this returns.
+  /// Dispatches a record that ``Session/verify(against:mode:)`` re-runs, as
+  /// ``dispatch(storeIdentifier:action:mode:then:)`` does, but never absorbed as a follow-up.
   func dispatchReplayed(
     storeIdentifier: String, action: any ActionType, mode: Mode, then completion: @escaping Completion
   ) {
-    guard mode == .sync else {
-      return routeIntercepted(storeIdentifier: storeIdentifier, action: action, mode: mode, then: completion)
-    }
-    completion(dispatchSynchronouslyIntercepted(storeIdentifier: storeIdentifier, action: action))
+    routeIntercepted(storeIdentifier: storeIdentifier, action: action, mode: mode, then: completion)
+  }
+
+  /// ``dispatchSync(storeIdentifier:action:)`` for a record that ``Session/verify(against:mode:)`` re-runs: never
+  /// absorbed as a follow-up.
+  func dispatchReplayedSync(storeIdentifier: String, action: any ActionType) -> Result<Void, DispatchError> {
+    dispatchSynchronouslyIntercepted(storeIdentifier: storeIdentifier, action: action)
   }
 
   /// Cancels every dispatch made with ``start(_:to:mode:options:)`` that has not finished, and every dispatch still

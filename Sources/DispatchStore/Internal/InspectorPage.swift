@@ -247,6 +247,7 @@ enum InspectorPage {
       if (line.e !== undefined && !line.c) group.failed = true;
       if (line.c) group.cancelled = true;
       if (!line.u) group.unchanged = false;
+      if (line.x) group.redacted = true;
       group.longest = Math.max(group.longest, Number(line.f || 0));
     }
     let moveNumber = 0;
@@ -459,6 +460,9 @@ enum InspectorPage {
         if (entry.longest) tags.append(el("span", { class: "tag" }, duration(entry.longest)));
         if (entry.failed) tags.append(el("span", { class: "tag fail" }, "failed"));
         if (entry.cancelled) tags.append(el("span", { class: "tag cancel" }, "cancelled"));
+        if (entry.redacted) {
+          tags.append(el("span", { class: "tag", title: "Values redacted by the recorder's privacy settings" }, "redacted"));
+        }
         if (entry.unchanged) {
           tags.append(el("span", { class: "tag", title: "Changed no model: undo and redo step over it" }, "no change"));
         }

@@ -76,14 +76,14 @@ public struct Record: Sendable, CustomStringConvertible {
   init(
     index: Int, dispatchID: TransactionID, transactionID: TransactionID, storeIdentifier: String,
     action: any ActionType, model: any ModelType, error: (any Error)?, wasCancelled: Bool, elapsed: UInt64,
-    changedModel: Bool = true
+    changedModel: Bool = true, redaction: RedactionMark = RedactionMark()
   ) {
     let chunk = RecordChunk(capacity: 1)
     self = chunk.append(
       RecordChunk.Fields(
         index: index, dispatchID: dispatchID, transactionID: transactionID, storeIdentifier: storeIdentifier,
-        action: action, model: model, error: error, wasCancelled: wasCancelled, elapsed: elapsed,
-        changedModel: changedModel))
+        action: action, model: model, error: error, wasCancelled: wasCancelled, changedModel: changedModel,
+        redaction: redaction, elapsed: elapsed))
   }
 
   /// The record in `slot` of `chunk`, which is filled.
@@ -97,6 +97,9 @@ public struct Record: Sendable, CustomStringConvertible {
 
   /// Whether the transaction may have changed its store's model (``RecordChunk/Fields/changedModel``).
   var changedModel: Bool { fields.changedModel }
+
+  /// What the session's privacy settings replaced in the record (a record loaded from a file that marks it).
+  var redaction: RedactionMark { fields.redaction }
 
   /// `#index [dispatch/transaction] store <- action`, and how it failed.
   public var description: String {
@@ -130,10 +133,13 @@ final class RecordChunk: @unchecked Sendable {
     let model: any ModelType
     let error: (any Error)?
     let wasCancelled: Bool
-    let elapsed: UInt64
+    // The flags next to `wasCancelled`, in the same word of the slot.
     /// Whether the transaction may have changed the store's model: `false` only for an operation during which the
     /// store's model did not change (its version did not move), which undo and redo step over.
     var changedModel = true
+    /// What a recorder's privacy settings replaced in the record, as a session file marks it.
+    var redaction = RedactionMark()
+    let elapsed: UInt64
     /// The action the app dispatched, where the store handled an action it mapped that one to.
     var dispatched: DispatchedAction? = nil
   }

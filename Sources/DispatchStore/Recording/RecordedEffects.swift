@@ -85,7 +85,10 @@ extension ActionOperation {
       case .failure(let error): return .missing(error)
       }
     }
-    guard let context = recordingContext else { return .live { _ in } }
+    // A store whose values the privacy settings leave out or redact keeps its effects out too.
+    guard let context = recordingContext, !context.recorder.privacy.keepsNothing(of: store.identifier) else {
+      return .live { _ in }
+    }
     return .live { result in
       let outcome: EffectOutcome
       switch result {

@@ -45,11 +45,20 @@ public final class RecorderMiddleware: Middleware {
   /// lock.
   private let lastKnownStore = Atomic<UInt>(0)
 
+  /// What the recorder leaves out of what it keeps and writes (``SessionPrivacy``).
+  let privacy: SessionPrivacy
+  /// Whether `privacy` excludes any store: checked, without hashing, for every record.
+  private let excludesStores: Bool
+
   /// Creates a recorder that keeps at most `maxNumberOfRecords` records in memory.
-  /// - Parameter maxNumberOfRecords: The bound on the history; at least 1.
-  public init(maxNumberOfRecords: Int = 10_000) {
+  /// - Parameters:
+  ///   - maxNumberOfRecords: The bound on the history; at least 1.
+  ///   - privacy: The stores it leaves out, and the redactions it applies before writing; none by default.
+  public init(maxNumberOfRecords: Int = 10_000, privacy: SessionPrivacy = SessionPrivacy()) {
     precondition(maxNumberOfRecords > 0, "DispatchStore: maxNumberOfRecords must be at least 1")
     self.maxNumberOfRecords = maxNumberOfRecords
+    self.privacy = privacy
+    self.excludesStores = !privacy.excluded.isEmpty
     self.storage = RecorderStorage(bound: maxNumberOfRecords)
   }
 
@@ -210,8 +219,12 @@ public final class RecorderMiddleware: Middleware {
   /// - Parameters:
   ///   - session: A loaded session.
   ///   - dispatcher: A dispatcher with the session's stores registered.
-  /// - Throws: ``ReplayError`` if a store is missing or the session does not decode; nothing is changed then.
+  /// - Throws: ``ReplayError`` if a store is missing or the session does not decode, or
+  ///   ``ReplayError/redacted(storeIdentifiers:)`` if it holds redacted models (``SessionPrivacy``), which undo
+  ///   would put back in the app; nothing is changed then.
   public func resume(_ session: Session, in dispatcher: Dispatcher) throws(ReplayError) {
+    let redacted = session.index.redactions.filter(\.value.model).keys.sorted()
+    guard redacted.isEmpty else { throw .redacted(storeIdentifiers: redacted) }
     let plan = try session.restorePlan(in: dispatcher, at: session.cursor)
     let records: [Record]
     let base: [String: Session.PositionedModel]
@@ -262,7 +275,8 @@ public final class RecorderMiddleware: Middleware {
     appendingTo url: URL, codecs: SessionCodecs, durability: SessionDurability = .buffered
   ) throws(SessionError) {
     let nextIndex = storage.state.withLock { $0.history.nextIndex }
-    let writer = try SessionWriter(appendingTo: url, codecs: codecs, durability: durability, nextIndex: nextIndex)
+    let writer = try SessionWriter(
+      appendingTo: url, codecs: codecs, privacy: privacy, durability: durability, nextIndex: nextIndex)
     let attached = storage.state.withLock { state -> (SessionWriter?, [SessionFormat.Line])? in
       // A record filed meanwhile is not in the file's history.
       guard writer.startedEmpty || state.history.nextIndex == nextIndex else { return nil }
@@ -298,7 +312,7 @@ public final class RecorderMiddleware: Middleware {
   ///   an encoding or I/O error.
   public func save(to url: URL, codecs: SessionCodecs) throws(SessionError) {
     let lines = storage.state.withLock { $0.historyLines() }
-    try SessionFormat.write(lines, codecs: codecs, to: url)
+    try SessionFormat.write(lines, codecs: codecs, privacy: privacy, to: url)
   }
 
   // MARK: - Middleware
@@ -320,6 +334,10 @@ public final class RecorderMiddleware: Middleware {
   /// Notes a store's first model and where it is registered, for moves, the first time the recorder sees it.
   private func noteStore(_ store: any AnyStore, identifier: String) {
     let id = ObjectIdentifier(store)
+    if excludesStores, privacy.excluded.contains(identifier) {
+      lastKnownStore.store(UInt(bitPattern: id), ordering: .relaxed)
+      return
+    }
     guard !storage.state.withLock({ $0.known.contains(id) }) else {
       lastKnownStore.store(UInt(bitPattern: id), ordering: .relaxed)
       return
@@ -360,13 +378,15 @@ public final class RecorderMiddleware: Middleware {
     dispatchID: TransactionID, transactionID: TransactionID, store: String, action: any ActionType,
     model: any ModelType, error: (any Error)?, cancelled: Bool, elapsed: UInt64, changedModel: Bool
   ) -> UInt64 {
+    // Left out (``SessionPrivacy/exclude(storeIdentifier:)``): nothing is kept; no move restores the store.
+    if excludesStores, privacy.excluded.contains(store) { return 0 }
     let (event, afterLock) = storage.state.withLock { state in
       let dispatched =
         state.dispatchedActions.isEmpty ? nil : state.dispatchedActions.removeValue(forKey: transactionID)
       return state.file { index in
         RecordChunk.Fields(
           index: index, dispatchID: dispatchID, transactionID: transactionID, storeIdentifier: store, action: action,
-          model: model, error: error, wasCancelled: cancelled, elapsed: elapsed, changedModel: changedModel,
+          model: model, error: error, wasCancelled: cancelled, changedModel: changedModel, elapsed: elapsed,
           dispatched: dispatched)
       }
     }

@@ -43,15 +43,15 @@ struct FinishedOperation {
   /// Nanoseconds from the transaction's start, on the coarse clock its identifier came from.
   @usableFromInline let elapsed: UInt64
   @usableFromInline let recording: RecordingContext
-  /// The store's version when the operation was made: if it is the same at the record, the model did not change.
-  @usableFromInline let fromVersion: UInt64
+  /// Whether the operation changed its store's model through ``ActionOperation/updateModel(_:)``.
+  @usableFromInline let changedModel: Bool
 
-  init(error: (any Error)?, cancelled: Bool, elapsed: UInt64, recording: RecordingContext, fromVersion: UInt64) {
+  init(error: (any Error)?, cancelled: Bool, elapsed: UInt64, recording: RecordingContext, changedModel: Bool) {
     self.error = error
     self.cancelled = cancelled
     self.elapsed = elapsed
     self.recording = recording
-    self.fromVersion = fromVersion
+    self.changedModel = changedModel
   }
 }
 
@@ -65,10 +65,13 @@ extension Store {
   @inlinable
   func fileFinishedOperation(_ action: Action, _ finished: UnsafePointer<FinishedOperation>) {
     state.withLock { state in
+      // Changed by this operation, or by something else since the store's last operation record (a change made
+      // with `Store.updateModel`): counted as a change, so that undo never steps over one.
+      let changed = finished.pointee.changedModel || state.version != state.recordedVersion
+      state.recordedVersion = state.version
       state.recordedEvent = finished.pointee.recording.file(
         store: identifier, action: action, model: state.model, error: finished.pointee.error,
-        cancelled: finished.pointee.cancelled, elapsed: finished.pointee.elapsed,
-        changedModel: state.version != finished.pointee.fromVersion)
+        cancelled: finished.pointee.cancelled, elapsed: finished.pointee.elapsed, changedModel: changed)
     }
   }
 }

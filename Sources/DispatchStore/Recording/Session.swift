@@ -198,13 +198,23 @@ public struct Session: Sendable {
   /// repeats, and with a snapshot near the end only the records after it are decoded.
   ///
   /// Observers hear each restored model with ``ChangeOrigin/restore``. Stores the session has no model for keep
-  /// theirs.
+  /// theirs, and so do the stores whose models the recorder's ``SessionPrivacy`` redacted (a redacted model is not
+  /// the app's): their identifiers are returned.
   /// - Parameter dispatcher: A dispatcher with the session's stores registered.
+  /// - Returns: The stores left as they were because the session holds redacted models of them; sorted.
   /// - Throws: ``ReplayError`` if a store is not registered or has other types, or the session does not decode;
   ///   nothing is changed then.
-  public func restore(into dispatcher: Dispatcher) throws(ReplayError) {
+  @discardableResult
+  public func restore(into dispatcher: Dispatcher) throws(ReplayError) -> [String] {
     let plan = try restorePlan(in: dispatcher, at: cursor)
     for (store, model) in plan { store.restore(model: model.model, action: model.action, event: nil) }
+    return index.redactions.filter(\.value.model).keys.sorted()
+  }
+
+  /// The stores whose models or actions the recorder's privacy settings redacted somewhere in the session
+  /// (``SessionPrivacy``): ``restore(into:)`` and ``verify(against:mode:)`` leave them out.
+  public var redactedStores: [String] {
+    index.redactions.keys.sorted()
   }
 
   /// The stores and models a restore at `position` applies; checked, so that applying cannot fail.
@@ -218,7 +228,9 @@ public struct Session: Sendable {
       throw .unreadable(error)
     }
     var plan: [(any ModelRestoring, (model: any ModelType, action: (any ActionType)?))] = []
-    for (identifier, positioned) in models.sorted(by: { $0.key < $1.key }) {
+    // A redacted model is not the app's: its store keeps its own.
+    let restorable = models.filter { index.redactions[$0.key]?.model != true }
+    for (identifier, positioned) in restorable.sorted(by: { $0.key < $1.key }) {
       guard let store = dispatcher.store(with: identifier) as? any ModelRestoring,
         store.canRestore(model: positioned.model, action: positioned.action)
       else {
@@ -246,14 +258,20 @@ public struct Session: Sendable {
   /// - Throws: ``ReplayError`` at the first divergence, naming the dispatch, the store, the action and the fields
   ///   that differ.
   ///
+  /// The stores whose models or actions the recorder's ``SessionPrivacy`` redacted cannot be checked: their records
+  /// are neither re-run nor compared, and their identifiers are returned.
+  ///
   /// > Important: This blocks until each dispatch finished; do not call it on the thread a mode needs
   /// > (the main run-loop thread for `.mainThread`). While it runs, every other dispatch on `dispatcher` is
   /// > absorbed as a follow-up: verify against a dispatcher of its own.
-  public func verify(against dispatcher: Dispatcher, mode: Dispatcher.Mode = .sync) throws(ReplayError) {
-    let steps: [VerifyStep]
+  /// - Returns: The stores not checked because the session holds redacted values of them; sorted.
+  @discardableResult
+  public func verify(against dispatcher: Dispatcher, mode: Dispatcher.Mode = .sync) throws(ReplayError) -> [String] {
+    var steps: [VerifyStep]
     let playback: EffectPlayback
     do {
       steps = try verifySteps()
+      if !index.redactions.isEmpty { steps.removeAll { index.redactions[$0.store] != nil } }
       playback = EffectPlayback(effects: try effects())
     } catch {
       throw .unreadable(error)
@@ -263,7 +281,8 @@ public struct Session: Sendable {
     for (store, model) in try restorePlan(in: dispatcher, at: index.firstIndex - 1) {
       store.restore(model: model.model, action: model.action, event: nil)
     }
-    let followUps = FollowUpMatcher(steps: steps.map { ($0.store, $0.action) }, codecs: codecs)
+    let followUps = FollowUpMatcher(
+      steps: steps.map { ($0.store, $0.action) }, codecs: codecs, unchecked: Set(index.redactions.keys))
     dispatcher.effectPlayback.withLock { $0 = playback }
     dispatcher.followUps.withLock { $0 = followUps }
     dispatcher.isVerifying.store(true, ordering: .relaxed)
@@ -342,6 +361,7 @@ public struct Session: Sendable {
         index: step.index, dispatchID: step.dispatchID, storeIdentifier: step.store, action: "\(step.action)",
         differences: differences)
     }
+    return redactedStores
   }
 
   /// A record as ``verify(against:mode:)`` re-runs it: its action decoded, its model left as the bytes written
@@ -402,17 +422,18 @@ public struct Session: Sendable {
     return steps
   }
 
-  /// Dispatches a record's action and waits for it (for `.sync`, the completion ran before the dispatch returned).
+  /// Dispatches a record's action and waits for it.
   private static func dispatchAndWait(
     _ action: any ActionType, to storeIdentifier: String, in dispatcher: Dispatcher, mode: Dispatcher.Mode
   ) -> Result<Void, DispatchError> {
-    let done = mode == .sync ? nil : DispatchSemaphore(value: 0)
+    if mode == .sync { return dispatcher.dispatchReplayedSync(storeIdentifier: storeIdentifier, action: action) }
+    let done = DispatchSemaphore(value: 0)
     let box = ResultBox()
     dispatcher.dispatchReplayed(storeIdentifier: storeIdentifier, action: action, mode: mode) { result in
       box.result = result
-      done?.signal()
+      done.signal()
     }
-    done?.wait()
+    done.wait()
     return box.result ?? .success(())
   }
 
@@ -479,7 +500,7 @@ public struct Session: Sendable {
     }
     let kept = max(cursor, position - 1)
     if kept != nextIndex - 1 { lines.append(.move(kept)) }
-    try SessionFormat.write(lines, codecs: codecs, to: url)
+    try SessionFormat.write(lines, codecs: codecs, marked: index.redactions, to: url)
   }
 }
 
@@ -508,8 +529,7 @@ private final class SessionCache: Sendable {
 ///
 /// Where a replayed dispatch's completion leaves its result.
 ///
-/// `@unchecked Sendable`: written once before `signal()` and read after `wait()`, which orders the two (for `.sync`,
-/// on the same thread).
+/// `@unchecked Sendable`: written once before `signal()` and read after `wait()`, which orders the two.
 private final class ResultBox: @unchecked Sendable {
   var result: Result<Void, DispatchError>?
 }

@@ -10,6 +10,8 @@ import Foundation
 //   record    {"k":"r","i":N,"t":<transaction>,"d":<dispatch, if not t>,"s":store,"a":action,"m":model,
 //              "e":"<error>"?,"c":true?,"f":<nanoseconds from t to the record, if not 0>?,
 //              "u":true if the model did not change (an operation that made no change: undo steps over it)?}
+//              with "x":"m"|"a"|"am" right after "s" when the model, the action or both were redacted (SessionPrivacy)
+//   snapshot  with "x":{store: "m"|"a"|"am"} right after "i" when some of its models or actions were redacted
 //   move      {"k":"m","i":N}                      the cursor moved to record N (-1: before the first record)
 //   snapshot  {"k":"s","i":N,"m":{store: model}}   the listed stores' models just before record N
 //   effect    {"k":"e","d":<dispatch>,"key":"..","v":<value>}   or, for a fetch that threw, "e":"<error>" for "v"
@@ -20,7 +22,7 @@ import Foundation
 enum SessionLineKey: String, CodingKey {
   case format, version, stores
   // Version 2.
-  case k, i, t, d, s, a, m, e, c, f, u, key, v
+  case k, i, t, d, s, a, m, e, c, f, u, x, key, v
   // Version 1.
   case kind, index, transaction, timestamp, store, action, model, cursor
 }
@@ -84,13 +86,41 @@ enum SessionFormat {
   struct Encoder {
     private let encoder: JSONStreamEncoder
     let codecs: SessionCodecs
+    /// What the recorder redacts before writing.
+    let privacy: SessionPrivacy
+    /// Stores whose values are redacted already (a loaded session written again): their lines keep the mark.
+    let marked: [String: RedactionMark]
     /// The hash of the last line encoded (or found at the end of the file appended to).
     var previousHash: UInt64
 
-    init(codecs: SessionCodecs, previousHash: UInt64 = 0) {
+    init(
+      codecs: SessionCodecs, privacy: SessionPrivacy = SessionPrivacy(), marked: [String: RedactionMark] = [:],
+      previousHash: UInt64 = 0
+    ) {
       self.encoder = JSONStreamEncoder()
       self.codecs = codecs
+      self.privacy = privacy
+      self.marked = marked
       self.previousHash = previousHash
+    }
+
+    /// The mark of a line of `store`, with a record's own.
+    private func mark(of store: String, _ own: RedactionMark = RedactionMark()) -> RedactionMark {
+      var mark = own.union(marked[store] ?? RedactionMark())
+      if let redaction = privacy.redactions[store] { mark = mark.union(redaction.mark) }
+      return mark
+    }
+
+    /// `model` as the session may hold it.
+    private func redacted(_ model: any ModelType, of store: String) throws(SessionError) -> any ModelType {
+      guard let redact = privacy.redactions[store]?.model else { return model }
+      return try redact(model)
+    }
+
+    /// `action` as the session may hold it.
+    private func redacted(_ action: any ActionType, of store: String) throws(SessionError) -> any ActionType {
+      guard let redact = privacy.redactions[store]?.action else { return action }
+      return try redact(action)
     }
 
     /// The header line, newline included.
@@ -128,11 +158,18 @@ enum SessionFormat {
         }
         bytes.append(contentsOf: ",\"s\":".utf8)
         JSONText.append(record.storeIdentifier, to: &bytes)
+        let mark = mark(of: record.storeIdentifier, record.redaction)
+        if !mark.isEmpty {
+          bytes.append(contentsOf: ",\"x\":".utf8)
+          JSONText.append(mark.text, to: &bytes)
+        }
         bytes.append(contentsOf: ",\"a\":".utf8)
-        try codec.encodeAction(record.storeIdentifier, record.action, encoder, &bytes)
+        try codec.encodeAction(
+          record.storeIdentifier, try redacted(record.action, of: record.storeIdentifier), encoder, &bytes)
         try checkDepth(of: "action", store: record.storeIdentifier)
         bytes.append(contentsOf: ",\"m\":".utf8)
-        try codec.encodeModel(record.storeIdentifier, record.model, encoder, &bytes)
+        try codec.encodeModel(
+          record.storeIdentifier, try redacted(record.model, of: record.storeIdentifier), encoder, &bytes)
         try checkDepth(of: "model", store: record.storeIdentifier)
         if let error = record.error {
           bytes.append(contentsOf: ",\"e\":".utf8)
@@ -146,14 +183,29 @@ enum SessionFormat {
         }
         bytes.append(UInt8(ascii: "}"))
       case .snapshot(let index, let models, let actions):
-        bytes.append(contentsOf: "{\"k\":\"s\",\"i\":\(index),\"m\":".utf8)
+        bytes.append(contentsOf: "{\"k\":\"s\",\"i\":\(index),".utf8)
+        let marks = Set(models.keys).union(actions.keys).sorted().compactMap { store -> (String, RedactionMark)? in
+          let mark = mark(of: store)
+          return mark.isEmpty ? nil : (store, mark)
+        }
+        if !marks.isEmpty {
+          bytes.append(contentsOf: "\"x\":{".utf8)
+          for (offset, (store, mark)) in marks.enumerated() {
+            if offset > 0 { bytes.append(UInt8(ascii: ",")) }
+            JSONText.append(store, to: &bytes)
+            bytes.append(UInt8(ascii: ":"))
+            JSONText.append(mark.text, to: &bytes)
+          }
+          bytes.append(contentsOf: "},".utf8)
+        }
+        bytes.append(contentsOf: "\"m\":".utf8)
         try appendByStore(models, to: &bytes) { codec, store, model, bytes in
-          try codec.encodeModel(store, model, encoder, &bytes)
+          try codec.encodeModel(store, try redacted(model, of: store), encoder, &bytes)
           try checkDepth(of: "model", store: store)
         }
         bytes.append(contentsOf: ",\"a\":".utf8)
         try appendByStore(actions, to: &bytes) { codec, store, action, bytes in
-          try codec.encodeAction(store, action, encoder, &bytes)
+          try codec.encodeAction(store, try redacted(action, of: store), encoder, &bytes)
           try checkDepth(of: "action", store: store)
         }
         bytes.append(UInt8(ascii: "}"))
@@ -234,8 +286,11 @@ enum SessionFormat {
 
   /// Writes a whole session file, `lines` after the header: creates it, or replaces a session file (or an empty
   /// one) at `url` atomically, under its lock (``SessionFile/replace(_:with:replacing:)``).
-  static func write(_ lines: [Line], codecs: SessionCodecs, to url: URL) throws(SessionError) {
-    var encoder = Encoder(codecs: codecs)
+  static func write(
+    _ lines: [Line], codecs: SessionCodecs, privacy: SessionPrivacy = SessionPrivacy(),
+    marked: [String: RedactionMark] = [:], to url: URL
+  ) throws(SessionError) {
+    var encoder = Encoder(codecs: codecs, privacy: privacy, marked: marked)
     var data = Data()
     do {
       data.append(try encoder.header())
@@ -276,7 +331,9 @@ enum SessionFormat {
             error: try container.decodeIfPresent(String.self, forKey: .e).map(RecordedError.init(description:)),
             wasCancelled: try container.decodeIfPresent(Bool.self, forKey: .c) ?? false,
             elapsed: try container.decodeIfPresent(UInt64.self, forKey: .f) ?? 0,
-            changedModel: !(try container.decodeIfPresent(Bool.self, forKey: .u) ?? false)))
+            changedModel: !(try container.decodeIfPresent(Bool.self, forKey: .u) ?? false),
+            redaction: try container.decodeIfPresent(String.self, forKey: .x).flatMap(RedactionMark.init(text:))
+              ?? RedactionMark()))
       case "s":
         let nested = try container.nestedContainer(keyedBy: StoreKey.self, forKey: .m)
         var models: [String: any ModelType] = [:]

@@ -37,6 +37,8 @@ struct SessionIndex: Sendable {
   var snapshots: [(index: Int, line: Line)] = []
   /// Effect lines, by dispatch.
   var effects: [TransactionID: [Line]] = [:]
+  /// The stores whose values a recorder's privacy settings redacted in some line (`"x"`), and what it redacted.
+  var redactions: [String: RedactionMark] = [:]
   /// A version 1 file's history, decoded when it was read (version 1 has no cheap structure to index).
   var decodedRecords: [Record]?
   /// What the inspector shows besides the kept history; `nil` unless read for the inspector.
@@ -243,6 +245,9 @@ struct SessionIndex: Sendable {
         snapshots.removeAll { $0.index > position }
       }
       records.append(RecordLine(line: line, index: position, store: store))
+      if let mark = LinePrefix.recordRedaction(in: object) {
+        redactions[store] = mark.union(redactions[store] ?? RedactionMark())
+      }
       cursor = position
     case UInt8(ascii: "m"):
       guard let position = fields.index else { throw .corruptLine(line: line.number, reason: "missing field \"i\"") }
@@ -259,6 +264,9 @@ struct SessionIndex: Sendable {
       }
       guard position == cursor + 1 else { throw .invalidIndex(position, line: line.number) }
       snapshots.append((position, line))
+      for (store, mark) in LinePrefix.snapshotRedactions(in: object) {
+        redactions[store] = mark.union(redactions[store] ?? RedactionMark())
+      }
     case UInt8(ascii: "e"):
       guard let dispatch = LinePrefix.unsignedField(LinePrefix.dispatchKey, in: object) else {
         throw .corruptLine(line: line.number, reason: "missing field \"d\"")
@@ -276,6 +284,8 @@ private struct LinePrefix {
   static let indexKey = Array(",\"i\":".utf8)
   static let storeKey = Array(",\"s\":\"".utf8)
   static let dispatchKey = Array(",\"d\":".utf8)
+  static let redactionKey = Array(",\"x\":\"".utf8)
+  static let snapshotRedactionKey = Array(",\"x\":{".utf8)
 
   let kind: UInt8
   let index: Int?
@@ -334,6 +344,47 @@ private struct LinePrefix {
     }
     guard position < bytes.count else { return UnsafeRawBufferPointer(start: nil, count: 0) }
     return UnsafeRawBufferPointer(rebasing: bytes[opening...position])
+  }
+
+  /// The redaction mark right after the store of a record line (`,"s":"…","x":"am"`), if there is one.
+  static func recordRedaction(in bytes: UnsafeRawBufferPointer) -> RedactionMark? {
+    guard let start = find(storeKey, in: bytes) else { return nil }
+    guard var position = endOfString(at: start + storeKey.count - 1, in: bytes) else { return nil }
+    guard matches(redactionKey, in: bytes, at: position) else { return nil }
+    position += redactionKey.count
+    let textStart = position
+    while position < bytes.count, bytes[position] != UInt8(ascii: "\""), position - textStart < 3 { position += 1 }
+    return RedactionMark(text: String(decoding: bytes[textStart..<position], as: UTF8.self))
+  }
+
+  /// The redaction marks right after the position of a snapshot line (`{"k":"s","i":3,"x":{"auth":"m"},…`).
+  static func snapshotRedactions(in bytes: UnsafeRawBufferPointer) -> [String: RedactionMark] {
+    var position = opening.count + 2 + indexKey.count
+    while position < bytes.count, bytes[position] != UInt8(ascii: ",") { position += 1 }
+    guard matches(snapshotRedactionKey, in: bytes, at: position) else { return [:] }
+    let objectStart = position + snapshotRedactionKey.count - 1
+    position = objectStart + 1
+    while position < bytes.count, bytes[position] != UInt8(ascii: "}") {
+      if bytes[position] == UInt8(ascii: "\""), let end = endOfString(at: position, in: bytes) {
+        position = end
+      } else {
+        position += 1
+      }
+    }
+    guard position < bytes.count,
+      let marks = try? JSONDecoder().decode([String: String].self, from: Data(bytes[objectStart...position]))
+    else { return [:] }
+    return marks.compactMapValues(RedactionMark.init(text:))
+  }
+
+  /// The position after the JSON string whose opening quote is at `start`.
+  private static func endOfString(at start: Int, in bytes: UnsafeRawBufferPointer) -> Int? {
+    var position = start + 1
+    while position < bytes.count, bytes[position] != UInt8(ascii: "\"") {
+      if bytes[position] == UInt8(ascii: "\\") { position += 1 }
+      position += 1
+    }
+    return position < bytes.count ? position + 1 : nil
   }
 
   /// The unsigned integer after `key` (such as `,"d":`).
@@ -469,7 +520,7 @@ struct LineCheck {
   /// The fields of version 2 lines; the raw value is a bit in a set of them.
   private enum Field: UInt16 {
     case k = 1, i = 2, t = 4, d = 8, s = 16, a = 32, m = 64, e = 128, c = 256, f = 512, key = 1024, v = 2048
-    case h = 4096, u = 8192
+    case h = 4096, u = 8192, x = 16384
 
     init?(_ name: UnsafeRawBufferPointer) {
       if name.count == 3 {
@@ -494,6 +545,7 @@ struct LineCheck {
       case UInt8(ascii: "v"): self = .v
       case UInt8(ascii: "h"): self = .h
       case UInt8(ascii: "u"): self = .u
+      case UInt8(ascii: "x"): self = .x
       default: return nil
       }
     }
@@ -514,6 +566,7 @@ struct LineCheck {
       case .v: "v"
       case .h: "h"
       case .u: "u"
+      case .x: "x"
       }
     }
   }
@@ -579,7 +632,9 @@ struct LineCheck {
             throw .corruptLine(
               line: line, reason: "the field \"\(field.name)\" of \(Self.kindName(kind)) must be \(expected.name)")
           }
-          if kind == UInt8(ascii: "s"), field == .m || field == .a { storeMaps.append(valueStart..<position) }
+          if kind == UInt8(ascii: "s"), field == .m || field == .a || field == .x {
+            storeMaps.append(valueStart..<position)
+          }
         }
       }
       skipWhitespace()
@@ -638,7 +693,8 @@ struct LineCheck {
     case (UInt8(ascii: "r"), .s), (UInt8(ascii: "r"), .e), (UInt8(ascii: "e"), .key), (UInt8(ascii: "e"), .e): .string
     case (UInt8(ascii: "r"), .a), (UInt8(ascii: "r"), .m), (UInt8(ascii: "e"), .v): .any
     case (UInt8(ascii: "r"), .c), (UInt8(ascii: "r"), .u): .boolean
-    case (UInt8(ascii: "s"), .m), (UInt8(ascii: "s"), .a): .object
+    case (UInt8(ascii: "s"), .m), (UInt8(ascii: "s"), .a), (UInt8(ascii: "s"), .x): .object
+    case (UInt8(ascii: "r"), .x): .string
     default: nil
     }
   }

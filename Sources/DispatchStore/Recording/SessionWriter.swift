@@ -50,12 +50,13 @@ final class SessionWriter: Sendable {
   /// must be a version 2 session for `codecs` whose history ends where the recorder's begins; an incomplete last line
   /// is dropped. A file that fails any check is left as it was, unlocked.
   /// - Parameter nextIndex: The index of the recorder's next record, which the file's history must end before.
-  init(appendingTo url: URL, codecs: SessionCodecs, durability: SessionDurability, nextIndex: Int)
-    throws(SessionError)
-  {
+  init(
+    appendingTo url: URL, codecs: SessionCodecs, privacy: SessionPrivacy = SessionPrivacy(),
+    durability: SessionDurability, nextIndex: Int
+  ) throws(SessionError) {
     path = url.path
     self.durability = durability
-    var encoder = SessionFormat.Encoder(codecs: codecs)
+    var encoder = SessionFormat.Encoder(codecs: codecs, privacy: privacy)
     let header: Data
     do {
       var headerEncoder = encoder

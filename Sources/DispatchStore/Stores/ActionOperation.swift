@@ -43,8 +43,6 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   /// `nonisolated(unsafe)`: written once, by the dispatching thread before the operation starts, and read by the
   /// thread that finishes it, which the start happened before. Filing it once is claimed in `status`.
   nonisolated(unsafe) private var recording: RecordingContext?
-  /// The store's version when the operation was made, while recorded (written and read as `recording` is).
-  nonisolated(unsafe) private var recordedFromVersion: UInt64 = 0
 
   /// Creates an operation whose work is `async`: it runs as a task, finishes when `body` returns, and fails with
   /// what `body` throws.
@@ -129,6 +127,7 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   public func updateModel<Value, Failure: Error>(
     _ body: (inout Model) throws(Failure) -> Value
   ) throws(Failure) -> Value {
+    noteChange()
     guard store.registeredObservers.load(ordering: .relaxed) > 0 else {
       // Nobody to tell: the version catches up at the next announcement.
       return try store.state.withLock { state throws(Failure) -> Value in
@@ -259,7 +258,7 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
     let started = recording.transactionID.rawValue
     let finished = FinishedOperation(
       error: error, cancelled: cancelled, elapsed: now > started ? now - started : 0, recording: recording,
-      fromVersion: recordedFromVersion)
+      changedModel: status.load(ordering: .acquiring) & OperationStatus.changedModel != 0)
     withUnsafePointer(to: finished) { _ = store.specialised(store, action, .fileFinished($0)) }
   }
 
@@ -310,9 +309,8 @@ protocol OperationStarting: AnyObject, Sendable {
   func dependsOn(_ operation: ObjectIdentifier) -> Bool
   /// Tells the operation that the dispatch running it was cancelled; later calls do nothing.
   func cancel()
-  /// Makes the operation file its transaction's record when it finishes; called before it starts, with the store's
-  /// version then (a record whose store's version has not moved changed nothing).
-  func record(with context: RecordingContext, fromVersion: UInt64)
+  /// Makes the operation file its transaction's record when it finishes; called before it starts.
+  func record(with context: RecordingContext)
 }
 
 /// How far an operation got.
@@ -411,9 +409,17 @@ extension ActionOperation: OperationStarting, OperationCompletionHandler {
     }
   }
 
-  func record(with context: RecordingContext, fromVersion: UInt64) {
+  func record(with context: RecordingContext) {
     recording = context
-    recordedFromVersion = fromVersion
+  }
+
+  /// Notes, while the operation is recorded, that it changed its store's model: its record is then a change, which
+  /// undo steps to.
+  @usableFromInline
+  func noteChange() {
+    guard recording != nil else { return }
+    // Released: the thread that files the record reads the status with acquiring ordering.
+    _ = status.bitwiseOr(OperationStatus.changedModel, ordering: .releasing)
   }
 
   func cancel() {
@@ -475,6 +481,8 @@ enum OperationStatus {
   static let cancelled: UInt8 = 0b10_0000
   /// The transaction's record was filed (a recorder records the dispatch).
   static let recorded: UInt8 = 0b100_0000
+  /// The operation changed its store's model while recorded (``ActionOperation/updateModel(_:)``).
+  static let changedModel: UInt8 = 0b1000_0000
 
   static func phase(of status: UInt8) -> UInt8 { status & phaseMask }
   static func isFinished(_ status: UInt8) -> Bool { phase(of: status) >= succeeded }

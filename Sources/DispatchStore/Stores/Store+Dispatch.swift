@@ -20,9 +20,7 @@ extension Store {
       return .reduced(error: error)
     }
     let operation = reducer.operation(for: action, in: self)
-    if let recording, case .version(let version) = specialised(self, action, .readVersion) {
-      operation.record(with: recording, fromVersion: version)
-    }
+    if let recording { operation.record(with: recording) }
     return .operation(operation)
   }
 
@@ -88,8 +86,6 @@ extension Store {
     case .fileFinished(let finished):
       store.fileFinishedOperation(action, finished)
       return .filed
-    case .readVersion:
-      return .version(store.state.withLock { $0.version })
     }
   }
 }
@@ -223,8 +219,6 @@ enum SpecialisedWork {
   /// File the record of an operation that finished (``Store/fileFinishedOperation(_:_:)``). By pointer, valid for
   /// the call: the payload would otherwise make every case, and every plain dispatch's work, larger.
   case fileFinished(UnsafePointer<FinishedOperation>)
-  /// Read the store's version (``StoreState/version``), for the record of an operation about to start.
-  case readVersion
 }
 
 /// What ``Store/specialised`` did.
@@ -237,8 +231,6 @@ enum SpecialisedOutcome {
   case notReducedInPlace
   /// The record was filed.
   case filed
-  /// The store's version.
-  case version(UInt64)
 }
 
 // MARK: - Reaching a store from the dispatcher

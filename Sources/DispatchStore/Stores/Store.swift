@@ -106,6 +106,9 @@ struct StoreState<Model: ModelType, Action: ActionType> {
   /// The recorder's number for the last record filed or model restored here: a restore planned before it is not
   /// applied (``RecorderMiddleware``'s moves).
   @usableFromInline var recordedEvent: UInt64 = 0
+  /// `version` when an operation's record was last filed here: a later operation's record changed the model if the
+  /// version moved since, or if the operation changed it itself (``ActionOperation/updateModel(_:)``).
+  @usableFromInline var recordedVersion: UInt64 = 0
 
   @inlinable
   init(model: Model) {

@@ -1,0 +1,135 @@
+// Privacy (proposal 0014, point 5): models and actions often carry tokens, passwords and personal data, and session
+// files travel in bug reports. A recorder leaves some stores out entirely, and redacts others' models and actions
+// before they are written; what it redacts is marked in the file, so that restore and verify say what they cannot do.
+
+/// What a recorder leaves out of the sessions it writes: stores it does not record, and the models and actions of
+/// others it redacts before they are written.
+///
+/// ```swift
+/// var privacy = SessionPrivacy()
+/// privacy.exclude(storeIdentifier: "keychain")
+/// privacy.redactModels(of: "account") { (account: Account) in
+///   var account = account
+///   account.token = "redacted"
+///   return account
+/// }
+/// let recorder = RecorderMiddleware(privacy: privacy)
+/// ```
+///
+/// - An excluded store is not recorded at all: no record, snapshot or effect of it is kept, written or shown, and
+///   undo and redo leave it as it is.
+/// - A redacted store's models and actions pass through its redactions before they are written: the session file,
+///   ``RecorderMiddleware/save(to:codecs:)`` and the inspector page see only what they return, and the file marks
+///   each redacted record and snapshot (`"x"`), as do its effects, which are not written. The recorder's history in
+///   memory keeps the real models, so that undo and redo restore them in the running app.
+/// - ``Session/restore(into:)`` and ``Session/verify(against:mode:)`` leave out the stores a session holds redacted
+///   values of, and return their identifiers; ``RecorderMiddleware/resume(_:in:)`` refuses such a session with
+///   ``ReplayError/redacted(storeIdentifiers:)``.
+///
+/// > Important: Redactions run on the thread that writes the session (the recorder's writer, or the caller of
+/// > `save`), under no lock; they must not block.
+public struct SessionPrivacy: Sendable {
+  /// One store's redactions, type-erased.
+  struct Redaction: Sendable {
+    var model: (@Sendable (any ModelType) throws(SessionError) -> any ModelType)?
+    var action: (@Sendable (any ActionType) throws(SessionError) -> any ActionType)?
+
+    /// The mark its records carry in the file: `m`, `a` or `am`.
+    var mark: RedactionMark {
+      RedactionMark(model: model != nil, action: action != nil)
+    }
+  }
+
+  private(set) var excluded: Set<String> = []
+  private(set) var redactions: [String: Redaction] = [:]
+
+  /// Creates settings that record and write everything.
+  public init() {}
+
+  /// Leaves a store out: the recorder records none of its transactions.
+  /// - Parameter storeIdentifier: The store's identifier.
+  public mutating func exclude(storeIdentifier: String) {
+    excluded.insert(storeIdentifier)
+  }
+
+  /// Redacts a store's models before the recorder writes them: the file holds what `redact` returns.
+  ///
+  /// A model of another type than `Model` (the wrong store named) fails the write with
+  /// ``SessionError/encodingFailed(storeIdentifier:reason:)`` rather than writing it unredacted.
+  /// - Parameters:
+  ///   - storeIdentifier: The store's identifier.
+  ///   - redact: Returns the model as the session may hold it.
+  public mutating func redactModels<Model: ModelType>(
+    of storeIdentifier: String, _ redact: @escaping @Sendable (Model) -> Model
+  ) {
+    var redaction = redactions[storeIdentifier] ?? Redaction(model: nil, action: nil)
+    redaction.model = { value throws(SessionError) in
+      guard let value = value as? Model else { throw Self.mismatch(storeIdentifier, Model.self, value) }
+      return redact(value)
+    }
+    redactions[storeIdentifier] = redaction
+  }
+
+  /// Redacts a store's actions before the recorder writes them: the file holds what `redact` returns.
+  ///
+  /// An action of another type than `Action` fails the write with
+  /// ``SessionError/encodingFailed(storeIdentifier:reason:)`` rather than writing it unredacted.
+  /// - Parameters:
+  ///   - storeIdentifier: The store's identifier.
+  ///   - redact: Returns the action as the session may hold it.
+  public mutating func redactActions<Action: ActionType>(
+    of storeIdentifier: String, _ redact: @escaping @Sendable (Action) -> Action
+  ) {
+    var redaction = redactions[storeIdentifier] ?? Redaction(model: nil, action: nil)
+    redaction.action = { value throws(SessionError) in
+      guard let value = value as? Action else { throw Self.mismatch(storeIdentifier, Action.self, value) }
+      return redact(value)
+    }
+    redactions[storeIdentifier] = redaction
+  }
+
+  /// Whether the recorder leaves records, snapshots and effects of `storeIdentifier` out.
+  func keepsNothing(of storeIdentifier: String) -> Bool {
+    excluded.contains(storeIdentifier) || redactions[storeIdentifier] != nil
+  }
+
+  private static func mismatch(_ store: String, _ expected: Any.Type, _ found: Any) -> SessionError {
+    .encodingFailed(
+      storeIdentifier: store,
+      reason: "its redaction expects \(String(reflecting: expected)), got \(String(reflecting: type(of: found))); "
+        + "nothing was written unredacted")
+  }
+}
+
+/// Which of a record's values a redaction replaced: written as `"x":"m"`, `"a"` or `"am"`.
+struct RedactionMark: Sendable, Equatable {
+  var model = false
+  var action = false
+
+  var isEmpty: Bool { !model && !action }
+
+  /// The mark's text in the file.
+  var text: String {
+    (action ? "a" : "") + (model ? "m" : "")
+  }
+
+  init(model: Bool = false, action: Bool = false) {
+    self.model = model
+    self.action = action
+  }
+
+  /// The mark written as `text`; `nil` for text that is not one.
+  init?(text: String) {
+    switch text {
+    case "m": self.init(model: true)
+    case "a": self.init(action: true)
+    case "am": self.init(model: true, action: true)
+    default: return nil
+    }
+  }
+
+  /// Both marks.
+  func union(_ other: RedactionMark) -> RedactionMark {
+    RedactionMark(model: model || other.model, action: action || other.action)
+  }
+}

@@ -1,0 +1,176 @@
+import Foundation
+import Testing
+
+@testable import DispatchStore
+
+struct Account: ModelType, Codable, Equatable {
+  var user = ""
+  var token = ""
+}
+
+enum AccountAction: ActionType, Codable, Equatable {
+  case signIn(user: String, password: String)
+}
+
+/// An app with an account store holding a secret, a keychain store, and a counter.
+private struct PrivateApp {
+  static let secret = "hunter2-SECRET"
+  let dispatcher = Dispatcher()
+  let account = Store(identifier: "account", model: Account()) { (action: AccountAction, context) in
+    guard case .signIn(let user, let password) = action else { return }
+    let token = try context.operation.effect("token") { "token-for-\(password)" }
+    context.update {
+      $0.user = user
+      $0.token = token
+    }
+  }
+  let keychain = Store(identifier: "keychain", model: Text()) { (action: TextAction, model) in
+    guard case .append(let text) = action else { return }
+    model.value += text
+  }
+  let counter = Store(identifier: "counter", model: Counter(), reducer: CounterSynchronousReducer())
+  let recorder: RecorderMiddleware
+
+  init(privacy: SessionPrivacy = PrivateApp.privacy()) throws {
+    recorder = RecorderMiddleware(privacy: privacy)
+    try dispatcher.register(store: account)
+    try dispatcher.register(store: keychain)
+    try dispatcher.register(store: counter)
+    dispatcher.register(middleware: recorder)
+  }
+
+  static func privacy() -> SessionPrivacy {
+    var privacy = SessionPrivacy()
+    privacy.exclude(storeIdentifier: "keychain")
+    privacy.redactModels(of: "account") { (account: Account) in
+      var account = account
+      account.token = "redacted"
+      return account
+    }
+    privacy.redactActions(of: "account") { (action: AccountAction) in
+      guard case .signIn(let user, _) = action else { return action }
+      return .signIn(user: user, password: "redacted")
+    }
+    return privacy
+  }
+
+  static func codecs() -> SessionCodecs {
+    var codecs = SessionCodecs()
+    codecs.register(storeIdentifier: "account", model: Account.self, action: AccountAction.self)
+    codecs.register(storeIdentifier: "keychain", model: Text.self, action: TextAction.self)
+    codecs.register(storeIdentifier: "counter", model: Counter.self, action: CounterAction.self)
+    return codecs
+  }
+
+  /// Signs in, stores the secret in the keychain, counts twice.
+  func use() {
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+    #expect(dispatchSync(dispatcher, AccountAction.signIn(user: "ada", password: Self.secret)).isSuccess)
+    #expect(dispatchSync(dispatcher, TextAction.append(Self.secret)).isSuccess)
+    #expect(dispatchSync(dispatcher, CounterAction.increase(2)).isSuccess)
+  }
+}
+
+@Suite("Session privacy", .timeLimit(.minutes(1)))
+struct SessionPrivacyTests {
+  @Test func noSecretReachesTheFileTheSavedCopyOrThePage() throws {
+    let app = try PrivateApp()
+    let file = TemporaryFile()
+    try app.recorder.attach(appendingTo: file.url, codecs: PrivateApp.codecs())
+    app.use()
+    app.recorder.flush()
+    #expect(app.recorder.persistenceError == nil)
+    let saved = TemporaryFile()
+    try app.recorder.save(to: saved.url, codecs: PrivateApp.codecs())
+    let page = try SessionInspector.page(forSessionAt: file.url)
+    for text in [
+      try String(contentsOf: file.url, encoding: .utf8), try String(contentsOf: saved.url, encoding: .utf8), page,
+    ] {
+      #expect(!text.contains(PrivateApp.secret))
+      #expect(!text.contains("keychain\",\"a"))  // No record of the excluded store.
+    }
+    let lines = try String(contentsOf: file.url, encoding: .utf8).split(separator: "\n")
+    // Marked: the account's record, and its first snapshot.
+    #expect(lines.contains { $0.contains(#""s":"account","x":"am""#) })
+    #expect(lines.contains { $0.contains(#""k":"s""#) && $0.contains(#""x":{"account":"am"}"#) })
+    #expect(!lines.contains { $0.contains(#""k":"e""#) })  // The account's effect is not written.
+    #expect(page.contains("redacted"))
+  }
+
+  @Test func theHistoryInMemoryKeepsTheRealModelsSoUndoRestoresThem() throws {
+    let app = try PrivateApp()
+    app.use()
+    #expect(app.recorder.records.map(\.storeIdentifier) == ["counter", "account", "counter"])
+    try app.recorder.undo()
+    try app.recorder.undo()
+    #expect(app.account.model == Account())
+    try app.recorder.redo()
+    #expect(app.account.model.token == "token-for-\(PrivateApp.secret)")
+    // The excluded store is left as it is.
+    #expect(app.keychain.model.value == PrivateApp.secret)
+  }
+
+  @Test func restoreAndVerifySayWhichStoresTheyLeaveOutAndResumeRefuses() throws {
+    let app = try PrivateApp()
+    let file = TemporaryFile()
+    try app.recorder.attach(appendingTo: file.url, codecs: PrivateApp.codecs())
+    app.use()
+    app.recorder.flush()
+    let session = try Session.load(from: file.url, codecs: PrivateApp.codecs())
+    #expect(session.redactedStores == ["account"])
+
+    let restored = try PrivateApp()
+    #expect(try session.restore(into: restored.dispatcher) == ["account"])
+    #expect(restored.counter.model.count == 3)
+    #expect(restored.account.model == Account())  // Left as it was, not given the redacted model.
+
+    let verified = try PrivateApp()
+    #expect(try session.verify(against: verified.dispatcher) == ["account"])
+    #expect(verified.counter.model.count == 3)
+    #expect(verified.account.model == Account())
+
+    // The other stores are still checked.
+    let broken = Dispatcher()
+    try broken.register(store: Store(identifier: "account", model: Account()) { (_: AccountAction, _) in })
+    try broken.register(
+      store: Store(identifier: "counter", model: Counter()) { (_: CounterAction, model) in
+        model.count += 100
+      })
+    #expect(throws: ReplayError.self) { try session.verify(against: broken) }
+
+    let resumed = try PrivateApp()
+    #expect(throws: ReplayError.redacted(storeIdentifiers: ["account"])) {
+      try resumed.recorder.resume(session, in: resumed.dispatcher)
+    }
+  }
+
+  @Test func aCompactedSessionKeepsItsMarks() throws {
+    let app = try PrivateApp()
+    let file = TemporaryFile()
+    try app.recorder.attach(appendingTo: file.url, codecs: PrivateApp.codecs())
+    app.use()
+    app.recorder.flush()
+    let session = try Session.load(from: file.url, codecs: PrivateApp.codecs())
+    let compacted = TemporaryFile()
+    try session.compact(before: session.recordCount - 1, to: compacted.url)
+    #expect(try Session.load(from: compacted.url, codecs: PrivateApp.codecs()).redactedStores == ["account"])
+  }
+
+  @Test func aRedactionOfTheWrongTypeWritesNothingUnredacted() throws {
+    var privacy = SessionPrivacy()
+    privacy.redactModels(of: "account") { (counter: Counter) in counter }  // The wrong store's type.
+    let app = try PrivateApp(privacy: privacy)
+    let file = TemporaryFile()
+    try app.recorder.attach(appendingTo: file.url, codecs: PrivateApp.codecs())
+    app.use()
+    app.recorder.flush()
+    guard case .encodingFailed(let store, let reason) = app.recorder.persistenceError else {
+      Issue.record("expected encodingFailed, got \(String(describing: app.recorder.persistenceError))")
+      return
+    }
+    #expect(store == "account")
+    #expect(reason.contains("nothing was written unredacted"))
+    #expect(!(try String(contentsOf: file.url, encoding: .utf8)).contains(PrivateApp.secret))
+    _ = try Session.load(from: file.url, codecs: PrivateApp.codecs())  // A loadable prefix.
+  }
+}
