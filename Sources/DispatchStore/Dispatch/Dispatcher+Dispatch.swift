@@ -158,7 +158,9 @@ extension Dispatcher {
 
   /// Admits the started dispatch of `handle` as its options say, then routes it (through the interceptors, if any).
   func submit(_ handle: DispatchHandle) {
-    if isVerifying.load(ordering: .relaxed), absorbFollowUp(handle.action, storeIdentifier: handle.storeIdentifier) {
+    if isVerifying.load(ordering: .relaxed),
+      absorbFollowUp(handle.action, storeIdentifier: handle.storeIdentifier, checked: handle.options == nil)
+    {
       guard handle.markStarted() else { return }
       return handle.finish(.success(()))
     }
@@ -193,9 +195,11 @@ extension Dispatcher {
   /// A dispatch that is not the verification's own is a follow-up of an operation it re-runs: matched to the
   /// session's records and absorbed, so that it completes at once, successfully, without running (the session's
   /// record of it is replayed in its turn).
-  private func absorbFollowUp(_ action: any ActionType, storeIdentifier: String?) -> Bool {
+  /// `checked`: whether the follow-up must match a record; not for one made with options (a throttled, debounced
+  /// or cancelled one may have left none when it was recorded).
+  private func absorbFollowUp(_ action: any ActionType, storeIdentifier: String?, checked: Bool = true) -> Bool {
     guard let matcher = followUps.withLock({ $0 }) else { return false }
-    matcher.match(action, storeIdentifier: storeIdentifier)
+    if checked { matcher.match(action, storeIdentifier: storeIdentifier) }
     return true
   }
 
@@ -327,6 +331,7 @@ extension Dispatcher {
     if mode == .sync {
       // A loop, not recursion through completions: long synchronous sequences stay off the stack.
       for action in actions {
+        if isVerifying.load(ordering: .relaxed), absorbFollowUp(action, storeIdentifier: nil) { continue }
         let result = dispatchSynchronouslyIntercepted(storeIdentifier: nil, action: action)
         guard case .success = result else { return completion?(result) ?? () }
       }

@@ -247,7 +247,7 @@ enum InspectorPage {
       if (line.e !== undefined && !line.c) group.failed = true;
       if (line.c) group.cancelled = true;
       if (!line.u) group.unchanged = false;
-      if (line.x) group.redacted = true;
+      if (line.p) group.redacted = true;
       group.longest = Math.max(group.longest, Number(line.f || 0));
     }
     let moveNumber = 0;

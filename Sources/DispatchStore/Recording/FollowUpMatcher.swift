@@ -24,10 +24,14 @@ final class FollowUpMatcher: Sendable {
 
   private let state = LockedValue(State())
 
+  /// The stores the session has records of.
+  private let recorded: Set<String>
+
   init(steps: [(store: String, action: any ActionType)], codecs: SessionCodecs, unchecked: Set<String> = []) {
     self.steps = steps
     self.codecs = codecs
     self.unchecked = unchecked
+    self.recorded = Set(steps.map(\.store))
   }
 
   /// The record being re-run: follow-ups sent from now on are its operations'.
@@ -47,15 +51,18 @@ final class FollowUpMatcher: Sendable {
   /// all the same. Encodes actions (the app's `Codable` code) outside the lock.
   func match(_ action: any ActionType, storeIdentifier: String?) {
     let typeName = String(reflecting: type(of: action))
+    // Among the stores the session recorded: one it does not hold (left out by the recorder's privacy settings, or
+    // never dispatched to) cannot be checked.
     let stores = codecs.codecs.filter { identifier, codec in
       codec.actionTypeName == typeName && (storeIdentifier == nil || storeIdentifier == identifier)
+        && recorded.contains(identifier)
     }
     guard let codec = stores.first?.value, !stores.keys.contains(where: unchecked.contains) else { return }
     let encoder = JSONStreamEncoder()
     var bytes: [UInt8] = []
     guard (try? codec.encodeAction("", action, encoder, &bytes)) != nil else { return }
     let built = state.withLock { $0.unmatched == nil } ? countRecords(encoder: encoder) : nil
-    state.withLock { state in
+    let current = state.withLock { state -> (index: Int, dispatchID: TransactionID)?? in
       if state.unmatched == nil { state.unmatched = built ?? [:] }
       var matched = false
       for store in stores.keys {
@@ -63,11 +70,14 @@ final class FollowUpMatcher: Sendable {
         state.unmatched?[store]?[bytes] = count - 1
         matched = true
       }
-      guard !matched, state.unrecorded == nil else { return }
-      state.unrecorded = .unrecordedFollowUp(
-        index: state.current?.index ?? -1, dispatchID: state.current?.dispatchID ?? TransactionID(rawValue: 0),
-        action: "\(action)")
+      guard !matched, state.unrecorded == nil else { return nil }
+      return .some(state.current)
     }
+    guard let current else { return }
+    // The action's description is the app's code: made after the lock.
+    let unrecorded = ReplayError.unrecordedFollowUp(
+      index: current?.index ?? -1, dispatchID: current?.dispatchID ?? TransactionID(rawValue: 0), action: "\(action)")
+    state.withLock { if $0.unrecorded == nil { $0.unrecorded = unrecorded } }
   }
 
   /// How many records of each store hold each action encoding.

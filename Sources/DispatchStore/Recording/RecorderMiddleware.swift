@@ -223,8 +223,10 @@ public final class RecorderMiddleware: Middleware {
   ///   ``ReplayError/redacted(storeIdentifiers:)`` if it holds redacted models (``SessionPrivacy``), which undo
   ///   would put back in the app; nothing is changed then.
   public func resume(_ session: Session, in dispatcher: Dispatcher) throws(ReplayError) {
-    let redacted = session.index.redactions.filter(\.value.model).keys.sorted()
-    guard redacted.isEmpty else { throw .redacted(storeIdentifiers: redacted) }
+    // Redacted models, which undo would put back; and stores this recorder leaves out, which it would write again.
+    let redacted = Set(session.index.redactions.filter(\.value.model).keys)
+      .union(session.index.records.map(\.store).filter(privacy.excluded.contains))
+    guard redacted.isEmpty else { throw .redacted(storeIdentifiers: redacted.sorted()) }
     let plan = try session.restorePlan(in: dispatcher, at: session.cursor)
     let records: [Record]
     let base: [String: Session.PositionedModel]
@@ -379,7 +381,10 @@ public final class RecorderMiddleware: Middleware {
     model: any ModelType, error: (any Error)?, cancelled: Bool, elapsed: UInt64, changedModel: Bool
   ) -> UInt64 {
     // Left out (``SessionPrivacy/exclude(storeIdentifier:)``): nothing is kept; no move restores the store.
-    if excludesStores, privacy.excluded.contains(store) { return 0 }
+    if excludesStores, privacy.excluded.contains(store) {
+      storage.state.withLock { if !$0.dispatchedActions.isEmpty { $0.dispatchedActions[transactionID] = nil } }
+      return 0
+    }
     let (event, afterLock) = storage.state.withLock { state in
       let dispatched =
         state.dispatchedActions.isEmpty ? nil : state.dispatchedActions.removeValue(forKey: transactionID)

@@ -212,7 +212,8 @@ public struct Session: Sendable {
   }
 
   /// The stores whose models or actions the recorder's privacy settings redacted somewhere in the session
-  /// (``SessionPrivacy``): ``restore(into:)`` and ``verify(against:mode:)`` leave them out.
+  /// (``SessionPrivacy``): ``verify(against:mode:)`` leaves them out, and ``restore(into:)`` those whose models are
+  /// redacted.
   public var redactedStores: [String] {
     index.redactions.keys.sorted()
   }

@@ -94,8 +94,9 @@ public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
   /// Re-run, the operation of record `index` dispatched a follow-up action that no record of the session holds
   /// (the session's records of the follow-ups it sent when recorded are replayed in their turn).
   case unrecordedFollowUp(index: Int, dispatchID: TransactionID, action: String)
-  /// The session holds redacted models of these stores (``SessionPrivacy``), which cannot be put back in the app:
-  /// ``RecorderMiddleware/resume(_:in:)`` refuses it (``Session/restore(into:)`` restores the other stores).
+  /// The session holds redacted models of these stores (``SessionPrivacy``), which cannot be put back in the app, or
+  /// records of stores the resuming recorder leaves out: ``RecorderMiddleware/resume(_:in:)`` refuses it
+  /// (``Session/restore(into:)`` restores the other stores).
   case redacted(storeIdentifiers: [String])
   /// The session's lines could not be decoded.
   case unreadable(SessionError)
@@ -143,9 +144,9 @@ public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
     case .unusedEffect(let dispatch, let key):
       return "Dispatch \(dispatch) recorded the effect \"\(key)\", which nothing asked for when it was re-run"
     case .redacted(let stores):
-      return "The session holds redacted models of "
+      return "The session holds redacted models, or records the recorder's privacy settings leave out, of "
         + stores.map { "\"\($0)\"" }.joined(separator: ", ")
-        + ", which cannot be restored: restore(into:) restores the other stores"
+        + ": it cannot be resumed; restore(into:) restores the other stores"
     case .unrecordedFollowUp(let index, let dispatch, let action):
       return "Record #\(index) (dispatch \(dispatch)): re-run, its operation dispatched \(action), which the session "
         + "did not record"

@@ -10,8 +10,8 @@ import Foundation
 //   record    {"k":"r","i":N,"t":<transaction>,"d":<dispatch, if not t>,"s":store,"a":action,"m":model,
 //              "e":"<error>"?,"c":true?,"f":<nanoseconds from t to the record, if not 0>?,
 //              "u":true if the model did not change (an operation that made no change: undo steps over it)?}
-//              with "x":"m"|"a"|"am" right after "s" when the model, the action or both were redacted (SessionPrivacy)
-//   snapshot  with "x":{store: "m"|"a"|"am"} right after "i" when some of its models or actions were redacted
+//              with "p":"m"|"a"|"am" right after "s" when the model, the action or both were redacted (SessionPrivacy)
+//   snapshot  with "p":{store: "m"|"a"|"am"} right after "i" when some of its models or actions were redacted
 //   move      {"k":"m","i":N}                      the cursor moved to record N (-1: before the first record)
 //   snapshot  {"k":"s","i":N,"m":{store: model}}   the listed stores' models just before record N
 //   effect    {"k":"e","d":<dispatch>,"key":"..","v":<value>}   or, for a fetch that threw, "e":"<error>" for "v"
@@ -22,7 +22,7 @@ import Foundation
 enum SessionLineKey: String, CodingKey {
   case format, version, stores
   // Version 2.
-  case k, i, t, d, s, a, m, e, c, f, u, x, key, v
+  case k, i, t, d, s, a, m, e, c, f, u, p, key, v
   // Version 1.
   case kind, index, transaction, timestamp, store, action, model, cursor
 }
@@ -160,7 +160,7 @@ enum SessionFormat {
         JSONText.append(record.storeIdentifier, to: &bytes)
         let mark = mark(of: record.storeIdentifier, record.redaction)
         if !mark.isEmpty {
-          bytes.append(contentsOf: ",\"x\":".utf8)
+          bytes.append(contentsOf: ",\"p\":".utf8)
           JSONText.append(mark.text, to: &bytes)
         }
         bytes.append(contentsOf: ",\"a\":".utf8)
@@ -173,7 +173,11 @@ enum SessionFormat {
         try checkDepth(of: "model", store: record.storeIdentifier)
         if let error = record.error {
           bytes.append(contentsOf: ",\"e\":".utf8)
-          JSONText.append(String(describing: error), to: &bytes)
+          // A redacted store's error may hold what its redactions hide (a password in a thrown value): its type only.
+          let redactsError = privacy.redactions[record.storeIdentifier] != nil
+          JSONText.append(
+            redactsError ? "\(String(reflecting: type(of: error))) (description redacted)" : String(describing: error),
+            to: &bytes)
         }
         if record.wasCancelled { bytes.append(contentsOf: ",\"c\":true".utf8) }
         if !record.changedModel { bytes.append(contentsOf: ",\"u\":true".utf8) }
@@ -189,7 +193,7 @@ enum SessionFormat {
           return mark.isEmpty ? nil : (store, mark)
         }
         if !marks.isEmpty {
-          bytes.append(contentsOf: "\"x\":{".utf8)
+          bytes.append(contentsOf: "\"p\":{".utf8)
           for (offset, (store, mark)) in marks.enumerated() {
             if offset > 0 { bytes.append(UInt8(ascii: ",")) }
             JSONText.append(store, to: &bytes)
@@ -332,7 +336,7 @@ enum SessionFormat {
             wasCancelled: try container.decodeIfPresent(Bool.self, forKey: .c) ?? false,
             elapsed: try container.decodeIfPresent(UInt64.self, forKey: .f) ?? 0,
             changedModel: !(try container.decodeIfPresent(Bool.self, forKey: .u) ?? false),
-            redaction: try container.decodeIfPresent(String.self, forKey: .x).flatMap(RedactionMark.init(text:))
+            redaction: try container.decodeIfPresent(String.self, forKey: .p).flatMap(RedactionMark.init(text:))
               ?? RedactionMark()))
       case "s":
         let nested = try container.nestedContainer(keyedBy: StoreKey.self, forKey: .m)

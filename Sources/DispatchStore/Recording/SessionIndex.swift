@@ -37,7 +37,7 @@ struct SessionIndex: Sendable {
   var snapshots: [(index: Int, line: Line)] = []
   /// Effect lines, by dispatch.
   var effects: [TransactionID: [Line]] = [:]
-  /// The stores whose values a recorder's privacy settings redacted in some line (`"x"`), and what it redacted.
+  /// The stores whose values a recorder's privacy settings redacted in some line (`"p"`), and what it redacted.
   var redactions: [String: RedactionMark] = [:]
   /// A version 1 file's history, decoded when it was read (version 1 has no cheap structure to index).
   var decodedRecords: [Record]?
@@ -284,8 +284,8 @@ private struct LinePrefix {
   static let indexKey = Array(",\"i\":".utf8)
   static let storeKey = Array(",\"s\":\"".utf8)
   static let dispatchKey = Array(",\"d\":".utf8)
-  static let redactionKey = Array(",\"x\":\"".utf8)
-  static let snapshotRedactionKey = Array(",\"x\":{".utf8)
+  static let redactionKey = Array(",\"p\":\"".utf8)
+  static let snapshotRedactionKey = Array(",\"p\":{".utf8)
 
   let kind: UInt8
   let index: Int?
@@ -346,7 +346,7 @@ private struct LinePrefix {
     return UnsafeRawBufferPointer(rebasing: bytes[opening...position])
   }
 
-  /// The redaction mark right after the store of a record line (`,"s":"…","x":"am"`), if there is one.
+  /// The redaction mark right after the store of a record line (`,"s":"…","p":"am"`), if there is one.
   static func recordRedaction(in bytes: UnsafeRawBufferPointer) -> RedactionMark? {
     guard let start = find(storeKey, in: bytes) else { return nil }
     guard var position = endOfString(at: start + storeKey.count - 1, in: bytes) else { return nil }
@@ -354,10 +354,12 @@ private struct LinePrefix {
     position += redactionKey.count
     let textStart = position
     while position < bytes.count, bytes[position] != UInt8(ascii: "\""), position - textStart < 3 { position += 1 }
+    // A mark that is not one of the three counts as both: never fail open.
     return RedactionMark(text: String(decoding: bytes[textStart..<position], as: UTF8.self))
+      ?? RedactionMark(model: true, action: true)
   }
 
-  /// The redaction marks right after the position of a snapshot line (`{"k":"s","i":3,"x":{"auth":"m"},…`).
+  /// The redaction marks right after the position of a snapshot line (`{"k":"s","i":3,"p":{"auth":"m"},…`).
   static func snapshotRedactions(in bytes: UnsafeRawBufferPointer) -> [String: RedactionMark] {
     var position = opening.count + 2 + indexKey.count
     while position < bytes.count, bytes[position] != UInt8(ascii: ",") { position += 1 }
@@ -374,7 +376,7 @@ private struct LinePrefix {
     guard position < bytes.count,
       let marks = try? JSONDecoder().decode([String: String].self, from: Data(bytes[objectStart...position]))
     else { return [:] }
-    return marks.compactMapValues(RedactionMark.init(text:))
+    return marks.mapValues { RedactionMark(text: $0) ?? RedactionMark(model: true, action: true) }
   }
 
   /// The position after the JSON string whose opening quote is at `start`.
@@ -520,7 +522,7 @@ struct LineCheck {
   /// The fields of version 2 lines; the raw value is a bit in a set of them.
   private enum Field: UInt16 {
     case k = 1, i = 2, t = 4, d = 8, s = 16, a = 32, m = 64, e = 128, c = 256, f = 512, key = 1024, v = 2048
-    case h = 4096, u = 8192, x = 16384
+    case h = 4096, u = 8192, p = 16384
 
     init?(_ name: UnsafeRawBufferPointer) {
       if name.count == 3 {
@@ -545,7 +547,7 @@ struct LineCheck {
       case UInt8(ascii: "v"): self = .v
       case UInt8(ascii: "h"): self = .h
       case UInt8(ascii: "u"): self = .u
-      case UInt8(ascii: "x"): self = .x
+      case UInt8(ascii: "p"): self = .p
       default: return nil
       }
     }
@@ -566,7 +568,7 @@ struct LineCheck {
       case .v: "v"
       case .h: "h"
       case .u: "u"
-      case .x: "x"
+      case .p: "p"
       }
     }
   }
@@ -632,7 +634,7 @@ struct LineCheck {
             throw .corruptLine(
               line: line, reason: "the field \"\(field.name)\" of \(Self.kindName(kind)) must be \(expected.name)")
           }
-          if kind == UInt8(ascii: "s"), field == .m || field == .a || field == .x {
+          if kind == UInt8(ascii: "s"), field == .m || field == .a || field == .p {
             storeMaps.append(valueStart..<position)
           }
         }
@@ -693,8 +695,8 @@ struct LineCheck {
     case (UInt8(ascii: "r"), .s), (UInt8(ascii: "r"), .e), (UInt8(ascii: "e"), .key), (UInt8(ascii: "e"), .e): .string
     case (UInt8(ascii: "r"), .a), (UInt8(ascii: "r"), .m), (UInt8(ascii: "e"), .v): .any
     case (UInt8(ascii: "r"), .c), (UInt8(ascii: "r"), .u): .boolean
-    case (UInt8(ascii: "s"), .m), (UInt8(ascii: "s"), .a), (UInt8(ascii: "s"), .x): .object
-    case (UInt8(ascii: "r"), .x): .string
+    case (UInt8(ascii: "s"), .m), (UInt8(ascii: "s"), .a), (UInt8(ascii: "s"), .p): .object
+    case (UInt8(ascii: "r"), .p): .string
     default: nil
     }
   }

@@ -16,15 +16,16 @@
 /// let recorder = RecorderMiddleware(privacy: privacy)
 /// ```
 ///
-/// - An excluded store is not recorded at all: no record, snapshot or effect of it is kept, written or shown, and
-///   undo and redo leave it as it is.
+/// - An excluded store is not recorded at all: no record, snapshot or effect of it is kept, written or shown (the
+///   file's header still names it if the codecs do), and undo and redo leave it as it is.
 /// - A redacted store's models and actions pass through its redactions before they are written: the session file,
 ///   ``RecorderMiddleware/save(to:codecs:)`` and the inspector page see only what they return, and the file marks
-///   each redacted record and snapshot (`"x"`), as do its effects, which are not written. The recorder's history in
-///   memory keeps the real models, so that undo and redo restore them in the running app.
-/// - ``Session/restore(into:)`` and ``Session/verify(against:mode:)`` leave out the stores a session holds redacted
-///   values of, and return their identifiers; ``RecorderMiddleware/resume(_:in:)`` refuses such a session with
-///   ``ReplayError/redacted(storeIdentifiers:)``.
+///   each redacted record and snapshot (`"p"`). Its effects are not written, and its failed records keep their
+///   error's type, not its description. The recorder's history in memory keeps the real models, so that undo and
+///   redo restore them in the running app.
+/// - ``Session/restore(into:)`` leaves out the stores a session holds redacted models of, and
+///   ``Session/verify(against:mode:)`` every store it holds redacted values of; both return their identifiers.
+///   ``RecorderMiddleware/resume(_:in:)`` refuses such a session with ``ReplayError/redacted(storeIdentifiers:)``.
 ///
 /// > Important: Redactions run on the thread that writes the session (the recorder's writer, or the caller of
 /// > `save`), under no lock; they must not block.
@@ -101,7 +102,7 @@ public struct SessionPrivacy: Sendable {
   }
 }
 
-/// Which of a record's values a redaction replaced: written as `"x":"m"`, `"a"` or `"am"`.
+/// Which of a record's values a redaction replaced: written as `"p":"m"`, `"a"` or `"am"`.
 struct RedactionMark: Sendable, Equatable {
   var model = false
   var action = false

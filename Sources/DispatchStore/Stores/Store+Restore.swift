@@ -35,6 +35,7 @@ extension Store: ModelRestoring {
       state.model = model
       state.version &+= 1
       state.announcedVersion = state.version
+      state.recordedVersion = state.version  // A restore is not a change of the next operation's.
       guard let action else { return .none }
       return state.observers?.changes(
         of: model, by: action, origin: .restore, store: self, mainQueue: state.mainQueue, deliverer: deliverer)

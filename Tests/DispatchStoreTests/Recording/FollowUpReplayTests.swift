@@ -18,6 +18,8 @@ enum PurchaseAction: ActionType, Codable, Equatable {
     case handle
     /// `dispatcher.dispatch(actions:)`: two notes.
     case sequence
+    /// `try await dispatcher.dispatch(actions:mode: .sync)` from an `async` operation.
+    case awaitedSyncSequence
   }
   case place(Int, FollowUp)
 }
@@ -55,6 +57,8 @@ struct PurchaseApp {
         context.dispatch(note, mode: .serial)
       case .sequence:
         Self.fireAndForget([note, PurchaseLogAction.note("thanked \(id)")], on: context.operation.dispatcher)
+      case .awaitedSyncSequence:
+        try await context.operation.dispatcher?.dispatch(actions: [note], mode: .sync)
       }
     }
     log = Store(identifier: "log", model: PurchaseLog()) { (action: PurchaseLogAction, model) in
@@ -90,7 +94,7 @@ struct PurchaseApp {
 
 @Suite("Follow-ups while verifying", .timeLimit(.minutes(3)))
 struct FollowUpReplayTests {
-  /// Records eight orders, two of each follow-up kind, and returns the session and the recorded log.
+  /// Records ten orders, two of each follow-up kind, and returns the session and the recorded log.
   static func recordSession() async throws -> (TemporaryFile, PurchaseLog) {
     let app = try PurchaseApp()
     let recorder = RecorderMiddleware()
@@ -111,17 +115,17 @@ struct FollowUpReplayTests {
   @Test(arguments: Dispatcher.Mode.allCases)
   func aReRunOperationsFollowUpsAreMatchedNotAppliedTwice(mode: Dispatcher.Mode) async throws {
     let (file, recorded) = try await Self.recordSession()
-    #expect(recorded.notes.count == 10)
+    #expect(recorded.notes.count == 12)
     let session = try Session.load(from: file.url, codecs: PurchaseApp.codecs())
     for round in 0..<100 {
       let app = try PurchaseApp()
       try session.verify(against: app.dispatcher, mode: mode)
       #expect(app.log.model == recorded, "round \(round)")
-      #expect(app.orders.model.placed == Array(0..<8))
-      #expect(app.runs.withLock { $0 } == 8)
+      #expect(app.orders.model.placed == Array(0..<10))
+      #expect(app.runs.withLock { $0 } == 10)
       // After verifying, follow-ups run again.
       try await app.dispatcher.dispatch(action: PurchaseAction.place(99, .fireAndForget))
-      try await app.waitForNotes(11)
+      try await app.waitForNotes(13)
     }
   }
 

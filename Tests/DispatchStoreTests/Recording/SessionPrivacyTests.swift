@@ -91,8 +91,8 @@ struct SessionPrivacyTests {
     }
     let lines = try String(contentsOf: file.url, encoding: .utf8).split(separator: "\n")
     // Marked: the account's record, and its first snapshot.
-    #expect(lines.contains { $0.contains(#""s":"account","x":"am""#) })
-    #expect(lines.contains { $0.contains(#""k":"s""#) && $0.contains(#""x":{"account":"am"}"#) })
+    #expect(lines.contains { $0.contains(#""s":"account","p":"am""#) })
+    #expect(lines.contains { $0.contains(#""k":"s""#) && $0.contains(#""p":{"account":"am"}"#) })
     #expect(!lines.contains { $0.contains(#""k":"e""#) })  // The account's effect is not written.
     #expect(page.contains("redacted"))
   }
@@ -142,6 +142,50 @@ struct SessionPrivacyTests {
     #expect(throws: ReplayError.redacted(storeIdentifiers: ["account"])) {
       try resumed.recorder.resume(session, in: resumed.dispatcher)
     }
+  }
+
+  @Test func aRedactedStoresErrorAndAFollowUpToAnExcludedStoreLeakNothing() throws {
+    struct Rejected: Error { let password: String }
+    var privacy = PrivateApp.privacy()
+    privacy.redactActions(of: "vault") { (_: TextAction) in .append("redacted") }
+    /// The private app, with a redacted store whose operation fails with the secret in its error, and a store whose
+    /// operation sends the secret to the excluded keychain.
+    func app() throws -> PrivateApp {
+      let app = try PrivateApp(privacy: privacy)
+      try app.dispatcher.register(
+        store: Store(identifier: "vault", model: Text()) { (action: TextAction, _) in
+          guard case .append(let text) = action else { return }
+          throw Rejected(password: text)
+        })
+      try app.dispatcher.register(
+        store: Store(identifier: "notes", model: PurchaseLog()) { (action: PurchaseLogAction, context) in
+          guard case .note(let text) = action else { return }
+          context.update { $0.notes.append("saved") }
+          context.operation.dispatcher?.start(TextAction.append(text), to: "keychain", mode: .sync)
+        })
+      return app
+    }
+    let recorded = try app()
+    var codecs = PrivateApp.codecs()
+    codecs.register(storeIdentifier: "vault", model: Text.self, action: TextAction.self)
+    codecs.register(storeIdentifier: "notes", model: PurchaseLog.self, action: PurchaseLogAction.self)
+    let file = TemporaryFile()
+    try recorded.recorder.attach(appendingTo: file.url, codecs: codecs)
+    #expect(dispatchSync(recorded.dispatcher, CounterAction.increase(1)).isSuccess)
+    #expect(
+      !dispatchSync(recorded.dispatcher, TextAction.append(PrivateApp.secret), storeIdentifier: "vault").isSuccess)
+    #expect(dispatchSync(recorded.dispatcher, PurchaseLogAction.note("pin 1234")).isSuccess)
+    #expect(recorded.keychain.model.value == "pin 1234")
+    recorded.recorder.flush()
+    let text = try String(contentsOf: file.url, encoding: .utf8)
+    #expect(!text.contains(PrivateApp.secret))
+    #expect(text.contains("Rejected (description redacted)"))
+    let session = try Session.load(from: file.url, codecs: codecs)
+    #expect(session.redactedStores == ["vault"])  // No account record in this session.
+    // The follow-up to the excluded keychain is absorbed unchecked: no record of it was ever written.
+    let verified = try app()
+    #expect(try session.verify(against: verified.dispatcher) == ["vault"])
+    #expect(verified.keychain.model.value == "")
   }
 
   @Test func aCompactedSessionKeepsItsMarks() throws {

@@ -83,6 +83,15 @@ struct UndoStepTests {
     #expect(throws: RecorderError.atEndOfHistory) { try app.recorder.redo() }
   }
 
+  @Test func aDispatchThatChangedNothingAfterAnUndoIsNotAStep() throws {
+    let app = try UndoApp()
+    #expect(app.send(.increase(1)))
+    try app.recorder.undo()  // The restore changes the store's model, not the next operation's record.
+    #expect(!app.send(.fail))
+    #expect(app.recorder.records.map(\.changedModel) == [false])
+    #expect(throws: RecorderError.atStartOfHistory) { try app.recorder.undo() }
+  }
+
   @Test func aFailedDispatchThatChangedTheModelIsAStep() throws {
     let app = try UndoApp()
     #expect(app.send(.increase(1)))
