@@ -17,10 +17,12 @@ final class FingerprintOperationReducer: Reducer<Fingerprint, CounterAction>, @u
 
 @Suite("Recording operation stores", .timeLimit(.minutes(2)))
 struct OperationStoreRecordingTests {
-  /// Issue 24, point 1: a record holds the model at its operation's finish, which another operation's change may
-  /// have reached first; verify then re-runs the operations in finish order and diverges. Known, intermittent: the
-  /// fix (proposal 0014, section 2: records filed at the operation's change) is not built yet. When it is, this
-  /// test's known issue stops being recorded and it fails until `withKnownIssue` is removed.
+  /// Operations from eight threads record a session that verifies (issue 24, point 1).
+  ///
+  /// Not yet: a record holds the model at its operation's finish, which another operation's change may have
+  /// reached first, and verify re-runs the operations in finish order and diverges. Known, intermittent: the fix
+  /// (proposal 0014, section 2: records filed at the operation's change) is not built yet; with it, `withKnownIssue`
+  /// goes, and the test runs 100 rounds.
   @Test func operationsFromEightThreadsRecordASessionThatVerifies() async throws {
     var codecs = SessionCodecs()
     codecs.register(storeIdentifier: "counter", model: Fingerprint.self, action: CounterAction.self)
