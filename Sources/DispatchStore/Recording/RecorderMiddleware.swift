@@ -20,7 +20,8 @@ import Synchronization
 /// > Important: Safe to use from any thread, also while other threads dispatch. Moves (``undo(by:)``,
 /// > ``redo(by:)``, ``jump(to:by:)``) are checked before anything changes: one that throws changes nothing. An
 /// > operation's record holds the model when it finished; operations of one store running at the same time share
-/// > their changes, as observers do (``Store/updateModel(_:)``).
+/// > their changes, as observers do (``Store/updateModel(_:)``), and ``Session/verify(against:mode:)``, which
+/// > re-runs operations one after another, may then report a divergence where their changes interleaved.
 public final class RecorderMiddleware: Middleware {
   /// How far a move goes.
   public enum Step: Sendable, Hashable {
