@@ -112,8 +112,9 @@ public final class RecorderMiddleware: Middleware {
   /// stepped over: the move undoes the latest dispatch at or before the cursor that changed something.
   /// - Parameter step: ``Step/dispatch`` (the default) or ``Step/record``.
   /// - Returns: The record now current, or `nil` if the cursor is now before the first record.
-  /// - Throws: ``RecorderError/atStartOfHistory`` if nothing before the cursor changed a model, or ``RecorderError/storeUnavailable(storeIdentifier:)`` if a
-  ///   store to restore is no longer registered; nothing is changed then.
+  /// - Throws: ``RecorderError/atStartOfHistory`` if nothing before the cursor changed a model, or
+  ///   ``RecorderError/storeUnavailable(storeIdentifier:)`` if a store to restore is no longer registered; nothing
+  ///   is changed then.
   @discardableResult
   public func undo(by step: Step = .dispatch) throws(RecorderError) -> Record? {
     try move { state throws(RecorderError) in
@@ -372,7 +373,8 @@ public final class RecorderMiddleware: Middleware {
 
   /// Files a record; returns the event number, which the store keeps.
   ///
-  /// Called by a store under its lock (``RecordingContext/file(store:action:model:error:cancelled:elapsed:changedModel:)``).
+  /// Called by a store under its lock
+  /// (``RecordingContext/file(store:action:model:error:cancelled:elapsed:changedModel:)``).
   ///
   /// Appends under the recorder's lock and queues the line for the writer; runs no user code, releases nothing
   /// (dropped records wait for ``afterLock()``), wakes nobody.
