@@ -13,6 +13,17 @@ enum RateAction: ActionType, Codable, Equatable {
   case fetch(Int, handled: Bool)
 }
 
+/// Hears every transaction finish, after its record was filed.
+final class FinishedTransactions: Middleware {
+  let actions = Collector<String>()
+
+  func willDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {}
+
+  func didDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {
+    actions.append("\(action)")
+  }
+}
+
 /// Fetches rates through an effect; the network is the test's.
 final class RateReducer: Reducer<Rates, RateAction>, @unchecked Sendable {
   let network: @Sendable (Int) async throws -> String
@@ -66,6 +77,8 @@ struct FailedEffectTests {
     try dispatcher.register(store: store)
     let recorder = RecorderMiddleware()
     dispatcher.register(middleware: recorder)
+    let finished = FinishedTransactions()
+    dispatcher.register(middleware: finished)
     let file = TemporaryFile()
     try recorder.attach(appendingTo: file.url, codecs: rateCodecs())
     #expect(dispatchSync(dispatcher, RateAction.fetch(1, handled: true)).isSuccess)
@@ -76,6 +89,9 @@ struct FailedEffectTests {
     waiting.cancel()
     #expect(waiting.isCancelled)
     if case .success = await waiting.result { Issue.record("the cancelled fetch succeeded") }
+    // The handle is cancelled at once; the operation finishes (and its effect and record are filed) when its task
+    // sees the cancellation.
+    _ = await finished.actions.wait(for: 4)
     #expect(dispatchSync(dispatcher, RateAction.fetch(2, handled: false)).isSuccess)
     recorder.flush()
     #expect(recorder.persistenceError == nil)
