@@ -55,11 +55,12 @@ enum SessionFormat {
     return (try? JSONDecoder().decode(Header.self, from: data[data.startIndex..<end]))?.format == name
   }
 
-  static func header(for codecs: SessionCodecs) -> Header {
+  /// The header of a session for `codecs`, without the stores a recorder's privacy settings leave out.
+  static func header(for codecs: SessionCodecs, excluding excluded: Set<String> = []) -> Header {
     Header(
       format: name, version: version,
       stores: codecs.storeIdentifiers.compactMap { identifier in
-        guard let codec = codecs.codecs[identifier] else { return nil }
+        guard let codec = codecs.codecs[identifier], !excluded.contains(identifier) else { return nil }
         return StoreEntry(identifier: identifier, model: codec.modelTypeName, action: codec.actionTypeName)
       })
   }
@@ -126,7 +127,7 @@ enum SessionFormat {
     /// The header line, newline included.
     mutating func header() throws -> Data {
       var bytes: [UInt8] = []
-      try encoder.encode(SessionFormat.header(for: codecs), into: &bytes)
+      try encoder.encode(SessionFormat.header(for: codecs, excluding: privacy.excluded), into: &bytes)
       seal(&bytes, from: 0)
       return Data(bytes)
     }

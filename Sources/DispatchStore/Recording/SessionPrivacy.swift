@@ -17,7 +17,7 @@
 /// ```
 ///
 /// - An excluded store is not recorded at all: no record, snapshot or effect of it is kept, written or shown (the
-///   file's header still names it if the codecs do), and undo and redo leave it as it is.
+///   file's header does not name it), and undo and redo leave it as it is.
 /// - A redacted store's models and actions pass through its redactions before they are written: the session file,
 ///   ``RecorderMiddleware/save(to:codecs:)`` and the inspector page see only what they return, and the file marks
 ///   each redacted record and snapshot (`"p"`). Its effects are not written, and its failed records keep their

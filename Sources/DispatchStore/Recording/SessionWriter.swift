@@ -79,7 +79,7 @@ final class SessionWriter: Sendable {
       guard session.formatVersion == SessionFormat.version else {
         throw .unsupportedVersion(found: session.formatVersion, supported: SessionFormat.version, line: 1)
       }
-      let expected = SessionFormat.header(for: codecs).stores.map(\.identifier)
+      let expected = SessionFormat.header(for: codecs, excluding: privacy.excluded).stores.map(\.identifier)
       if let missing = expected.first(where: { !session.storeIdentifiers.contains($0) }) {
         throw .unknownStore(identifier: missing, line: 1)
       }

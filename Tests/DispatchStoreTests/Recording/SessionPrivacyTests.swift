@@ -87,7 +87,7 @@ struct SessionPrivacyTests {
       try String(contentsOf: file.url, encoding: .utf8), try String(contentsOf: saved.url, encoding: .utf8), page,
     ] {
       #expect(!text.contains(PrivateApp.secret))
-      #expect(!text.contains("keychain\",\"a"))  // No record of the excluded store.
+      #expect(!text.contains("keychain"))  // Not even named in the header.
     }
     let lines = try String(contentsOf: file.url, encoding: .utf8).split(separator: "\n")
     // Marked: the account's record, and its first snapshot.
@@ -186,6 +186,33 @@ struct SessionPrivacyTests {
     let verified = try app()
     #expect(try session.verify(against: verified.dispatcher) == ["vault"])
     #expect(verified.keychain.model.value == "")
+  }
+
+  @Test func aLaterRunAppendsToASessionWithoutRedactedModels() throws {
+    var privacy = SessionPrivacy()
+    privacy.exclude(storeIdentifier: "keychain")
+    privacy.redactActions(of: "account") { (_: AccountAction) in .signIn(user: "redacted", password: "redacted") }
+    let file = TemporaryFile()
+    do {
+      let first = try PrivateApp(privacy: privacy)
+      try first.recorder.attach(appendingTo: file.url, codecs: PrivateApp.codecs())
+      first.use()
+      first.recorder.flush()
+    }
+    // Resumed, then appended to: the header, which does not name the keychain, is the one the recorder expects.
+    let second = try PrivateApp(privacy: privacy)
+    let session = try Session.load(from: file.url, codecs: PrivateApp.codecs())
+    try second.recorder.resume(session, in: second.dispatcher)
+    #expect(second.counter.model.count == 3)
+    try second.recorder.attach(appendingTo: file.url, codecs: PrivateApp.codecs())
+    #expect(dispatchSync(second.dispatcher, CounterAction.increase(4)).isSuccess)
+    second.recorder.flush()
+    #expect(second.recorder.persistenceError == nil)
+    #expect(try Session.load(from: file.url, codecs: PrivateApp.codecs()).recordCount == 4)
+    // The action's password is redacted (the model, holding a token made from it, is not, as configured).
+    let text = try String(contentsOf: file.url, encoding: .utf8)
+    #expect(!text.contains(#""password":"\#(PrivateApp.secret)""#))
+    #expect(text.contains(#""password":"redacted""#))
   }
 
   @Test func aCompactedSessionKeepsItsMarks() throws {
