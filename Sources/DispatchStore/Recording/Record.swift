@@ -179,7 +179,6 @@ final class RecordChunk: @unchecked Sendable {
 
 /// The action an app dispatched, kept with a record whose store mapped it to an action of its own: a reference, so
 /// that records of unmapped actions (most) pay one pointer for it.
-@usableFromInline
 final class DispatchedAction: Sendable {
   let action: any ActionType
 

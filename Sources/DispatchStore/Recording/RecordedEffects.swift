@@ -86,7 +86,7 @@ extension ActionOperation {
       }
     }
     // A store whose values the privacy settings leave out or redact keeps its effects out too.
-    guard let context = recordingContext, !context.recorder.privacy.keepsNothing(of: store.identifier) else {
+    guard let context = recordingContext, !context.recorder.privacy.leavesEffectsOut(of: store.identifier) else {
       return .live { _ in }
     }
     return .live { result in

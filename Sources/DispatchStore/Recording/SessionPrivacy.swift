@@ -89,8 +89,9 @@ public struct SessionPrivacy: Sendable {
     redactions[storeIdentifier] = redaction
   }
 
-  /// Whether the recorder leaves records, snapshots and effects of `storeIdentifier` out.
-  func keepsNothing(of storeIdentifier: String) -> Bool {
+  /// Whether the recorder leaves the effects of `storeIdentifier`'s operations out: those of a store it excludes or
+  /// redacts (a fetched token is as secret as the model holding it).
+  func leavesEffectsOut(of storeIdentifier: String) -> Bool {
     excluded.contains(storeIdentifier) || redactions[storeIdentifier] != nil
   }
 
