@@ -62,6 +62,15 @@ private struct PrivateApp {
     return codecs
   }
 
+  /// Attaches the recorder to `file`, uses the app (``use()``) and flushes; returns the file.
+  @discardableResult
+  func record(to file: TemporaryFile = TemporaryFile()) throws -> TemporaryFile {
+    try recorder.attach(appendingTo: file.url, codecs: Self.codecs())
+    use()
+    recorder.flush()
+    return file
+  }
+
   /// Signs in, stores the secret in the keychain, counts twice.
   func use() {
     #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
@@ -75,10 +84,7 @@ private struct PrivateApp {
 struct SessionPrivacyTests {
   @Test func noSecretReachesTheFileTheSavedCopyOrThePage() throws {
     let app = try PrivateApp()
-    let file = TemporaryFile()
-    try app.recorder.attach(appendingTo: file.url, codecs: PrivateApp.codecs())
-    app.use()
-    app.recorder.flush()
+    let file = try app.record()
     #expect(app.recorder.persistenceError == nil)
     let saved = TemporaryFile()
     try app.recorder.save(to: saved.url, codecs: PrivateApp.codecs())
@@ -112,10 +118,7 @@ struct SessionPrivacyTests {
 
   @Test func restoreAndVerifySayWhichStoresTheyLeaveOutAndResumeRefuses() throws {
     let app = try PrivateApp()
-    let file = TemporaryFile()
-    try app.recorder.attach(appendingTo: file.url, codecs: PrivateApp.codecs())
-    app.use()
-    app.recorder.flush()
+    let file = try app.record()
     let session = try Session.load(from: file.url, codecs: PrivateApp.codecs())
     #expect(session.redactedStores == ["account"])
 
@@ -193,12 +196,7 @@ struct SessionPrivacyTests {
     privacy.exclude(storeIdentifier: "keychain")
     privacy.redactActions(of: "account") { (_: AccountAction) in .signIn(user: "redacted", password: "redacted") }
     let file = TemporaryFile()
-    do {
-      let first = try PrivateApp(privacy: privacy)
-      try first.recorder.attach(appendingTo: file.url, codecs: PrivateApp.codecs())
-      first.use()
-      first.recorder.flush()
-    }
+    do { try PrivateApp(privacy: privacy).record(to: file) }
     // Resumed, then appended to: the header, which does not name the keychain, is the one the recorder expects.
     let second = try PrivateApp(privacy: privacy)
     let session = try Session.load(from: file.url, codecs: PrivateApp.codecs())
@@ -217,10 +215,7 @@ struct SessionPrivacyTests {
 
   @Test func aCompactedSessionKeepsItsMarks() throws {
     let app = try PrivateApp()
-    let file = TemporaryFile()
-    try app.recorder.attach(appendingTo: file.url, codecs: PrivateApp.codecs())
-    app.use()
-    app.recorder.flush()
+    let file = try app.record()
     let session = try Session.load(from: file.url, codecs: PrivateApp.codecs())
     let compacted = TemporaryFile()
     try session.compact(before: session.recordCount - 1, to: compacted.url)
@@ -231,10 +226,7 @@ struct SessionPrivacyTests {
     var privacy = SessionPrivacy()
     privacy.redactModels(of: "account") { (counter: Counter) in counter }  // The wrong store's type.
     let app = try PrivateApp(privacy: privacy)
-    let file = TemporaryFile()
-    try app.recorder.attach(appendingTo: file.url, codecs: PrivateApp.codecs())
-    app.use()
-    app.recorder.flush()
+    let file = try app.record()
     guard case .encodingFailed(let store, let reason) = app.recorder.persistenceError else {
       Issue.record("expected encodingFailed, got \(String(describing: app.recorder.persistenceError))")
       return
