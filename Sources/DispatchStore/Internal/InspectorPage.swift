@@ -221,11 +221,19 @@ enum InspectorPage {
     let cursor = S.firstIndex - 1;
     let anyReplaced = false;
     let last = null;
+    // An operation whose records were filed at its changes, then failed or was cancelled: its outcome line gives
+    // every record of its transaction the error.
+    const outcomes = new Map((S.outcomes || []).map((o) => [o.t, o]));
     for (const line of S.lines) {
       if (line.k === "m") {
         entries.push({ kind: "move", line, from: cursor, to: line.i, back: line.i < cursor });
         cursor = line.i;
         continue;
+      }
+      const outcome = outcomes.size ? outcomes.get(line.t) : undefined;
+      if (outcome) {
+        if (outcome.e !== undefined) line.e = outcome.e;
+        if (outcome.c) line.c = true;
       }
       records.push(line);
       cursor = line.i;

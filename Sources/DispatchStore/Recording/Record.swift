@@ -95,6 +95,22 @@ public struct Record: Sendable, CustomStringConvertible {
   /// Nanoseconds from the transaction's start to its record.
   var elapsed: UInt64 { fields.elapsed }
 
+  /// The record's fields, with the outcome of its operation, which finished after the record was filed at its
+  /// change (``RecorderState/fileOutcome(transactionID:store:from:error:cancelled:)``).
+  func fieldsWithOutcome(error: (any Error)?, cancelled: Bool) -> RecordChunk.Fields {
+    let fields = self.fields
+    return RecordChunk.Fields(
+      index: fields.index, dispatchID: fields.dispatchID, transactionID: fields.transactionID,
+      storeIdentifier: fields.storeIdentifier, action: fields.action, model: fields.model, error: error,
+      wasCancelled: cancelled, changedModel: fields.changedModel, redaction: fields.redaction, elapsed: fields.elapsed,
+      dispatched: fields.dispatched)
+  }
+
+  /// This record, in a chunk of its own, with the outcome of its operation (a session file's outcome line).
+  func withOutcome(error: (any Error)?, cancelled: Bool) -> Record {
+    RecordChunk(capacity: 1).append(fieldsWithOutcome(error: error, cancelled: cancelled))
+  }
+
   /// Whether the transaction may have changed its store's model (``RecordChunk/Fields/changedModel``).
   var changedModel: Bool { fields.changedModel }
 

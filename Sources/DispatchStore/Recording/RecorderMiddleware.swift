@@ -383,23 +383,66 @@ public final class RecorderMiddleware: Middleware {
     dispatchID: TransactionID, transactionID: TransactionID, store: String, action: any ActionType,
     model: any ModelType, error: (any Error)?, cancelled: Bool, elapsed: UInt64, changedModel: Bool
   ) -> UInt64 {
+    let filed = fileRecord(
+      dispatchID: dispatchID, transactionID: transactionID, store: store, action: action, model: model, error: error,
+      cancelled: cancelled, elapsed: elapsed, changedModel: changedModel)
+    return filed?.event ?? 0
+  }
+
+  /// Files the record of an operation's change; returns its index and event number, or `nil` if the store is left
+  /// out.
+  ///
+  /// Called by the store under its lock, right after the change
+  /// (``RecordingContext/fileChange(store:action:model:)``); as
+  /// ``file(dispatchID:transactionID:store:action:model:error:cancelled:elapsed:changedModel:)``.
+  @usableFromInline
+  func fileChange(
+    dispatchID: TransactionID, transactionID: TransactionID, store: String, action: any ActionType,
+    model: any ModelType, elapsed: UInt64
+  ) -> (index: Int, event: UInt64)? {
+    fileRecord(
+      dispatchID: dispatchID, transactionID: transactionID, store: store, action: action, model: model, error: nil,
+      cancelled: false, elapsed: elapsed, changedModel: true)
+  }
+
+  private func fileRecord(
+    dispatchID: TransactionID, transactionID: TransactionID, store: String, action: any ActionType,
+    model: any ModelType, error: (any Error)?, cancelled: Bool, elapsed: UInt64, changedModel: Bool
+  ) -> (index: Int, event: UInt64)? {
     // Left out (``SessionPrivacy/exclude(storeIdentifier:)``): nothing is kept; no move restores the store.
     if excludesStores, privacy.excluded.contains(store) {
       storage.state.withLock { if !$0.dispatchedActions.isEmpty { $0.dispatchedActions[transactionID] = nil } }
-      return 0
+      return nil
     }
-    let (event, afterLock) = storage.state.withLock { state in
+    let (index, event, afterLock) = storage.state.withLock { state in
       let dispatched =
         state.dispatchedActions.isEmpty ? nil : state.dispatchedActions.removeValue(forKey: transactionID)
-      return state.file { index in
+      let (event, afterLock) = state.file { index in
         RecordChunk.Fields(
           index: index, dispatchID: dispatchID, transactionID: transactionID, storeIdentifier: store, action: action,
           model: model, error: error, wasCancelled: cancelled, changedModel: changedModel, elapsed: elapsed,
           dispatched: dispatched)
       }
+      return (state.cursor, event, afterLock)
     }
     if afterLock { pendingWork.store(true, ordering: .relaxed) }
-    return event
+    return (index, event)
+  }
+
+  /// Gives the records transaction `transactionID` filed at its changes, from index `first` on, the operation's
+  /// error or cancellation, and writes it as a line of its own.
+  ///
+  /// Called by the store under its lock when the operation finished
+  /// (``RecordingContext/fileOutcome(store:from:error:cancelled:)``); runs no user code, releases nothing.
+  @usableFromInline
+  func fileOutcome(
+    transactionID: TransactionID, store: String, from first: Int, error: (any Error)?, cancelled: Bool
+  ) {
+    if excludesStores, privacy.excluded.contains(store) { return }
+    let afterLock = storage.state.withLock { state in
+      state.fileOutcome(transactionID: transactionID, store: store, from: first, error: error, cancelled: cancelled)
+    }
+    if afterLock { pendingWork.store(true, ordering: .relaxed) }
   }
 
   /// Keeps the action the app dispatched for the record of transaction `id`, whose store maps it to an action of

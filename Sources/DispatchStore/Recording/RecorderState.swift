@@ -38,22 +38,45 @@ struct RecorderState {
   /// after the lock is releasing what was dropped, or waking the writer.
   mutating func file(_ fields: (_ index: Int) -> RecordChunk.Fields) -> (event: UInt64, afterLock: Bool) {
     if cursor < history.lastIndex { garbage.append(history.removeAll(from: cursor + 1)) }
-    let chunk: RecordChunk
-    if let current = self.chunk, !current.isFull {
-      chunk = current
-    } else {
-      // The full chunk may hold the last reference to records already dropped: released after the lock too.
-      if let full = self.chunk { garbage.append(full) }
-      chunk = RecordChunk()
-      self.chunk = chunk
-    }
-    let record = chunk.append(fields(history.nextIndex))
+    // A full chunk may hold the last reference to records already dropped: released after the lock too.
+    let record = newRecord(fields(history.nextIndex))
     history.append(record)
     if history.hasHiddenBatch { dropHidden() }
     cursor = record.index
     let wake = queue(.record(record))
     event &+= 1
     return (event, wake || !garbage.isEmpty)
+  }
+
+  /// Gives the records of `transactionID` from index `first` on (those its operation filed at its changes) the
+  /// operation's outcome, and queues it as a line; returns whether there is work for after the lock.
+  ///
+  /// Each record kept is replaced by one with the outcome, in a new slot (a filled slot is never written again);
+  /// the replaced ones are released after the lock. A record dropped since (by the bound, or by a dispatch after
+  /// moving back) is not looked for; the line applies to the records of the transaction the file holds.
+  mutating func fileOutcome(
+    transactionID: TransactionID, store: String, from first: Int, error: (any Error)?, cancelled: Bool
+  ) -> Bool {
+    var index = max(first, history.firstIndex)
+    while index <= history.lastIndex {
+      if let record = history.record(at: index), record.transactionID == transactionID {
+        let replacement = newRecord(record.fieldsWithOutcome(error: error, cancelled: cancelled))
+        garbage.append(history.replace(at: index, with: replacement))
+      }
+      index += 1
+    }
+    let wake = queue(.outcome(transactionID: transactionID, store: store, error: error, cancelled: cancelled))
+    return wake || !garbage.isEmpty
+  }
+
+  /// A record in the next free slot of the current chunk, not yet in the history.
+  @inline(__always)
+  private mutating func newRecord(_ fields: consuming RecordChunk.Fields) -> Record {
+    if let current = chunk, !current.isFull { return current.append(fields) }
+    if let full = chunk { garbage.append(full) }
+    let fresh = RecordChunk()
+    chunk = fresh
+    return fresh.append(fields)
   }
 
   /// Drops the records kept beyond the bound, making the last of each store its baseline: once per store and batch
@@ -309,6 +332,13 @@ struct RecordHistory {
       position -= 1
     }
     return nil
+  }
+
+  /// Puts `record` in the place of the kept record at `index`; returns the one it replaced.
+  mutating func replace(at index: Int, with record: Record) -> Record {
+    let slot = slot(at: stored - (nextIndex - index))
+    defer { slots[slot] = record }
+    return slots[slot].unsafelyUnwrapped
   }
 
   mutating func append(_ record: Record) {

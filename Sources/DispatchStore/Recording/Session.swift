@@ -97,8 +97,16 @@ public struct Session: Sendable {
     decoder.userInfo[SessionFormat.LineDecoding.codecsKey] = codecs
     return try decoder.decode([SessionFormat.LineDecoding].self, from: array).map { decoded in
       guard case .record(let record) = decoded.line else { throw SessionError.corruptLine(line: 0, reason: "") }
-      return record
+      return withOutcome(record)
     }
+  }
+
+  /// `record` with its operation's outcome, if an outcome line gives one (the operation failed or was cancelled
+  /// after the record was filed at its change).
+  private func withOutcome(_ record: Record) -> Record {
+    guard !index.outcomes.isEmpty, let outcome = index.outcomes[record.transactionID] else { return record }
+    return record.withOutcome(
+      error: outcome.e.map(RecordedError.init(description:)), cancelled: outcome.c ?? false)
   }
 
   /// The record at `position`, decoded.
@@ -130,7 +138,7 @@ public struct Session: Sendable {
     guard case .record(let record) = try decode(line) else {
       throw .corruptLine(line: line.number, reason: "not a record")
     }
-    return record
+    return withOutcome(record)
   }
 
   /// The effects recorded for each dispatch, in the order they were fetched.
@@ -279,6 +287,19 @@ public struct Session: Sendable {
     }
     var lastOfDispatch: [TransactionID: Int] = [:]
     for step in steps { lastOfDispatch[step.dispatchID] = step.index }
+    // An operation's records filed at its changes share its transaction: re-run at the first, and compared with the
+    // last (`final`, by offset in `steps`); the others are not dispatched again.
+    var firstOfTransaction: [TransactionID: Int] = [:]
+    var final = Array(steps.indices)
+    var continues = [Bool](repeating: false, count: steps.count)
+    for (offset, step) in steps.enumerated() {
+      if let first = firstOfTransaction[step.transactionID] {
+        continues[offset] = true
+        final[first] = offset
+      } else {
+        firstOfTransaction[step.transactionID] = offset
+      }
+    }
     for (store, model) in try restorePlan(in: dispatcher, at: index.firstIndex - 1) {
       store.restore(model: model.model, action: model.action, event: nil)
     }
@@ -297,7 +318,25 @@ public struct Session: Sendable {
     // bytes. Only when the bytes differ is the recorded model decoded and compared as a value.
     let encoder = JSONStreamEncoder()
     var encoded: [UInt8] = []
-    for step in steps {
+    for (offset, step) in steps.enumerated() {
+      if continues[offset] {
+        if lastOfDispatch[step.dispatchID] == step.index, let unused = playback.unused(in: step.dispatchID) {
+          throw unused
+        }
+        continue
+      }
+      let last = steps[final[offset]]
+      if final[offset] != offset,
+        let other = steps[(offset + 1)..<final[offset]].first(where: {
+          $0.store == step.store && $0.transactionID != step.transactionID
+        })
+      {
+        // Another transaction changed the store between this operation's changes: re-running the operation whole
+        // cannot reproduce that.
+        throw .interleavedChanges(
+          index: step.index, dispatchID: step.dispatchID, storeIdentifier: step.store, action: "\(step.action)",
+          otherIndex: other.index)
+      }
       let store: any AnyStore
       if let known = stores[step.store] {
         store = known
@@ -316,13 +355,13 @@ public struct Session: Sendable {
       if lastOfDispatch[step.dispatchID] == step.index, let unused = playback.unused(in: step.dispatchID) {
         throw unused
       }
-      switch (result, step.failed) {
+      switch (result, last.failed) {
       case (.failure(let error), false):
         throw .dispatchFailed(
           index: step.index, dispatchID: step.dispatchID, storeIdentifier: step.store, action: "\(step.action)",
           error: error)
       case (.success, true):
-        let recorded = try? record(at: step.index).error
+        let recorded = try? record(at: last.index).error
         throw .outcomeDiffered(
           index: step.index, dispatchID: step.dispatchID, storeIdentifier: step.store, action: "\(step.action)",
           recordedError: recorded.map { "\($0)" } ?? "an error")
@@ -333,7 +372,7 @@ public struct Session: Sendable {
       guard let codec = codecs.codecs[step.store] else {
         throw .unknownStore(index: step.index, storeIdentifier: step.store)
       }
-      if let bytes = step.modelBytes {
+      if let bytes = last.modelBytes {
         encoded.removeAll(keepingCapacity: true)
         if (try? codec.encodeModel(step.store, actual, encoder, &encoded)) != nil,
           index.data.elementsEqual(encoded, in: bytes)
@@ -342,11 +381,11 @@ public struct Session: Sendable {
         }
       }
       let recorded: Record
-      if let decoded = step.record {
+      if let decoded = last.record {
         recorded = decoded
       } else {
         do {
-          recorded = try record(at: step.index)
+          recorded = try record(at: last.index)
         } catch {
           throw .unreadable(error)
         }
@@ -359,7 +398,7 @@ public struct Session: Sendable {
         differences = [FieldDifference(path: "", expected: "\(recorded.model)", actual: "\(actual)")]
       }
       throw .diverged(
-        index: step.index, dispatchID: step.dispatchID, storeIdentifier: step.store, action: "\(step.action)",
+        index: last.index, dispatchID: step.dispatchID, storeIdentifier: step.store, action: "\(step.action)",
         differences: differences)
     }
     return redactedStores
@@ -370,6 +409,7 @@ public struct Session: Sendable {
   private struct VerifyStep {
     let index: Int
     let dispatchID: TransactionID
+    let transactionID: TransactionID
     let store: String
     let action: any ActionType
     let failed: Bool
@@ -381,8 +421,9 @@ public struct Session: Sendable {
     if let decoded = cache.records.withLock({ $0 }) {
       return decoded.map { record in
         VerifyStep(
-          index: record.index, dispatchID: record.dispatchID, store: record.storeIdentifier, action: record.action,
-          failed: record.error != nil, modelBytes: nil, record: record)
+          index: record.index, dispatchID: record.dispatchID, transactionID: record.transactionID,
+          store: record.storeIdentifier, action: record.action, failed: record.error != nil, modelBytes: nil,
+          record: record)
       }
     }
     let decoder = JSONDecoder()
@@ -417,8 +458,10 @@ public struct Session: Sendable {
       }
       steps.append(
         VerifyStep(
-          index: line.index, dispatchID: TransactionID(rawValue: dispatch), store: line.store, action: action,
-          failed: fields.error != nil, modelBytes: modelRange, record: nil))
+          index: line.index, dispatchID: TransactionID(rawValue: dispatch),
+          transactionID: TransactionID(rawValue: transaction), store: line.store, action: action,
+          failed: fields.error != nil || index.outcomes[TransactionID(rawValue: transaction)]?.e != nil,
+          modelBytes: modelRange, record: nil))
     }
     return steps
   }

@@ -94,6 +94,10 @@ public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
   /// Re-run, the operation of record `index` dispatched a follow-up action that no record of the session holds
   /// (the session's records of the follow-ups it sent when recorded are replayed in their turn).
   case unrecordedFollowUp(index: Int, dispatchID: TransactionID, action: String)
+  /// The operation of record `index` changed its store again after record `otherIndex`, of another transaction of
+  /// that store: their changes interleaved, which re-running whole operations one after another cannot reproduce.
+  case interleavedChanges(
+    index: Int, dispatchID: TransactionID, storeIdentifier: String, action: String, otherIndex: Int)
   /// The session holds redacted models of these stores (``SessionPrivacy``), which cannot be put back in the app, or
   /// records of stores the resuming recorder leaves out: ``RecorderMiddleware/resume(_:in:)`` refuses it
   /// (``Session/restore(into:)`` restores the other stores).
@@ -120,6 +124,10 @@ public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
     case (.unusedEffect(let a, let b), .unusedEffect(let c, let d)): return a == c && b == d
     case (.unrecordedFollowUp(let a, let b, let c), .unrecordedFollowUp(let d, let e, let f)):
       return a == d && b == e && c == f
+    case (
+      .interleavedChanges(let a, let b, let c, let d, let e), .interleavedChanges(let f, let g, let h, let i, let j)
+    ):
+      return a == f && b == g && c == h && d == i && e == j
     case (.redacted(let a), .redacted(let b)): return a == b
     case (.unreadable(let a), .unreadable(let b)): return a == b
     default: return false
@@ -150,6 +158,10 @@ public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
     case .unrecordedFollowUp(let index, let dispatch, let action):
       return "Record #\(index) (dispatch \(dispatch)): re-run, its operation dispatched \(action), which the session "
         + "did not record"
+    case .interleavedChanges(let index, let dispatch, let store, let action, let other):
+      return "Record #\(index) (dispatch \(dispatch)): the operation of \(action) changed \"\(store)\" again after "
+        + "record #\(other) of another transaction; verify re-runs operations whole and cannot reproduce changes "
+        + "that interleaved"
     case .unreadable(let error):
       return "The session could not be read: \(error)"
     }

@@ -15,6 +15,10 @@ import Foundation
 //   move      {"k":"m","i":N}                      the cursor moved to record N (-1: before the first record)
 //   snapshot  {"k":"s","i":N,"m":{store: model}}   the listed stores' models just before record N
 //   effect    {"k":"e","d":<dispatch>,"key":"..","v":<value>}   or, for a fetch that threw, "e":"<error>" for "v"
+//   outcome   {"k":"o","t":<transaction>,"e":"<error>"?,"c":true?}   an operation whose records were filed at its
+//             changes failed or was cancelled: its error and cancellation apply to every record of the transaction
+// An operation's record is filed at each change it makes to its store's model, so a transaction may have several
+// records (the same "t"), in the order of the store's changes; one that changed nothing has one, filed at its end.
 // A record at index N first drops the history from N on (a dispatch after moving back), then appends: N is always
 // one more than the cursor. Version 1 (no hashes, no dispatches, no snapshots) is read by `SessionFormatV1`.
 
@@ -76,6 +80,8 @@ enum SessionFormat {
     /// What an operation of `dispatchID` fetched through the recorder (`ActionOperation.effect(_:_:)`): a value, or
     /// the error the fetch threw.
     case effect(dispatchID: TransactionID, key: String, outcome: EffectOutcome)
+    /// An operation of `store` whose records were filed at its changes failed or was cancelled.
+    case outcome(transactionID: TransactionID, store: String, error: (any Error)?, cancelled: Bool)
   }
 
   // MARK: - Encoding
@@ -174,11 +180,7 @@ enum SessionFormat {
         try checkDepth(of: "model", store: record.storeIdentifier)
         if let error = record.error {
           bytes.append(contentsOf: ",\"e\":".utf8)
-          // A redacted store's error may hold what its redactions hide (a password in a thrown value): its type only.
-          let redactsError = privacy.redactions[record.storeIdentifier] != nil
-          JSONText.append(
-            redactsError ? "\(String(reflecting: type(of: error))) (description redacted)" : String(describing: error),
-            to: &bytes)
+          JSONText.append(text(of: error, store: record.storeIdentifier), to: &bytes)
         }
         if record.wasCancelled { bytes.append(contentsOf: ",\"c\":true".utf8) }
         if !record.changedModel { bytes.append(contentsOf: ",\"u\":true".utf8) }
@@ -227,8 +229,24 @@ enum SessionFormat {
           JSONText.append(description, to: &bytes)
         }
         bytes.append(UInt8(ascii: "}"))
+      case .outcome(let transactionID, let store, let error, let cancelled):
+        bytes.append(contentsOf: #"{"k":"o","t":"#.utf8)
+        JSONText.append(transactionID.rawValue, to: &bytes)
+        if let error {
+          bytes.append(contentsOf: ",\"e\":".utf8)
+          JSONText.append(text(of: error, store: store), to: &bytes)
+        }
+        if cancelled { bytes.append(contentsOf: ",\"c\":true".utf8) }
+        bytes.append(UInt8(ascii: "}"))
       }
       seal(&bytes, from: start)
+    }
+
+    /// A transaction's error as the file keeps it: its description; for a redacted store, which the description
+    /// may give away (a password in a thrown value), its type only.
+    private func text(of error: any Error, store: String) -> String {
+      guard privacy.redactions[store] != nil else { return String(describing: error) }
+      return "\(String(reflecting: type(of: error))) (description redacted)"
     }
 
     /// Throws if the value just encoded nests deeper than a session may hold (``maximumValueDepth``).
@@ -363,6 +381,11 @@ enum SessionFormat {
         line = .effect(
           dispatchID: TransactionID(rawValue: try container.decode(UInt64.self, forKey: .d)),
           key: try container.decode(String.self, forKey: .key), outcome: outcome)
+      case "o":
+        line = .outcome(
+          transactionID: TransactionID(rawValue: try container.decode(UInt64.self, forKey: .t)), store: "",
+          error: try container.decodeIfPresent(String.self, forKey: .e).map(RecordedError.init(description:)),
+          cancelled: try container.decodeIfPresent(Bool.self, forKey: .c) ?? false)
       case let kind:
         throw DecodingError.dataCorruptedError(
           forKey: .k, in: container, debugDescription: "unknown line kind \"\(kind)\"")

@@ -37,6 +37,18 @@ struct SessionIndex: Sendable {
   var snapshots: [(index: Int, line: Line)] = []
   /// Effect lines, by dispatch.
   var effects: [TransactionID: [Line]] = [:]
+  /// The outcomes of operations whose records were filed at their changes and that then failed or were cancelled,
+  /// by transaction (outcome lines, decoded: they are few).
+  var outcomes: [TransactionID: Outcome] = [:]
+
+  /// An outcome line: the error and cancellation of every record of its transaction.
+  struct Outcome: Sendable, Decodable {
+    let t: UInt64
+    let e: String?
+    let c: Bool?
+  }
+  /// The outcome lines, in the order of the file, for the inspector.
+  var outcomeLines: [Line] = []
   /// The stores whose values a recorder's privacy settings redacted in some line (`"p"`), and what it redacted.
   var redactions: [String: RedactionMark] = [:]
   /// A version 1 file's history, decoded when it was read (version 1 has no cheap structure to index).
@@ -272,6 +284,17 @@ struct SessionIndex: Sendable {
         throw .corruptLine(line: line.number, reason: "missing field \"d\"")
       }
       effects[TransactionID(rawValue: dispatch), default: []].append(line)
+    case UInt8(ascii: "o"):
+      let outcome: Outcome
+      do {
+        outcome = try JSONDecoder().decode(Outcome.self, from: data.subdata(in: line.range))
+      } catch let error as DecodingError {
+        throw .corruptLine(line: line.number, reason: error.shortDescription)
+      } catch {
+        throw .corruptLine(line: line.number, reason: "\(error)")
+      }
+      outcomes[TransactionID(rawValue: outcome.t)] = outcome
+      outcomeLines.append(line)
     default:
       throw .corruptLine(line: line.number, reason: "unknown line kind")
     }
@@ -588,7 +611,7 @@ struct LineCheck {
 
   // MARK: - Lines
 
-  /// Checks the line as a line of `kind` (`r`, `m`, `s` or `e`; another kind is left to the caller to refuse),
+  /// Checks the line as a line of `kind` (`r`, `m`, `s`, `e` or `o`; another kind is left to the caller to refuse),
   /// whose stores are among `stores`.
   mutating func checkObject(kind: UInt8, stores: [String]) throws(SessionError) {
     guard bytes.first == UInt8(ascii: "{") else { throw notJSON("expected \"{\"") }
@@ -600,6 +623,7 @@ struct LineCheck {
     case UInt8(ascii: "m"): required = Field.i.rawValue
     case UInt8(ascii: "s"): required = Field.i.rawValue | Field.m.rawValue
     case UInt8(ascii: "e"): required = Field.d.rawValue | Field.key.rawValue
+    case UInt8(ascii: "o"): required = Field.t.rawValue
     default: required = 0
     }
     var seen: UInt16 = 0
@@ -691,10 +715,14 @@ struct LineCheck {
     switch (kind, field) {
     case (_, .k): .string
     case (UInt8(ascii: "r"), .i), (UInt8(ascii: "m"), .i), (UInt8(ascii: "s"), .i): .position
-    case (UInt8(ascii: "r"), .t), (UInt8(ascii: "r"), .d), (UInt8(ascii: "r"), .f), (UInt8(ascii: "e"), .d): .unsigned
-    case (UInt8(ascii: "r"), .s), (UInt8(ascii: "r"), .e), (UInt8(ascii: "e"), .key), (UInt8(ascii: "e"), .e): .string
+    case (UInt8(ascii: "r"), .t), (UInt8(ascii: "r"), .d), (UInt8(ascii: "r"), .f), (UInt8(ascii: "e"), .d),
+      (UInt8(ascii: "o"), .t):
+      .unsigned
+    case (UInt8(ascii: "r"), .s), (UInt8(ascii: "r"), .e), (UInt8(ascii: "e"), .key), (UInt8(ascii: "e"), .e),
+      (UInt8(ascii: "o"), .e):
+      .string
     case (UInt8(ascii: "r"), .a), (UInt8(ascii: "r"), .m), (UInt8(ascii: "e"), .v): .any
-    case (UInt8(ascii: "r"), .c), (UInt8(ascii: "r"), .u): .boolean
+    case (UInt8(ascii: "r"), .c), (UInt8(ascii: "r"), .u), (UInt8(ascii: "o"), .c): .boolean
     case (UInt8(ascii: "s"), .m), (UInt8(ascii: "s"), .a), (UInt8(ascii: "s"), .p): .object
     case (UInt8(ascii: "r"), .p): .string
     default: nil
@@ -707,6 +735,7 @@ struct LineCheck {
     case UInt8(ascii: "m"): "a move"
     case UInt8(ascii: "s"): "a snapshot"
     case UInt8(ascii: "e"): "an effect"
+    case UInt8(ascii: "o"): "an outcome"
     default: "the line"
     }
   }

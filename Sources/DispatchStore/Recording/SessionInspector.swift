@@ -122,6 +122,12 @@ public enum SessionInspector {
         if offset > 0 { page.raw(",") }
         page.line(bytes, effect, quotingIdentifiers: true, replacedBy: nil)
       }
+      // Outcomes of operations that failed after their changes were recorded: the page gives them to the records.
+      page.raw("],\"outcomes\":[")
+      for (offset, outcome) in index.outcomeLines.enumerated() {
+        if offset > 0 { page.raw(",") }
+        page.line(bytes, outcome, quotingIdentifiers: true, replacedBy: nil)
+      }
     }
     page.raw("],\"divergence\":")
     appendDivergence(divergence, to: &page)

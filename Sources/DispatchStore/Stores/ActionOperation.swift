@@ -38,11 +38,18 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   /// succeeded). Each is one compare-and-swap from the exact value it leaves; every other transition is made under
   /// the lock, also by compare-and-swap, so that the two lock-free ones cannot be lost.
   private let status = Atomic<UInt8>(OperationStatus.pending)
-  /// Where the operation files its transaction's record when it finishes, while a recorder records the dispatch.
+  /// Where the operation files its transaction's records, while a recorder records the dispatch: one at each change
+  /// of its store's model, or one when it finishes if it made none.
   ///
-  /// `nonisolated(unsafe)`: written once, by the dispatching thread before the operation starts, and read by the
-  /// thread that finishes it, which the start happened before. Filing it once is claimed in `status`.
-  nonisolated(unsafe) private var recording: RecordingContext?
+  /// `nonisolated(unsafe)`, and unchecked by the runtime's exclusivity checks (which would cost more than the
+  /// read): written once, by the dispatching thread before the operation starts, and read by the threads that change
+  /// the model and finish it, which the start happened before. Filing at finish is claimed in `status`.
+  @usableFromInline @exclusivity(unchecked) nonisolated(unsafe) var recording: RecordingContext?
+  /// The index of the first record filed at a change of the model, or -1.
+  ///
+  /// `nonisolated(unsafe)`, and unchecked by the runtime: written and read only under the store's lock
+  /// (``fileChange(_:)``, and the filing at finish, ``Store/fileFinishedOperation(_:_:)``).
+  @usableFromInline @exclusivity(unchecked) nonisolated(unsafe) var firstChangeIndex = -1
 
   /// Creates an operation whose work is `async`: it runs as a task, finishes when `body` returns, and fails with
   /// what `body` throws.
@@ -70,7 +77,12 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
     self.init(action: action, store: store) { operation, _, _ in
       let task = Task(executorPreference: OperationTaskExecutor.shared) {
         do {
-          try await body(operation)
+          if operation.recording != nil {
+            // Recorded: a `Store.updateModel` in the body is this operation's change.
+            try await RecordedOperationScope.run(operation, of: operation.store) { try await body(operation) }
+          } else {
+            try await body(operation)
+          }
           operation.finish()
         } catch {
           operation.finish(throwing: error)
@@ -127,16 +139,44 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   public func updateModel<Value, Failure: Error>(
     _ body: (inout Model) throws(Failure) -> Value
   ) throws(Failure) -> Value {
-    noteChange()
     guard store.registeredObservers.load(ordering: .relaxed) > 0 else {
       // Nobody to tell: the version catches up at the next announcement.
       return try store.state.withLock { state throws(Failure) -> Value in
-        defer { state.version &+= 1 }
+        defer {
+          state.version &+= 1
+          if recording != nil { fileChange(&state) }
+        }
         return try body(&state.model)
       }
     }
     let shouldNotify = store.reducer.shouldNotifyObservers(for: action, in: store)
-    return try store.change(by: action, shouldNotify: shouldNotify, body).get()
+    return try store.change(by: action, shouldNotify: shouldNotify, operation: recording != nil ? self : nil, body)
+      .get()
+  }
+
+  /// Files the record of the change just made to the store's model, in its critical section, while a recorder
+  /// records the operation: the record holds the model this change produced and takes its place in the history in
+  /// the order of the store's changes (proposal 0014, section 2).
+  ///
+  /// Called under the store's lock, after the change. A change made once the operation claimed its filing at finish
+  /// is left to it (the store's version moved).
+  ///
+  /// Inlinable, so that it is compiled for the store's types: unspecialised, reading the generic state would look up
+  /// its type's metadata at every change.
+  @inlinable
+  func fileChange(_ state: inout StoreState<Model, Action>) {
+    guard let recording, !hasClaimedFiling else { return }
+    state.recordedVersion = state.version
+    // `nil` for a store the recorder leaves out.
+    guard let filed = recording.fileChange(store: store.identifier, action: action, model: state.model) else { return }
+    state.recordedEvent = filed.event
+    if firstChangeIndex < 0 { firstChangeIndex = filed.index }
+  }
+
+  /// Whether the operation finished and claimed its filing (``fileRecord(error:cancelled:)``).
+  @usableFromInline
+  var hasClaimedFiling: Bool {
+    status.load(ordering: .acquiring) & OperationStatus.recorded != 0
   }
 
   /// Marks the operation as successfully finished.
@@ -258,12 +298,22 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
     let started = recording.transactionID.rawValue
     let finished = FinishedOperation(
       error: error, cancelled: cancelled, elapsed: now > started ? now - started : 0, recording: recording,
-      changedModel: status.load(ordering: .acquiring) & OperationStatus.changedModel != 0)
+      operation: self)
     withUnsafePointer(to: finished) { _ = store.specialised(store, action, .fileFinished($0)) }
   }
 
   private func runBlock() {
+    if recording != nil { return runRecordedBlock() }
     block(self, action, store)
+  }
+
+  /// Runs the block with this operation known as the one changing the store.
+  ///
+  /// A `Store.updateModel` in the block is then this operation's change. Out of line: the closure would cost the
+  /// unrecorded path too.
+  @inline(never)
+  private func runRecordedBlock() {
+    RecordedOperationScope.run(self, of: store) { block(self, action, store) }
   }
 
   /// Applies `transition` to the status until it is stored (compare-and-swap); returns the status it replaced, or
@@ -413,15 +463,6 @@ extension ActionOperation: OperationStarting, OperationCompletionHandler {
     recording = context
   }
 
-  /// Notes, while the operation is recorded, that it changed its store's model: its record is then a change, which
-  /// undo steps to.
-  @usableFromInline
-  func noteChange() {
-    guard recording != nil else { return }
-    // Released: the thread that files the record reads the status with acquiring ordering.
-    _ = status.bitwiseOr(OperationStatus.changedModel, ordering: .releasing)
-  }
-
   func cancel() {
     // Set before the handlers are taken under the lock, so that one registering after sees it.
     let (previous, _) = status.bitwiseOr(OperationStatus.cancelled, ordering: .acquiringAndReleasing)
@@ -479,10 +520,8 @@ enum OperationStatus {
   static let hasDependencies: UInt8 = 0b1_0000
   /// The dispatch running the operation was cancelled.
   static let cancelled: UInt8 = 0b10_0000
-  /// The transaction's record was filed (a recorder records the dispatch).
+  /// The operation finished and claimed its filing (a recorder records the dispatch): a later change is not filed.
   static let recorded: UInt8 = 0b100_0000
-  /// The operation changed its store's model while recorded (``ActionOperation/updateModel(_:)``).
-  static let changedModel: UInt8 = 0b1000_0000
 
   static func phase(of status: UInt8) -> UInt8 { status & phaseMask }
   static func isFinished(_ status: UInt8) -> Bool { phase(of: status) >= succeeded }

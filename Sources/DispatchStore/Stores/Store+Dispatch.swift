@@ -12,8 +12,9 @@ extension Store {
   /// Handles `action`: reduces it in place if the reducer is a ``SynchronousReducer``, otherwise asks the reducer
   /// for the operation, without starting it.
   ///
-  /// With `recording`, the transaction's record is filed in the critical section that ends it: the reduction's, or
-  /// the one where the operation finishes (``ActionOperation/record(with:)``).
+  /// With `recording`, the transaction's record is filed in the critical section that made its change: the
+  /// reduction's, or the operation's changes (``ActionOperation/fileChange(_:)``), or, for an operation that changed
+  /// nothing, the one where it finishes (``ActionOperation/record(with:)``).
   func handle(_ action: any ActionType, recording: RecordingContext?) -> StoreHandling {
     let action = ownAction(action)
     if reducesInPlace, case .reduced(let error) = specialised(self, action, .reduce(recording)) {
@@ -174,12 +175,14 @@ extension Store {
   /// A synchronous observer hears it before this returns (``deliverSynchronously(_:)``). Changes `body` made before
   /// throwing are kept, and announced. `shouldNotify` is the reducer's answer, asked before the lock (user code).
   ///
-  /// With `recording`, the transaction's record is filed in the same critical section too. `origin` tells
-  /// observers whether a dispatch made the change or the recorder restored it.
+  /// With `recording`, the transaction's record is filed in the same critical section too; with `operation`, a
+  /// recorded operation's, the record of its change (``ActionOperation/fileChange(_:)``). `origin` tells observers
+  /// whether a dispatch made the change or the recorder restored it.
   @inlinable
   @inline(__always)
   func change<Value, Failure: Error>(
-    by action: Action, shouldNotify: Bool, recording: RecordingContext? = nil, origin: ChangeOrigin = .dispatch,
+    by action: Action, shouldNotify: Bool, recording: RecordingContext? = nil,
+    operation: ActionOperation<Model, Action>? = nil, origin: ChangeOrigin = .dispatch,
     _ body: (inout Model) throws(Failure) -> Value
   ) -> Result<Value, Failure> {
     let deliverer = ThreadContext.currentDeliverer
@@ -198,6 +201,7 @@ extension Store {
         if case .failure(let error) = result { failure = reductionError(error) } else { failure = nil }
         state.recordedEvent = recording.file(store: identifier, action: action, model: state.model, error: failure)
       }
+      operation?.fileChange(&state)
       guard shouldNotify, let observers = state.observers else { return (result, .none) }
       return (
         result,

@@ -83,10 +83,30 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
   @inlinable
   @discardableResult
   public func updateModel<Result>(_ body: (inout Model) throws -> Result) rethrows -> Result {
-    try state.withLock { state in
+    // Called by a recorded operation's work: the change is filed as its record, in this critical section.
+    if let operation = recordedOperation() {
+      return try state.withLock { state in
+        defer {
+          state.version &+= 1
+          operation.fileChange(&state)
+        }
+        return try body(&state.model)
+      }
+    }
+    return try state.withLock { state in
       defer { state.version &+= 1 }
       return try body(&state.model)
     }
+  }
+
+  /// The recorded operation of this store whose block (or `async` body) is running on the calling thread, if any.
+  @inlinable
+  func recordedOperation() -> ActionOperation<Model, Action>? {
+    guard RecordedOperationScope.running.load(ordering: .relaxed) > 0,
+      let operation = RecordedOperationScope.operation(of: self)
+    else { return nil }
+    // An operation of this store: of its model and action types.
+    return unsafeDowncast(operation, to: ActionOperation<Model, Action>.self)
   }
 }
 
