@@ -10,8 +10,8 @@
 /// needs to know about its thread.
 ///
 /// It records the running dispatchers (to refuse re-entrant `.sync` dispatch), the transaction identifiers the
-/// thread hands out, and whether the thread is one of the library's run-loop threads. It keeps no reference to
-/// anything a user registered.
+/// thread hands out, and whether the thread is one of the library's run-loop threads. It retains nothing a user
+/// registered (the recorded operation whose block runs here is held by the block's caller).
 ///
 /// Each instance is reachable only from its own thread through a pthread key, so it needs no lock; it is not
 /// `Sendable` and never leaves its thread. For the same reason its properties skip the runtime's dynamic exclusivity

@@ -1,10 +1,11 @@
 import Foundation
 
-/// One recorded transaction: which store handled which action in which dispatch, how it ended, and the store's
-/// model right after it.
+/// One recorded change: which store handled which action in which dispatch, how the transaction ended, and the
+/// store's model right after the change.
 ///
-/// The model is the value itself (models are value types), not an encoding: recording costs a copy. It is the
-/// model the transaction's own change produced, taken in the same critical section as that change.
+/// A transaction has one record, or, for an operation that changed its store several times, one per change, in the
+/// order of the store's changes. The model is the value itself (models are value types), not an encoding: recording
+/// costs a copy. It is the model the change produced, taken in the same critical section as that change.
 public struct Record: Sendable, CustomStringConvertible {
   // A slot of a chunk rather than an object of its own: a recorder files its records into chunks of slots, so that
   // recording a transaction allocates nothing and dropping old records frees one object per chunk.
@@ -29,7 +30,7 @@ public struct Record: Sendable, CustomStringConvertible {
   /// The action the app dispatched: ``action``, unless the store mapped the dispatched action to one of its own
   /// (``Reducer/additionalActions``), as recorded in this process (a session file keeps the store's action).
   public var dispatchedAction: any ActionType { fields.dispatched?.action ?? fields.action }
-  /// The store's model right after the transaction, including the changes of a transaction that failed.
+  /// The store's model right after the change, including the changes of a transaction that failed.
   public var model: any ModelType { fields.model }
   /// The error the transaction failed with; `nil` if it succeeded.
   ///
@@ -76,14 +77,14 @@ public struct Record: Sendable, CustomStringConvertible {
   init(
     index: Int, dispatchID: TransactionID, transactionID: TransactionID, storeIdentifier: String,
     action: any ActionType, model: any ModelType, error: (any Error)?, wasCancelled: Bool, elapsed: UInt64,
-    changedModel: Bool = true, redaction: RedactionMark = RedactionMark()
+    changedModel: Bool = true, redaction: RedactionMark = RedactionMark(), change: UInt32 = 0
   ) {
     let chunk = RecordChunk(capacity: 1)
     self = chunk.append(
       RecordChunk.Fields(
         index: index, dispatchID: dispatchID, transactionID: transactionID, storeIdentifier: storeIdentifier,
         action: action, model: model, error: error, wasCancelled: wasCancelled, changedModel: changedModel,
-        redaction: redaction, elapsed: elapsed))
+        redaction: redaction, change: change, elapsed: elapsed))
   }
 
   /// The record in `slot` of `chunk`, which is filled.
@@ -102,8 +103,8 @@ public struct Record: Sendable, CustomStringConvertible {
     return RecordChunk.Fields(
       index: fields.index, dispatchID: fields.dispatchID, transactionID: fields.transactionID,
       storeIdentifier: fields.storeIdentifier, action: fields.action, model: fields.model, error: error,
-      wasCancelled: cancelled, changedModel: fields.changedModel, redaction: fields.redaction, elapsed: fields.elapsed,
-      dispatched: fields.dispatched)
+      wasCancelled: cancelled, changedModel: fields.changedModel, redaction: fields.redaction, change: fields.change,
+      elapsed: fields.elapsed, dispatched: fields.dispatched)
   }
 
   /// This record, in a chunk of its own, with the outcome of its operation (a session file's outcome line).
@@ -116,6 +117,12 @@ public struct Record: Sendable, CustomStringConvertible {
 
   /// What the session's privacy settings replaced in the record (a record loaded from a file that marks it).
   var redaction: RedactionMark { fields.redaction }
+
+  /// The record's number among its transaction's: 0 for the first (or only) one; an operation files one per change.
+  var change: Int { Int(fields.change) }
+
+  /// The action the app dispatched, if the store mapped it (``dispatchedAction``).
+  var dispatched: DispatchedAction? { fields.dispatched }
 
   /// `#index [dispatch/transaction] store <- action`, and how it failed.
   public var description: String {
@@ -155,6 +162,8 @@ final class RecordChunk: @unchecked Sendable {
     var changedModel = true
     /// What a recorder's privacy settings replaced in the record, as a session file marks it.
     var redaction = RedactionMark()
+    /// The record's number among its transaction's (``Record/change``).
+    var change: UInt32 = 0
     let elapsed: UInt64
     /// The action the app dispatched, where the store handled an action it mapped that one to.
     var dispatched: DispatchedAction? = nil

@@ -12,16 +12,18 @@ import Synchronization
 /// try recorder.undo()  // every store the last dispatch changed is back where it was
 /// ```
 ///
-/// Each transaction's record is filed in the critical section that ends it: for a ``SynchronousReducer``, the one
-/// that reduced the action; for an operation, the one in which it finished. So the record holds the model that
-/// transaction left, also while other threads dispatch to the same store, and records of one store are in the
-/// order of its changes. Failed and cancelled transactions are recorded too, with their changes and their error.
+/// Each record is filed in the critical section that made its change: for a ``SynchronousReducer``, the one that
+/// reduced the action; for an operation, each change it made (``ActionOperation/updateModel(_:)``, or
+/// ``Store/updateModel(_:)`` from its block or `async` body), or, if it changed nothing, the one in which it finished.
+/// So a record holds the model its change produced, also while other threads dispatch to the same store, and records
+/// of one store are in the order of its changes. Failed and cancelled transactions are recorded too, with their
+/// changes and their error.
 ///
 /// > Important: Safe to use from any thread, also while other threads dispatch. Moves (``undo(by:)``,
 /// > ``redo(by:)``, ``jump(to:by:)``) are checked before anything changes: one that throws changes nothing. An
-/// > operation's record holds the model when it finished; operations of one store running at the same time share
-/// > their changes, as observers do (``Store/updateModel(_:)``), and ``Session/verify(against:mode:)``, which
-/// > re-runs operations one after another, may then report a divergence where their changes interleaved.
+/// > operation that changed its store again after another transaction changed it has records on both sides of that
+/// > transaction's; ``Session/verify(against:mode:)``, which re-runs operations one after another, reports it
+/// > (``ReplayError/interleavedChanges(index:dispatchID:storeIdentifier:action:otherIndex:)``).
 public final class RecorderMiddleware: Middleware {
   /// How far a move goes.
   public enum Step: Sendable, Hashable {
@@ -360,7 +362,7 @@ public final class RecorderMiddleware: Middleware {
 
   /// Releases what the records filed for the transaction dropped, and wakes the writer if it has work.
   ///
-  /// The record itself was filed by the store, in the critical section that ended the transaction.
+  /// The records themselves were filed by the store, in the critical sections of the transaction's changes.
   public func didDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {
     didRecord()
   }
@@ -374,18 +376,19 @@ public final class RecorderMiddleware: Middleware {
   /// Files a record; returns the event number, which the store keeps.
   ///
   /// Called by a store under its lock
-  /// (``RecordingContext/file(store:action:model:error:cancelled:elapsed:changedModel:)``).
+  /// (``RecordingContext/file(store:action:model:error:cancelled:elapsed:changedModel:change:first:)``).
   ///
   /// Appends under the recorder's lock and queues the line for the writer; runs no user code, releases nothing
   /// (dropped records wait for ``afterLock()``), wakes nobody.
   @usableFromInline
   func file(
     dispatchID: TransactionID, transactionID: TransactionID, store: String, action: any ActionType,
-    model: any ModelType, error: (any Error)?, cancelled: Bool, elapsed: UInt64, changedModel: Bool
+    model: any ModelType, error: (any Error)?, cancelled: Bool, elapsed: UInt64, changedModel: Bool,
+    change: UInt32 = 0, first: Int = -1
   ) -> UInt64 {
     let filed = fileRecord(
       dispatchID: dispatchID, transactionID: transactionID, store: store, action: action, model: model, error: error,
-      cancelled: cancelled, elapsed: elapsed, changedModel: changedModel)
+      cancelled: cancelled, elapsed: elapsed, changedModel: changedModel, change: change, first: first)
     return filed?.event ?? 0
   }
 
@@ -393,21 +396,24 @@ public final class RecorderMiddleware: Middleware {
   /// out.
   ///
   /// Called by the store under its lock, right after the change
-  /// (``RecordingContext/fileChange(store:action:model:)``); as
-  /// ``file(dispatchID:transactionID:store:action:model:error:cancelled:elapsed:changedModel:)``.
+  /// (``RecordingContext/fileChange(store:action:model:change:first:)``); as
+  /// ``file(dispatchID:transactionID:store:action:model:error:cancelled:elapsed:changedModel:change:first:)``.
   @usableFromInline
   func fileChange(
     dispatchID: TransactionID, transactionID: TransactionID, store: String, action: any ActionType,
-    model: any ModelType, elapsed: UInt64
+    model: any ModelType, elapsed: UInt64, change: UInt32, first: Int
   ) -> (index: Int, event: UInt64)? {
     fileRecord(
       dispatchID: dispatchID, transactionID: transactionID, store: store, action: action, model: model, error: nil,
-      cancelled: false, elapsed: elapsed, changedModel: true)
+      cancelled: false, elapsed: elapsed, changedModel: true, change: change, first: first)
   }
 
+  /// Files a record; `change` is its number among its transaction's, `first` the index of the transaction's first
+  /// (-1 for none), whose dispatched action it keeps.
   private func fileRecord(
     dispatchID: TransactionID, transactionID: TransactionID, store: String, action: any ActionType,
-    model: any ModelType, error: (any Error)?, cancelled: Bool, elapsed: UInt64, changedModel: Bool
+    model: any ModelType, error: (any Error)?, cancelled: Bool, elapsed: UInt64, changedModel: Bool, change: UInt32,
+    first: Int
   ) -> (index: Int, event: UInt64)? {
     // Left out (``SessionPrivacy/exclude(storeIdentifier:)``): nothing is kept; no move restores the store.
     if excludesStores, privacy.excluded.contains(store) {
@@ -415,13 +421,16 @@ public final class RecorderMiddleware: Middleware {
       return nil
     }
     let (index, event, afterLock) = storage.state.withLock { state in
-      let dispatched =
+      var dispatched =
         state.dispatchedActions.isEmpty ? nil : state.dispatchedActions.removeValue(forKey: transactionID)
+      if change > 0, let earlier = state.history.record(at: first), earlier.transactionID == transactionID {
+        dispatched = earlier.dispatched  // Taken by the transaction's first record.
+      }
       let (event, afterLock) = state.file { index in
         RecordChunk.Fields(
           index: index, dispatchID: dispatchID, transactionID: transactionID, storeIdentifier: store, action: action,
-          model: model, error: error, wasCancelled: cancelled, changedModel: changedModel, elapsed: elapsed,
-          dispatched: dispatched)
+          model: model, error: error, wasCancelled: cancelled, changedModel: changedModel, change: change,
+          elapsed: elapsed, dispatched: dispatched)
       }
       return (state.cursor, event, afterLock)
     }

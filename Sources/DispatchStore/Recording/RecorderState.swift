@@ -212,10 +212,20 @@ struct RecorderState {
   func historyLines() -> [SessionFormat.Line] {
     var lines: [SessionFormat.Line] = []
     if !baselines.isEmpty {
+      // The models before the first kept record: a hidden record's (one the bound left out, not dropped yet), or the
+      // baseline.
+      var models: [String: any ModelType] = [:]
       var actions: [String: any ActionType] = [:]
-      for (store, baseline) in baselines { if let action = baseline.action { actions[store] = action } }
-      lines.append(
-        .snapshot(index: history.firstIndex, models: baselines.mapValues(\.model), actions: actions))
+      for (store, baseline) in baselines {
+        if let hidden = history.latest(of: store, atOrBefore: history.firstIndex - 1) {
+          models[store] = hidden.model
+          actions[store] = hidden.action
+        } else {
+          models[store] = baseline.model
+          if let action = baseline.action { actions[store] = action }
+        }
+      }
+      lines.append(.snapshot(index: history.firstIndex, models: models, actions: actions))
     }
     var dispatches: Set<TransactionID> = []
     for record in history.all {

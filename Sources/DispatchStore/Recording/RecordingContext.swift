@@ -28,11 +28,11 @@ struct RecordingContext: Sendable {
   @usableFromInline
   func file(
     store: String, action: any ActionType, model: any ModelType, error: (any Error)?, cancelled: Bool = false,
-    elapsed: UInt64 = 0, changedModel: Bool = true
+    elapsed: UInt64 = 0, changedModel: Bool = true, change: UInt32 = 0, first: Int = -1
   ) -> UInt64 {
     recorder.file(
       dispatchID: dispatchID, transactionID: transactionID, store: store, action: action, model: model, error: error,
-      cancelled: cancelled, elapsed: elapsed, changedModel: changedModel)
+      cancelled: cancelled, elapsed: elapsed, changedModel: changedModel, change: change, first: first)
   }
 
   /// Files the record of an operation's change; returns its index and the recorder's event number, or `nil` if the
@@ -40,14 +40,18 @@ struct RecordingContext: Sendable {
   ///
   /// Called under the store's lock, right after the change (``ActionOperation/fileChange(_:)``). The operation's
   /// outcome is not known yet: it succeeded unless ``fileOutcome(store:from:error:cancelled:)`` says otherwise.
+  ///
+  /// `change` is the record's number among the operation's, `first` the index of its first (-1 for none).
   @usableFromInline
-  func fileChange(store: String, action: any ActionType, model: any ModelType) -> (index: Int, event: UInt64)? {
+  func fileChange(
+    store: String, action: any ActionType, model: any ModelType, change: UInt32, first: Int
+  ) -> (index: Int, event: UInt64)? {
     // How long after its start, on the coarse clock the transaction identifier came from.
     let now = TransactionID.now()
     let started = transactionID.rawValue
     return recorder.fileChange(
       dispatchID: dispatchID, transactionID: transactionID, store: store, action: action, model: model,
-      elapsed: now > started ? now - started : 0)
+      elapsed: now > started ? now - started : 0, change: change, first: first)
   }
 
   /// Gives the records an operation filed at its changes, from index `first` on, the error it failed with or its
@@ -83,7 +87,7 @@ extension Store {
   /// store, so that a record filed here holds the model as it is at that point of the store's changes.
   ///
   /// An operation that filed records at its changes gives them its outcome if it failed or was cancelled, and files
-  /// one more only if the model changed since its last record (a `Store.updateModel` made where the operation's block
+  /// one more only if the store's model changed since its last record (a `Store.updateModel` made where the operation's block
   /// or task did not run). One that filed none files its record here.
   ///
   /// Reached through ``Store/specialised`` (``SpecialisedWork/fileFinished(_:)``), compiled for the store's types:
@@ -106,7 +110,8 @@ extension Store {
       state.recordedVersion = state.version
       state.recordedEvent = finished.pointee.recording.file(
         store: identifier, action: action, model: state.model, error: finished.pointee.error,
-        cancelled: finished.pointee.cancelled, elapsed: finished.pointee.elapsed, changedModel: changed)
+        cancelled: finished.pointee.cancelled, elapsed: finished.pointee.elapsed, changedModel: changed,
+        change: operation.changeCount, first: operation.firstChangeIndex)
     }
   }
 }

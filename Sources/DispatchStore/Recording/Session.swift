@@ -106,7 +106,8 @@ public struct Session: Sendable {
   private func withOutcome(_ record: Record) -> Record {
     guard !index.outcomes.isEmpty, let outcome = index.outcomes[record.transactionID] else { return record }
     return record.withOutcome(
-      error: outcome.e.map(RecordedError.init(description:)), cancelled: outcome.c ?? false)
+      error: outcome.e.map(RecordedError.init(description:)) ?? record.error,
+      cancelled: outcome.c ?? false || record.wasCancelled)
   }
 
   /// The record at `position`, decoded.
@@ -257,15 +258,18 @@ public struct Session: Sendable {
   ///
   /// Start from a fresh dispatcher with the session's stores registered. The stores are first put at the models the
   /// history starts from (the snapshot a recorder writes of each store's first model, or the one a compacted
-  /// session starts with); then each record's action goes to its store, and a transaction that failed when
-  /// recorded must fail again, with the same model. Operations read the effects they fetched from the session
+  /// session starts with); then each transaction's action goes to its store, and a transaction that failed when
+  /// recorded must fail again, with the same model. An operation that recorded several changes is re-run once and
+  /// compared with its last record; one whose earlier changes are before the history (a compacted file) is not
+  /// re-run, and its last record's model is put back instead. Operations read the effects they fetched from the session
   /// (`ActionOperation.effect(_:_:)`). The follow-up actions re-run operations dispatch are absorbed (they complete
   /// at once, without running) and matched to the session's records of them, which are replayed in their turn.
   /// - Parameters:
   ///   - dispatcher: The dispatcher to replay into.
   ///   - mode: How each action is dispatched; `.sync` by default, the fastest.
   /// - Throws: ``ReplayError`` at the first divergence, naming the dispatch, the store, the action and the fields
-  ///   that differ.
+  ///   that differ; ``ReplayError/interleavedChanges(index:dispatchID:storeIdentifier:action:otherIndex:)`` for an
+  ///   operation whose changes interleaved with another transaction's, which re-running cannot reproduce.
   ///
   /// The stores whose models or actions the recorder's ``SessionPrivacy`` redacted cannot be checked: their records
   /// are neither re-run nor compared, and their identifiers are returned.
@@ -303,8 +307,10 @@ public struct Session: Sendable {
     for (store, model) in try restorePlan(in: dispatcher, at: index.firstIndex - 1) {
       store.restore(model: model.model, action: model.action, event: nil)
     }
+    // A follow-up matches a transaction's record once, however many changes it recorded.
     let followUps = FollowUpMatcher(
-      steps: steps.map { ($0.store, $0.action) }, codecs: codecs, unchecked: Set(index.redactions.keys))
+      steps: steps.indices.filter { !continues[$0] }.map { (steps[$0].store, steps[$0].action) }, codecs: codecs,
+      unchecked: Set(index.redactions.keys))
     dispatcher.effectPlayback.withLock { $0 = playback }
     dispatcher.followUps.withLock { $0 = followUps }
     dispatcher.isVerifying.store(true, ordering: .relaxed)
@@ -318,9 +324,13 @@ public struct Session: Sendable {
     // bytes. Only when the bytes differ is the recorded model decoded and compared as a value.
     let encoder = JSONStreamEncoder()
     var encoded: [UInt8] = []
+    // Dispatches with a transaction that was not re-run: their recorded effects are not all asked for.
+    var partial: Set<TransactionID> = []
     for (offset, step) in steps.enumerated() {
       if continues[offset] {
-        if lastOfDispatch[step.dispatchID] == step.index, let unused = playback.unused(in: step.dispatchID) {
+        if lastOfDispatch[step.dispatchID] == step.index, !partial.contains(step.dispatchID),
+          let unused = playback.unused(in: step.dispatchID)
+        {
           throw unused
         }
         continue
@@ -337,6 +347,13 @@ public struct Session: Sendable {
           index: step.index, dispatchID: step.dispatchID, storeIdentifier: step.store, action: "\(step.action)",
           otherIndex: other.index)
       }
+      if step.change > 0 {
+        // The operation's first changes are before the history (a compacted file, a recorder's bound): re-running it
+        // would apply them again. Its last record's model is put back instead, unchecked, as a snapshot would be.
+        try restoreUnchecked(last, in: dispatcher)
+        partial.insert(step.dispatchID)
+        continue
+      }
       let store: any AnyStore
       if let known = stores[step.store] {
         store = known
@@ -352,7 +369,9 @@ public struct Session: Sendable {
       let result = Self.dispatchAndWait(step.action, to: step.store, in: dispatcher, mode: mode)
       if let missing = playback.missing { throw missing }
       if let unrecorded = followUps.unrecorded { throw unrecorded }
-      if lastOfDispatch[step.dispatchID] == step.index, let unused = playback.unused(in: step.dispatchID) {
+      if lastOfDispatch[step.dispatchID] == step.index, !partial.contains(step.dispatchID),
+        let unused = playback.unused(in: step.dispatchID)
+      {
         throw unused
       }
       switch (result, last.failed) {
@@ -410,6 +429,8 @@ public struct Session: Sendable {
     let index: Int
     let dispatchID: TransactionID
     let transactionID: TransactionID
+    /// The record's number among its transaction's (``Record/change``).
+    let change: Int
     let store: String
     let action: any ActionType
     let failed: Bool
@@ -422,7 +443,8 @@ public struct Session: Sendable {
       return decoded.map { record in
         VerifyStep(
           index: record.index, dispatchID: record.dispatchID, transactionID: record.transactionID,
-          store: record.storeIdentifier, action: record.action, failed: record.error != nil, modelBytes: nil,
+          change: record.change, store: record.storeIdentifier, action: record.action, failed: record.error != nil,
+          modelBytes: nil,
           record: record)
       }
     }
@@ -459,11 +481,34 @@ public struct Session: Sendable {
       steps.append(
         VerifyStep(
           index: line.index, dispatchID: TransactionID(rawValue: dispatch),
-          transactionID: TransactionID(rawValue: transaction), store: line.store, action: action,
+          transactionID: TransactionID(rawValue: transaction),
+          change: index.data.withUnsafeBytes { RecordFields.unsigned($0, fields.change) }.map { Int(clamping: $0) }
+            ?? 0,
+          store: line.store, action: action,
           failed: fields.error != nil || index.outcomes[TransactionID(rawValue: transaction)]?.e != nil,
           modelBytes: modelRange, record: nil))
     }
     return steps
+  }
+
+  /// Puts the model of `step`'s record in its store without running a reducer (``verify(against:mode:)``).
+  private func restoreUnchecked(_ step: VerifyStep, in dispatcher: Dispatcher) throws(ReplayError) {
+    let recorded: Record
+    if let decoded = step.record {
+      recorded = decoded
+    } else {
+      do throws(SessionError) {
+        recorded = try record(at: step.index)
+      } catch {
+        throw .unreadable(error)
+      }
+    }
+    guard let store = dispatcher.store(with: step.store) as? any ModelRestoring,
+      store.canRestore(model: recorded.model, action: recorded.action)
+    else {
+      throw .unknownStore(index: step.index, storeIdentifier: step.store)
+    }
+    store.restore(model: recorded.model, action: recorded.action, event: nil)
   }
 
   /// Dispatches a record's action and waits for it.

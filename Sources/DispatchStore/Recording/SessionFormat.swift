@@ -9,7 +9,8 @@ import Foundation
 //   line 1    {"format":"DispatchStore.session","version":2,"stores":[{"identifier":..,"model":..,"action":..}]}
 //   record    {"k":"r","i":N,"t":<transaction>,"d":<dispatch, if not t>,"s":store,"a":action,"m":model,
 //              "e":"<error>"?,"c":true?,"f":<nanoseconds from t to the record, if not 0>?,
-//              "u":true if the model did not change (an operation that made no change: undo steps over it)?}
+//              "u":true if the model did not change (an operation that made no change: undo steps over it)?,
+//              "n":<the record's number among its transaction's, if not 0: an operation files one per change>?}
 //              with "p":"m"|"a"|"am" right after "s" when the model, the action or both were redacted (SessionPrivacy)
 //   snapshot  with "p":{store: "m"|"a"|"am"} right after "i" when some of its models or actions were redacted
 //   move      {"k":"m","i":N}                      the cursor moved to record N (-1: before the first record)
@@ -26,7 +27,7 @@ import Foundation
 enum SessionLineKey: String, CodingKey {
   case format, version, stores
   // Version 2.
-  case k, i, t, d, s, a, m, e, c, f, u, p, key, v
+  case k, i, t, d, s, a, m, e, c, f, u, p, n, key, v
   // Version 1.
   case kind, index, transaction, timestamp, store, action, model, cursor
 }
@@ -184,6 +185,10 @@ enum SessionFormat {
         }
         if record.wasCancelled { bytes.append(contentsOf: ",\"c\":true".utf8) }
         if !record.changedModel { bytes.append(contentsOf: ",\"u\":true".utf8) }
+        if record.change > 0 {
+          bytes.append(contentsOf: #","n":"#.utf8)
+          JSONText.append(record.change, to: &bytes)
+        }
         if record.elapsed > 0 {
           bytes.append(contentsOf: #","f":"#.utf8)
           JSONText.append(record.elapsed, to: &bytes)
@@ -356,7 +361,8 @@ enum SessionFormat {
             elapsed: try container.decodeIfPresent(UInt64.self, forKey: .f) ?? 0,
             changedModel: !(try container.decodeIfPresent(Bool.self, forKey: .u) ?? false),
             redaction: try container.decodeIfPresent(String.self, forKey: .p).flatMap(RedactionMark.init(text:))
-              ?? RedactionMark()))
+              ?? RedactionMark(),
+            change: try container.decodeIfPresent(UInt32.self, forKey: .n) ?? 0))
       case "s":
         let nested = try container.nestedContainer(keyedBy: StoreKey.self, forKey: .m)
         var models: [String: any ModelType] = [:]

@@ -439,6 +439,7 @@ struct RecordFields {
   var action: Range<Int>?
   var model: Range<Int>?
   var error: Range<Int>?
+  var change: Range<Int>?
 
   /// Scans the object in `bytes[range]`; `nil` if it is not a flat JSON object as a writer makes it.
   init?(_ bytes: UnsafeRawBufferPointer, range: Range<Int>) {
@@ -489,6 +490,7 @@ struct RecordFields {
       case UInt8(ascii: "a"): action = value
       case UInt8(ascii: "m"): model = value
       case UInt8(ascii: "e"): error = value
+      case UInt8(ascii: "n"): change = value
       default: break
       }
       guard position < end else { return nil }
@@ -545,7 +547,7 @@ struct LineCheck {
   /// The fields of version 2 lines; the raw value is a bit in a set of them.
   private enum Field: UInt16 {
     case k = 1, i = 2, t = 4, d = 8, s = 16, a = 32, m = 64, e = 128, c = 256, f = 512, key = 1024, v = 2048
-    case h = 4096, u = 8192, p = 16384
+    case h = 4096, u = 8192, p = 16384, n = 32768
 
     init?(_ name: UnsafeRawBufferPointer) {
       if name.count == 3 {
@@ -571,6 +573,7 @@ struct LineCheck {
       case UInt8(ascii: "h"): self = .h
       case UInt8(ascii: "u"): self = .u
       case UInt8(ascii: "p"): self = .p
+      case UInt8(ascii: "n"): self = .n
       default: return nil
       }
     }
@@ -592,6 +595,7 @@ struct LineCheck {
       case .h: "h"
       case .u: "u"
       case .p: "p"
+      case .n: "n"
       }
     }
   }
@@ -715,8 +719,8 @@ struct LineCheck {
     switch (kind, field) {
     case (_, .k): .string
     case (UInt8(ascii: "r"), .i), (UInt8(ascii: "m"), .i), (UInt8(ascii: "s"), .i): .position
-    case (UInt8(ascii: "r"), .t), (UInt8(ascii: "r"), .d), (UInt8(ascii: "r"), .f), (UInt8(ascii: "e"), .d),
-      (UInt8(ascii: "o"), .t):
+    case (UInt8(ascii: "r"), .t), (UInt8(ascii: "r"), .d), (UInt8(ascii: "r"), .f), (UInt8(ascii: "r"), .n),
+      (UInt8(ascii: "e"), .d), (UInt8(ascii: "o"), .t):
       .unsigned
     case (UInt8(ascii: "r"), .s), (UInt8(ascii: "r"), .e), (UInt8(ascii: "e"), .key), (UInt8(ascii: "e"), .e),
       (UInt8(ascii: "o"), .e):

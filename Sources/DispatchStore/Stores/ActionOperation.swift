@@ -50,6 +50,8 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   /// `nonisolated(unsafe)`, and unchecked by the runtime: written and read only under the store's lock
   /// (``fileChange(_:)``, and the filing at finish, ``Store/fileFinishedOperation(_:_:)``).
   @usableFromInline @exclusivity(unchecked) nonisolated(unsafe) var firstChangeIndex = -1
+  /// How many records the operation filed at its changes; under the store's lock, as `firstChangeIndex`.
+  @usableFromInline @exclusivity(unchecked) nonisolated(unsafe) var changeCount: UInt32 = 0
 
   /// Creates an operation whose work is `async`: it runs as a task, finishes when `body` returns, and fails with
   /// what `body` throws.
@@ -159,7 +161,8 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   /// the order of the store's changes (proposal 0014, section 2).
   ///
   /// Called under the store's lock, after the change. A change made once the operation claimed its filing at finish
-  /// is left to it (the store's version moved).
+  /// is not filed here: the finish files it if it takes the store's lock after the change, and otherwise the store's
+  /// next record holds it (the store's version moved).
   ///
   /// Inlinable, so that it is compiled for the store's types: unspecialised, reading the generic state would look up
   /// its type's metadata at every change.
@@ -168,9 +171,14 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
     guard let recording, !hasClaimedFiling else { return }
     state.recordedVersion = state.version
     // `nil` for a store the recorder leaves out.
-    guard let filed = recording.fileChange(store: store.identifier, action: action, model: state.model) else { return }
+    guard
+      let filed = recording.fileChange(
+        store: store.identifier, action: action, model: state.model, change: changeCount, first: firstChangeIndex)
+    else { return }
     state.recordedEvent = filed.event
-    if firstChangeIndex < 0 { firstChangeIndex = filed.index }
+    // The lowest: a move back and a dispatch may have dropped the first, and this one took a lower position.
+    if firstChangeIndex < 0 || filed.index < firstChangeIndex { firstChangeIndex = filed.index }
+    changeCount &+= 1
   }
 
   /// Whether the operation finished and claimed its filing (``fileRecord(error:cancelled:)``).
@@ -287,7 +295,8 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
     recording
   }
 
-  /// Files the transaction's record, if a recorder records it, once.
+  /// Files what the operation's finish leaves for its records, if a recorder records it, once: its record if it filed
+  /// none at its changes, otherwise its outcome (``Store/fileFinishedOperation(_:_:)``).
   private func fileRecord(error: (any Error)?, cancelled: Bool) {
     guard let recording else { return }
     // `finish()` may be called twice, from two threads: the first to set the flag files the record.
@@ -359,7 +368,8 @@ protocol OperationStarting: AnyObject, Sendable {
   func dependsOn(_ operation: ObjectIdentifier) -> Bool
   /// Tells the operation that the dispatch running it was cancelled; later calls do nothing.
   func cancel()
-  /// Makes the operation file its transaction's record when it finishes; called before it starts.
+  /// Makes the operation file its transaction's records, at its changes or when it finishes; called before it
+  /// starts.
   func record(with context: RecordingContext)
 }
 

@@ -74,6 +74,10 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
   /// Observers hear about a change made here when an operation of the store next finishes, with that operation's
   /// action and the model as it is then; operations running at the same time may share that notification. In an
   /// operation, prefer ``ActionOperation/updateModel(_:)``: its change is announced at once, on its own.
+  ///
+  /// While a ``RecorderMiddleware`` records, a change made here from an operation's block (on the thread running it)
+  /// or `async` body is recorded as that operation's, with the model it produced. One made from other work is
+  /// recorded with the store's next record.
   /// - Parameter body: Mutates the model in place and may return a value.
   /// - Returns: What `body` returned.
   /// - Throws: What `body` threw; the mutations it made before throwing are kept.
@@ -126,8 +130,8 @@ struct StoreState<Model: ModelType, Action: ActionType> {
   /// The recorder's number for the last record filed or model restored here: a restore planned before it is not
   /// applied (``RecorderMiddleware``'s moves).
   @usableFromInline var recordedEvent: UInt64 = 0
-  /// `version` when an operation's record was last filed here: a later operation's record changed the model if the
-  /// version moved since, or if the operation changed it itself (``ActionOperation/updateModel(_:)``).
+  /// `version` when an operation's record was last filed here (at a change, or at its finish): a record filed at an
+  /// operation's finish counts as a change if the version moved since.
   @usableFromInline var recordedVersion: UInt64 = 0
 
   @inlinable

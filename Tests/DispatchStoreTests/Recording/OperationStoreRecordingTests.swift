@@ -229,4 +229,44 @@ struct OperationStoreRecordingTests {
     try recorder.undo(by: .record)
     #expect(store.model.steps == 2)
   }
+
+  /// A file compacted between an operation's two changes verifies: the operation, whose first change is in the
+  /// snapshot, is not re-run (which would apply that change twice); its last record's model is put back.
+  @Test func aCompactionBetweenAnOperationsChangesVerifies() async throws {
+    let (dispatcher, store, recorder) = try Self.recordedApp()
+    try await dispatcher.start(CounterAction.increase(1)).value
+    try await dispatcher.start(CounterAction.abandon).value
+    try await dispatcher.start(CounterAction.increase(4)).value
+    let file = TemporaryFile()
+    try recorder.save(to: file.url, codecs: Self.codecs)
+    #expect(try String(contentsOf: file.url, encoding: .utf8).contains(#","n":1"#))
+    let compacted = TemporaryFile()
+    try Session.load(from: file.url, codecs: Self.codecs).compact(before: 2, to: compacted.url)
+    let session = try Session.load(from: compacted.url, codecs: Self.codecs)
+    #expect(session.firstIndex == 2)
+    let fresh = Dispatcher()
+    let freshStore = Store(identifier: "counter", model: Fingerprint(), reducer: FingerprintOperationReducer())
+    try fresh.register(store: freshStore)
+    try session.verify(against: fresh)
+    #expect(freshStore.model == store.model)
+  }
+
+  /// An operation that fails after a move back dropped records and its next change took a lower position still
+  /// gives that record its error, in memory as in the file.
+  @Test func anOutcomeReachesAChangeFiledAfterAMoveBack() async throws {
+    let reducer = FingerprintOperationReducer(holding: true)
+    let (dispatcher, _, recorder) = try Self.recordedApp(reducer: reducer)
+    for amount in 0..<4 { try await dispatcher.start(CounterAction.increase(amount * 8)).value }
+    let first = dispatcher.start(CounterAction.increaseLater(1))
+    let held = await reducer.held.wait(for: 1)
+    try await dispatcher.start(CounterAction.increase(16)).value
+    try recorder.jump(to: 2, by: .record)
+    held[0].updateModel { $0.fold(5) }
+    held[0].finish(throwing: TestFailure(reason: "failed after a move"))
+    await #expect(throws: (any Error).self) { try await first.value }
+    let records = recorder.records
+    try #require(records.count == 4)
+    #expect(records[3].transactionID == held[0].recordingContext?.transactionID)
+    #expect(records[3].succeeded == false)
+  }
 }

@@ -116,4 +116,26 @@ struct SnapshotTests {
     try kept.verify(against: verifying)
     #expect(verified.model == original.model)
   }
+
+  /// A saved history whose oldest records the bound hides, but has not dropped yet, starts from the models after
+  /// them: it restores and verifies.
+  @Test func aSavedHistoryStartsAfterTheRecordsTheBoundHides() throws {
+    let dispatcher = Dispatcher()
+    let store = Store(identifier: "tracked", model: Tracked(), reducer: TrackedReducer(tag: "bound"))
+    try dispatcher.register(store: store)
+    // A bound of 100 drops hidden records 6 at a time: 103 records leave 3 hidden.
+    let recorder = RecorderMiddleware(maxNumberOfRecords: 100)
+    dispatcher.register(middleware: recorder)
+    for _ in 0..<103 { #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess) }
+    #expect(recorder.records.first?.index == 3)
+    let file = TemporaryFile()
+    try recorder.save(to: file.url, codecs: trackedCodecs())
+    let session = try Session.load(from: file.url, codecs: trackedCodecs())
+    let (restoring, restored, _) = try freshTracked(tag: "bound")
+    try session.restore(into: restoring)
+    #expect(restored.model == store.model)
+    let (verifying, verified, _) = try freshTracked(tag: "bound")
+    try session.verify(against: verifying)
+    #expect(verified.model == store.model)
+  }
 }
