@@ -86,10 +86,11 @@ struct OperationStoreRecordingTests {
 
   /// Operations from eight threads record a session that verifies, in every mode (issue 24, point 1): 25 rounds in
   /// each mode, 100 in all, of 8 × 500 dispatches each, of the three operation shapes (3 in each mode under a
-  /// sanitizer, which runs them ten times slower).
+  /// sanitizer, which runs them ten times slower; `DISPATCHSTORE_STRESS_ROUNDS` sets another number).
   @Test(arguments: Dispatcher.Mode.allCases)
   func operationsFromEightThreadsRecordASessionThatVerifies(mode: Dispatcher.Mode) async throws {
-    let rounds = isSanitized ? 3 : 25
+    let rounds =
+      ProcessInfo.processInfo.environment["DISPATCHSTORE_STRESS_ROUNDS"].flatMap(Int.init) ?? (isSanitized ? 3 : 25)
     var diverged = 0
     var first: (any Error)?
     for _ in 0..<rounds {
