@@ -235,7 +235,7 @@ struct SessionIndex: Sendable {
     }
     switch fields.kind {
     case UInt8(ascii: "r"):
-      guard let position = fields.index else { throw .corruptLine(line: line.number, reason: "missing field \"i\"") }
+      guard let position = fields.index else { throw .corruptLine(line: line.number, reason: LinePrefix.noPosition) }
       guard position == cursor + 1, position >= firstIndex else { throw .invalidIndex(position, line: line.number) }
       let field = LinePrefix.storeField(in: object)
       guard let store = stores.first(where: { field.elementsEqual($0.json) })?.identifier else {
@@ -262,14 +262,21 @@ struct SessionIndex: Sendable {
       }
       cursor = position
     case UInt8(ascii: "m"):
-      guard let position = fields.index else { throw .corruptLine(line: line.number, reason: "missing field \"i\"") }
+      if inspection == nil {
+        // Moves are few and short: each is checked whole, as the inspector checks every line.
+        var check = LineCheck(object, line: line.number)
+        try check.checkObject(kind: fields.kind, stores: storeIdentifiers)
+      }
+      guard let position = fields.index else {
+        throw .corruptLine(line: line.number, reason: LinePrefix.noPosition)
+      }
       guard position >= firstIndex - 1, position < nextIndex, position != cursor else {
         throw .invalidIndex(position, line: line.number)
       }
       inspection?.moves.append((line, position))
       cursor = position
     case UInt8(ascii: "s"):
-      guard let position = fields.index else { throw .corruptLine(line: line.number, reason: "missing field \"i\"") }
+      guard let position = fields.index else { throw .corruptLine(line: line.number, reason: LinePrefix.noPosition) }
       if records.isEmpty && cursor == -1 && snapshots.isEmpty {
         firstIndex = position
         cursor = position - 1
@@ -309,6 +316,8 @@ private struct LinePrefix {
   static let dispatchKey = Array(",\"d\":".utf8)
   static let redactionKey = Array(",\"p\":\"".utf8)
   static let snapshotRedactionKey = Array(",\"p\":{".utf8)
+  /// Why a line of a kind with a position has none.
+  static let noPosition = "its position, the field \"i\" right after \"k\", is not an integer of at most 18 digits"
 
   let kind: UInt8
   let index: Int?
@@ -329,16 +338,22 @@ private struct LinePrefix {
       negative = true
       position += 1
     }
+    let first = position
     var value = 0
-    var digits = 0
-    while position < bytes.count, bytes[position] >= UInt8(ascii: "0"), bytes[position] <= UInt8(ascii: "9"),
-      digits < 18
-    {
-      value = value * 10 + Int(bytes[position] - UInt8(ascii: "0"))
+    while position < bytes.count, bytes[position] >= UInt8(ascii: "0"), bytes[position] <= UInt8(ascii: "9") {
+      value = value &* 10 &+ Int(bytes[position] - UInt8(ascii: "0"))
       position += 1
-      digits += 1
     }
-    index = digits == 0 ? nil : (negative ? -value : value)
+    let digits = position - first
+    // A JSON integer of at most 18 digits, and the whole value: the object ends or goes on after it. Anything else
+    // (`1e300`, `1abc`, `1.5`, `01`, 19 digits) is no position: read as a missing one, named by the caller.
+    guard digits > 0, digits <= 18, digits == 1 || bytes[first] != UInt8(ascii: "0"),
+      position == bytes.count || bytes[position] == UInt8(ascii: ",")
+    else {
+      index = nil
+      return
+    }
+    index = negative ? -value : value
   }
 
   private static func matches(_ needle: [UInt8], in bytes: UnsafeRawBufferPointer, at start: Int) -> Bool {

@@ -125,6 +125,66 @@ struct SessionFormatTests {
     #expect(throws: SessionError.invalidIndex(3, line: 3)) { try Session.load(from: outside.url, codecs: appCodecs()) }
   }
 
+  /// A move line is read whole (issue 25, point 3).
+  ///
+  /// A position that is not a JSON integer of at most 18 digits, or that runs on into other characters, is refused
+  /// naming the line, even when the chain of hashes holds. It used to be read from its leading digits: `1e300`
+  /// loaded as a move to 1.
+  @Test(arguments: [
+    "1e300", "1abc", "1.0", "01", "1 ", "\"1\"", "null", "true", "1234567890123456789", "99999999999999999999", "-",
+    "", "1,\"i\":0", "{}",
+  ])
+  func aMoveWithAMalformedPositionIsACorruptLine(position: String) throws {
+    let encoder = SessionFormat.Encoder(codecs: appCodecs())
+    var header = encoder
+    // Each line as an object, without its hash and newline: `writeSession` chains them again.
+    func object(_ line: Data) -> String {
+      String(decoding: line.dropLast(SessionHash.suffixLength + 1), as: UTF8.self) + "}"
+    }
+    var lines = [object(try header.header())]
+    var records = encoder
+    for index in 0..<2 {
+      let id = TransactionID.next()
+      let line = try records.encode(
+        .record(
+          Record(
+            index: index, dispatchID: id, transactionID: id, storeIdentifier: "counter",
+            action: CounterAction.increase(1), model: Counter(count: index + 1))))
+      lines.append(object(line))
+    }
+    lines.append(#"{"k":"m","i":"# + position + "}")
+    let file = TemporaryFile()
+    writeSession(lines, to: file.url)
+    #expect(throws: SessionError.self) { try Session.load(from: file.url, codecs: appCodecs()) }
+    do {
+      _ = try Session.load(from: file.url, codecs: appCodecs())
+    } catch {
+      guard case .corruptLine(let line, _) = error else {
+        Issue.record("\(position): \(error)")
+        return
+      }
+      #expect(line == 4, "\(position)")
+    }
+    // The inspector refuses it too.
+    #expect(throws: SessionError.self) { try SessionInspector.page(forSessionAt: file.url) }
+  }
+
+  @Test func aMoveOutsideTheHistoryIsAnInvalidIndex() throws {
+    let file = TemporaryFile()
+    var encoder = SessionFormat.Encoder(codecs: appCodecs())
+    var data = try encoder.header()
+    let id = TransactionID.next()
+    data.append(
+      try encoder.encode(
+        .record(
+          Record(
+            index: 0, dispatchID: id, transactionID: id, storeIdentifier: "counter", action: CounterAction.increase(1),
+            model: Counter(count: 1)))))
+    data.append(try encoder.encode(.move(-5)))
+    try data.write(to: file.url)
+    #expect(throws: SessionError.invalidIndex(-5, line: 3)) { try Session.load(from: file.url, codecs: appCodecs()) }
+  }
+
   @Test func aVersionOneFileLoadsAsOneDispatchPerRecordAndUpgrades() throws {
     // As the recorder of the previous release wrote it (proposal 0003): no hashes, no dispatches.
     let file = TemporaryFile()
