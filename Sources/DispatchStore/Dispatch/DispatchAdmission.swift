@@ -9,7 +9,8 @@ struct AdmissionState {
   /// The dispatch waiting for a quiet interval, per debouncing key, and its generation.
   private var debounced: [CancellationID: (handle: DispatchHandle, generation: UInt64)] = [:]
   private var generations: UInt64 = 0
-  /// The unfinished dispatches per cancellation id.
+  /// The unfinished dispatches per cancellation id, oldest first: from when each was made (waiting for its start, its
+  /// dependencies or its quiet interval included) until it finished.
   private var inFlight: [CancellationID: [DispatchHandle]] = [:]
 
   /// Whether a dispatch with `key` may run at `now`, at most one per `interval`; if so, it counts as the last.
@@ -35,14 +36,22 @@ struct AdmissionState {
     return true
   }
 
-  /// `handle` starts with `id`: returns the unfinished dispatches with that id it cancels.
-  mutating func started(_ handle: DispatchHandle, id: CancellationID, cancelsInFlight: Bool) -> [DispatchHandle] {
-    var running = inFlight[id] ?? []
-    let cancelled = cancelsInFlight ? running : []
-    if cancelsInFlight { running = [] }
-    running.append(handle)
-    inFlight[id] = running
-    return cancelled
+  /// `handle`, just made, carries `id`: from now on ``inFlight(_:)`` has it, and so a cancel by id, or a newer
+  /// dispatch with the id, reaches it.
+  mutating func made(_ handle: DispatchHandle, id: CancellationID) {
+    inFlight[id, default: []].append(handle)
+  }
+
+  /// `handle` starts, cancelling the unfinished dispatches with `id`: returns those made before it, which it cancels;
+  /// none if it finished already (it was cancelled while it waited).
+  ///
+  /// They stay registered until they finish: a ``Dispatcher/cancel(id:)`` made meanwhile reaches them too, so that
+  /// none is still waiting when it returns.
+  func started(_ handle: DispatchHandle, id: CancellationID) -> [DispatchHandle] {
+    guard let unfinished = inFlight[id], let position = unfinished.firstIndex(where: { $0 === handle }) else {
+      return []
+    }
+    return Array(unfinished[..<position])
   }
 
   /// `handle` finished: it is no longer in flight.
@@ -83,13 +92,13 @@ extension Dispatcher {
     }
   }
 
-  /// Registers `handle` under its cancellation id, cancelling the dispatches in flight with it, and submits it.
+  /// Cancels the unfinished dispatches made before `handle` with its cancellation id, if its options say so, and
+  /// submits it; nothing, if it was cancelled while it waited (it neither runs nor cancels others).
   private func proceed(_ handle: DispatchHandle, options: DispatchOptions, submit: @Sendable () -> Void) {
-    if let id = options.cancellationID {
-      let cancelled = admission.withLock { $0.started(handle, id: id, cancelsInFlight: options.cancelsInFlight) }
-      // Finished before it was registered (cancelled while it waited): its own end could not unregister it.
-      if handle.state.isFinished { admission.withLock { $0.finished(handle, id: id) } }
-      for previous in cancelled { previous.cancel() }
+    guard !handle.state.isFinished else { return }
+    if let id = options.cancellationID, options.cancelsInFlight {
+      let older = admission.withLock { $0.started(handle, id: id) }
+      for previous in older { previous.cancel() }
     }
     submit()
   }
@@ -105,7 +114,11 @@ extension Dispatcher {
     }
   }
 
-  /// Cancels every unfinished dispatch made with the cancellation id `id` (``DispatchOptions/cancellationID``).
+  /// Cancels every unfinished dispatch made with the cancellation id `id` (``DispatchOptions/cancellationID``),
+  /// those still waiting for their quiet interval, their dependencies or their start included.
+  ///
+  /// When it returns, none of them is still waiting: each ended as ``DispatchState/cancelled`` without running a
+  /// reducer, or had started (a running operation is told, ``ActionOperation/isCancelled``).
   /// - Parameter id: The cancellation id.
   public func cancel(id: CancellationID) {
     let running = admission.withLock { $0.inFlight(id) }

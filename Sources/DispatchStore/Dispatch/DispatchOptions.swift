@@ -9,11 +9,12 @@
 /// Throttling and debouncing are counted per ``cancellationID`` when there is one, otherwise per action type, on
 /// the dispatcher's ``DispatchClock``.
 public struct DispatchOptions: Sendable {
-  /// Groups dispatches: ``Dispatcher/cancel(id:)`` cancels the unfinished ones, and with ``cancelsInFlight`` a new
-  /// one cancels them when it starts ("the latest search wins").
+  /// Groups dispatches: ``Dispatcher/cancel(id:)`` cancels the unfinished ones (those still waiting to start
+  /// included), and with ``cancelsInFlight`` a new one cancels those made before it when it starts ("the latest
+  /// search wins").
   public var cancellationID: CancellationID?
-  /// Whether a dispatch with a ``cancellationID`` cancels the unfinished dispatches with the same id when it
-  /// starts; `true` by default.
+  /// Whether a dispatch with a ``cancellationID`` cancels the unfinished dispatches made before it with the same id
+  /// when it starts; `true` by default.
   public var cancelsInFlight: Bool
   /// Runs at most one dispatch per interval: the first runs at once, and the others within the interval after it
   /// fail at once with ``DispatchError/throttled``.

@@ -151,8 +151,10 @@ extension Dispatcher {
     let admits = options.cancellationID != nil || options.throttle != nil || options.debounce != nil
     let handle = DispatchHandle(
       action: action, storeIdentifier: storeIdentifier, mode: mode, options: admits ? options : nil, dispatcher: self)
-    // Known before it can finish, so that `cancelAll()` reaches it and its end forgets it.
+    // Known before it can finish, so that `cancelAll()` reaches it and its end forgets it; and, from now on, to its
+    // cancellation id.
     handles.withLock { $0[ObjectIdentifier(handle)] = handle }
+    if let id = options.cancellationID { admission.withLock { $0.made(handle, id: id) } }
     return handle
   }
 

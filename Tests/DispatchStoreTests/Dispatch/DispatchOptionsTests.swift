@@ -148,4 +148,173 @@ struct DispatchOptionsTests {
     try await last.value
     #expect(reducer.asked.withLock { $0 } == [.increase(1), .increase(3)])
   }
+
+  // MARK: - A cancellation id covers every dispatch that carries it (issue 25, point 1)
+
+  /// `cancel(id:)` reaches a debounced dispatch still waiting for its interval: it ends cancelled at once, and no
+  /// reducer runs when the interval ends.
+  @Test func cancelByIdCancelsADebouncedDispatchWaitingForItsInterval() throws {
+    let clock = TestClock()
+    let dispatcher = Dispatcher(clock: clock)
+    let reducer = CounterReducer()
+    try dispatcher.register(store: Store(identifier: "counter", model: Counter(), reducer: reducer))
+    let waiting = dispatcher.start(
+      CounterAction.increase(1), options: DispatchOptions(cancellationID: "search", debounce: .milliseconds(300)))
+    #expect(waiting.state.description == "pending")
+
+    dispatcher.cancel(id: "search")
+    #expect(waiting.state.description == "cancelled")
+    clock.advance(by: .seconds(1))
+    #expect(waiting.state.description == "cancelled")
+    #expect(reducer.asked.withLock { $0 }.isEmpty)
+  }
+
+  /// A newer dispatch with the id cancels a debounced one still waiting, and a prepared one not started yet.
+  @Test func aNewerDispatchWithTheIdCancelsOnesStillWaiting() async throws {
+    let clock = TestClock()
+    let dispatcher = Dispatcher(clock: clock)
+    let reducer = CounterReducer()
+    try dispatcher.register(store: Store(identifier: "counter", model: Counter(), reducer: reducer))
+    let prepared = dispatcher.prepare(CounterAction.increase(1), options: DispatchOptions(cancellationID: "save"))
+    let waiting = dispatcher.start(
+      CounterAction.increase(10), options: DispatchOptions(cancellationID: "save", debounce: .milliseconds(300)))
+    let newest = dispatcher.start(CounterAction.increase(100), options: DispatchOptions(cancellationID: "save"))
+
+    #expect(prepared.state.description == "cancelled")
+    #expect(waiting.state.description == "cancelled")
+    try await newest.value
+    prepared.start()  // Cancelled: starting it does nothing.
+    clock.advance(by: .seconds(1))
+    #expect(reducer.asked.withLock { $0 } == [.increase(100)])
+  }
+
+  /// A debounced dispatch cancelled while it waited does not act when its interval ends.
+  ///
+  /// The dispatch in flight with its id goes on. It used to cancel it, as if it had run.
+  @Test func aDebouncedDispatchCancelledWhileWaitingCancelsNothingWhenItsIntervalEnds() async throws {
+    let clock = TestClock()
+    let dispatcher = Dispatcher(clock: clock)
+    let gate = Gate()
+    try dispatcher.register(store: Store(identifier: "search", model: Counter(), reducer: GatedReducer(gate: gate)))
+    let running = dispatcher.start(
+      CounterAction.increase(1), options: DispatchOptions(cancellationID: "search", cancelsInFlight: false))
+    _ = await gate.waitForOperations(1)
+    let waiting = dispatcher.start(
+      CounterAction.increase(3), options: DispatchOptions(cancellationID: "search", debounce: .milliseconds(300)))
+    waiting.cancel()
+    clock.advance(by: .seconds(1))
+
+    #expect(waiting.state.description == "cancelled")
+    #expect(running.state.description == "started")
+    gate.open()
+    try await running.value
+    #expect(gate.cancellations.withLock { $0 } == 0)
+  }
+
+  /// A dispatch cancels only the unfinished dispatches made before it with its id: an older debounced dispatch whose
+  /// interval ends after a newer one started leaves the newer one running.
+  @Test func aDispatchCancelsOnlyOlderOnesWithItsId() async throws {
+    let clock = TestClock()
+    let dispatcher = Dispatcher(clock: clock)
+    let gate = Gate()
+    try dispatcher.register(store: Store(identifier: "search", model: Counter(), reducer: GatedReducer(gate: gate)))
+    let older = dispatcher.start(
+      CounterAction.increase(1), options: DispatchOptions(cancellationID: "search", debounce: .milliseconds(300)))
+    let newer = dispatcher.start(
+      CounterAction.increase(2), options: DispatchOptions(cancellationID: "search", cancelsInFlight: false))
+    _ = await gate.waitForOperations(1)
+    clock.advance(by: .milliseconds(300))  // The older one starts now: it has nothing older to cancel.
+    _ = await gate.waitForOperations(2)
+
+    #expect(newer.state.description == "started")
+    #expect(older.state.description == "started")
+    gate.open()
+    try await newer.value
+    try await older.value
+    #expect(gate.cancellations.withLock { $0 } == 0)
+  }
+
+  /// Eight threads start, debounce, throttle and cancel dispatches by three shared ids at once, on the test clock.
+  ///
+  /// The threads also advance the clock. A cancel by id leaves none of its dispatches waiting, every handle ends
+  /// exactly once, and no dispatch cancelled before it started ran a reducer.
+  @Test func eightThreadsUsingCancellationIdsEndEveryDispatchOnceAndRunNoCancelledOne() async throws {
+    let clock = TestClock()
+    let dispatcher = Dispatcher(clock: clock)
+    let reducer = CounterReducer()
+    try dispatcher.register(store: Store(identifier: "counter", model: Counter(), reducer: reducer))
+    final class Tracked: Sendable {
+      let handle: DispatchHandle
+      let amount: Int
+      let states = Locked<[String]>([])
+      let token = Locked<ObservationToken?>(nil)
+
+      init(_ handle: DispatchHandle, amount: Int) {
+        self.handle = handle
+        self.amount = amount
+      }
+    }
+    let tracked = Locked<[Tracked]>([])
+    await onThreads(8) { thread in
+      // A generator of its own per thread, seeded: the same schedule of calls each run.
+      var seed = UInt64(thread + 1) &* 0x9E37_79B9_7F4A_7C15
+      func next() -> Int {
+        seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        return Int(truncatingIfNeeded: seed >> 33)
+      }
+      // This thread's dispatches by id: none may still wait once this thread cancelled their id.
+      var mine: [Int: [DispatchHandle]] = [:]
+      for step in 0..<400 {
+        let key = next() % 3
+        let id = CancellationID(key)
+        let options: DispatchOptions
+        switch next() % 7 {
+        case 0: options = DispatchOptions(cancellationID: id)
+        case 1: options = DispatchOptions(cancellationID: id, cancelsInFlight: false)
+        case 2, 3: options = DispatchOptions(cancellationID: id, debounce: .milliseconds(next() % 20))
+        case 4: options = DispatchOptions(cancellationID: id, throttle: .milliseconds(5))
+        case 5:
+          dispatcher.cancel(id: id)
+          for handle in mine[key] ?? [] {
+            #expect(handle.state.description != "pending", "a dispatch with id \(key) was left waiting")
+          }
+          mine[key] = []
+          continue
+        default:
+          clock.advance(by: .milliseconds(next() % 7))
+          continue
+        }
+        let amount = thread * 10_000 + step
+        let handle = dispatcher.prepare(CounterAction.increase(amount), options: options)
+        let entry = Tracked(handle, amount: amount)
+        // Observed before it starts: every state it goes through is heard.
+        let token = handle.observe { state in entry.states.withLock { $0.append(state.description) } }
+        entry.token.withLock { $0 = token }
+        tracked.withLock { $0.append(entry) }
+        handle.start()
+        mine[key, default: []].append(handle)
+      }
+    }
+    clock.advance(by: .seconds(1))  // Every debounce interval ends.
+    let entries = tracked.withLock { $0 }
+    for entry in entries { _ = await entry.handle.result }
+    let ran = reducer.asked.withLock { $0 }
+    var runs: [Int: Int] = [:]
+    for case .increase(let amount) in ran { runs[amount, default: 0] += 1 }
+    var cancelledBeforeStart = 0
+    for entry in entries {
+      let states = entry.states.withLock { $0 }
+      let finals = states.filter { $0 != "pending" && $0 != "started" }
+      #expect(finals.count == 1, "\(entry.amount): \(states)")
+      #expect(states.last.map { $0 != "pending" && $0 != "started" } == true, "\(entry.amount): \(states)")
+      #expect((runs[entry.amount] ?? 0) <= 1, "\(entry.amount) ran \(runs[entry.amount] ?? 0) times")
+      if !states.contains("started") {
+        #expect(runs[entry.amount] == nil, "\(entry.amount) ran without starting: \(states)")
+        if states.last == "cancelled" { cancelledBeforeStart += 1 }
+      }
+    }
+    // The schedule cancels waiting dispatches: the case this test is about happened.
+    #expect(cancelledBeforeStart > 0)
+    #expect(clock.pendingCount == 0)
+  }
 }
