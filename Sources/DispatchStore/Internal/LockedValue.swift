@@ -66,6 +66,21 @@ package struct LockedValue<Value>: ~Copyable, @unchecked Sendable {
       }
       return try body(&value._address.pointee)
     }
+
+    /// Runs `body` with the value under the lock if the lock is free; returns `nil` at once, running nothing, if it
+    /// is taken.
+    ///
+    /// For a thread that must not wait while it holds other locks (``RecorderMiddleware``'s moves).
+    @inlinable
+    package borrowing func withLockIfAvailable<Result, E: Error>(
+      _ body: (inout sending Value) throws(E) -> sending Result
+    ) throws(E) -> sending Result? {
+      guard word.compareExchange(expected: 0, desired: 1, ordering: .acquiring).exchanged else { return nil }
+      defer {
+        if word.exchange(0, ordering: .releasing) == 2 { LockParking.wakeOne(key: parkingKey) }
+      }
+      return try body(&value._address.pointee)
+    }
   #else
     @usableFromInline let mutex: Mutex<Value>
 
@@ -83,6 +98,15 @@ package struct LockedValue<Value>: ~Copyable, @unchecked Sendable {
       _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result {
       try mutex.withLock(body)
+    }
+
+    /// Runs `body` with the value under the lock if the lock is free; returns `nil` at once, running nothing, if it
+    /// is taken.
+    @inlinable
+    package borrowing func withLockIfAvailable<Result, E: Error>(
+      _ body: (inout sending Value) throws(E) -> sending Result
+    ) throws(E) -> sending Result? {
+      try mutex.withLockIfAvailable(body)
     }
   #endif
 }

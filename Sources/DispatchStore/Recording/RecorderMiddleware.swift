@@ -167,15 +167,23 @@ public final class RecorderMiddleware: Middleware {
   /// Moves the cursor to the position `target` picks.
   ///
   /// In three steps, so that a move that fails changes nothing and moves racing dispatches and each other leave
-  /// every store at the models of the cursor:
-  /// 1. under the lock, plan which store gets which model;
+  /// every store at the models of the cursor, and the history true:
+  /// 1. under the recorder's lock, plan which store gets which model;
   /// 2. after it, resolve each store (user code may run when a reference is released) and check the types;
-  /// 3. under the lock again, plan again (a dispatch may have come), commit if every store is resolved, and take
-  ///    an event number; each store then applies its model unless a later record or move already changed it.
+  /// 3. with the lock of every resolved store taken, plan again under the recorder's lock (a dispatch may have
+  ///    come), commit if every store to restore is locked, and apply each store's model before its lock is released.
+  ///    No dispatch can then reduce a store between the commit and its restore: one that comes after reduces the
+  ///    restored model and files its record after the new cursor (proposal 0015).
+  ///
+  /// The move never waits for a store's lock while it holds another: a dispatch holds a store's lock while it
+  /// reduces, and a reducer may read another store. It waits for the first lock, holding none, and tries the others;
+  /// if one is taken, it releases what it holds and starts again waiting for that one.
   private func move(
     _ target: (RecorderState) throws(RecorderError) -> Int
   ) throws(RecorderError) -> Record? {
     var resolved: [String: any ModelRestoring] = [:]
+    // The store whose lock the move waits for first: the one found taken last time.
+    var first: String?
     while true {
       let plan = try storage.state.withLock { state throws(RecorderError) in try state.restorePlan(to: target(state)) }
       for step in plan.steps where resolved[step.storeIdentifier] == nil {
@@ -186,20 +194,48 @@ public final class RecorderMiddleware: Middleware {
         }
         resolved[step.storeIdentifier] = store
       }
-      let committed = try storage.state.withLock { state throws(RecorderError) -> RecorderState.Commit? in
-        let position = try target(state)
-        let plan = try state.restorePlan(to: position)
-        guard plan.steps.allSatisfy({ resolved[$0.storeIdentifier] != nil }) else { return nil }
-        return state.commitMove(to: position, plan: plan)
+      let deliveries = MoveDeliveries()
+      var stores = Array(resolved.values)
+      if let first, let index = stores.firstIndex(where: { $0.identifier == first }) { stores.swapAt(0, index) }
+      let attempt = Self.locking(stores[...], deliveries: deliveries) { () -> MoveAttempt in
+        do throws(RecorderError) {
+          return try storage.state.withLock { state throws(RecorderError) -> MoveAttempt in
+            let position = try target(state)
+            let plan = try state.restorePlan(to: position)
+            // A dispatch brought a store not locked yet: plan again.
+            guard plan.steps.allSatisfy({ resolved[$0.storeIdentifier] != nil }) else { return .replan }
+            return .committed(state.commitMove(to: position, plan: plan))
+          }
+        } catch {
+          return .failed(error)
+        }
       }
-      // A dispatch brought a store not resolved yet: plan again.
-      guard let committed else { continue }
-      for step in committed.plan.steps {
-        resolved[step.storeIdentifier]?.restore(model: step.model, action: step.action, event: committed.event)
+      switch attempt {
+      case .committed(let committed):
+        for deliver in deliveries.pending { deliver() }
+        afterLock()
+        return committed.current
+      case .failed(let error):
+        throw error
+      case .replan:
+        continue
+      case .busy(let store):
+        // A dispatch holds that store's lock for as long as it reduces: wait for it first, holding none.
+        first = store
       }
-      afterLock()
-      return committed.current
     }
+  }
+
+  /// Takes the lock of each of `stores`, waiting only for the first one's (holding none), trying the others'; then
+  /// runs `innermost` with all of them held.
+  private static func locking(
+    _ stores: ArraySlice<any ModelRestoring>, deliveries: MoveDeliveries, _ innermost: () -> MoveAttempt,
+    waiting: Bool = true
+  ) -> MoveAttempt {
+    guard let first = stores.first else { return innermost() }
+    let rest = stores.dropFirst()
+    return first.restoreLocked(
+      waiting: waiting, { locking(rest, deliveries: deliveries, innermost, waiting: false) }, deliveries: deliveries)
   }
 
   // MARK: - Snapshots

@@ -15,6 +15,30 @@ protocol ModelRestoring: AnyStore {
   /// - Returns: `false`, changing nothing, if `model` or `action` is not of the store's types.
   @discardableResult
   func restore(model: any ModelType, action: (any ActionType)?, event: UInt64?) -> Bool
+
+  /// Takes the store's lock, runs `inner` under it, and, if `inner` committed a move, applies this store's model
+  /// from it in the same critical section.
+  ///
+  /// With `waiting`, waits for the lock (call it holding no other lock); otherwise returns `.busy` at once, running
+  /// nothing, if the lock is taken. The notification observers hear goes to `deliveries`, for the caller to deliver
+  /// once every lock is released.
+  func restoreLocked(waiting: Bool, _ inner: () -> MoveAttempt, deliveries: MoveDeliveries) -> MoveAttempt
+}
+
+/// How an attempt to move the recorder's cursor with every store to restore locked ended
+/// (``ModelRestoring/restoreLocked(waiting:_:deliveries:)``).
+enum MoveAttempt {
+  case committed(RecorderState.Commit)
+  /// The lock of the store with this identifier was taken: nothing changed.
+  case busy(String)
+  /// The move needs a store that is not locked (a dispatch brought it): nothing changed.
+  case replan
+  case failed(RecorderError)
+}
+
+/// The notifications a move's restores leave for observers, delivered after every lock is released.
+final class MoveDeliveries {
+  var pending: [() -> Void] = []
 }
 
 extension Store: ModelRestoring {
@@ -43,5 +67,41 @@ extension Store: ModelRestoring {
     }
     deliverSynchronously(turn)
     return true
+  }
+
+  func restoreLocked(waiting: Bool, _ inner: () -> MoveAttempt, deliveries: MoveDeliveries) -> MoveAttempt {
+    let deliverer = ThreadContext.currentDeliverer
+    let outcome: (MoveAttempt, SynchronousTurn<Model, Action>)?
+    if waiting {
+      outcome = state.withLock { state in applying(inner(), to: &state, deliverer: deliverer) }
+    } else {
+      outcome = state.withLockIfAvailable { state in applying(inner(), to: &state, deliverer: deliverer) }
+    }
+    guard let (attempt, turn) = outcome else { return .busy(identifier) }
+    if case .none = turn {} else { deliveries.pending.append { [self] in deliverSynchronously(turn) } }
+    return attempt
+  }
+
+  /// Applies this store's model from `attempt`, if it committed a move, under the lock (``restoreLocked``); returns
+  /// the attempt and the notification for observers.
+  private func applying(
+    _ attempt: MoveAttempt, to state: inout StoreState<Model, Action>,
+    deliverer: (thread: ObjectIdentifier, mayWait: Bool)
+  ) -> (MoveAttempt, SynchronousTurn<Model, Action>) {
+    guard case .committed(let commit) = attempt,
+      let step = commit.plan.steps.first(where: { $0.storeIdentifier == identifier }),
+      let model = step.model as? Model
+    else { return (attempt, .none) }
+    state.recordedEvent = commit.event
+    state.model = model
+    state.version &+= 1
+    state.announcedVersion = state.version
+    state.recordedVersion = state.version  // A restore is not a change of the next operation's.
+    guard let action = step.action as? Action, let observers = state.observers else { return (attempt, .none) }
+    return (
+      attempt,
+      observers.changes(
+        of: model, by: action, origin: .restore, store: self, mainQueue: state.mainQueue, deliverer: deliverer)
+    )
   }
 }
