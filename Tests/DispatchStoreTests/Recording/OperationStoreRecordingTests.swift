@@ -87,7 +87,8 @@ struct OperationStoreRecordingTests {
   /// Operations from eight threads record a session that verifies, in every mode (issue 24, point 1): 25 rounds in
   /// each mode, 100 in all, of 8 × 500 dispatches each, of the three operation shapes (3 in each mode under a
   /// sanitizer, which runs them ten times slower; `DISPATCHSTORE_STRESS_ROUNDS` sets another number).
-  @Test(arguments: Dispatcher.Mode.allCases)
+  // One mode at a time: four at once make 32 busy threads on the machine, which starve other suites' tests.
+  @Test(.serialized, arguments: Dispatcher.Mode.allCases)
   func operationsFromEightThreadsRecordASessionThatVerifies(mode: Dispatcher.Mode) async throws {
     let rounds =
       ProcessInfo.processInfo.environment["DISPATCHSTORE_STRESS_ROUNDS"].flatMap(Int.init) ?? (isSanitized ? 3 : 25)

@@ -176,7 +176,8 @@ struct TimeTravelTests {
   ///
   /// A dispatch that landed between a move's commit and its restore used to reduce the model the move undid and
   /// file its record at the rewound position: the saved history diverged where verify replayed it.
-  @Test(arguments: Dispatcher.Mode.allCases)
+  // One mode at a time: four at once make 36 busy threads on the machine, which starve other suites' tests.
+  @Test(.serialized, arguments: Dispatcher.Mode.allCases)
   func aHistoryMovedWhileEightThreadsDispatchVerifies(mode: Dispatcher.Mode) async throws {
     // Bounded, so that each move (which looks for dispatch boundaries over the kept history) stays short.
     let app = ThreeStoreApp(maxNumberOfRecords: 2_000)
