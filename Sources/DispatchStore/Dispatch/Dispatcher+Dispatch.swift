@@ -143,7 +143,8 @@ extension Dispatcher {
   ///   - mode: How the dispatch runs once started; `.async` by default.
   ///   - options: Cancellation id, throttle, debounce; none by default.
   /// - Returns: The dispatch's handle, ``DispatchState/pending`` until it runs. Until it is started, only
-  ///   ``DispatchHandle/cancel()`` and ``cancelAll()`` end it.
+  ///   ``DispatchHandle/cancel()``, ``cancelAll()``, and, for one with a cancellation id, ``cancel(id:)`` and a newer
+  ///   dispatch with the id end it.
   public func prepare<Action: ActionType>(
     _ action: Action, to storeIdentifier: String? = nil, mode: Mode = .async,
     options: DispatchOptions = DispatchOptions()
@@ -154,12 +155,19 @@ extension Dispatcher {
     // Known before it can finish, so that `cancelAll()` reaches it and its end forgets it; and, from now on, to its
     // cancellation id.
     handles.withLock { $0[ObjectIdentifier(handle)] = handle }
-    if let id = options.cancellationID { admission.withLock { $0.made(handle, id: id) } }
+    if let id = options.cancellationID {
+      admission.withLock { $0.made(handle, id: id) }
+      // Cancelled between the two (a `cancelAll()` on another thread): its end found it in neither yet.
+      if handle.state.isFinished { admission.withLock { $0.finished(handle, id: id) } }
+    }
     return handle
   }
 
   /// Admits the started dispatch of `handle` as its options say, then routes it (through the interceptors, if any).
   func submit(_ handle: DispatchHandle) {
+    // Cancelled before it started (by its handle, `cancelAll()`, its id): it neither runs nor throttles, debounces
+    // or cancels others.
+    if handle.options != nil, handle.state.isFinished { return }
     if isVerifying.load(ordering: .relaxed),
       absorbFollowUp(handle.action, storeIdentifier: handle.storeIdentifier, checked: handle.options == nil)
     {

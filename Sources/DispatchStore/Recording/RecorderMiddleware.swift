@@ -181,10 +181,11 @@ public final class RecorderMiddleware: Middleware {
   private func move(
     _ target: (RecorderState) throws(RecorderError) -> Int
   ) throws(RecorderError) -> Record? {
-    var resolved: [String: any ModelRestoring] = [:]
     // The store whose lock the move waits for first: the one found taken last time.
     var first: String?
     while true {
+      // Resolved again on every try: a store may have been unregistered, or replaced, meanwhile.
+      var resolved: [String: any ModelRestoring] = [:]
       let plan = try storage.state.withLock { state throws(RecorderError) in try state.restorePlan(to: target(state)) }
       for step in plan.steps where resolved[step.storeIdentifier] == nil {
         guard let store = step.location.store(step.storeIdentifier),
@@ -202,8 +203,14 @@ public final class RecorderMiddleware: Middleware {
           return try storage.state.withLock { state throws(RecorderError) -> MoveAttempt in
             let position = try target(state)
             let plan = try state.restorePlan(to: position)
-            // A dispatch brought a store not locked yet: plan again.
-            guard plan.steps.allSatisfy({ resolved[$0.storeIdentifier] != nil }) else { return .replan }
+            // A dispatch brought a store not locked yet, or a store locked is no longer the one registered under its
+            // identifier: plan again. (The registry never takes a store's lock inside its own: looking it up here,
+            // with stores locked, is safe.)
+            for step in plan.steps {
+              guard let locked = resolved[step.storeIdentifier],
+                let current = step.location.store(step.storeIdentifier), current === locked
+              else { return .replan }
+            }
             return .committed(state.commitMove(to: position, plan: plan))
           }
         } catch {

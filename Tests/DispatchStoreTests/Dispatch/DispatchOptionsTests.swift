@@ -211,6 +211,30 @@ struct DispatchOptionsTests {
     #expect(gate.cancellations.withLock { $0 } == 0)
   }
 
+  /// A prepared dispatch cancelled by its id, then started, acts in no way: it neither replaces a debounced dispatch
+  /// waiting with its key nor counts for throttling.
+  @Test func aCancelledPreparedDispatchStartedLaterNeitherDebouncesNorThrottles() async throws {
+    let clock = TestClock()
+    let dispatcher = Dispatcher(clock: clock)
+    let reducer = CounterReducer()
+    try dispatcher.register(store: Store(identifier: "counter", model: Counter(), reducer: reducer))
+    let debounced = DispatchOptions(cancellationID: "q", debounce: .milliseconds(300))
+    let cancelled = dispatcher.prepare(CounterAction.increase(1), options: debounced)
+    dispatcher.cancel(id: "q")
+    let waiting = dispatcher.start(CounterAction.increase(10), options: debounced)
+    cancelled.start()
+    #expect(waiting.state.description == "pending")
+    clock.advance(by: .milliseconds(300))
+    try await waiting.value
+
+    let throttled = DispatchOptions(cancellationID: "t", throttle: .seconds(1))
+    let dropped = dispatcher.prepare(CounterAction.increase(100), options: throttled)
+    dropped.cancel()
+    dropped.start()
+    try await dispatcher.start(CounterAction.increase(1_000), options: throttled).value
+    #expect(reducer.asked.withLock { $0 } == [.increase(10), .increase(1_000)])
+  }
+
   /// A dispatch cancels only the unfinished dispatches made before it with its id: an older debounced dispatch whose
   /// interval ends after a newer one started leaves the newer one running.
   @Test func aDispatchCancelsOnlyOlderOnesWithItsId() async throws {
