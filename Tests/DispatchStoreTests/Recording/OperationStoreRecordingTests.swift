@@ -73,15 +73,23 @@ struct OperationStoreRecordingTests {
     return (dispatcher, store, recorder)
   }
 
+  /// Verifies `session` against a fresh app in `mode`; returns the app's store, at the session's last models.
+  @discardableResult
+  private static func verifyInFreshApp(
+    _ session: Session, mode: Dispatcher.Mode = .sync
+  ) throws -> Store<Fingerprint, CounterAction> {
+    let fresh = Dispatcher()
+    let store = Store(identifier: "counter", model: Fingerprint(), reducer: FingerprintOperationReducer())
+    try fresh.register(store: store)
+    try session.verify(against: fresh, mode: mode)
+    return store
+  }
+
   /// Saves and loads the recorder's session, and verifies it against a fresh app in `mode`.
   private static func verifySaved(_ recorder: RecorderMiddleware, mode: Dispatcher.Mode) throws {
     let file = TemporaryFile()
     try recorder.save(to: file.url, codecs: codecs)
-    let session = try Session.load(from: file.url, codecs: codecs)
-    let fresh = Dispatcher()
-    try fresh.register(
-      store: Store(identifier: "counter", model: Fingerprint(), reducer: FingerprintOperationReducer()))
-    try session.verify(against: fresh, mode: mode)
+    try verifyInFreshApp(try Session.load(from: file.url, codecs: codecs), mode: mode)
   }
 
   /// Operations from eight threads record a session that verifies, in every mode (issue 24, point 1): 25 rounds in
@@ -174,10 +182,7 @@ struct OperationStoreRecordingTests {
     #expect(try session.records.map(\.succeeded) == [false, true])
     #expect(try session.record(at: 0).error != nil)
     try Self.verifySaved(recorder, mode: .sync)
-    let fresh = Dispatcher()
-    try fresh.register(
-      store: Store(identifier: "counter", model: Fingerprint(), reducer: FingerprintOperationReducer()))
-    try session.verify(against: fresh)
+    try Self.verifyInFreshApp(session)
     let page = TemporaryFile()
     try SessionInspector.writePage(forSessionAt: file.url, to: page.url)
     let html = try String(contentsOf: page.url, encoding: .utf8)
@@ -246,11 +251,7 @@ struct OperationStoreRecordingTests {
     try Session.load(from: file.url, codecs: Self.codecs).compact(before: 2, to: compacted.url)
     let session = try Session.load(from: compacted.url, codecs: Self.codecs)
     #expect(session.firstIndex == 2)
-    let fresh = Dispatcher()
-    let freshStore = Store(identifier: "counter", model: Fingerprint(), reducer: FingerprintOperationReducer())
-    try fresh.register(store: freshStore)
-    try session.verify(against: fresh)
-    #expect(freshStore.model == store.model)
+    #expect(try Self.verifyInFreshApp(session).model == store.model)
   }
 
   /// An operation that fails after a move back dropped records and its next change took a lower position still
