@@ -297,7 +297,9 @@ public struct Session: Sendable {
     var final = Array(steps.indices)
     var continues = [Bool](repeating: false, count: steps.count)
     for (offset, step) in steps.enumerated() {
-      if let first = firstOfTransaction[step.transactionID] {
+      // A later change of a transaction whose first is kept; a first change (number 0) always starts a transaction,
+      // since two processes appending to one file may hand out the same identifier.
+      if step.change > 0, let first = firstOfTransaction[step.transactionID] {
         continues[offset] = true
         final[first] = offset
       } else {

@@ -272,4 +272,27 @@ struct OperationStoreRecordingTests {
     #expect(records[3].transactionID == held[0].recordingContext?.transactionID)
     #expect(records[3].succeeded == false)
   }
+
+  /// Two transactions with the same identifier (two processes appending to one file may hand out the same one)
+  /// verify as two: only a record numbered after the first change (`"n"`) continues a transaction.
+  @Test func recordsOfTwoTransactionsWithOneIdentifierVerifyAsTwo() throws {
+    let id = TransactionID.next()
+    var first = Fingerprint()
+    first.fold(1)
+    var second = first
+    second.fold(2)
+    var encoder = SessionFormat.Encoder(codecs: Self.codecs)
+    var data = try encoder.header()
+    for (index, (amount, model)) in [(1, first), (2, second)].enumerated() {
+      data.append(
+        try encoder.encode(
+          .record(
+            Record(
+              index: index, dispatchID: id, transactionID: id, storeIdentifier: "counter",
+              action: CounterAction.increase(amount), model: model))))
+    }
+    let file = TemporaryFile()
+    try data.write(to: file.url)
+    #expect(try Self.verifyInFreshApp(Session.load(from: file.url, codecs: Self.codecs)).model == second)
+  }
 }
