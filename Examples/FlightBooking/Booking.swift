@@ -53,7 +53,7 @@ enum Catalogue {
   ]
 }
 
-struct UnknownCountry: Error, CustomStringConvertible {
+struct UnknownCountry: Error, Equatable, CustomStringConvertible {
   let name: String
   var description: String { "we do not fly to \(name)" }
 }

@@ -24,7 +24,7 @@ enum TodoAction: ActionType, Codable, Equatable, CustomStringConvertible {
   }
 }
 
-enum TodoError: Error, CustomStringConvertible {
+enum TodoError: Error, Equatable, CustomStringConvertible {
   case noSuchItem(Int)
   case alreadyDone(Int)
   case emptyTitle

@@ -24,6 +24,12 @@ import DispatchStore
 ///
 /// Failures are reported to Swift Testing inside its tests, and to XCTest otherwise.
 ///
+/// Nothing the kit waits for can hang a test: each `send`, `receive`, `advance` and `finish` waits at most
+/// ``timeLimit``, then fails naming the stores and actions still running, and returns. A dispatch the test makes on
+/// ``dispatcher`` itself is held as a follow-up in an exhaustive test; one held longer than ``timeLimit`` fails with
+/// ``DispatchStore/DispatchError/blocked(interceptor:reason:)``, whose reason names it, so that a test awaiting it
+/// ends.
+///
 /// > Important: Call `send`, `receive`, `advance` and `finish` from one task, one at a time.
 public final class TestDispatcher: Sendable {
   /// Whether every change and every follow-up must be asserted.
@@ -40,6 +46,8 @@ public final class TestDispatcher: Sendable {
   public let clock: TestClock
   /// Whether every change and every follow-up must be asserted.
   public let exhaustivity: Exhaustivity
+  /// How long each step of the test waits for what it started, and a follow-up is held, before the test fails.
+  public let timeLimit: Duration
 
   private let monitor: DispatchMonitor
   /// The registered stores and their models as last asserted.
@@ -53,12 +61,23 @@ public final class TestDispatcher: Sendable {
   }
 
   /// Creates a test dispatcher, with a ``TestClock`` and the library's run-loop thread as its main queue.
-  /// - Parameter exhaustivity: Whether every change and every follow-up must be asserted.
-  public init(exhaustivity: Exhaustivity = .on) {
+  /// - Parameters:
+  ///   - exhaustivity: Whether every change and every follow-up must be asserted.
+  ///   - timeLimit: How long each step waits for what it started, and a follow-up is held, before the test fails
+  ///     (on the system's clock, not on ``clock``). Shorter than Swift Testing's time limits, so that the kit, which
+  ///     names what still runs, reports a hang first.
+  public convenience init(exhaustivity: Exhaustivity = .on, timeLimit: Duration = .seconds(30)) {
+    self.init(exhaustivity: exhaustivity, timeLimit: timeLimit, holdLimit: timeLimit)
+  }
+
+  /// Creates a test dispatcher whose follow-ups are held at most `holdLimit`, and each step waits `timeLimit`: for
+  /// the kit's own tests of each limit.
+  init(exhaustivity: Exhaustivity, timeLimit: Duration, holdLimit: Duration) {
     self.exhaustivity = exhaustivity
+    self.timeLimit = timeLimit
     clock = TestClock()
     dispatcher = Dispatcher(mainQueue: .libraryThread, clock: clock)
-    monitor = DispatchMonitor(holding: exhaustivity == .on)
+    monitor = DispatchMonitor(holding: exhaustivity == .on, holdLimit: holdLimit)
     dispatcher.register(interceptor: monitor)
     dispatcher.register(middleware: monitor)
     // A dispatch's handle ends after its last transaction: the waits that count unfinished dispatches hear it.
@@ -80,8 +99,10 @@ public final class TestDispatcher: Sendable {
     return store
   }
 
-  /// Dispatches `action` (`.async`, awaited), waits until every store finished it, and checks the stores' models
-  /// against `expectations`.
+  /// Dispatches `action` (`.async`), waits until every store finished it, and checks the stores' models against
+  /// `expectations`.
+  ///
+  /// The test fails if the dispatch fails, or has not finished within ``timeLimit`` (it is then cancelled).
   /// - Parameters:
   ///   - action: The action a user or the app would dispatch.
   ///   - expectations: How each store's model must change; in exhaustive tests, every store that changed.
@@ -90,6 +111,51 @@ public final class TestDispatcher: Sendable {
     filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column
   ) async {
     let site = CallSite(fileID: fileID, filePath: filePath, line: line, column: column)
+    if case .failure(let error) = await dispatchAndWait(action, at: site) {
+      TestReporter.fail("Sending \(action) failed: \(error)", at: site)
+    }
+    check(expectations, after: "sending \(action)", at: site)
+  }
+
+  /// Dispatches `action` (`.async`), waits until every store finished it, and checks that it failed with
+  /// `expectedError` and that no store changed.
+  ///
+  /// The dispatch's error matches if a store's operation or reducer failed with `expectedError`
+  /// (``DispatchStore/DispatchError/operationsFailed(_:)``).
+  /// - Parameters:
+  ///   - action: The action a user or the app would dispatch.
+  ///   - expectedError: The error a store's reducer or operation must fail with.
+  public func send<Action: ActionType, Failure: Error & Equatable>(
+    _ action: Action, fails expectedError: Failure, fileID: String = #fileID,
+    filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column
+  ) async {
+    let site = CallSite(fileID: fileID, filePath: filePath, line: line, column: column)
+    switch await dispatchAndWait(action, at: site) {
+    case .success:
+      TestReporter.fail("Sending \(action) succeeded; expected it to fail with \(expectedError).", at: site)
+    case .failure(let error):
+      if !Self.error(error, matches: expectedError) {
+        TestReporter.fail("Sending \(action) failed with \(error); expected \(expectedError).", at: site)
+      }
+    case nil:
+      break  // Reported.
+    }
+    check([], after: "sending \(action) (expected to fail)", at: site, everyStore: true)
+  }
+
+  /// Whether `error` is `expected`, or holds it as a store's failure.
+  private static func error<Failure: Error & Equatable>(_ error: DispatchError, matches expected: Failure) -> Bool {
+    if let same = error as? Failure, same == expected { return true }
+    guard case .operationsFailed(let failures) = error else { return false }
+    return failures.contains { ($0.error as? Failure) == expected }
+  }
+
+  /// Dispatches `action` as the test's own, and waits until it finished, at most ``timeLimit``.
+  ///
+  /// Returns its result, or `nil` once the time limit was reported and the dispatch cancelled.
+  private func dispatchAndWait<Action: ActionType>(
+    _ action: Action, at site: CallSite
+  ) async -> Result<Void, DispatchError>? {
     let unreceived = monitor.state.withLock { $0.held.map(\.action) }
     if exhaustivity == .on, !unreceived.isEmpty {
       TestReporter.fail(
@@ -97,13 +163,40 @@ public final class TestDispatcher: Sendable {
         at: site)
     }
     monitor.state.withLock { $0.passing += 1 }
-    do {
-      // Awaited: it returns once every store finished. (`.sync` would block a cooperative-pool thread meanwhile.)
-      try await dispatcher.dispatch(action: action, mode: .async)
-    } catch {
-      TestReporter.fail("Sending \(action) failed: \(error)", at: site)
+    // `.async`: `.sync` would block a cooperative-pool thread until every store finished.
+    let handle = dispatcher.start(action, mode: .async)
+    let id = handle.id
+    // Told outside the handle's lock, so that the monitor's lock is never taken inside it.
+    let token = handle.observe { [monitor] state in
+      if state.isFinished { monitor.dispatchFinished(id) }
     }
-    check(expectations, after: "sending \(action)", at: site)
+    defer { token.cancel() }
+    let finished = await within(until: { $0.finishedDispatches.contains(id) }, "Sending \(action)", at: site)
+    monitor.state.withLock { _ = $0.finishedDispatches.remove(id) }
+    guard finished else {
+      handle.cancel()
+      return nil
+    }
+    return handle.state.result ?? .failure(.cancelled)
+  }
+
+  /// Waits until `condition` holds, at most ``timeLimit``; past it, fails the test naming what still runs.
+  ///
+  /// - Returns: Whether `condition` held in time.
+  private func within(
+    until condition: @escaping @Sendable (DispatchMonitor.State) -> Bool, _ step: String, at site: CallSite
+  ) async -> Bool {
+    if await monitor.wait(until: condition, timeout: timeLimit) { return true }
+    let (running, held) = monitor.state.withLock { state in
+      (state.running.values.sorted { $0.id < $1.id }, state.held.map(\.action))
+    }
+    var what = running.map { "store \"\($0.storeIdentifier)\" handling \($0.action) is still running" }
+    if !held.isEmpty { what.append("follow-up actions are held until received: \(describe(held))") }
+    if what.isEmpty { what.append("dispatches are still waiting to start") }
+    TestReporter.fail(
+      "\(step) did not finish within \(timeLimit), the test dispatcher's time limit: \(what.joined(separator: "; ")).",
+      at: site)
+    return false
   }
 
   /// Takes the next follow-up action the app's code dispatched, checks it is `action`, lets it run, and checks the
@@ -141,7 +234,7 @@ public final class TestDispatcher: Sendable {
     }
     // A follow-up may come from an operation still running, or from a dispatch not intercepted yet (a debounced
     // one the clock just started): wait for one, or for nothing left that could send one.
-    await waitUntilSettled()
+    guard await within(until: settled, "Receiving \(action)", at: site) else { return }
     let next = monitor.state.withLock { state -> DispatchMonitor.Held? in
       guard !state.held.isEmpty else { return nil }
       state.startedSinceRelease = 0
@@ -156,7 +249,10 @@ public final class TestDispatcher: Sendable {
     }
     let handlers = dispatcher.storeIdentifiers(handling: next.action).count
     next.decision.proceed()
-    await monitor.wait { $0.startedSinceRelease >= handlers && $0.running.isEmpty }
+    guard
+      await within(
+        until: { $0.startedSinceRelease >= handlers && $0.running.isEmpty }, "Receiving \(next.action)", at: site)
+    else { return }
     check(expectations, after: "receiving \(next.action)", at: site)
   }
 
@@ -173,10 +269,11 @@ public final class TestDispatcher: Sendable {
   ) async {
     let site = CallSite(fileID: fileID, filePath: filePath, line: line, column: column)
     clock.advance(by: duration)
+    let step = "Advancing the clock by \(duration)"
     if exhaustivity == .on {
-      await waitUntilSettled()
+      guard await within(until: settled, step, at: site) else { return }
     } else {
-      await monitor.wait { $0.running.isEmpty }
+      guard await within(until: { $0.running.isEmpty }, step, at: site) else { return }
     }
     check(expectations, after: "advancing the clock by \(duration)", at: site)
   }
@@ -184,22 +281,29 @@ public final class TestDispatcher: Sendable {
   /// Ends the test: fails for every follow-up not received, operation still running, timer still pending, and store
   /// changed since its last assertion.
   ///
-  /// Waits until what the last step started has settled, and at most a second for operations still running.
+  /// Waits until what the last step started has settled, at most ``timeLimit``.
   public func finish(
     fileID: String = #fileID, filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column
   ) async {
     let site = CallSite(fileID: fileID, filePath: filePath, line: line, column: column)
     // Follow-ups of the last step may still be on their way to the monitor; an operation that never finishes is
     // reported below, after a bounded wait.
-    _ = await monitor.wait(
-      until: { [settled] state in settled(state) && state.running.isEmpty }, timeout: .seconds(1))
-    let (held, running) = monitor.state.withLock { state in
-      defer { state.held = [] }
-      return (state.held, Array(state.running.values))
+    _ = await monitor.wait(until: { [settled] state in settled(state) && state.running.isEmpty }, timeout: timeLimit)
+    let (held, expired, running) = monitor.state.withLock { state in
+      defer {
+        state.held = []
+        state.expired = []
+      }
+      return (state.held, state.expired, Array(state.running.values))
     }
     if !held.isEmpty {
       TestReporter.fail(
         "Follow-up actions were dispatched and not received: \(describe(held.map(\.action))).", at: site)
+    }
+    if !expired.isEmpty {
+      TestReporter.fail(
+        "Follow-up actions were held longer than the time limit (\(timeLimit)) and failed: \(describe(expired)). "
+          + "Receive follow-ups with `receive`; send the test's own actions with `send`.", at: site)
     }
     for transaction in running.sorted(by: { $0.id < $1.id }) {
       TestReporter.fail(
@@ -223,15 +327,6 @@ public final class TestDispatcher: Sendable {
     withExtendedLifetime(held) {}
   }
 
-  /// Waits until a follow-up is held, or no transaction runs and every unfinished dispatch is a held follow-up or
-  /// waits for the clock.
-  ///
-  /// Exhaustive tests only: there, every dispatch that is not held ends in an event the monitor hears (its
-  /// interception, or its last transaction).
-  private func waitUntilSettled() async {
-    await monitor.wait(until: settled)
-  }
-
   /// Whether nothing runs that could still dispatch or change a store, apart from held follow-ups and work waiting
   /// for the clock.
   private var settled: @Sendable (DispatchMonitor.State) -> Bool {
@@ -246,7 +341,11 @@ public final class TestDispatcher: Sendable {
   }
 
   /// Compares every registered store with its last asserted model, changed by its expectation if it has one.
-  private func check(_ expectations: [StoreExpectation], after event: String, at site: CallSite) {
+  ///
+  /// With `everyStore`, a store that changed without an expectation fails also in a test that is not exhaustive.
+  private func check(
+    _ expectations: [StoreExpectation], after event: String, at site: CallSite, everyStore: Bool = false
+  ) {
     let tracked = stores.withLock { $0 }
     for expectation in expectations where tracked[expectation.storeIdentifier] == nil {
       TestReporter.fail(
@@ -259,7 +358,7 @@ public final class TestDispatcher: Sendable {
       asserted[identifier] = actual
       let expectation = expectations.last { $0.storeIdentifier == identifier }
       guard let expectation else {
-        if exhaustivity == .on, !store.equal(store.asserted, actual) {
+        if exhaustivity == .on || everyStore, !store.equal(store.asserted, actual) {
           let diff = ValueDiff.lines(expected: store.asserted, actual: actual)
           TestReporter.fail(
             "Store \"\(identifier)\" changed after \(event) without an expectation:\n" + indent(diff), at: site)

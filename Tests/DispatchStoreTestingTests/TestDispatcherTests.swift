@@ -1,7 +1,9 @@
 import DispatchStore
-import DispatchStoreTesting
 import Foundation
+import Synchronization
 import Testing
+
+@testable import DispatchStoreTesting
 
 struct Count: ModelType, Equatable, Codable {
   var value = 0
@@ -13,6 +15,11 @@ enum CountAction: ActionType, Equatable, Codable {
   case addAndLog(Int)
   /// Never finishes until cancelled (the store of the test that sends it).
   case hang
+}
+
+/// What the counter's `addAndLog` fails with.
+enum CountError: Error, Equatable {
+  case negative(Int)
 }
 
 struct Log: ModelType, Equatable {
@@ -28,6 +35,7 @@ func makeCounter() -> Store<Count, CountAction> {
     switch action {
     case .add(let amount): context.update { $0.value += amount }
     case .addAndLog(let amount):
+      guard amount >= 0 else { throw CountError.negative(amount) }
       context.update { $0.value += amount }
       context.dispatch(LogAction.write("added \(amount)"))
     case .hang: break  // sent only to the store of the test about running operations
@@ -40,6 +48,11 @@ func makeLog() -> Store<Log, LogAction> {
     guard case .write(let line) = action else { return }
     model.lines.append(line)
   }
+}
+
+/// The known issues a test saw, in order.
+final class IssueLog: Sendable {
+  let lines = Mutex<[String]>([])
 }
 
 /// Whether a known issue's comments contain `text`.
@@ -119,7 +132,7 @@ struct TestDispatcherTests {
   }
 
   @Test func anOperationStillRunningAtTheEndFailsNamingItsStoreAndAction() async throws {
-    let test = TestDispatcher(exhaustivity: .off)
+    let test = TestDispatcher(exhaustivity: .off, timeLimit: .seconds(1))
     let (entered, enter) = AsyncStream.makeStream(of: Void.self)
     try test.register(
       Store(identifier: "counter", model: Count()) { (_: CountAction, _) in
@@ -162,6 +175,128 @@ struct TestDispatcherTests {
     // The debounced dispatch is a follow-up of the test's: received, then it runs.
     await test.receive(CountAction.add(10), .store(counter) { $0.value = 10 })
     await test.finish()
+  }
+
+  /// A store that refuses negative amounts, failing with an error of its own and changing nothing.
+  enum Refusal: Error, Equatable {
+    case negative(Int)
+  }
+
+  func makeStrictCounter(changingBeforeThrowing: Bool = false) -> Store<Count, CountAction> {
+    Store(identifier: "counter", model: Count()) { (action: CountAction, model) in
+      guard case .add(let amount) = action else { return }
+      if amount < 0 {
+        if changingBeforeThrowing { model.value += 1 }
+        throw Refusal.negative(amount)
+      }
+      model.value += amount
+    }
+  }
+
+  @Test func aSendExpectedToFailPassesWhenItFailsWithTheErrorAndChangesNothing() async throws {
+    let test = TestDispatcher()
+    let counter = try test.register(makeStrictCounter())
+    await test.send(CountAction.add(2), .store(counter) { $0.value = 2 })
+    await test.send(CountAction.add(-1), fails: Refusal.negative(-1))
+    await test.finish()
+    #expect(counter.model.value == 2)
+  }
+
+  @Test func aSendExpectedToFailFailsWhenItFailsWithAnotherError() async throws {
+    let test = TestDispatcher()
+    try test.register(makeStrictCounter())
+    await withKnownIssue {
+      await test.send(CountAction.add(-2), fails: Refusal.negative(-3))
+    } matching: { issue in
+      mentions("Sending add(-2) failed with")(issue) && mentions("expected negative(-3).")(issue)
+    }
+    await test.finish()
+  }
+
+  @Test func aSendExpectedToFailFailsWhenAStoreChangedEvenWhenNotExhaustive() async throws {
+    let test = TestDispatcher(exhaustivity: .off)
+    try test.register(makeStrictCounter(changingBeforeThrowing: true))
+    await withKnownIssue {
+      await test.send(CountAction.add(-1), fails: Refusal.negative(-1))
+    } matching: { issue in
+      mentions("Store \"counter\" changed after sending add(-1) (expected to fail) without an expectation:")(issue)
+        && mentions("value: expected 0, actual 1")(issue)
+    }
+    await test.finish()
+  }
+
+  @Test func aSendExpectedToFailFailsWhenItSucceeds() async throws {
+    let test = TestDispatcher()
+    try test.register(makeStrictCounter())
+    let issues = IssueLog()
+    await withKnownIssue {
+      await test.send(CountAction.add(1), fails: Refusal.negative(1))
+    } matching: { issue in
+      issues.lines.withLock { $0.append(issue.comments.map(\.rawValue).joined()) }
+      return true
+    }
+    let recorded = issues.lines.withLock { $0 }
+    #expect(recorded.count == 2)
+    #expect(recorded.contains { $0.contains("Sending add(1) succeeded; expected it to fail with negative(1).") })
+    #expect(recorded.contains { $0.contains("Store \"counter\" changed after sending add(1) (expected to fail)") })
+  }
+
+  @Test func awaitingItsOwnDispatchOnTheTestDispatcherEndsWithAnErrorNamingIt() async throws {
+    let test = TestDispatcher(timeLimit: .milliseconds(200))
+    try test.register(makeCounter())
+    // Exhaustive: the dispatch is held as a follow-up until received, which this test never does.
+    await #expect {
+      try await test.dispatcher.dispatch(action: CountAction.add(1))
+    } throws: { error in
+      guard case DispatchError.blocked(_, let reason?) = error else { return false }
+      return reason.contains("add(1) was held as a follow-up for longer than the test dispatcher's time limit")
+    }
+    await withKnownIssue {
+      await test.finish()
+    } matching: { issue in
+      mentions("Follow-up actions were held longer than the time limit (0.2 seconds) and failed: add(1).")(issue)
+    }
+  }
+
+  @Test func aSendThatNeverFinishesFailsWithinTheTimeLimitNamingTheStoreAndCancelsIt() async throws {
+    let test = TestDispatcher(timeLimit: .milliseconds(200))
+    let cancelled = AsyncStream.makeStream(of: Void.self)
+    try test.register(
+      Store(identifier: "counter", model: Count()) { (_: CountAction, _) in
+        do {
+          try await Task.sleep(for: .seconds(3_600))
+        } catch {
+          cancelled.continuation.yield()
+          throw error
+        }
+      })
+    await withKnownIssue {
+      await test.send(CountAction.hang)
+    } matching: { issue in
+      mentions("Sending hang did not finish within 0.2 seconds, the test dispatcher's time limit: ")(issue)
+        && mentions("store \"counter\" handling hang is still running")(issue)
+    }
+    // The send returned, and cancelled the dispatch: the operation's task was told.
+    for await _ in cancelled.stream { break }
+  }
+
+  @Test func aReceiveWaitingForAnOperationThatNeverFinishesFailsWithinTheTimeLimit() async throws {
+    // The follow-up is held until received, however loaded the machine; the receive waits 200 ms.
+    let test = TestDispatcher(exhaustivity: .on, timeLimit: .milliseconds(200), holdLimit: .seconds(3_600))
+    try test.register(makeLog())
+    try test.register(
+      Store(identifier: "slow", model: Count()) { (_: CountAction, _) in
+        try await Task.sleep(for: .seconds(3_600))
+      })
+    let handle = test.dispatcher.start(CountAction.hang)
+    await withKnownIssue {
+      // The held `hang` is a follow-up: receiving it lets it run, and it never finishes.
+      await test.receive(CountAction.hang)
+    } matching: { issue in
+      mentions("Receiving hang did not finish within 0.2 seconds")(issue)
+        && mentions("store \"slow\" handling hang is still running")(issue)
+    }
+    handle.cancel()
   }
 
   @Test func nonExhaustiveTestsCheckOnlyTheStoresTheyName() async throws {

@@ -31,11 +31,7 @@ struct TodoTests {
         $0.nextID = 2
       })
     await test.send(TodoAction.complete(1), .store(todos) { $0.items[0].done = true })
-    await withKnownIssue {
-      await test.send(TodoAction.complete(1))
-    } matching: { issue in
-      issue.comments.contains { $0.rawValue.contains("item 1 is already done") }
-    }
+    await test.send(TodoAction.complete(1), fails: TodoError.alreadyDone(1))
     await test.finish()
   }
 

@@ -10,8 +10,8 @@ import Synchronization
 /// try await search.value               // throws DispatchError.cancelled
 /// ```
 ///
-/// Made by ``Dispatcher/start(_:to:mode:options:)``. Dispatches made with ``Dispatcher/dispatch(storeIdentifier:action:mode:then:)``
-/// have no handle and cost nothing for one.
+/// Made by ``Dispatcher/start(_:to:mode:options:)``. Dispatches made with
+/// ``Dispatcher/dispatch(storeIdentifier:action:mode:then:)`` have no handle.
 ///
 /// > Important: Safe to use from any thread. Observers are called after the handle's lock was released, one state
 /// > at a time and in order, on the thread that changed the state (or the one registering, for the current state).

@@ -150,7 +150,7 @@ extension DispatchRun {
         firstWaits = waits
       } else {
         // The same as above with the store's own action. Written twice on purpose: a local function taking the
-        // action made the common case above cost 37 more instructions per dispatch (callgrind).
+        // action made the common case above slower.
         guard let mapped = store.withKind({ $0.storeAction(for: action, in: $1) }) else {
           throw .actionTypeMismatch(
             storeIdentifier: storeIdentifier ?? store.identifier,

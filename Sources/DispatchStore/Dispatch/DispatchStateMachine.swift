@@ -8,8 +8,8 @@ import Dispatch
 ///
 /// No user code, no lock and no thread here, so that every decision of a run is made in one place. The fields are
 /// internal only so that Swift's memberwise initialiser builds the machine in place (an initialiser of its own
-/// cost a copy of the whole machine per dispatch, measured with callgrind); the run changes them only through the
-/// events below.
+/// copies the whole machine per dispatch; proposal 0008 has the measurements); the run changes them only through
+/// the events below.
 struct DispatchStateMachine: Sendable {
   /// Each store's watched transaction, when there is middleware; otherwise empty.
   var nodes: [StoreTransaction.Watch?]

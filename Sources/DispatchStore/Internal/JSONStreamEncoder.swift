@@ -2,9 +2,9 @@ import Foundation
 
 /// Encodes `Encodable` values as JSON straight into a byte buffer: the encoder of the session writer and of verify.
 ///
-/// Foundation's `JSONEncoder` builds a tree of boxed values for every value it encodes and then writes the tree;
-/// for a small model that takes several microseconds, and a writer thread paying it per record falls behind an app
-/// that dispatches steadily. This encoder writes as the value encodes itself and keeps only a stack of the objects
+/// Foundation's `JSONEncoder` builds a tree of boxed values for every value it encodes and then writes the tree,
+/// and a writer thread paying that per record falls behind an app that dispatches steadily (proposal 0010 has the
+/// measurements). This encoder writes as the value encodes itself and keeps only a stack of the objects
 /// and arrays still open, in buffers it reuses from one value to the next:
 /// - A container stays open until a container below it in the stack writes again, or its value ends. Writing to
 ///   one after that, which synthesised conformances never do, is ``Unsupported``, as is `superEncoder`: the value

@@ -1,8 +1,8 @@
 /// The stores handling each action type, looked up on every dispatch.
 ///
 /// An open-addressing hash table keyed by the action type's metadata address. `Dictionary` hashes an
-/// `ObjectIdentifier` with SipHash, which cost a dispatch about 250 instructions; a metadata address is already
-/// unique and unpredictable enough that one multiplication spreads it over the table.
+/// `ObjectIdentifier` with SipHash (see proposal 0004); a metadata address is already unique and unpredictable
+/// enough that one multiplication spreads it over the table.
 struct RouteTable {
   private var keys: [ObjectIdentifier?]
   private var values: [Route]

@@ -14,7 +14,7 @@ import Synchronization
 ///
 /// A block that runs out while still the latest doubles the next one (up to ``maximumSize``); one lost to another
 /// thread makes the next one a single identifier, so that threads taking turns do not waste identifiers (and push
-/// them ahead of the clock) faster than today's one-identifier reservation.
+/// them ahead of the clock) faster than reserving one identifier at a time would.
 ///
 /// Owned by one ``ThreadContext``, so used by its thread only.
 struct TransactionIDBlock {

@@ -29,9 +29,8 @@ public protocol Middleware: AnyObject, Sendable {
 
   /// Whether this middleware reads ``Transaction/duration``; `false` unless implemented.
   ///
-  /// Measuring a duration reads the monotonic clock twice per transaction, which costs more than a middleware that
-  /// does nothing. A dispatcher measures durations only while a registered middleware needs them: return `true` if
-  /// yours reads them, or ``Transaction/duration`` stays `nil`. The value is read once, at registration.
+  /// A dispatcher measures durations only while a registered middleware needs them: return `true` if yours reads
+  /// them, or ``Transaction/duration`` stays `nil`. The value is read once, at registration.
   var needsDuration: Bool { get }
 }
 

@@ -17,13 +17,8 @@ public struct TransactionID: Hashable, Comparable, Sendable, Codable, CustomStri
 
   /// Makes a new identifier, later than every identifier made before it in this process.
   ///
-  /// On Linux the time comes from the coarse real-time clock, accurate to its tick (a few milliseconds) and ten
-  /// times cheaper to read than the precise one, which matters because middleware makes every transaction take an
-  /// identifier. Transaction durations do not depend on it: they are measured on the monotonic clock.
-  ///
-  /// Within one tick of the clock, a thread that makes identifiers one after another takes them from a block it
-  /// reserved, with no atomic read-modify-write, for as long as no other thread reserves a block after it. (With a
-  /// precise clock, as on Apple platforms, the tick changes at every call and each identifier reserves.)
+  /// On Linux the time comes from the coarse real-time clock, accurate to its tick (a few milliseconds). Transaction
+  /// durations do not depend on it: they are measured on the monotonic clock.
   /// - Returns: A fresh identifier.
   public static func next() -> TransactionID {
     ThreadContext.withCurrent { $0.nextTransactionID() }

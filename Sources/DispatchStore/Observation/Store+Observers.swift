@@ -24,9 +24,7 @@ extension Store {
 
   /// Calls `onChange` after every change of the model, for as long as the returned token lives.
   ///
-  /// The store holds `onChange` until the token is released or cancelled: unlike
-  /// ``register(observer:delivery:onChange:)``, notifying it costs no weak reference, so this is the cheaper way to
-  /// observe a store that changes often.
+  /// The store holds `onChange` until the token is released or cancelled.
   /// - Parameters:
   ///   - delivery: Where `onChange` runs: on the main thread (default) or synchronously on the finishing thread.
   ///   - onChange: Called once per change, in order, with the model after it and the action that made it (see
@@ -402,8 +400,8 @@ struct StoreChange<Model: ModelType, Action: ActionType>: Sendable {
 /// `@unchecked Sendable`: every stored property is immutable except the weak reference, which the Swift runtime
 /// reads and zeroes atomically; the object is only loaded to test liveness and to keep it alive during a callback,
 /// never used, so its own (possibly non-`Sendable`) state is never touched from another thread. Nothing assigns
-/// `object` after `init`, so its reads skip the runtime's dynamic exclusivity checks (a third of a notification's
-/// cost); `weak let` would say the same, but needs Swift 6.2.
+/// `object` after `init`, so its reads skip the runtime's dynamic exclusivity checks (see proposal 0004); `weak let`
+/// would say the same, but needs Swift 6.2.
 @usableFromInline
 final class ObserverEntry<Model: ModelType, Action: ActionType>: @unchecked Sendable {
   @usableFromInline @exclusivity(unchecked) weak var object: AnyObject?

@@ -4,8 +4,8 @@ import Foundation
 /// store's model right after the change.
 ///
 /// A transaction has one record, or, for an operation that changed its store several times, one per change, in the
-/// order of the store's changes. The model is the value itself (models are value types), not an encoding: recording
-/// costs a copy. It is the model the change produced, taken in the same critical section as that change.
+/// order of the store's changes. The model is the value itself (models are value types), not an encoding. It is the
+/// model the change produced, taken in the same critical section as that change.
 public struct Record: Sendable, CustomStringConvertible {
   // A slot of a chunk rather than an object of its own: a recorder files its records into chunks of slots, so that
   // recording a transaction allocates nothing and dropping old records frees one object per chunk.
@@ -40,8 +40,8 @@ public struct Record: Sendable, CustomStringConvertible {
   public var wasCancelled: Bool { fields.wasCancelled }
   /// How long an operation's transaction took from its start to its record.
   ///
-  /// To the tick of the coarse clock its identifier reads (a few milliseconds on Linux): the wait for a response,
-  /// not the cost of a reduction. Zero for reductions in place, which take less than the tick.
+  /// To the tick of the coarse clock its identifier reads (a few milliseconds on Linux): it shows the wait for a
+  /// response, not how long a reduction took. Zero for reductions in place.
   public var duration: Duration { .nanoseconds(Int64(clamping: fields.elapsed)) }
 
   /// When the transaction began (``TransactionID/date``).

@@ -11,8 +11,7 @@ import Foundation
 /// ```
 ///
 /// Loading checks the whole file (the hash chain, and that the lines form a history a recorder writes) but decodes
-/// records only when they are needed, so that restoring the end of a long session decodes its last snapshot and
-/// the records after it.
+/// records only when they are needed.
 public struct Session: Sendable {
   /// The stores the file's header lists.
   public var storeIdentifiers: [String] { index.storeIdentifiers }
@@ -203,8 +202,7 @@ public struct Session: Sendable {
 
   // MARK: - Restore
 
-  /// Puts every store of the session at its models at the session's cursor: no reducer runs, so no side effect
-  /// repeats, and with a snapshot near the end only the records after it are decoded.
+  /// Puts every store of the session at its models at the session's cursor: no reducer runs, so no side effect repeats.
   ///
   /// Observers hear each restored model with ``ChangeOrigin/restore``. Stores the session has no model for keep
   /// theirs, and so do the stores whose models the recorder's ``SessionPrivacy`` redacted (a redacted model is not
@@ -266,7 +264,7 @@ public struct Session: Sendable {
   /// at once, without running) and matched to the session's records of them, which are replayed in their turn.
   /// - Parameters:
   ///   - dispatcher: The dispatcher to replay into.
-  ///   - mode: How each action is dispatched; `.sync` by default, the fastest.
+  ///   - mode: How each action is dispatched; `.sync` by default.
   /// - Throws: ``ReplayError`` at the first divergence, naming the dispatch, the store, the action and the fields
   ///   that differ; ``ReplayError/interleavedChanges(index:dispatchID:storeIdentifier:action:otherIndex:)`` for an
   ///   operation whose changes interleaved with another transaction's, which re-running cannot reproduce.
@@ -542,8 +540,8 @@ public struct Session: Sendable {
   }
 
   /// Writes the session to `url` with the history before record `position` folded into a snapshot: the models at
-  /// that point, then the records from `position` on, so the file is shorter and restores as fast, and undo still
-  /// reaches back to the snapshot.
+  /// that point, then the records from `position` on, so the file is shorter and undo still reaches back to the
+  /// snapshot.
   ///
   /// ```swift
   /// let session = try Session.load(from: url, codecs: codecs)

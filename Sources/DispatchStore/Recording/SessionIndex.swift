@@ -51,7 +51,7 @@ struct SessionIndex: Sendable {
   var outcomeLines: [Line] = []
   /// The stores whose values a recorder's privacy settings redacted in some line (`"p"`), and what it redacted.
   var redactions: [String: RedactionMark] = [:]
-  /// A version 1 file's history, decoded when it was read (version 1 has no cheap structure to index).
+  /// A version 1 file's history, decoded when it was read (a version 1 file can only be read by decoding it).
   var decodedRecords: [Record]?
   /// What the inspector shows besides the kept history; `nil` unless read for the inspector.
   var inspection: Inspection?

@@ -8,8 +8,7 @@ import Synchronization
 /// each is one `write`, so that after a crash the file holds a valid prefix of the session.
 public enum SessionDurability: Sendable, Hashable {
   /// Each record is written and synced (`fsync`) before its dispatch completes: a dispatch that completed is on disk,
-  /// and a crash loses none of them. The dispatching thread waits for the writer, so each recorded transaction
-  /// costs a sync.
+  /// and a crash loses none of them. The dispatching thread waits for the writer's sync.
   case eachRecord
   /// The writer writes lines in batches: once many are waiting, at least every few tens of milliseconds, on
   /// ``RecorderMiddleware/flush()``, when the recorder is released, and when the process exits normally.

@@ -242,11 +242,11 @@ enum SpecialisedOutcome {
 /// Calls the dispatch methods of stores of one model and action type, given the store as `AnyObject`.
 ///
 /// Dispatch code is not generic, so it must reach stores through something type-erased. An existential
-/// (`any P`) read out of an array is copied, which retains and releases the store: four atomic operations per
-/// store and dispatch in a wait chain. A class reference can instead be borrowed through `Unmanaged`, so the
-/// registry keeps each store as an `AnyObject` beside the kind of its type (a ``StoreEntry``), and calls it through
-/// the kind. There is one kind per model and action type, made on first registration and kept for the life of the
-/// process, like type metadata: entries refer to it without retaining it.
+/// (`any P`) read out of an array is copied, which retains and releases the store (see proposal 0006). A class
+/// reference can instead be borrowed through `Unmanaged`, so the registry keeps each store as an `AnyObject` beside
+/// the kind of its type (a ``StoreEntry``), and calls it through the kind. There is one kind per model and action
+/// type, made on first registration and kept for the life of the process, like type metadata: entries refer to it
+/// without retaining it.
 ///
 /// `@unchecked Sendable`: immutable (the subclass adds no state).
 class StoreKind: @unchecked Sendable {

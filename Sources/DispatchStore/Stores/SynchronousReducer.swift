@@ -14,8 +14,7 @@
 ///
 /// A dispatch calls ``reduce(_:into:)`` directly, under the store's lock, like an operation calling
 /// ``Store/updateModel(_:)``; everything else is as for any reducer: wait lists, observers, middleware, recording.
-/// Nothing is allocated for the transaction, which makes a `.sync` dispatch to one store about half as costly as one
-/// through an ``ActionOperation``. For work that finishes later, subclass ``Reducer`` and return operations.
+/// For work that finishes later, subclass ``Reducer`` and return operations.
 ///
 /// Every call of `reduce(_:into:)` counts as a change of the model, as every ``Store/updateModel(_:)`` does:
 /// observers hear about it even if nothing changed, with the model this call produced. Override

@@ -25,8 +25,7 @@ import Synchronization
 /// ```
 ///
 /// After running the work it was given, the thread keeps polling for more for a short while (``idlePolling``)
-/// before it goes back to its run loop to sleep. Work scheduled meanwhile starts within a microsecond or so,
-/// instead of waiting for the kernel to wake a sleeping thread, which takes about 25 µs on a virtual machine.
+/// before it goes back to its run loop to sleep: work scheduled meanwhile runs without waiting for it to wake.
 ///
 /// The thread ends when ``stop()`` is called or the object is released, once the work scheduled before has run;
 /// ``shared`` lives as long as the process.
@@ -47,8 +46,8 @@ public final class MainRunLoopThread: Sendable {
   /// Creates a new run-loop thread; it starts on first use.
   /// - Parameters:
   ///   - name: The thread's name, as shown by debuggers.
-  ///   - idlePolling: How long the thread keeps polling for more work once it ran out, before it sleeps. Polling
-  ///     costs CPU time, at most this much per burst of work; `.zero` makes the thread sleep at once.
+  ///   - idlePolling: How long the thread keeps polling for more work once it ran out, awake on its core, before
+  ///     it sleeps. `.zero` makes the thread sleep at once.
   public init(name: String, idlePolling: Duration = .microseconds(50)) {
     self.name = name
     self.idlePolling = idlePolling
@@ -263,8 +262,7 @@ final class RunLoopThreadCore: Sendable {
 
   /// Runs a drain on the loop's thread: a block for its next pass, and a wake-up so that the pass happens now.
   ///
-  /// Faster than adding a zero-interval `Timer` (which re-arms a timer fd from both threads): about half the
-  /// round-trip time on Linux, measured by the `MainRunLoopThread.schedule(roundTrip)` benchmark.
+  /// Not a zero-interval `Timer`, which re-arms a timer fd from both threads: proposal 0002 has the measurements.
   private func wake(_ runLoop: CFRunLoop) {
     CFRunLoopPerformBlock(runLoop, kCFRunLoopDefaultMode) { [self] in
       drain(runLoop: RunLoopReference(value: CFRunLoopGetCurrent()))

@@ -1,3 +1,4 @@
+import Dispatch
 import DispatchStore
 
 /// What the test dispatcher watches: the actions dispatched by the app's code while a test runs (held until the
@@ -5,6 +6,9 @@ import DispatchStore
 ///
 /// An interceptor, to hold follow-up actions before any store sees them, and a middleware, to know which
 /// transactions run.
+///
+/// A follow-up held longer than `holdLimit` is blocked, so that code awaiting it (a test awaiting a dispatch it made
+/// on the test dispatcher itself) ends with an error that names it; the test's `finish` reports it too.
 final class DispatchMonitor: Interceptor, Middleware {
   struct Held: Sendable {
     let action: any ActionType
@@ -23,6 +27,10 @@ final class DispatchMonitor: Interceptor, Middleware {
     /// Actions the test itself dispatches next: let through.
     var passing = 0
     var held: [Held] = []
+    /// Follow-ups blocked after being held longer than the limit, for `finish` to report.
+    var expired: [any ActionType] = []
+    /// The test's own dispatches that finished, until the test takes them.
+    var finishedDispatches: Set<TransactionID> = []
     var running: [TransactionID: Running] = [:]
     /// Transactions started since the last follow-up was released.
     var startedSinceRelease = 0
@@ -33,9 +41,11 @@ final class DispatchMonitor: Interceptor, Middleware {
   }
 
   let state: LockedValue<State>
+  let holdLimit: Duration
 
-  init(holding: Bool) {
+  init(holding: Bool, holdLimit: Duration) {
     state = LockedValue(State(holding: holding))
+    self.holdLimit = holdLimit
   }
 
   func intercept(_ action: any ActionType, dispatcher: Dispatcher) -> Interception {
@@ -53,7 +63,28 @@ final class DispatchMonitor: Interceptor, Middleware {
         return state.takeWaiters()
       }
       for waiter in waiters { waiter.resume(returning: false) }
+      // A time limit, on the system's clock: nothing else ends a wait for a follow-up the test never receives.
+      let (seconds, attoseconds) = holdLimit.components
+      let nanoseconds = Int(clamping: seconds) &* 1_000_000_000 &+ Int(attoseconds / 1_000_000_000)
+      DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [self] in
+        expire(decision, of: action)
+      }
     }
+  }
+
+  /// Blocks `decision` if its follow-up is still held.
+  private func expire(_ decision: InterceptionDecision, of action: any ActionType) {
+    let (expired, waiters) = state.withLock { state -> (Bool, [CheckedContinuation<Bool, Never>]) in
+      guard let index = state.held.firstIndex(where: { $0.decision === decision }) else { return (false, []) }
+      state.held.remove(at: index)
+      state.expired.append(action)
+      return (true, state.takeWaiters())
+    }
+    guard expired else { return }
+    decision.block(
+      reason: "\(action) was held as a follow-up for longer than the test dispatcher's time limit (\(holdLimit)) "
+        + "and never received: receive follow-ups with `receive`, and send the test's own actions with `send`")
+    for waiter in waiters { waiter.resume(returning: false) }
   }
 
   func willDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {
@@ -68,6 +99,15 @@ final class DispatchMonitor: Interceptor, Middleware {
     let waiters = state.withLock { state in
       state.running.removeValue(forKey: transaction.id)
       if !state.holding { state.finished.append(action) }
+      return state.takeWaiters()
+    }
+    for waiter in waiters { waiter.resume(returning: false) }
+  }
+
+  /// The test's own dispatch `id` finished.
+  func dispatchFinished(_ id: TransactionID) {
+    let waiters = state.withLock { state in
+      state.finishedDispatches.insert(id)
       return state.takeWaiters()
     }
     for waiter in waiters { waiter.resume(returning: false) }

@@ -1,8 +1,8 @@
 import DispatchStore
 import Testing
 
-/// The README's "Child stores and combined reducers" example, which CI compares with the README (between the
-/// markers), run with the types of `Support/Shop.swift`.
+/// The child-store and combined-reducer example the README carried until issue 26, run with the types of
+/// `Support/Shop.swift`.
 @Suite("README: child stores and combined reducers", .timeLimit(.minutes(1)))
 struct ReadmeCompositionTests {
   @Test func theReadmeExampleRunsAsWritten() async throws {
