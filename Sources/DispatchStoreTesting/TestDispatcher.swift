@@ -111,8 +111,10 @@ public final class TestDispatcher: Sendable {
     filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column
   ) async {
     let site = CallSite(fileID: fileID, filePath: filePath, line: line, column: column)
-    if case .failure(let error) = await dispatchAndWait(action, at: site) {
-      TestReporter.fail("Sending \(action) failed: \(error)", at: site)
+    switch await dispatchAndWait(action, at: site) {
+    case .success: break
+    case .failure(let error): TestReporter.fail("Sending \(action) failed: \(error)", at: site)
+    case nil: return  // Past the time limit: reported, with what still runs.
     }
     check(expectations, after: "sending \(action)", at: site)
   }
@@ -120,8 +122,8 @@ public final class TestDispatcher: Sendable {
   /// Dispatches `action` (`.async`), waits until every store finished it, and checks that it failed with
   /// `expectedError` and that no store changed.
   ///
-  /// The dispatch's error matches if a store's operation or reducer failed with `expectedError`
-  /// (``DispatchStore/DispatchError/operationsFailed(_:)``).
+  /// The dispatch's error matches if every store that failed (``DispatchStore/DispatchError/operationsFailed(_:)``)
+  /// failed with `expectedError`.
   /// - Parameters:
   ///   - action: The action a user or the app would dispatch.
   ///   - expectedError: The error a store's reducer or operation must fail with.
@@ -138,16 +140,15 @@ public final class TestDispatcher: Sendable {
         TestReporter.fail("Sending \(action) failed with \(error); expected \(expectedError).", at: site)
       }
     case nil:
-      break  // Reported.
+      return  // Past the time limit: reported, with what still runs.
     }
     check([], after: "sending \(action) (expected to fail)", at: site, everyStore: true)
   }
 
-  /// Whether `error` is `expected`, or holds it as a store's failure.
+  /// Whether every store's failure in `error` is `expected`.
   private static func error<Failure: Error & Equatable>(_ error: DispatchError, matches expected: Failure) -> Bool {
-    if let same = error as? Failure, same == expected { return true }
     guard case .operationsFailed(let failures) = error else { return false }
-    return failures.contains { ($0.error as? Failure) == expected }
+    return !failures.isEmpty && failures.allSatisfy { ($0.error as? Failure) == expected }
   }
 
   /// Dispatches `action` as the test's own, and waits until it finished, at most ``timeLimit``.
@@ -207,30 +208,38 @@ public final class TestDispatcher: Sendable {
   /// - Parameters:
   ///   - action: The follow-up expected next.
   ///   - expectations: How each store's model must change; in exhaustive tests, every store that changed.
-  ///   - timeout: With ``Exhaustivity/off``, how long to wait for the follow-up to finish before failing. (Exhaustive
-  ///     tests know when nothing more can come, and never wait for time.)
+  ///   - timeout: With ``Exhaustivity/off``, how long to wait for the follow-up to finish before failing;
+  ///     ``timeLimit`` if `nil`. (Exhaustive tests know when nothing more can come, and wait for time only as long
+  ///     as ``timeLimit``, for operations that do not finish.)
   public func receive<Action: ActionType & Equatable>(
-    _ action: Action, _ expectations: StoreExpectation..., timeout: Duration = .seconds(1), fileID: String = #fileID,
+    _ action: Action, _ expectations: StoreExpectation..., timeout: Duration? = nil, fileID: String = #fileID,
     filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column
   ) async {
     let site = CallSite(fileID: fileID, filePath: filePath, line: line, column: column)
     guard exhaustivity == .on else {
       // Follow-ups ran at once: wait for one equal to `action` to finish. Nothing announces that one never will, so
-      // this waits a bounded time, as a test does for an asynchronous effect.
-      let received = await monitor.wait(
-        until: { state in state.running.isEmpty && state.finished.contains { ($0 as? Action) == action } },
-        timeout: timeout)
-      guard received else {
-        TestReporter.fail("Expected to receive \(action) within \(timeout), but it did not finish.", at: site)
-        return
-      }
-      monitor.state.withLock { state in
-        if let index = state.finished.firstIndex(where: { ($0 as? Action) == action }) {
-          state.finished.remove(at: index)
+      // this waits a bounded time, as a test does for an asynchronous effect. The actions are compared after the
+      // monitor's lock, each time more have finished: `==` is the app's code.
+      let timeout = timeout ?? timeLimit
+      let deadline = ContinuousClock.now + timeout
+      var compared = 0
+      while true {
+        let remaining = deadline - ContinuousClock.now
+        let more = await monitor.wait(
+          until: { [compared] state in state.running.isEmpty && state.finished.count > compared },
+          timeout: max(remaining, .zero))
+        let finished = monitor.state.withLock { $0.finished }
+        if let index = finished.firstIndex(where: { ($0 as? Action) == action }) {
+          monitor.state.withLock { _ = $0.finished.remove(at: index) }  // Only `receive` removes: still there.
+          check(expectations, after: "receiving \(action)", at: site)
+          return
         }
+        guard more else {
+          TestReporter.fail("Expected to receive \(action) within \(timeout), but it did not finish.", at: site)
+          return
+        }
+        compared = finished.count
       }
-      check(expectations, after: "receiving \(action)", at: site)
-      return
     }
     // A follow-up may come from an operation still running, or from a dispatch not intercepted yet (a debounced
     // one the clock just started): wait for one, or for nothing left that could send one.
@@ -287,8 +296,9 @@ public final class TestDispatcher: Sendable {
   ) async {
     let site = CallSite(fileID: fileID, filePath: filePath, line: line, column: column)
     // Follow-ups of the last step may still be on their way to the monitor; an operation that never finishes is
-    // reported below, after a bounded wait.
-    _ = await monitor.wait(until: { [settled] state in settled(state) && state.running.isEmpty }, timeout: timeLimit)
+    // reported below, after a bounded wait, and so is a dispatch that neither runs nor waits for the clock.
+    let settledInTime = await monitor.wait(
+      until: { [settled] state in settled(state) && state.running.isEmpty }, timeout: timeLimit)
     let (held, expired, running) = monitor.state.withLock { state in
       defer {
         state.held = []
@@ -322,9 +332,17 @@ public final class TestDispatcher: Sendable {
           + "): advance the clock past them.",
         at: site)
     }
+    if !settledInTime, running.isEmpty {
+      TestReporter.fail(
+        "Dispatches were still unfinished at the end of the test, \(timeLimit) after its last step: neither running, "
+          + "held nor waiting for the test clock (queued behind work that does not end, or a handle never started).",
+        at: site)
+    }
     if exhaustivity == .on { check([], after: "the last assertion", at: site) }
-    // Released held decisions block their actions, so nothing waits for them.
-    withExtendedLifetime(held) {}
+    // The held follow-ups end now, with the test, rather than when their time limit would have.
+    for follow in held {
+      follow.decision.block(reason: "\(follow.action) was held as a follow-up and the test ended before receiving it")
+    }
   }
 
   /// Whether nothing runs that could still dispatch or change a store, apart from held follow-ups and work waiting

@@ -258,6 +258,24 @@ struct TestDispatcherTests {
     }
   }
 
+  @Test func finishEndsTheFollowUpsItReportsAsNotReceived() async throws {
+    let test = TestDispatcher()
+    try test.register(makeCounter())
+    let handle = test.dispatcher.start(CountAction.add(1))  // held: the test never receives it
+    await withKnownIssue {
+      await test.finish()
+    } matching: { issue in
+      mentions("Follow-up actions were dispatched and not received: add(1).")(issue)
+    }
+    // Ended by `finish`, not left waiting for the time limit.
+    await #expect {
+      try await handle.value
+    } throws: { error in
+      guard case DispatchError.blocked(_, let reason?) = error else { return false }
+      return reason.contains("add(1) was held as a follow-up and the test ended before receiving it")
+    }
+  }
+
   @Test func aSendThatNeverFinishesFailsWithinTheTimeLimitNamingTheStoreAndCancelsIt() async throws {
     let test = TestDispatcher(timeLimit: .milliseconds(200))
     let cancelled = AsyncStream.makeStream(of: Void.self)

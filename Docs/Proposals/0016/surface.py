@@ -7,7 +7,23 @@ import json, re, sys
 # Decisions: "keep", "rename: NEW", "remove: WHAT TO WRITE INSTEAD", "internal: why" (no longer public).
 R = [
 
- (r"^RecorderMiddleware\.Step", None, "remove: moves go by dispatch; `jump(to:)` reaches any record"),
+ (r"^ObserverDelivery", None, "remove: `observe(synchronously: true)`; on the main queue by default"),
+ (r"^TestDispatcher\.clock$", None, "internal: `advance(by:)` moves it"),
+ (r"^SynchronousReducer\.operation\(for:in:\)$", None, "internal: the dispatcher reduces a `SynchronousReducer` in place and never asks it for an operation"),
+ (r"^MainQueue\.runLoopThread\(_:\)$", None, "remove: `MainQueue.libraryThread` (one library thread; `idlePolling` was a cost knob)"),
+ (r"^SessionCodecs\.register\(storeIdentifier:model:action:\)$", r"Equatable", "remove: one `register`, which compares `Equatable` models with `==` (checked when registering)"),
+ (r"^ObservedModel\.subscript", r"Value: Equatable", "remove: one subscript of each kind, which compares `Equatable` values (checked at run time)"),
+ (r"^TransactionID\.date$", None, "remove: `rawValue` is nanoseconds since 1970"),
+
+ (r"^RecorderMiddleware\.Step", None, "keep: `undo(by: .record)` stops inside a dispatch"),
+ (r"^ReplayError$", None, "remove: folded into `SessionError` (one error for sessions: files, restore, verify, moves)"),
+ (r"^ReplayError\.(!=|==|description|localizedDescription)", None, "remove: with the type"),
+ (r"^ReplayError\.", None, "rename: a case of `SessionError`"),
+ (r"^ChildStore\.dispatchSync", None, "remove: `try await child.dispatch(_:)`, or the parent's `dispatchSync`"),
+ (r"^ModelType\.init\(\)$", None, "remove: stores are given their first model (`model:` has no default)"),
+ (r"^(Transaction|Record)\.wasCancelled$", None, "remove: `error as? DispatchError` is `.cancelled`"),
+ (r"^DispatchState\.result$", None, "remove: `if case .failed(let error) = state`"),
+
  (r"^Store\.dispatcher$", None, "remove: the app holds its dispatcher; an operation has `dispatcher`"),
  (r"^TestDispatcher\.exhaustivity$", None, "internal: passed to `init`"),
  (r"^TestDispatcher\.Exhaustivity", None, "remove: `TestDispatcher(exhaustive: false)`"),
@@ -20,19 +36,15 @@ R = [
  (r"^RecordedError\.init", None, "internal"),
  (r"^TestClock\.pendingCount$", None, "internal: `TestDispatcher.finish()` reports pending timers"),
  (r"^MainQueue\.default$", None, "remove: `Dispatcher()` picks it; choose `.libraryThread` or `.processMainThread` explicitly"),
- (r"^SessionInspector", None, "remove: `Session.writeInspectorPage(forSessionAt:to:divergence:)`"),
  (r"^LoggerMiddleware\.(Sink|standardError)$", None, "internal: the closure type is spelled in `init(sink:)`, whose default writes to standard error"),
 
  (r"^Record\.(dispatchID|transactionID|storeIdentifier|action|error|wasCancelled|duration)$", None, "remove: `record.transaction.…` (a record is its transaction, its index and its model)"),
- (r"^RecorderError", None, "remove: folded into `ReplayError` (`atStartOfHistory`, `atEndOfHistory`, `indexOutOfRange`, `storeUnavailable`)"),
+ (r"^RecorderError", None, "remove: folded into `SessionError` (`atStartOfHistory`, `atEndOfHistory`, `indexOutOfRange`, `storeUnavailable`)"),
  (r"^Dispatcher\.default$", None, "remove: make one `Dispatcher()` and pass it"),
  (r"^DispatchState\.isFinished$", None, "remove: `result != nil`"),
- (r"^Session\.(record\(at:\)|recordCount|firstIndex)$", None, "remove: `records` (`.count`, `.first?.index`)"),
  (r"^ChildStore\.(parent|scope)$", None, "internal"),
  (r"^DispatchHandle\.(mode|cancellationID|result)$", None, "remove: the caller chose them; `try await value` for the result"),
- (r"^Dispatcher\.cancelPending\(in:\)$", None, "remove: `cancelAll()`, or `cancel(id:)` with an id per lane's work"),
  (r"^DispatchOptions\.(cancellationID|cancelsInFlight|throttle|debounce)$", None, "internal: options are made whole by `init`"),
- (r"^Store\.observeOnMainActor", None, "remove: `observe(delivery: .mainThread)`; SwiftUI reads `observable()`"),
  # Dispatching
  (r"Dispatcher\.dispatch\(storeIdentifier:action:mode:\)$", r"async", "rename: `dispatch(action:to:mode:) async throws(DispatchError)`"),
  (r"Dispatcher\.dispatch\(storeIdentifier:action:mode:\)$", None, "rename: `dispatch(action:to:mode:)` (fire and forget; the design's call)"),
@@ -42,20 +54,14 @@ R = [
  (r"Dispatcher\.dispatchReporting", None, "remove: the handle's `dispatchedActions`"),
  (r"^DispatchReport", None, "remove: the handle's `dispatchedActions`"),
  (r"Dispatcher\.dispatchSync\(storeIdentifier:action:\)$", None, "rename: `dispatchSync(action:to:)`"),
- (r"Dispatcher\.prepare", None, "remove: `start(action:to:mode:options:)` with `DispatchOptions(after: [handles])`"),
  (r"Dispatcher\.start\(", None, "rename: `start(action:to:mode:options:)`"),
  (r"Dispatcher\.store\(with:\)$", None, "remove: `store(with:as:)`; middleware get `any AnyStore` already"),
- (r"Dispatcher\.storeIdentifiers$", None, "remove: the app registered its stores; `store(with:as:)` to look one up"),
  (r"Dispatcher\.clock$", None, "internal: passed to `init`, read by the library only"),
  (r"Dispatcher\.mainQueue$", None, "internal: passed to `init`; `drain()` and `waitUntilDrained()` stay on the dispatcher"),
  (r"Dispatcher\.unregister\(identifier:\)$", None, "rename: `unregister(storeIdentifier:)`"),
  # Handles
- (r"DispatchHandle\.depend\(on:\)$", None, "remove: `DispatchOptions(after:)` (dependencies are given at start, so no cycle can form)"),
- (r"DispatchHandle\.start\(\)$", None, "remove: handles start when made"),
- (r"DispatchHandle\.isCancelled$", None, "remove: `state == .cancelled`"),
+ (r"DispatchHandle\.isCancelled$", None, "remove: `if case .cancelled = state`"),
  (r"DispatchHandle\.states$", None, "remove: `observe(_:)`, or `await value`"),
- (r"DispatchError\.dependencyAfterStart", None, "remove: cannot happen once dependencies are given at start"),
- (r"DispatchError\.dependencyCycle", None, "remove: cannot happen once dependencies are given at start"),
  # Cancellation ids
  (r"^CancellationID", None, "remove: `cancellationID: some Hashable & Sendable` (`\"search\"`, an enum case)"),
  # Stores
@@ -85,7 +91,7 @@ R = [
  (r"^Record\.(timestamp|succeeded)$", None, "remove: `transactionID.date`, `error == nil`"),
  (r"^Transaction\.(isFinished|succeeded)$", None, "remove: `didDispatch` is the finished call; `error == nil`"),
  # Transaction ids
- (r"^TransactionID\.(\.\.\.|\.\.<|<|<=|>|>=)", None, "remove: `Comparable`; `date` orders them"),
+ (r"^TransactionID\.(\.\.\.|\.\.<|<|<=|>|>=)", None, "remove: `Comparable`; `rawValue` orders them"),
  (r"^TransactionID\.next\(\)$", None, "internal"),
  (r"^TransactionID\.init\(from:\)$", None, "remove: `Codable` (the session format encodes `rawValue`)"),
  (r"^TransactionID\.init\(rawValue:\)$", None, "internal"),
@@ -94,7 +100,7 @@ R = [
  # Interceptors
  (r"^InterceptionDecision", None, "remove: `.later { decide in decide(.proceed) }`, a closure"),
  # Main queue and threads
- (r"^MainRunLoopThread", None, "remove: `MainQueue.libraryThread` (`schedule`, `isCurrent`), `MainQueue.thread(named:idlePolling:)`"),
+ (r"^MainRunLoopThread", None, "remove: `MainQueue.libraryThread` (`schedule`, `isCurrent`)"),
  (r"^MainQueue\.runLoopThread\(_:\)$", None, "rename: `thread(named:idlePolling:)`"),
  (r"^MainQueue\.(drain\(\)|waitUntilDrained\(\))$", None, "remove: `Dispatcher.drain()`, `waitUntilDrained()`"),
  (r"^MainQueue\.drainPassLimit$", None, "internal: documented as a number"),
@@ -102,9 +108,7 @@ R = [
  # Recording
  (r"^RecorderMiddleware\.currentRecord$", None, "remove: `records.last { $0.index <= cursor }`"),
  (r"^RecorderMiddleware\.maxNumberOfRecords$", None, "internal: passed to `init`"),
- (r"^Session\.restore\(into:\)$", None, "remove: `recorder.resume(_:in:)` (restores, and undo works)"),
  (r"^Session\.(codecs|snapshotIndices|formatVersion)$", None, "internal"),
- (r"^SessionInspector\.page\(", None, "remove: `writePage(forSessionAt:to:divergence:)`"),
  (r"^CombinedReducer\.(reduce|waitList|parts)", None, "internal: `CombinedReducer` becomes a function returning a `SynchronousReducer`"),
  (r"^CombinedReducer$", None, "rename: `SynchronousReducer.combine(_:waitFor:)`"),
  (r"^CombinedReducer\.init", None, "remove: with the class"),
@@ -113,18 +117,18 @@ R = [
 ADDED = [
  ("DispatchHandle.dispatchedActions", "the actions that reached the stores after interceptors (replaces `dispatchReporting`)"),
  ("ActionOperation.model(of:as:)", "a waited-for store's model (was `OperationContext.model(of:as:)`)"),
- ("MainQueue.thread(named:idlePolling:)", "a library run-loop thread of one's own (was `MainRunLoopThread.init`)"),
  ("DispatchError.releasedWithoutFinishing(storeIdentifier:)", "was `ActionOperationError`"),
  ("DispatchError.waitTargetFailed(storeIdentifier:target:)", "point 3: a store whose wait target failed does not start"),
  ("DispatchError.reducerNotImplemented(storeIdentifier:)", "was `ReducerError`"),
  ("DispatchError.rolledBack(storeIdentifiers:)", "point 3: the all-or-nothing option"),
  ("RecordedError.effectKey", "was `RecordedEffectFailure.key`"),
  ("Record.transaction", "the record's transaction (its fields were repeated on `Record`)"),
- ("ReplayError: 4 cases from RecorderError", ""),
+ ("SessionError: 4 cases from RecorderError", ""),
  ("(a case moved)", ""),
  ("(a case moved)", ""),
  ("(a case moved)", ""),
- ("Session.writeInspectorPage(forSessionAt:to:divergence:)", "was `SessionInspector.writePage`"),
+ ("ActionOperation.model", "the operation's own store's model (was `OperationContext.model`)"),
+ ("TestDispatcher.timeLimit", "added after the inventory (point 4)"),
  ("WaitList", "`waitFor: [\"a\"]` or `.perAction { }`, for closure stores and reducers alike"),
  ("WaitList.init(arrayLiteral:)", ""),
  ("WaitList.perAction(_:)", ""),
@@ -145,6 +149,8 @@ for f in sys.argv[1:]:
         if x['accessLevel'] not in ('public','open'): continue
         path='.'.join(x['pathComponents'])
         sub=''.join(p['spelling'] for p in x['names'].get('subHeading',[]))
+        cons=[c['lhs']+': '+c['rhs'] for c in x.get('swiftGenerics',{}).get('constraints',[])]
+        if cons: sub += ' where ' + ', '.join(cons)
         syn='SYNTHESIZED' in x['identifier']['precise']
         kind='default' if x.get('location') is None and False else ''
         if path.startswith('Middleware.') and not x['kind']['identifier'].endswith('.protocol') and any(m.get('source')==x['identifier']['precise'] and m['kind']=='defaultImplementationOf' for m in d['relationships']): kind='default'

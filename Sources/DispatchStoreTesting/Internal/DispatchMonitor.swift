@@ -37,7 +37,7 @@ final class DispatchMonitor: Interceptor, Middleware {
     /// The actions of finished transactions not yet received, when follow-ups are not held.
     var finished: [any ActionType] = []
     /// Woken when a follow-up is held or a transaction ends.
-    var waiters: [CheckedContinuation<Bool, Never>] = []
+    var waiters: [CheckedContinuation<Bool?, Never>] = []
   }
 
   let state: LockedValue<State>
@@ -62,11 +62,11 @@ final class DispatchMonitor: Interceptor, Middleware {
         state.held.append(Held(action: action, decision: decision))
         return state.takeWaiters()
       }
-      for waiter in waiters { waiter.resume(returning: false) }
+      for waiter in waiters { waiter.resume(returning: nil) }
       // A time limit, on the system's clock: nothing else ends a wait for a follow-up the test never receives.
-      let (seconds, attoseconds) = holdLimit.components
-      let nanoseconds = Int(clamping: seconds) &* 1_000_000_000 &+ Int(attoseconds / 1_000_000_000)
-      DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [self] in
+      DispatchQueue.global().asyncAfter(deadline: .now() + Self.dispatchInterval(holdLimit)) {
+        [weak self, weak decision] in
+        guard let self, let decision else { return }
         expire(decision, of: action)
       }
     }
@@ -74,7 +74,7 @@ final class DispatchMonitor: Interceptor, Middleware {
 
   /// Blocks `decision` if its follow-up is still held.
   private func expire(_ decision: InterceptionDecision, of action: any ActionType) {
-    let (expired, waiters) = state.withLock { state -> (Bool, [CheckedContinuation<Bool, Never>]) in
+    let (expired, waiters) = state.withLock { state -> (Bool, [CheckedContinuation<Bool?, Never>]) in
       guard let index = state.held.firstIndex(where: { $0.decision === decision }) else { return (false, []) }
       state.held.remove(at: index)
       state.expired.append(action)
@@ -84,7 +84,7 @@ final class DispatchMonitor: Interceptor, Middleware {
     decision.block(
       reason: "\(action) was held as a follow-up for longer than the test dispatcher's time limit (\(holdLimit)) "
         + "and never received: receive follow-ups with `receive`, and send the test's own actions with `send`")
-    for waiter in waiters { waiter.resume(returning: false) }
+    for waiter in waiters { waiter.resume(returning: nil) }
   }
 
   func willDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {
@@ -101,7 +101,7 @@ final class DispatchMonitor: Interceptor, Middleware {
       if !state.holding { state.finished.append(action) }
       return state.takeWaiters()
     }
-    for waiter in waiters { waiter.resume(returning: false) }
+    for waiter in waiters { waiter.resume(returning: nil) }
   }
 
   /// The test's own dispatch `id` finished.
@@ -110,48 +110,51 @@ final class DispatchMonitor: Interceptor, Middleware {
       state.finishedDispatches.insert(id)
       return state.takeWaiters()
     }
-    for waiter in waiters { waiter.resume(returning: false) }
+    for waiter in waiters { waiter.resume(returning: nil) }
   }
 
   /// Wakes the waiters, so that they check their conditions again: a dispatch finished.
   func wake() {
     let waiters = state.withLock { $0.takeWaiters() }
-    for waiter in waiters { waiter.resume(returning: false) }
+    for waiter in waiters { waiter.resume(returning: nil) }
   }
 
-  /// Suspends until `condition` holds or `timeout` passed; returns whether it holds.
+  /// Suspends until `condition` holds (returns `true`) or `timeout` passed (returns `false`).
   ///
-  /// For what no event of the monitor announces: a timer task wakes the waiters when the time is up.
+  /// `condition` is checked now and after each event of the monitor (a held action, a transaction's start or end, a
+  /// finished dispatch), under the monitor's lock: it must call no code of the app's. A timer on the system's clock
+  /// wakes the waiters when the time is up, for what no event announces.
   func wait(until condition: @escaping @Sendable (State) -> Bool, timeout: Duration) async -> Bool {
     let deadline = ContinuousClock.now + timeout
-    let timer = Task { [self] in
-      try? await Task.sleep(until: deadline)
-      let waiters = state.withLock { $0.takeWaiters() }
-      for waiter in waiters { waiter.resume(returning: false) }
+    DispatchQueue.global().asyncAfter(deadline: .now() + Self.dispatchInterval(timeout)) { [weak self] in
+      self?.wake()
     }
-    defer { timer.cancel() }
-    await wait { state in condition(state) || ContinuousClock.now >= deadline }
-    return state.withLock { condition($0) }
+    while true {
+      let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Bool?, Never>) in
+        let decided = state.withLock { state -> Bool? in
+          if condition(state) { return true }
+          if ContinuousClock.now >= deadline { return false }
+          state.waiters.append(continuation)
+          return nil
+        }
+        if let decided { continuation.resume(returning: decided) }
+      }
+      if let outcome { return outcome }
+    }
   }
 
-  /// Suspends until `condition` holds, checked now and after each held action or finished transaction.
-  func wait(until condition: @escaping @Sendable (State) -> Bool) async {
-    while true {
-      let satisfied = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-        let now = state.withLock { state -> Bool in
-          if condition(state) { return true }
-          state.waiters.append(continuation)
-          return false
-        }
-        if now { continuation.resume(returning: true) }
-      }
-      if satisfied { return }
-    }
+  /// `duration` as a `DispatchTimeInterval`, clamped to what one holds.
+  static func dispatchInterval(_ duration: Duration) -> DispatchTimeInterval {
+    let (seconds, attoseconds) = duration.components
+    let limit = Int64(Int.max / 1_000_000_000 - 1)
+    guard seconds < limit else { return .never }
+    return .nanoseconds(Int(max(0, seconds)) * 1_000_000_000 + Int(max(0, attoseconds) / 1_000_000_000))
   }
 }
 
 extension DispatchMonitor.State {
-  mutating func takeWaiters() -> [CheckedContinuation<Bool, Never>] {
+  /// The waiters, resumed (with `nil`) by the caller after the lock, to check their conditions again.
+  mutating func takeWaiters() -> [CheckedContinuation<Bool?, Never>] {
     defer { waiters = [] }
     return waiters
   }
