@@ -53,7 +53,7 @@ func book() async {
     ("Choose Venice", BookingAction.selectCity("Venice")),
     ("Select Japan", BookingAction.selectCountry("Japan")),
     (
-      "Select Atlantis (unknown: the country store fails, the others still finish)",
+      "Select Atlantis (unknown: the country store fails; city and price, which wait for it, do not start)",
       BookingAction.selectCountry("Atlantis")
     ),
     ("Select Norway", BookingAction.selectCountry("Norway")),

@@ -123,7 +123,8 @@ public final class TestDispatcher: Sendable {
   /// `expectedError` and that no store changed.
   ///
   /// The dispatch's error matches if every store that failed (``DispatchStore/DispatchError/operationsFailed(_:)``)
-  /// failed with `expectedError`.
+  /// failed with `expectedError`, apart from stores that did not start because a store they wait for failed
+  /// (``DispatchStore/DispatchError/waitTargetFailed(storeIdentifier:waitsFor:)``).
   /// - Parameters:
   ///   - action: The action a user or the app would dispatch.
   ///   - expectedError: The error a store's reducer or operation must fail with.
@@ -145,10 +146,15 @@ public final class TestDispatcher: Sendable {
     check([], after: "sending \(action) (expected to fail)", at: site, everyStore: true)
   }
 
-  /// Whether every store's failure in `error` is `expected`.
+  /// Whether a store failed with `expected` in `error`, and every other store that failed did not start because a
+  /// store it waits for failed.
   private static func error<Failure: Error & Equatable>(_ error: DispatchError, matches expected: Failure) -> Bool {
     guard case .operationsFailed(let failures) = error else { return false }
-    return !failures.isEmpty && failures.allSatisfy { ($0.error as? Failure) == expected }
+    let causes = failures.filter { failure in
+      guard case .waitTargetFailed = failure.error as? DispatchError else { return true }
+      return false
+    }
+    return !causes.isEmpty && causes.allSatisfy { ($0.error as? Failure) == expected }
   }
 
   /// Dispatches `action` as the test's own, and waits until it finished, at most ``timeLimit``.

@@ -14,6 +14,9 @@ public enum DispatchError: Error, Sendable, CustomStringConvertible {
   case waitCycle([String])
   /// A store's wait list names an identifier no registered store has.
   case unknownWaitTarget(storeIdentifier: String, waitsFor: String)
+  /// A store did not start: a store it waits for failed in the same dispatch (or did not start itself, for this
+  /// reason). Reported among ``operationsFailed(_:)``, with the failure of the store waited for.
+  case waitTargetFailed(storeIdentifier: String, waitsFor: String)
   /// A `.sync` dispatch was issued from inside an operation running on the same dispatcher.
   case reentrantSynchronousDispatch(actionType: String)
   /// One or more operations failed; every other store of the dispatch still completed.
@@ -64,6 +67,8 @@ public enum DispatchError: Error, Sendable, CustomStringConvertible {
       return "The stores wait for each other in a cycle: \(cycle.joined(separator: " -> "))."
     case .unknownWaitTarget(let storeIdentifier, let waitsFor):
       return "Store \"\(storeIdentifier)\" waits for \"\(waitsFor)\", but no store has that identifier."
+    case .waitTargetFailed(let storeIdentifier, let waitsFor):
+      return "Store \"\(storeIdentifier)\" did not start: store \"\(waitsFor)\", which it waits for, failed."
     case .reentrantSynchronousDispatch(let actionType):
       return "A .sync dispatch of \(actionType) was issued from inside a running operation of the same dispatcher; "
         + "use .async, .serial or .mainThread to dispatch from an operation."

@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 
 // Running a prepared dispatch: `SingleStoreDispatch` for one store that waits for nobody (most dispatches), and
 // `DispatchRun` for the rest. Both take the same per-store step (`StoreTransaction`).
@@ -220,6 +221,9 @@ final class DispatchRun: OperationCompletionHandler {
   nonisolated(unsafe) private var handoff: Int?
   /// The identifier every transaction of the run shares (``Transaction/dispatchID``), when middleware watches it.
   private let dispatchID: TransactionID?
+  /// Set, under the state's lock, once a store failed: from then on a node is checked for a failed wait target
+  /// before it starts (``DispatchStateMachine/failedTarget(of:)``).
+  private let storeFailed = Atomic<Bool>(false)
 
   /// Makes the run of `plan`; `onComplete` hears its result (with none, call ``waitForResult()``).
   init(plan: consuming Plan, onComplete: (@Sendable (Result<Void, DispatchError>) -> Void)?) {
@@ -355,6 +359,10 @@ final class DispatchRun: OperationCompletionHandler {
     if skips(store, kind: kind) {
       return .finished(handedOff: alone.storeFinishedAlone(index, failure: nil))
     }
+    if let target = alone.failedTarget(of: index) {
+      let failure = waitTargetFailure(index, of: store, kind: kind, target: target)
+      return .finished(handedOff: alone.storeFinishedAlone(index, failure: failure))
+    }
     var recording: RecordingContext?
     if !plan.middleware.isEmpty {
       let watch = begin(index, of: store, kind: kind, context: context)
@@ -365,6 +373,7 @@ final class DispatchRun: OperationCompletionHandler {
     let outcome = handle(index, of: store, kind: kind, context: context, recording: recording) {
       // Back behind the lock before anyone else can reach the run: its completion may come at once.
       alone.sharedByStarter(me)
+      if !alone.failures.isEmpty { storeFailed.store(true, ordering: .relaxed) }
       let published = alone
       state.withLock { $0 = published }
     }
@@ -384,6 +393,11 @@ final class DispatchRun: OperationCompletionHandler {
     if skips(store, kind: kind) {
       return afterOperationFinished(index, of: store, kind: kind, error: nil, onStartingThread: true, skipped: true)
     }
+    if storeFailed.load(ordering: .relaxed), let target = state.withLock({ $0.failedTarget(of: index) }) {
+      return afterOperationFinished(
+        index, of: store, kind: kind, error: nil, onStartingThread: true, skipped: true,
+        failure: waitTargetFailure(index, of: store, kind: kind, target: target))
+    }
     var recording: RecordingContext?
     if !plan.middleware.isEmpty {
       let watch = begin(index, of: store, kind: kind, context: context)
@@ -397,6 +411,18 @@ final class DispatchRun: OperationCompletionHandler {
     case .failed(let error):
       afterOperationFinished(index, of: store, kind: kind, error: error, onStartingThread: true)
     }
+  }
+
+  /// The failure of the store of node `index`, which does not start: node `target`, which it waits for, failed.
+  ///
+  /// It has no transaction: middleware never saw it begin. Out of line, off the path where nothing fails.
+  @inline(never)
+  private func waitTargetFailure(_ index: Int, of store: AnyObject, kind: StoreKind, target: Int) -> OperationFailure {
+    let identifier = kind.identifier(of: store)
+    let waitsFor = plan.targets.withEntry(at: target) { kind, store in kind.identifier(of: store) }
+    return OperationFailure(
+      storeIdentifier: identifier, transactionID: dispatchID ?? plan.handle?.id ?? TransactionID.next(),
+      error: DispatchError.waitTargetFailed(storeIdentifier: identifier, waitsFor: waitsFor))
   }
 
   /// Whether `store` does not start in this dispatch: the dispatch was cancelled, or the store was removed from the
@@ -481,9 +507,9 @@ final class DispatchRun: OperationCompletionHandler {
   /// `onStartingThread`: called by the thread that is starting nodes, right after this node's start returned.
   private func afterOperationFinished(
     _ index: Int, of store: AnyObject, kind: StoreKind, error: (any Error)?, onStartingThread: Bool,
-    skipped: Bool = false
+    skipped: Bool = false, failure skippedFailure: OperationFailure? = nil
   ) {
-    var failure: OperationFailure?
+    var failure = skippedFailure
     if !skipped {
       let watch = plan.middleware.isEmpty ? nil : state.withLock { $0.watch(of: index) }
       failure = end(
@@ -491,6 +517,7 @@ final class DispatchRun: OperationCompletionHandler {
     }
     let me = onStartingThread ? nil : ThreadContext.withCurrent { ObjectIdentifier($0) }
     let after = state.withLock { state in
+      if failure != nil { storeFailed.store(true, ordering: .relaxed) }
       // `handoff` is only touched by the starter, and here for it, under this lock.
       let after = state.storeFinished(index, failure: failure, on: me, mayHandOff: handoff == nil)
       if let handedOff = after.handedOff { handoff = handedOff }

@@ -17,6 +17,11 @@ struct DispatchStateMachine: Sendable {
   var graph: WaitGraph?
   var unfinished: Int
   var failures: [(node: Int, failure: OperationFailure)] = []
+  /// The nodes that must not start, each with the node it waits for that failed.
+  ///
+  /// A node that did not start for this reason counts as failed for the nodes waiting for it. Empty, and not
+  /// allocated, while nothing failed.
+  var failedTargets: [Int: Int] = [:]
   /// Nodes ready to start, taken by the starter in order; this keeps long wait chains off the stack.
   var ready = ReadyQueue()
   /// The thread starting nodes, by its ``ThreadContext``; `nil` when none is.
@@ -138,7 +143,26 @@ struct DispatchStateMachine: Sendable {
     return .wait(semaphore)
   }
 
+  /// The node that `index` waits for and that failed, if one did: `index` then does not start.
+  @inline(__always)
+  func failedTarget(of index: Int) -> Int? {
+    failedTargets.isEmpty ? nil : failedTargets[index]
+  }
+
   // MARK: - Counting down
+
+  /// Node `index` failed: its failure is kept for the result, and the nodes waiting for it do not start (each
+  /// finishes, when its turn comes, with this one named).
+  ///
+  /// Out of line: the path where nothing fails stays small enough to inline.
+  @inline(never)
+  private mutating func failed(_ index: Int, with failure: OperationFailure) {
+    failures.append((index, failure))
+    guard let graph else { return }
+    for dependent in graph.dependents(of: index) where failedTargets[dependent] == nil {
+      failedTargets[dependent] = index
+    }
+  }
 
   /// Counts node `index` as finished, with its failure if it failed; sets the result once every node finished.
   ///
@@ -148,7 +172,7 @@ struct DispatchStateMachine: Sendable {
   private mutating func finish(
     _ index: Int, failure: OperationFailure?, takeFirstReady: Bool
   ) -> (handedOff: Int?, madeReady: Bool, completed: Bool) {
-    if let failure { failures.append((index, failure)) }
+    if let failure { failed(index, with: failure) }
     let (handedOff, madeReady) = graph?.nodeFinished(index, into: &ready, takeFirst: takeFirstReady) ?? (nil, false)
     unfinished -= 1
     guard unfinished == 0 else { return (handedOff, madeReady, false) }

@@ -198,20 +198,60 @@ struct WaitForTests {
     #expect(store.model.count == 0)
   }
 
-  @Test func failedStoreStillReleasesTheStoresWaitingForIt() throws {
-    let dispatcher = Dispatcher()
-    let failing = Store(identifier: "failing", model: Counter(), reducer: FailingReducer())
-    let dependent = makeCounterStore("dependent", waits: { _ in ["failing"] })
-    try dispatcher.register(store: failing)
-    try dispatcher.register(store: dependent)
+  /// A store that refuses every action: at once, or later on another thread.
+  final class RefusingReducer: Reducer<Counter, CounterAction>, @unchecked Sendable {
+    struct Refused: Error, Equatable {}
+    let later: Bool
+    init(later: Bool) { self.later = later }
 
-    let error = dispatchSync(dispatcher, CounterAction.increase(1)).dispatchError
+    override func operation(
+      for action: CounterAction, in store: Store<Counter, CounterAction>
+    ) -> ActionOperation<Counter, CounterAction> {
+      ActionOperation(action: action, store: store) { [later] operation, _, _ in
+        guard later else { return operation.finish(throwing: Refused()) }
+        DispatchQueue.global().async { operation.finish(throwing: Refused()) }
+      }
+    }
+  }
+
+  /// Stores waiting for one that failed do not start, and each fails naming the store it waited for; a store that
+  /// waits for none of them runs (issue 26, point 3).
+  @Test(arguments: Dispatcher.Mode.allCases, [false, true])
+  func storesWaitingForOneThatFailedDoNotStartAndFailNamingIt(mode: Dispatcher.Mode, later: Bool) async throws {
+    let dispatcher = Dispatcher()
+    let refusing = Store(identifier: "a", model: Counter(), reducer: RefusingReducer(later: later))
+    let second = CounterReducer(waits: { _ in ["a"] })
+    let third = CounterReducer(waits: { _ in ["b"] })
+    let b = Store(identifier: "b", model: Counter(), reducer: second)
+    let c = Store(identifier: "c", model: Counter(), reducer: third)
+    let independent = makeCounterStore("d")
+    for store in [c, b, independent] { try dispatcher.register(store: store) }
+    try dispatcher.register(store: refusing)
+
+    let error: DispatchError?
+    do {
+      try await dispatcher.dispatch(action: CounterAction.increase(1), mode: mode)
+      error = nil
+    } catch let failed {
+      error = failed
+    }
     guard case .operationsFailed(let failures) = error else {
       Issue.record("expected operationsFailed, got \(String(describing: error))")
       return
     }
-    #expect(failures.map(\.storeIdentifier) == ["failing"])
-    #expect(dependent.model.count == 1)
+    let byStore = Dictionary(uniqueKeysWithValues: failures.map { ($0.storeIdentifier, $0.error) })
+    #expect(byStore.keys.sorted() == ["a", "b", "c"])
+    #expect(byStore["a"] is RefusingReducer.Refused)
+    #expect(
+      "\(byStore["b"].map { "\($0)" } ?? "")"
+        == "\(DispatchError.waitTargetFailed(storeIdentifier: "b", waitsFor: "a"))")
+    #expect(
+      "\(byStore["c"].map { "\($0)" } ?? "")"
+        == "\(DispatchError.waitTargetFailed(storeIdentifier: "c", waitsFor: "b"))")
+    // Their reducers were never asked; the store that waits for nobody ran.
+    #expect(second.asked.withLock { $0 }.isEmpty)
+    #expect(third.asked.withLock { $0 }.isEmpty)
+    #expect([b.model.count, c.model.count, independent.model.count] == [0, 0, 1])
   }
 
   // MARK: - The wait graph kept between dispatches

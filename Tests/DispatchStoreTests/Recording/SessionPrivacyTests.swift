@@ -199,10 +199,11 @@ struct SessionPrivacyTests {
     do {
       let first = try PrivateApp(privacy: privacy)
       try first.record(to: file)
-      // Unregistered, the recorder is held by no thread of the library, so releasing it closes the file and lets go
-      // of its lock here. (Released with its dispatcher only, a thread's kept middleware list could hold it a while
-      // longer: the second recorder then found the file in use, once in CI and once in eight local runs.)
-      first.dispatcher.unregister(middleware: first.recorder)
+      // The first run lets go of the file as a process that ends would: attaching elsewhere closes it, and its lock,
+      // at once. (Released instead, the recorder can outlive this block while its last operation's task ends: the
+      // second recorder then found the file in use, once in CI and twice in nine local runs.)
+      let scratch = TemporaryFile()
+      try first.recorder.attach(appendingTo: scratch.url, codecs: PrivateApp.codecs())
     }
     // Resumed, then appended to: the header, which does not name the keychain, is the one the recorder expects.
     let second = try PrivateApp(privacy: privacy)
