@@ -152,6 +152,10 @@ extension DispatchRun {
         // The same as above with the store's own action. Written twice on purpose: a local function taking the
         // action made the common case above slower.
         guard let mapped = store.withKind({ $0.storeAction(for: action, in: $1) }) else {
+          // The store maps the action's type, and its mapping declined this action: no store handles it.
+          if store.withKind({ $0.mappedActionTypes(of: $1) }).contains(actionType) {
+            throw .noRespondingStore(actionType: String(reflecting: type(of: action)))
+          }
           throw .actionTypeMismatch(
             storeIdentifier: storeIdentifier ?? store.identifier,
             expected: String(reflecting: store.anyStore.actionType), dispatched: String(reflecting: type(of: action)))
@@ -170,15 +174,25 @@ extension DispatchRun {
       }
       targets = [store]
     case .several(let stores, let graph, let generation):
-      targets = stores
-      cached = (graph, generation)
       // User code (the stores' mappings), outside the lock; nothing is made unless a store maps the action.
+      var declined: [Int] = []
       stores.withUnsafeBufferPointer { stores in
         for index in stores.indices where stores[index].actionType != actionType {
           let mapped = stores.withEntry(at: index) { $0.storeAction(for: action, in: $1) }
           if actions == nil { actions = Array(repeating: action, count: stores.count) }
-          actions?[index] = mapped ?? action
+          if let mapped { actions?[index] = mapped } else { declined.append(index) }
         }
+      }
+      if declined.isEmpty {
+        targets = stores
+        cached = (graph, generation)
+      } else {
+        // Stores whose mapping declined the action take no part: without them the route's kept graph does not
+        // apply, and the graph is made for this dispatch.
+        let kept = stores.indices.filter { !declined.contains($0) }
+        guard !kept.isEmpty else { throw .noRespondingStore(actionType: String(reflecting: type(of: action))) }
+        targets = kept.map { stores[$0] }
+        actions = actions.map { actions in kept.map { actions[$0] } }
       }
     case .none:
       if let storeIdentifier { throw .unknownStore(identifier: storeIdentifier) }

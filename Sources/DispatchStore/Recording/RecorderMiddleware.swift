@@ -566,16 +566,18 @@ final class RecorderStorage: SessionLineSource {
     state = LockedValue(RecorderState(bound: bound))
   }
 
-  func takeLines() -> [SessionFormat.Line] {
+  func takeLines(for writer: ObjectIdentifier) -> [SessionFormat.Line] {
     state.withLock { state in
+      // A replaced writer's last lines were handed to it when it was replaced; the outbox is the new one's.
+      guard state.writer?.identity == writer else { return [] }
       var lines: [SessionFormat.Line] = []
       swap(&lines, &state.outbox)
       return lines
     }
   }
 
-  var hasLines: Bool {
-    state.withLock { !$0.outbox.isEmpty }
+  func hasLines(for writer: ObjectIdentifier) -> Bool {
+    state.withLock { $0.writer?.identity == writer && !$0.outbox.isEmpty }
   }
 
   /// Returns once everything queued before the call is written (``RecorderMiddleware/flush()``).

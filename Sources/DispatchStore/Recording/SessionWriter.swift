@@ -18,9 +18,13 @@ public enum SessionDurability: Sendable, Hashable {
 /// Where a writer takes its lines from: the recorder, which queues them under its own lock.
 protocol SessionLineSource: AnyObject, Sendable {
   /// Takes the lines queued so far, in order.
-  func takeLines() -> [SessionFormat.Line]
+  ///
+  /// Only for the writer the source currently writes to (`writer`, ``SessionWriter/identity``): a writer the
+  /// recorder replaced (``RecorderMiddleware/attach(appendingTo:codecs:durability:)``) gets nothing more, so that the
+  /// lines queued for the new file never reach the old one.
+  func takeLines(for writer: ObjectIdentifier) -> [SessionFormat.Line]
   /// Whether lines are queued.
-  var hasLines: Bool { get }
+  func hasLines(for writer: ObjectIdentifier) -> Bool
   /// Waits until the lines queued so far are written (at exit).
   func flush()
 }
@@ -107,6 +111,9 @@ final class SessionWriter: Sendable {
       throw .io(path: url.path, reason: error.localizedDescription)
     }
   }
+
+  /// Which writer this is, for the source to give lines to the current one only.
+  var identity: ObjectIdentifier { ObjectIdentifier(loop) }
 
   /// Starts the writer thread, which takes lines from `source` (held weakly) until it is released.
   func start(taking source: any SessionLineSource) {
@@ -229,7 +236,7 @@ private final class WriterLoop: @unchecked Sendable {
 
   private func run() {
     while true {
-      var lines = source?.takeLines() ?? []
+      var lines = source?.takeLines(for: ObjectIdentifier(self)) ?? []
       let closing = state.withLock { state -> Bool in
         lines.append(contentsOf: state.pushed)
         state.pushed.removeAll()
@@ -262,7 +269,9 @@ private final class WriterLoop: @unchecked Sendable {
       sleeping.store(true, ordering: .relaxed)
       // A line queued before the recorder could see the flag is found here: the recorder reads the flag under its
       // lock, which this check takes after setting it.
-      if source?.hasLines == true || state.withLock({ !$0.pushed.isEmpty || $0.closing }) {
+      if source?.hasLines(for: ObjectIdentifier(self)) == true
+        || state.withLock({ !$0.pushed.isEmpty || $0.closing })
+      {
         sleeping.store(false, ordering: .relaxed)
         continue
       }

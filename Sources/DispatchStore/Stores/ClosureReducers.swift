@@ -6,16 +6,23 @@
 final class ClosureReducer<Model: ModelType, Action: ActionType>: SynchronousReducer<Model, Action>,
   @unchecked Sendable
 {
-  @usableFromInline let waits: [String]
+  @usableFromInline let waits: WaitList<Action>
+  @usableFromInline let mappings: [ActionMapping<Action>]
   @usableFromInline let body: @Sendable (Action, inout Model) throws -> Void
 
   @usableFromInline
-  init(waitFor waits: [String], body: @escaping @Sendable (Action, inout Model) throws -> Void) {
+  init(
+    waitFor waits: WaitList<Action>, also mappings: [ActionMapping<Action>],
+    body: @escaping @Sendable (Action, inout Model) throws -> Void
+  ) {
     self.waits = waits
+    self.mappings = mappings
     self.body = body
   }
 
-  @usableFromInline override func waitList(for action: Action) -> [String] { waits }
+  @usableFromInline override func waitList(for action: Action) -> [String] { waits.identifiers(action) }
+
+  @usableFromInline override var additionalActions: [ActionMapping<Action>] { mappings }
 
   @usableFromInline override func reduce(_ action: Action, into model: inout Model) throws {
     try body(action, &model)
@@ -27,18 +34,23 @@ final class ClosureReducer<Model: ModelType, Action: ActionType>: SynchronousRed
 final class ClosureOperationReducer<Model: ModelType, Action: ActionType>: Reducer<Model, Action>,
   @unchecked Sendable
 {
-  @usableFromInline let waits: [String]
+  @usableFromInline let waits: WaitList<Action>
+  @usableFromInline let mappings: [ActionMapping<Action>]
   @usableFromInline let body: @Sendable (Action, OperationContext<Model, Action>) async throws -> Void
 
   @usableFromInline
   init(
-    waitFor waits: [String], body: @escaping @Sendable (Action, OperationContext<Model, Action>) async throws -> Void
+    waitFor waits: WaitList<Action>, also mappings: [ActionMapping<Action>],
+    body: @escaping @Sendable (Action, OperationContext<Model, Action>) async throws -> Void
   ) {
     self.waits = waits
+    self.mappings = mappings
     self.body = body
   }
 
-  @usableFromInline override func waitList(for action: Action) -> [String] { waits }
+  @usableFromInline override func waitList(for action: Action) -> [String] { waits.identifiers(action) }
+
+  @usableFromInline override var additionalActions: [ActionMapping<Action>] { mappings }
 
   @usableFromInline override func operation(
     for action: Action, in store: Store<Model, Action>

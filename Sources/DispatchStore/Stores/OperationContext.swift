@@ -1,4 +1,4 @@
-/// What an operation written as a closure (``Store/init(identifier:model:waitFor:operation:)``) works with: its
+/// What an operation written as a closure (``Store/init(identifier:model:waitFor:also:operation:)``) works with: its
 /// action, the store's model, changes, follow-up dispatches, and the models of other stores.
 ///
 /// ```swift

@@ -18,7 +18,7 @@
 ///
 /// When handling an action is always an immediate change of the model, subclass ``SynchronousReducer`` instead: it
 /// changes the model directly, with no operation. A small store needs no subclass at all: see
-/// ``Store/init(identifier:model:waitFor:reduce:)`` and ``Store/init(identifier:model:waitFor:operation:)``.
+/// ``Store/init(identifier:model:waitFor:also:reduce:)`` and ``Store/init(identifier:model:waitFor:also:operation:)``.
 ///
 /// Swift asks every subclass of a `Sendable` class to restate the conformance, hence `@unchecked Sendable` in each
 /// subclass.

@@ -13,7 +13,10 @@ extension Store {
   /// - Parameters:
   ///   - identifier: A name unique within the dispatcher the store is registered with.
   ///   - model: The initial model.
-  ///   - waitFor: The stores that must finish each action before this one handles it (Flux `waitFor`).
+  ///   - waitFor: The stores that must finish each action before this one handles it (Flux `waitFor`): a list, or
+  ///     ``WaitList/perAction(_:)``.
+  ///   - also: Actions of other types the store handles as its own (app-wide actions), as
+  ///     ``Reducer/additionalActions``.
   ///   - reduce: Changes the model for an action, as ``SynchronousReducer/reduce(_:into:)`` does; what it throws
   ///     fails the transaction, keeping the changes made before.
   ///
@@ -21,10 +24,11 @@ extension Store {
   /// > this store from inside it.
   @inlinable
   public convenience init(
-    identifier: String, model: Model = Model(), waitFor: [String] = [],
+    identifier: String, model: Model = Model(), waitFor: WaitList<Action> = [], also: [ActionMapping<Action>] = [],
     reduce: @escaping @Sendable (Action, inout Model) throws -> Void
   ) {
-    self.init(identifier: identifier, model: model, reducer: ClosureReducer(waitFor: waitFor, body: reduce))
+    self.init(
+      identifier: identifier, model: model, reducer: ClosureReducer(waitFor: waitFor, also: also, body: reduce))
   }
 
   /// Creates a store whose actions run as `async` operations of `operation`: a store that fetches or waits, without
@@ -40,15 +44,19 @@ extension Store {
   /// - Parameters:
   ///   - identifier: A name unique within the dispatcher the store is registered with.
   ///   - model: The initial model.
-  ///   - waitFor: The stores that must finish each action before this one handles it (Flux `waitFor`).
+  ///   - waitFor: The stores that must finish each action before this one handles it (Flux `waitFor`): a list, or
+  ///     ``WaitList/perAction(_:)``.
+  ///   - also: Actions of other types the store handles as its own (app-wide actions), as
+  ///     ``Reducer/additionalActions``.
   ///   - operation: Handles an action; returning finishes the operation, throwing fails it. It runs as a task,
   ///     cancelled with its dispatch.
   @inlinable
   public convenience init(
-    identifier: String, model: Model = Model(), waitFor: [String] = [],
+    identifier: String, model: Model = Model(), waitFor: WaitList<Action> = [], also: [ActionMapping<Action>] = [],
     operation: @escaping @Sendable (Action, OperationContext<Model, Action>) async throws -> Void
   ) {
     self.init(
-      identifier: identifier, model: model, reducer: ClosureOperationReducer(waitFor: waitFor, body: operation))
+      identifier: identifier, model: model,
+      reducer: ClosureOperationReducer(waitFor: waitFor, also: also, body: operation))
   }
 }

@@ -12,6 +12,42 @@ import Testing
 /// file a recorder appends to is locked, and every failure is a typed error that leaves the path as it was.
 @Suite("Session files on disk", .timeLimit(.minutes(1)))
 struct SessionFileTests {
+  /// Attaching the recorder to another file never writes the new file's lines (its snapshot and history) to the
+  /// first, whose writer may still be taking lines: the first ends where it was left, and both load.
+  ///
+  /// The replaced writer used to take lines from the recorder's queue until it closed; under ThreadSanitizer in CI it
+  /// wrote the second file's snapshot into the first ("position 0 is outside the history").
+  /// (Its flush then waited for ever for lines the replaced writer had taken: the rounds run on a thread of their
+  /// own, so that a regression fails here, within the deadline, instead of holding the process.)
+  @Test func attachingAnotherFileWritesNothingOfItToTheFirst() async throws {
+    let counts = await firstValue(within: .seconds(40)) { (deliver: @escaping @Sendable ([[Int]]) -> Void) in
+      Thread {
+        var counts: [[Int]] = []
+        for _ in 0..<(isSanitized ? 30 : 200) {
+          let app = RecordedApp()
+          let first = TemporaryFile()
+          let second = TemporaryFile()
+          try? app.recorder.attach(appendingTo: first.url, codecs: appCodecs())
+          for amount in 1...20 { app.send(CounterAction.increase(amount)) }
+          try? app.recorder.attach(appendingTo: second.url, codecs: appCodecs())
+          app.send(CounterAction.increase(100))
+          app.recorder.flush()
+          counts.append(
+            [first, second].map { file in
+              (try? Session.load(from: file.url, codecs: appCodecs()).recordCount) ?? -1
+            })
+        }
+        deliver(counts)
+      }.start()
+    }
+    guard let counts else {
+      Issue.record("the rounds did not end within 40 seconds: a flush waits for lines that never came")
+      return
+    }
+    // Every round: the first file holds its 20 records and loads; the second the history and one more.
+    #expect(counts.allSatisfy { $0 == [20, 21] }, "\(counts.filter { $0 != [20, 21] }.prefix(5))")
+  }
+
   /// What the path holds: its type, and its bytes if it is a regular file, or its target if it is a link.
   private static func snapshot(_ path: String) -> String {
     var status = stat()

@@ -109,3 +109,90 @@ struct ClosureStoreTests {
     #expect(store.model.amount == 0)
   }
 }
+
+/// Closure stores take app-wide actions and per-action waits, as reducer subclasses do; a mapping may decline an
+/// action (issue 26, point 2).
+@Suite("Closure stores, as subclasses", .timeLimit(.minutes(1)))
+struct ClosureStoreAsSubclassTests {
+  /// `log` waits for `counter` only before `.increase`; both take the session's `signOut`, and `log` declines
+  /// `rename`.
+  func makeApp(order: Locked<[String]>) throws -> (Dispatcher, Store<Counter, CounterAction>, Store<Text, TextAction>) {
+    let dispatcher = Dispatcher()
+    let counter = Store(
+      identifier: "counter", model: Counter(), also: [.on(SessionAction.self) { _ in .increase(100) }]
+    ) { (action: CounterAction, model) in
+      order.withLock { $0.append("counter \(action)") }
+      if case .increase(let amount) = action { model.count += amount }
+    }
+    let log = Store(
+      identifier: "log", model: Text(),
+      waitFor: .perAction { action in action == .append("+") ? ["counter"] : [] },
+      also: [
+        .on(SessionAction.self) { action in
+          guard case .signOut = action else { return nil }  // Not handled: `log` takes no part.
+          return .append("|signed out")
+        },
+        .on(CounterAction.self) { action in
+          guard case .increase = action else { return nil }
+          return .append("+")
+        },
+      ]
+    ) { (action: TextAction, model) in
+      order.withLock { $0.append("log \(action)") }
+      if case .append(let text) = action { model.value += text }
+    }
+    try dispatcher.register(store: log)
+    try dispatcher.register(store: counter)
+    return (dispatcher, counter, log)
+  }
+
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func aClosureStoreWaitsPerActionAndTakesAppWideActions(mode: Dispatcher.Mode) async throws {
+    let order = Locked<[String]>([])
+    let (dispatcher, counter, log) = try makeApp(order: order)
+
+    // `log` maps the counter's increase to "+", and waits for `counter` before it.
+    try await dispatcher.dispatch(action: CounterAction.increase(2), mode: mode)
+    #expect(order.withLock { $0 } == ["counter increase(2)", "log append(\"+\")"])
+    // Its own action, with no wait.
+    try await dispatcher.dispatch(action: TextAction.append("!"), mode: mode)
+    // The app-wide action reaches both.
+    try await dispatcher.dispatch(action: SessionAction.signOut, mode: mode)
+    #expect(counter.model.count == 102)
+    #expect(log.model.value == "+!|signed out")
+  }
+
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func aStoreWhoseMappingDeclinesTheActionTakesNoPartInItsDispatch(mode: Dispatcher.Mode) async throws {
+    let order = Locked<[String]>([])
+    let (dispatcher, counter, log) = try makeApp(order: order)
+
+    // `log` declines `rename`: only the counter runs, and the dispatch succeeds.
+    try await dispatcher.dispatch(action: SessionAction.rename("Ada"), mode: mode)
+    #expect(order.withLock { $0 } == ["counter increase(100)"])
+    #expect(counter.model.count == 100)
+    #expect(log.model.value == "")
+    // `log` declines the counter's `.noop` too, which the counter handles as its own.
+    try await dispatcher.dispatch(action: CounterAction.noop, mode: mode)
+    #expect(order.withLock { $0 } == ["counter increase(100)", "counter noop"])
+    #expect(log.model.value == "")
+  }
+
+  @Test func anActionEveryMappingDeclinesFailsWithNoRespondingStore() throws {
+    let dispatcher = Dispatcher()
+    try dispatcher.register(
+      store: Store(identifier: "log", model: Text(), also: [.on(SessionAction.self) { _ in nil }]) {
+        (action: TextAction, model) in
+        if case .append(let text) = action { model.value += text }
+      })
+    #expect(throws: DispatchError.self) { try dispatcher.dispatchSync(action: SessionAction.signOut) }
+    do {
+      try dispatcher.dispatchSync(action: SessionAction.signOut)
+    } catch {
+      guard case .noRespondingStore = error else {
+        Issue.record("expected noRespondingStore, got \(error)")
+        return
+      }
+    }
+  }
+}
