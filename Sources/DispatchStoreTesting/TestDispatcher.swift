@@ -45,7 +45,7 @@ public final class TestDispatcher: Sendable {
   /// The time the dispatcher's throttled and debounced dispatches count by.
   public let clock: TestClock
   /// Whether every change and every follow-up must be asserted.
-  public let exhaustivity: Exhaustivity
+  let exhaustivity: Exhaustivity
   /// How long each step of the test waits for what it started, and a follow-up is held, before the test fails.
   public let timeLimit: Duration
 

@@ -110,7 +110,7 @@ public struct OperationFailure: Sendable, CustomStringConvertible {
   ///   - storeIdentifier: The identifier of the store whose operation failed.
   ///   - transactionID: The transaction in which the operation ran.
   ///   - error: The error the operation finished with.
-  public init(storeIdentifier: String, transactionID: TransactionID, error: any Error) {
+  init(storeIdentifier: String, transactionID: TransactionID, error: any Error) {
     self.storeIdentifier = storeIdentifier
     self.transactionID = transactionID
     self.error = error

@@ -44,7 +44,7 @@ public final class Dispatcher: Sendable {
   /// ```swift
   /// await dispatcher.drain()  // in top-level code too
   /// ```
-  /// - Returns: `false` if other threads kept scheduling main-thread work for ``MainQueue/drainPassLimit`` passes.
+  /// - Returns: `false` if other threads kept scheduling main-thread work for 1,000 passes.
   @discardableResult
   public func drain() async -> Bool {
     await mainQueue.drain()
@@ -54,7 +54,7 @@ public final class Dispatcher: Sendable {
   /// delivered, and what they scheduled in turn (``MainQueue/waitUntilDrained()``): for synchronous code, such as
   /// a tool whose top-level code never awaits.
   /// - Returns: `false` at once if called from the main queue's own work, which cannot wait for itself, or if other
-  ///   threads kept scheduling main-thread work for ``MainQueue/drainPassLimit`` passes.
+  ///   threads kept scheduling main-thread work for 1,000 passes.
   ///
   /// > Important: Unavailable in `async` code, top-level code that awaits included: there, `await drain()`.
   @available(*, noasync, message: "it blocks the thread and can wait for itself on the main actor; use 'await drain()'")
@@ -77,7 +77,7 @@ public final class Dispatcher: Sendable {
   /// Throttling, debouncing and cancellation ids (``DispatchOptions``).
   let admission = LockedValue(AdmissionState())
   /// The time throttling and debouncing count by.
-  public let clock: any DispatchClock
+  let clock: any DispatchClock
   /// While ``Session/verify(against:mode:)`` re-runs a session here, the effects it recorded: operations read
   /// them instead of running their effects (`ActionOperation.effect(_:_:)`).
   let effectPlayback = LockedValue<EffectPlayback?>(nil)

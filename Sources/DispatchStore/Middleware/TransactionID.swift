@@ -11,7 +11,7 @@ public struct TransactionID: Hashable, Comparable, Sendable, Codable, CustomStri
 
   /// Creates an identifier from its raw value, for example one read from a recording.
   /// - Parameter rawValue: Nanoseconds since 00:00:00 UTC on 1 January 1970.
-  public init(rawValue: UInt64) {
+  init(rawValue: UInt64) {
     self.rawValue = rawValue
   }
 
@@ -20,7 +20,7 @@ public struct TransactionID: Hashable, Comparable, Sendable, Codable, CustomStri
   /// On Linux the time comes from the coarse real-time clock, accurate to its tick (a few milliseconds). Transaction
   /// durations do not depend on it: they are measured on the monotonic clock.
   /// - Returns: A fresh identifier.
-  public static func next() -> TransactionID {
+  static func next() -> TransactionID {
     ThreadContext.withCurrent { $0.nextTransactionID() }
   }
 

@@ -144,7 +144,7 @@ extension Store {
 
   /// The number of registered observers whose object is still alive, and of observations whose token was neither
   /// released nor cancelled.
-  public var observerCount: Int {
+  var observerCount: Int {
     let entries = state.withLock { state in
       state.observers.map { $0.mainThread + $0.synchronous } ?? []
     }

@@ -18,7 +18,7 @@ public struct FieldDifference: Sendable, Hashable, CustomStringConvertible {
   ///   - path: The field's key path.
   ///   - expected: The recorded value, as JSON, or `nil` if absent.
   ///   - actual: The value found, as JSON, or `nil` if absent.
-  public init(path: String, expected: String?, actual: String?) {
+  init(path: String, expected: String?, actual: String?) {
     self.path = path
     self.expected = expected
     self.actual = actual

@@ -61,7 +61,7 @@ public struct Record: Sendable, CustomStringConvertible {
   ///   - error: The error the transaction failed with, if it did.
   ///   - wasCancelled: Whether the dispatch was cancelled while the transaction ran.
   ///   - duration: How long the transaction took.
-  public init(
+  init(
     index: Int, dispatchID: TransactionID, transactionID: TransactionID, storeIdentifier: String,
     action: any ActionType, model: any ModelType, error: (any Error)? = nil, wasCancelled: Bool = false,
     duration: Duration = .zero
@@ -219,7 +219,7 @@ public struct RecordedError: Error, Sendable, Equatable, CustomStringConvertible
 
   /// Creates a recorded error.
   /// - Parameter description: The original error's description.
-  public init(description: String) {
+  init(description: String) {
     self.description = description
   }
 }

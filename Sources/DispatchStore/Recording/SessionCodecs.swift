@@ -37,7 +37,7 @@ public struct SessionCodecs: Sendable {
   public init() {}
 
   /// The identifiers of the stores with a codec, sorted.
-  public var storeIdentifiers: [String] { codecs.keys.sorted() }
+  var storeIdentifiers: [String] { codecs.keys.sorted() }
 
   /// Registers how the store `storeIdentifier` encodes; models are compared through their JSON on replay.
   /// - Parameters:

@@ -71,9 +71,9 @@ public struct MainQueue: Sendable {
   /// still running on other threads schedule their notifications when they finish: await them first. Work the main
   /// actor runs for ``Store/observeOnMainActor(_:)`` is counted too when this is ``processMainThread``.
   /// A pass runs a marker through the queue; passes repeat while anything else was scheduled meanwhile. Other
-  /// threads that keep scheduling work would keep it waiting for ever: after ``drainPassLimit`` passes it returns
+  /// threads that keep scheduling work would keep it waiting for ever: after 1,000 passes it returns
   /// `false`, with the work scheduled before the call done.
-  /// - Returns: `true` once a pass found nothing new scheduled; `false` after ``drainPassLimit`` passes that each
+  /// - Returns: `true` once a pass found nothing new scheduled; `false` after 1,000 passes that each
   ///   found new work.
   @discardableResult
   public func drain() async -> Bool {
@@ -94,7 +94,7 @@ public struct MainQueue: Sendable {
   /// dispatches, their completions and main-thread observer notifications), and when it gives up, are as there.
   /// - Returns: `true` once a pass found nothing new scheduled; `false` at once if called from this queue's own
   ///   work on a thread that does not run its loop (a ``MainRunLoopThread``'s work, or `DispatchQueue.main`'s work
-  ///   after `dispatchMain()`), which cannot wait for the work queued behind it, or after ``drainPassLimit`` passes
+  ///   after `dispatchMain()`), which cannot wait for the work queued behind it, or after 1,000 passes
   ///   that each found new work.
   ///
   /// > Important: Unavailable in `async` code, top-level code that awaits included: use ``drain()`` there. Called
@@ -117,7 +117,7 @@ public struct MainQueue: Sendable {
 
   /// How many passes through the queue ``drain()`` and ``waitUntilDrained()`` make at most while work keeps being
   /// scheduled.
-  public static let drainPassLimit = 1_000
+  static let drainPassLimit = 1_000
 
   /// Schedules an empty item and waits until it ran.
   private func runMarker() {

@@ -1,5 +1,6 @@
-import DispatchStore
 import Testing
+
+@testable import DispatchStore
 
 @Suite("Combined reducers", .timeLimit(.minutes(1)))
 struct CombinedReducerTests {

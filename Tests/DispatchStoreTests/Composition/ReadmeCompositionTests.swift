@@ -1,5 +1,6 @@
-import DispatchStore
 import Testing
+
+@testable import DispatchStore
 
 /// The child-store and combined-reducer example the README carried until issue 26, run with the types of
 /// `Support/Shop.swift`.

@@ -1,7 +1,8 @@
 import Dispatch
-import DispatchStore
 import Foundation
 import Testing
+
+@testable import DispatchStore
 
 /// The design's own calls, written as its users write them: fire and forget from synchronous code (a function that is
 /// not `async`, a `@MainActor` button action, a `Thread` body), awaited from `async` code.

@@ -1,5 +1,6 @@
-import DispatchStore
 import Testing
+
+@testable import DispatchStore
 
 /// Dispatches that start only after others completed (`prepare`, `depend(on:)`, `start()`).
 @Suite("Dispatch dependencies", .timeLimit(.minutes(1)))

@@ -1,7 +1,8 @@
 import Dispatch
-import DispatchStore
 import Foundation
 import Testing
+
+@testable import DispatchStore
 
 /// Dispatches made with `Dispatcher.start`: states, awaiting, observing, cancelling.
 @Suite("Dispatch handles", .timeLimit(.minutes(1)))

@@ -1,6 +1,7 @@
-import DispatchStore
 import DispatchStoreTesting
 import Testing
+
+@testable import DispatchStore
 
 /// Cancellation ids, throttling and debouncing (`DispatchOptions`), on a clock the tests advance.
 @Suite("Dispatch options", .timeLimit(.minutes(1)))

@@ -1,7 +1,8 @@
 import Dispatch
-import DispatchStore
 import Synchronization
 import Testing
+
+@testable import DispatchStore
 
 @Suite("Dispatcher", .timeLimit(.minutes(1)))
 struct DispatcherTests {

@@ -1,7 +1,8 @@
 import Dispatch
-import DispatchStore
 import Synchronization
 import Testing
+
+@testable import DispatchStore
 
 @Suite("waitFor", .timeLimit(.minutes(1)))
 struct WaitForTests {

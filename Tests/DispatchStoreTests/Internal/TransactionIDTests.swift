@@ -1,7 +1,8 @@
 import Dispatch
-import DispatchStore
 import Foundation
 import Testing
+
+@testable import DispatchStore
 
 @Suite("TransactionID")
 struct TransactionIDTests {

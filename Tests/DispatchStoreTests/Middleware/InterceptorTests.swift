@@ -1,7 +1,8 @@
 import Dispatch
-import DispatchStore
 import Synchronization
 import Testing
+
+@testable import DispatchStore
 
 /// An interceptor whose decision is a closure.
 private final class ClosureInterceptor: Interceptor {

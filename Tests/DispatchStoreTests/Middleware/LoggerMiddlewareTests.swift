@@ -1,6 +1,7 @@
-import DispatchStore
 import Foundation
 import Testing
+
+@testable import DispatchStore
 
 struct Profile: ModelType, Codable, Equatable {
   struct User: Codable, Equatable {

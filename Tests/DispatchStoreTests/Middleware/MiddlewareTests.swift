@@ -1,5 +1,6 @@
-import DispatchStore
 import Testing
+
+@testable import DispatchStore
 
 @Suite("Middleware", .timeLimit(.minutes(1)))
 struct MiddlewareTests {

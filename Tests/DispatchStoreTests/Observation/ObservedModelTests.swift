@@ -1,7 +1,8 @@
-import DispatchStore
 import Foundation
 import Observation
 import Testing
+
+@testable import DispatchStore
 
 /// A model of ten fields, one of them a struct, and one that is not `Equatable`.
 struct Dashboard: ModelType, Equatable {

@@ -1,7 +1,8 @@
 import Dispatch
-import DispatchStore
 import Synchronization
 import Testing
+
+@testable import DispatchStore
 
 /// Synchronous observers while eight threads dispatch `.sync` to one store at once.
 @Suite("Observers under contention", .timeLimit(.minutes(2)))

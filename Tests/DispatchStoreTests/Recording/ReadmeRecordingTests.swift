@@ -1,6 +1,7 @@
-import DispatchStore
 import Foundation
 import Testing
+
+@testable import DispatchStore
 
 // The README's recording example, run: each block between its markers is the README's, which CI compares.
 

@@ -1,6 +1,7 @@
-import DispatchStore
 import Foundation
 import Testing
+
+@testable import DispatchStore
 
 /// A dispatcher with a counter store, a text store and a recorder.
 struct RecordedApp {

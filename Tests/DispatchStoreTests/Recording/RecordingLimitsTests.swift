@@ -1,6 +1,7 @@
-import DispatchStore
 import Foundation
 import Testing
+
+@testable import DispatchStore
 
 /// A model that nests itself: `depth` levels make JSON nested `2 × depth + 2` levels (an object, then an array, per
 /// level, and the innermost empty one's).

@@ -1,6 +1,7 @@
-import DispatchStore
 import Foundation
 import Testing
+
+@testable import DispatchStore
 
 func appCodecs() -> SessionCodecs {
   var codecs = SessionCodecs()

@@ -1,7 +1,8 @@
 import Dispatch
-import DispatchStore
 import Synchronization
 import Testing
+
+@testable import DispatchStore
 
 /// An app-wide action that no store has as its own action type.
 enum SessionAction: ActionType, Equatable {

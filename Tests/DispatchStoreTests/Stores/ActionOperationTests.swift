@@ -1,6 +1,7 @@
 import Dispatch
-import DispatchStore
 import Testing
+
+@testable import DispatchStore
 
 @Suite("ActionOperation", .timeLimit(.minutes(1)))
 struct ActionOperationTests {

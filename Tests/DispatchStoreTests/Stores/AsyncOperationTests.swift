@@ -1,5 +1,6 @@
-import DispatchStore
 import Testing
+
+@testable import DispatchStore
 
 /// Operations whose work is `async`: finished when the body returns, failed with what it throws, cancelled with
 /// their dispatch through task cancellation, and able to dispatch follow-ups.

@@ -1,6 +1,7 @@
 import Dispatch
-import DispatchStore
 import Testing
+
+@testable import DispatchStore
 
 /// `ActionOperation.updateModel`: each call is a change, announced at once with the model it produced.
 @Suite("Operation updates", .timeLimit(.minutes(1)))

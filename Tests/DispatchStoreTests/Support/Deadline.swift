@@ -1,5 +1,5 @@
 import Dispatch
-import DispatchStore
+@testable import DispatchStore
 
 /// Suspends until `start` delivers a value through the closure it is given, or `timeout` passed; returns `nil` then.
 ///

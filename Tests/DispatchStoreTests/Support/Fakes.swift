@@ -1,7 +1,8 @@
 import Dispatch
-import DispatchStore
 import Foundation
 import Synchronization
+
+@testable import DispatchStore
 
 struct Counter: ModelType, Equatable, Codable {
   var count = 0

@@ -1,5 +1,6 @@
-import DispatchStore
 import Foundation
+
+@testable import DispatchStore
 
 /// Holds the operations of a ``GatedReducer`` until the test opens the gate, or their dispatch is cancelled.
 final class Gate: Sendable {

@@ -1,4 +1,4 @@
-import DispatchStore
+@testable import DispatchStore
 
 /// A parent model with a part (the cart) and a collection of identified elements (the orders), for child stores and
 /// combined reducers.

@@ -1,5 +1,6 @@
-import DispatchStore
 import Testing
+
+@testable import DispatchStore
 
 @Suite("System clock", .timeLimit(.minutes(1)))
 struct DispatchClockTests {

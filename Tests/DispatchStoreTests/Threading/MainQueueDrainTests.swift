@@ -1,7 +1,8 @@
 import Dispatch
-import DispatchStore
 import Foundation
 import Testing
+
+@testable import DispatchStore
 
 // Three minutes: `drainGivesUpAfterItsPassLimitWhenWorkKeepsComing` makes 2,000 hand-offs to the run-loop thread,
 // each waiting for the scheduler, and the recording stress tests that run beside it keep both cores busy (33 s
