@@ -212,14 +212,24 @@ final class DispatchedAction: Sendable {
   }
 }
 
-/// The error of a recorded transaction, as a session file keeps it: its description.
+/// An error as a session keeps it, its description: a recorded transaction's error, or, while
+/// ``Session/verify(against:mode:)`` re-runs a session, the error a recorded effect's fetch threw.
+///
+/// An operation that failed because its fetch failed fails again with it; one that handled the failure (showing
+/// "offline", retrying later) handles this error the same way, unless it tells errors apart by type.
 public struct RecordedError: Error, Sendable, Equatable, CustomStringConvertible {
-  /// The original error's description.
+  /// The original error's description (`String(describing:)`).
   public let description: String
+  /// The key of the effect whose fetch threw it (`ActionOperation.effect(_:_:)`), or `nil` for a
+  /// transaction's error.
+  public let effectKey: String?
 
   /// Creates a recorded error.
-  /// - Parameter description: The original error's description.
-  init(description: String) {
+  /// - Parameters:
+  ///   - description: The original error's description.
+  ///   - effectKey: The effect's key, for an effect's error.
+  init(description: String, effectKey: String? = nil) {
     self.description = description
+    self.effectKey = effectKey
   }
 }

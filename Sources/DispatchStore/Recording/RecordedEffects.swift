@@ -17,7 +17,7 @@ extension ActionOperation {
   /// - While a recorder records the dispatch, `body` runs and its value, or the error it throws, is written to the
   ///   session under the dispatch and `key`.
   /// - While ``Session/verify(against:mode:)`` re-runs the session, `body` does not run: the recorded value is
-  ///   returned, or a recorded error is thrown again as a ``RecordedEffectFailure``. A key the session has nothing
+  ///   returned, or a recorded error is thrown again as a ``RecordedError``. A key the session has nothing
   ///   for fails the verification with ``ReplayError/missingEffect(dispatchID:key:)``.
   /// - Otherwise `body` runs, and nothing is kept.
   /// - Parameters:
@@ -25,7 +25,7 @@ extension ActionOperation {
   ///     the same order).
   ///   - body: Fetches the value.
   /// - Returns: The value, fetched or read back.
-  /// - Throws: What `body` throws; while verifying, the ``RecordedEffectFailure`` of a fetch that threw,
+  /// - Throws: What `body` throws; while verifying, the ``RecordedError`` of a fetch that threw,
   ///   ``ReplayError/missingEffect(dispatchID:key:)`` if the session has nothing for `key`, or the decoding error if
   ///   its value does not decode as `Value`.
   public func effect<Value: Codable & Sendable>(
@@ -33,7 +33,7 @@ extension ActionOperation {
   ) async throws -> Value {
     switch effectSource(key) {
     case .recorded(.value(let value)): return try value.decode(Value.self)
-    case .recorded(.failure(let description)): throw RecordedEffectFailure(key: key, description: description)
+    case .recorded(.failure(let description)): throw RecordedError(description: description, effectKey: key)
     case .missing(let error): throw error
     case .live(let record):
       do {
@@ -52,12 +52,12 @@ extension ActionOperation {
   ///   - key: Names the value within the dispatch.
   ///   - body: Fetches the value.
   /// - Returns: The value, fetched or read back.
-  /// - Throws: What `body` throws; while verifying, the ``RecordedEffectFailure`` of a fetch that threw, or
+  /// - Throws: What `body` throws; while verifying, the ``RecordedError`` of a fetch that threw, or
   ///   ``ReplayError/missingEffect(dispatchID:key:)`` if the session has nothing for `key`.
   public func effect<Value: Codable & Sendable>(_ key: String, _ body: () throws -> Value) throws -> Value {
     switch effectSource(key) {
     case .recorded(.value(let value)): return try value.decode(Value.self)
-    case .recorded(.failure(let description)): throw RecordedEffectFailure(key: key, description: description)
+    case .recorded(.failure(let description)): throw RecordedError(description: description, effectKey: key)
     case .missing(let error): throw error
     case .live(let record):
       do {
@@ -108,18 +108,6 @@ extension ActionOperation {
 enum EffectOutcome: Sendable {
   case value(JSONValue)
   case failure(String)
-}
-
-/// The error an effect throws while ``Session/verify(against:mode:)`` re-runs a session in which that effect's fetch
-/// failed: the recorded fetch's error, as far as the session keeps it (its description).
-///
-/// An operation that failed because its fetch failed fails again with it; one that handled the failure (showing
-/// "offline", retrying later) handles this error the same way, unless it tells errors apart by type.
-public struct RecordedEffectFailure: Error, Equatable, CustomStringConvertible {
-  /// The key the effect was recorded under.
-  public let key: String
-  /// The description of the error the fetch threw when the session was recorded (`String(describing:)`).
-  public let description: String
 }
 
 /// The effects of a session being verified: each read once, in order, by the dispatch and key they were recorded

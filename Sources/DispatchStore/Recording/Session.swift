@@ -105,7 +105,7 @@ public struct Session: Sendable {
   private func withOutcome(_ record: Record) -> Record {
     guard !index.outcomes.isEmpty, let outcome = index.outcomes[record.transactionID] else { return record }
     return record.withOutcome(
-      error: outcome.e.map(RecordedError.init(description:)) ?? record.error,
+      error: outcome.e.map { RecordedError(description: $0) } ?? record.error,
       cancelled: outcome.c ?? false || record.wasCancelled)
   }
 

@@ -356,7 +356,7 @@ enum SessionFormat {
             index: try container.decode(Int.self, forKey: .i), dispatchID: dispatch, transactionID: transaction,
             storeIdentifier: store, action: try codec.decodeAction(container, .a),
             model: try codec.decodeModel(container, .m),
-            error: try container.decodeIfPresent(String.self, forKey: .e).map(RecordedError.init(description:)),
+            error: try container.decodeIfPresent(String.self, forKey: .e).map { RecordedError(description: $0) },
             wasCancelled: try container.decodeIfPresent(Bool.self, forKey: .c) ?? false,
             elapsed: try container.decodeIfPresent(UInt64.self, forKey: .f) ?? 0,
             changedModel: !(try container.decodeIfPresent(Bool.self, forKey: .u) ?? false),
@@ -390,7 +390,7 @@ enum SessionFormat {
       case "o":
         line = .outcome(
           transactionID: TransactionID(rawValue: try container.decode(UInt64.self, forKey: .t)), store: "",
-          error: try container.decodeIfPresent(String.self, forKey: .e).map(RecordedError.init(description:)),
+          error: try container.decodeIfPresent(String.self, forKey: .e).map { RecordedError(description: $0) },
           cancelled: try container.decodeIfPresent(Bool.self, forKey: .c) ?? false)
       case let kind:
         throw DecodingError.dataCorruptedError(

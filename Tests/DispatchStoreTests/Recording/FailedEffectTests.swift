@@ -142,8 +142,8 @@ struct FailedEffectTests {
           do {
             let rate = try await operation.effect("rate \(id)") { () async throws -> String in "?" }
             operation.updateModel { $0.rates[id] = rate }
-          } catch let error as RecordedEffectFailure {
-            seen.withLock { $0.append("\(error.key): \(error)") }
+          } catch let error as RecordedError {
+            seen.withLock { $0.append("\(error.effectKey ?? "no key"): \(error)") }
             if handled { operation.updateModel { $0.offline.append(id) } } else { throw error }
           }
         }
