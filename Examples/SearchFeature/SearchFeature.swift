@@ -82,7 +82,7 @@ public final class SearchFeature: Sendable {
   }
 
   /// Goes back to the results before the last search.
-  /// - Throws: `RecorderError.atStartOfHistory` when there is nothing to undo.
+  /// - Throws: `SessionError.atStartOfHistory` when there is nothing to undo.
   public func undo() throws {
     try recorder.undo()
   }

@@ -120,7 +120,7 @@ func snapshotIfDue() {
 }
 
 /// Re-runs the session against a fresh list; the divergence, if it diverged.
-func verifySession(_ session: Session) -> ReplayError? {
+func verifySession(_ session: Session) -> SessionError? {
   let fresh = Dispatcher()
   try! fresh.register(store: Store(identifier: "todos", model: TodoList(), reducer: TodoReducer()))
   do {

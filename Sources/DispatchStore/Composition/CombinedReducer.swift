@@ -96,7 +96,8 @@ public struct ReducerPart<Model: ModelType, Action: ActionType>: Sendable {
 
   /// A part that changes one element, by id, of the collection at `keyPath`, for the actions `extract` finds.
   ///
-  /// An action for an element that is not there fails the transaction with ``ScopeError/elementNotFound(scope:)``.
+  /// An action for an element that is not there fails the transaction with
+  /// ``DispatchError/scopeUnavailable(storeIdentifier:scope:)``, naming the element.
   /// - Parameters:
   ///   - keyPath: Where the collection is in the model.
   ///   - extract: The element's id and the child's action in an action of the store, or `nil` for actions the part
@@ -111,22 +112,16 @@ public struct ReducerPart<Model: ModelType, Action: ActionType>: Sendable {
     Self { action, model in
       guard let (id, childAction) = extract(action) else { return }
       guard let position = model[keyPath: keyPath].firstIndex(where: { $0.id == id }) else {
-        throw ScopeError.elementNotFound(scope: "\(keyPath)[id: \(id)]")
+        throw ScopeUnavailable(scope: "\(keyPath)[id: \(id)]")
       }
       try reduce(childAction, &model[keyPath: keyPath][position])
     }
   }
 }
 
-/// Why a part of a ``CombinedReducer`` could not handle an action.
-public enum ScopeError: Error, Sendable, Equatable, CustomStringConvertible {
-  /// The action was for an element of a collection that is not there (it was removed).
-  case elementNotFound(scope: String)
-
-  /// A readable explanation of the failure.
-  public var description: String {
-    switch self {
-    case .elementNotFound(let scope): return "No element \(scope): it was removed, or never added."
-    }
-  }
+/// Thrown by a ``ReducerPart/forEach(_:action:reduce:)`` part for an element that is not there; the store fails the
+/// transaction with ``DispatchError/scopeUnavailable(storeIdentifier:scope:)``, which names it.
+@usableFromInline
+struct ScopeUnavailable: Error {
+  @usableFromInline let scope: String
 }

@@ -1,7 +1,9 @@
 /// The reasons a dispatch, or a change to a dispatcher's registry, can fail.
 ///
-/// Every failure reaches the dispatch's completion (or is thrown by the `async` form); none is only logged.
-public enum DispatchError: Error, Sendable, CustomStringConvertible {
+/// Every failure reaches the dispatch's handle (and is thrown by the `async` forms); none is only logged. Two errors
+/// are equal when they are the same case with the same values; the errors inside ``operationsFailed(_:)`` compare by
+/// their descriptions.
+public enum DispatchError: Error, Sendable, Equatable, CustomStringConvertible {
   /// No registered store has the given identifier.
   case unknownStore(identifier: String)
   /// A store is already registered under the given identifier.
@@ -21,6 +23,12 @@ public enum DispatchError: Error, Sendable, CustomStringConvertible {
   case reentrantSynchronousDispatch(actionType: String)
   /// One or more operations failed; every other store of the dispatch still completed.
   case operationsFailed([OperationFailure])
+  /// A store's ``ActionOperation`` was released before it finished; its transaction fails with this error instead of
+  /// hanging the dispatch.
+  case releasedWithoutFinishing(storeIdentifier: String)
+  /// A store's ``Reducer`` does not override `operation(for:in:)`, or its ``SynchronousReducer`` does not override
+  /// `reduce(_:into:)`.
+  case reducerNotImplemented(storeIdentifier: String)
   /// An ``Interceptor`` stopped the action before any store saw it.
   ///
   /// `interceptor` is the interceptor's type, `reason` what it gave.
@@ -89,6 +97,10 @@ public enum DispatchError: Error, Sendable, CustomStringConvertible {
       return "The part \(scope) of store \"\(storeIdentifier)\" no longer exists; the action was not dispatched."
     case .blocked(let interceptor, let reason):
       return "The interceptor \(interceptor) blocked the action" + (reason.map { ": \($0)." } ?? ".")
+    case .releasedWithoutFinishing(let storeIdentifier):
+      return "The operation for store \"\(storeIdentifier)\" was released without calling finish()."
+    case .reducerNotImplemented(let storeIdentifier):
+      return "The reducer of store \"\(storeIdentifier)\" does not override operation(for:in:) or reduce(_:into:)."
     case .operationsFailed(let failures):
       return "\(failures.count) operation(s) failed: "
         + failures.map { "\"\($0.storeIdentifier)\": \($0.error)" }.joined(separator: "; ")
@@ -97,7 +109,7 @@ public enum DispatchError: Error, Sendable, CustomStringConvertible {
 }
 
 /// One store's failed operation within a dispatch.
-public struct OperationFailure: Sendable, CustomStringConvertible {
+public struct OperationFailure: Sendable, Equatable, CustomStringConvertible {
   /// The identifier of the store whose operation failed.
   public let storeIdentifier: String
   /// The transaction in which the operation ran.
@@ -118,22 +130,14 @@ public struct OperationFailure: Sendable, CustomStringConvertible {
 
   /// A readable summary of the failure.
   public var description: String { "\(storeIdentifier) [\(transactionID)]: \(error)" }
-}
 
-/// The ways an ``ActionOperation`` can fail without its block calling `finish(throwing:)`.
-public enum ActionOperationError: Error, Sendable, Equatable, CustomStringConvertible {
-  /// The operation was released before its block called `finish()`.
-  case releasedWithoutFinishing(storeIdentifier: String)
-  /// An operation this one depends on failed, so this one's block did not run.
-  case dependencyFailed(storeIdentifier: String)
-
-  /// A readable explanation of the failure.
-  public var description: String {
-    switch self {
-    case .releasedWithoutFinishing(let storeIdentifier):
-      return "The operation for store \"\(storeIdentifier)\" was released without calling finish()."
-    case .dependencyFailed(let storeIdentifier):
-      return "A dependency of the operation for store \"\(storeIdentifier)\" failed, so it did not run."
-    }
+  /// Whether two failures are of the same store and transaction, with errors of the same type and description.
+  /// - Parameters:
+  ///   - lhs: A failure.
+  ///   - rhs: Another failure.
+  /// - Returns: Whether they report the same.
+  public static func == (lhs: OperationFailure, rhs: OperationFailure) -> Bool {
+    lhs.storeIdentifier == rhs.storeIdentifier && lhs.transactionID == rhs.transactionID
+      && type(of: lhs.error) == type(of: rhs.error) && "\(lhs.error)" == "\(rhs.error)"
   }
 }

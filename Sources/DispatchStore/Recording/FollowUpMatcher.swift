@@ -19,7 +19,7 @@ final class FollowUpMatcher: Sendable {
     /// The record being re-run.
     var current: (index: Int, dispatchID: TransactionID)?
     /// The first follow-up no record matched.
-    var unrecorded: ReplayError?
+    var unrecorded: SessionError?
   }
 
   private let state = LockedValue(State())
@@ -40,7 +40,7 @@ final class FollowUpMatcher: Sendable {
   }
 
   /// The first follow-up that no record of the session matched.
-  var unrecorded: ReplayError? {
+  var unrecorded: SessionError? {
     state.withLock { $0.unrecorded }
   }
 
@@ -75,7 +75,7 @@ final class FollowUpMatcher: Sendable {
     }
     guard let current else { return }
     // The action's description is the app's code: made after the lock.
-    let unrecorded = ReplayError.unrecordedFollowUp(
+    let unrecorded = SessionError.unrecordedFollowUp(
       index: current?.index ?? -1, dispatchID: current?.dispatchID ?? TransactionID(rawValue: 0), action: "\(action)")
     state.withLock { if $0.unrecorded == nil { $0.unrecorded = unrecorded } }
   }

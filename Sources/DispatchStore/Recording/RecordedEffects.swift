@@ -18,7 +18,7 @@ extension ActionOperation {
   ///   session under the dispatch and `key`.
   /// - While ``Session/verify(against:mode:)`` re-runs the session, `body` does not run: the recorded value is
   ///   returned, or a recorded error is thrown again as a ``RecordedError``. A key the session has nothing
-  ///   for fails the verification with ``ReplayError/missingEffect(dispatchID:key:)``.
+  ///   for fails the verification with ``SessionError/missingEffect(dispatchID:key:)``.
   /// - Otherwise `body` runs, and nothing is kept.
   /// - Parameters:
   ///   - key: Names the value within the dispatch; use one per distinct value (a key used twice is read back in
@@ -26,7 +26,7 @@ extension ActionOperation {
   ///   - body: Fetches the value.
   /// - Returns: The value, fetched or read back.
   /// - Throws: What `body` throws; while verifying, the ``RecordedError`` of a fetch that threw,
-  ///   ``ReplayError/missingEffect(dispatchID:key:)`` if the session has nothing for `key`, or the decoding error if
+  ///   ``SessionError/missingEffect(dispatchID:key:)`` if the session has nothing for `key`, or the decoding error if
   ///   its value does not decode as `Value`.
   public func effect<Value: Codable & Sendable>(
     _ key: String, _ body: () async throws -> Value
@@ -53,7 +53,7 @@ extension ActionOperation {
   ///   - body: Fetches the value.
   /// - Returns: The value, fetched or read back.
   /// - Throws: What `body` throws; while verifying, the ``RecordedError`` of a fetch that threw, or
-  ///   ``ReplayError/missingEffect(dispatchID:key:)`` if the session has nothing for `key`.
+  ///   ``SessionError/missingEffect(dispatchID:key:)`` if the session has nothing for `key`.
   public func effect<Value: Codable & Sendable>(_ key: String, _ body: () throws -> Value) throws -> Value {
     switch effectSource(key) {
     case .recorded(.value(let value)): return try value.decode(Value.self)
@@ -73,7 +73,7 @@ extension ActionOperation {
 
   private enum EffectSource {
     case recorded(EffectOutcome)
-    case missing(ReplayError)
+    case missing(SessionError)
     /// Fetch it; the closure keeps what the fetch gave, if a recorder records the dispatch.
     case live(@Sendable (Result<any Encodable & Sendable, any Error>) -> Void)
   }
@@ -116,7 +116,7 @@ final class EffectPlayback: Sendable {
   private struct State {
     var effects: [TransactionID: [(key: String, outcome: EffectOutcome)]]
     var current: TransactionID?
-    var missing: ReplayError?
+    var missing: SessionError?
   }
 
   private let state: LockedValue<State>
@@ -131,13 +131,13 @@ final class EffectPlayback: Sendable {
   }
 
   /// Takes the next value recorded under `key` in the current dispatch.
-  func take(_ key: String) -> Result<EffectOutcome, ReplayError> {
+  func take(_ key: String) -> Result<EffectOutcome, SessionError> {
     state.withLock { state in
       guard let dispatch = state.current,
         let position = state.effects[dispatch]?.firstIndex(where: { $0.key == key }),
         let outcome = state.effects[dispatch]?.remove(at: position).outcome
       else {
-        let error = ReplayError.missingEffect(dispatchID: state.current ?? TransactionID(rawValue: 0), key: key)
+        let error = SessionError.missingEffect(dispatchID: state.current ?? TransactionID(rawValue: 0), key: key)
         if state.missing == nil { state.missing = error }
         return .failure(error)
       }
@@ -146,12 +146,12 @@ final class EffectPlayback: Sendable {
   }
 
   /// The first effect an operation asked for that the session does not have.
-  var missing: ReplayError? {
+  var missing: SessionError? {
     state.withLock { $0.missing }
   }
 
   /// A value recorded in `dispatchID` that no operation read.
-  func unused(in dispatchID: TransactionID) -> ReplayError? {
+  func unused(in dispatchID: TransactionID) -> SessionError? {
     state.withLock { state in
       guard let first = state.effects[dispatchID]?.first else { return nil }
       return .unusedEffect(dispatchID: dispatchID, key: first.key)

@@ -23,7 +23,7 @@ import Synchronization
 /// > ``redo(by:)``, ``jump(to:by:)``) are checked before anything changes: one that throws changes nothing. An
 /// > operation that changed its store again after another transaction changed it has records on both sides of that
 /// > transaction's; ``Session/verify(against:mode:)``, which re-runs operations one after another, reports it
-/// > (``ReplayError/interleavedChanges(index:dispatchID:storeIdentifier:action:otherIndex:)``).
+/// > (``SessionError/interleavedChanges(index:dispatchID:storeIdentifier:action:otherIndex:)``).
 public final class RecorderMiddleware: Middleware {
   /// How far a move goes.
   public enum Step: Sendable, Hashable {
@@ -114,12 +114,12 @@ public final class RecorderMiddleware: Middleware {
   /// stepped over: the move undoes the latest dispatch at or before the cursor that changed something.
   /// - Parameter step: ``Step/dispatch`` (the default) or ``Step/record``.
   /// - Returns: The record now current, or `nil` if the cursor is now before the first record.
-  /// - Throws: ``RecorderError/atStartOfHistory`` if nothing before the cursor changed a model, or
-  ///   ``RecorderError/storeUnavailable(storeIdentifier:)`` if a store to restore is no longer registered; nothing
+  /// - Throws: ``SessionError/atStartOfHistory`` if nothing before the cursor changed a model, or
+  ///   ``SessionError/storeUnavailable(storeIdentifier:)`` if a store to restore is no longer registered; nothing
   ///   is changed then.
   @discardableResult
-  public func undo(by step: Step = .dispatch) throws(RecorderError) -> Record? {
-    try move { state throws(RecorderError) in
+  public func undo(by step: Step = .dispatch) throws(SessionError) -> Record? {
+    try move { state throws(SessionError) in
       guard let target = state.history.position(before: state.cursor, by: step) else { throw .atStartOfHistory }
       return target
     }
@@ -131,11 +131,11 @@ public final class RecorderMiddleware: Middleware {
   /// land on the same positions.
   /// - Parameter step: ``Step/dispatch`` (the default) or ``Step/record``.
   /// - Returns: The record now current.
-  /// - Throws: ``RecorderError/atEndOfHistory``, or ``RecorderError/storeUnavailable(storeIdentifier:)`` if a
+  /// - Throws: ``SessionError/atEndOfHistory``, or ``SessionError/storeUnavailable(storeIdentifier:)`` if a
   ///   store to restore is no longer registered; nothing is changed then.
   @discardableResult
-  public func redo(by step: Step = .dispatch) throws(RecorderError) -> Record? {
-    try move { state throws(RecorderError) in
+  public func redo(by step: Step = .dispatch) throws(SessionError) -> Record? {
+    try move { state throws(SessionError) in
       guard let target = state.history.position(after: state.cursor, by: step) else { throw .atEndOfHistory }
       return target
     }
@@ -153,11 +153,11 @@ public final class RecorderMiddleware: Middleware {
   ///     the dispatches running at the same time), so that no store shows half a dispatch; ``Step/record`` stops at
   ///     `index`.
   /// - Returns: The record now current, or `nil` before the first record.
-  /// - Throws: ``RecorderError`` if `index` is outside the history or a store to restore is no longer registered;
+  /// - Throws: ``SessionError`` if `index` is outside the history or a store to restore is no longer registered;
   ///   nothing is changed then.
   @discardableResult
-  public func jump(to index: Int, by step: Step = .dispatch) throws(RecorderError) -> Record? {
-    try move { state throws(RecorderError) in
+  public func jump(to index: Int, by step: Step = .dispatch) throws(SessionError) -> Record? {
+    try move { state throws(SessionError) in
       let valid = state.history.validPositions
       guard valid.contains(index) else { throw .indexOutOfRange(index, valid: valid) }
       return step == .dispatch ? state.history.position(endingDispatchAt: index) : index
@@ -179,14 +179,14 @@ public final class RecorderMiddleware: Middleware {
   /// reduces, and a reducer may read another store. It waits for the first lock, holding none, and tries the others;
   /// if one is taken, it releases what it holds and starts again waiting for that one.
   private func move(
-    _ target: (RecorderState) throws(RecorderError) -> Int
-  ) throws(RecorderError) -> Record? {
+    _ target: (RecorderState) throws(SessionError) -> Int
+  ) throws(SessionError) -> Record? {
     // The store whose lock the move waits for first: the one found taken last time.
     var first: String?
     while true {
       // Resolved again on every try: a store may have been unregistered, or replaced, meanwhile.
       var resolved: [String: any ModelRestoring] = [:]
-      let plan = try storage.state.withLock { state throws(RecorderError) in try state.restorePlan(to: target(state)) }
+      let plan = try storage.state.withLock { state throws(SessionError) in try state.restorePlan(to: target(state)) }
       for step in plan.steps where resolved[step.storeIdentifier] == nil {
         guard let store = step.location.store(step.storeIdentifier),
           store.canRestore(model: step.model, action: step.action)
@@ -199,8 +199,8 @@ public final class RecorderMiddleware: Middleware {
       var stores = Array(resolved.values)
       if let first, let index = stores.firstIndex(where: { $0.identifier == first }) { stores.swapAt(0, index) }
       let attempt = Self.locking(stores[...], deliveries: deliveries) { () -> MoveAttempt in
-        do throws(RecorderError) {
-          return try storage.state.withLock { state throws(RecorderError) -> MoveAttempt in
+        do throws(SessionError) {
+          return try storage.state.withLock { state throws(SessionError) -> MoveAttempt in
             let position = try target(state)
             let plan = try state.restorePlan(to: position)
             // A dispatch brought a store not locked yet, or a store locked is no longer the one registered under its
@@ -266,10 +266,10 @@ public final class RecorderMiddleware: Middleware {
   /// - Parameters:
   ///   - session: A loaded session.
   ///   - dispatcher: A dispatcher with the session's stores registered.
-  /// - Throws: ``ReplayError`` if a store is missing or the session does not decode, or
-  ///   ``ReplayError/redacted(storeIdentifiers:)`` if it holds redacted models (``SessionPrivacy``), which undo
+  /// - Throws: ``SessionError`` if a store is missing or the session does not decode, or
+  ///   ``SessionError/redacted(storeIdentifiers:)`` if it holds redacted models (``SessionPrivacy``), which undo
   ///   would put back in the app; nothing is changed then.
-  public func resume(_ session: Session, in dispatcher: Dispatcher) throws(ReplayError) {
+  public func resume(_ session: Session, in dispatcher: Dispatcher) throws(SessionError) {
     // Redacted models, which undo would put back; and stores this recorder leaves out, which it would write again.
     let redacted = Set(session.index.redactions.filter(\.value.model).keys)
       .union(session.index.records.map(\.store).filter(privacy.excluded.contains))
@@ -277,17 +277,13 @@ public final class RecorderMiddleware: Middleware {
     let plan = try session.restorePlan(in: dispatcher, at: session.cursor)
     let records: [Record]
     let base: [String: Session.PositionedModel]
-    do {
-      records = try session.records
-      base = try session.models(at: session.firstIndex - 1)
-    } catch {
-      throw .unreadable(error)
-    }
+    records = try session.records
+    base = try session.models(at: session.firstIndex - 1)
     var stores: [String: StoreLocation] = [:]
     var baselines: [String: (model: any ModelType, action: (any ActionType)?)] = [:]
     for identifier in Set(records.map(\.storeIdentifier)).union(base.keys) {
       guard let store = dispatcher.store(with: identifier) as? any ModelRestoring else {
-        throw .unknownStore(index: session.cursor, storeIdentifier: identifier)
+        throw .unregisteredStore(index: session.cursor, storeIdentifier: identifier)
       }
       stores[identifier] = StoreLocation(dispatcher)
       baselines[identifier] = base[identifier].map { ($0.model, $0.action) } ?? (store.anyModel, nil)

@@ -133,7 +133,7 @@ struct RecorderState {
   }
 
   /// What moving the cursor to `target` restores; changes nothing.
-  func restorePlan(to target: Int) throws(RecorderError) -> RestorePlan {
+  func restorePlan(to target: Int) throws(SessionError) -> RestorePlan {
     let valid = history.validPositions
     guard valid.contains(target) else { throw .indexOutOfRange(target, valid: valid) }
     var plan = RestorePlan()

@@ -209,10 +209,10 @@ public struct Session: Sendable {
   /// the app's): their identifiers are returned.
   /// - Parameter dispatcher: A dispatcher with the session's stores registered.
   /// - Returns: The stores left as they were because the session holds redacted models of them; sorted.
-  /// - Throws: ``ReplayError`` if a store is not registered or has other types, or the session does not decode;
+  /// - Throws: ``SessionError`` if a store is not registered or has other types, or the session does not decode;
   ///   nothing is changed then.
   @discardableResult
-  public func restore(into dispatcher: Dispatcher) throws(ReplayError) -> [String] {
+  public func restore(into dispatcher: Dispatcher) throws(SessionError) -> [String] {
     let plan = try restorePlan(in: dispatcher, at: cursor)
     for (store, model) in plan { store.restore(model: model.model, action: model.action, event: nil) }
     return index.redactions.filter(\.value.model).keys.sorted()
@@ -228,13 +228,9 @@ public struct Session: Sendable {
   /// The stores and models a restore at `position` applies; checked, so that applying cannot fail.
   func restorePlan(
     in dispatcher: Dispatcher, at position: Int
-  ) throws(ReplayError) -> [(any ModelRestoring, (model: any ModelType, action: (any ActionType)?))] {
+  ) throws(SessionError) -> [(any ModelRestoring, (model: any ModelType, action: (any ActionType)?))] {
     let models: [String: PositionedModel]
-    do {
-      models = try self.models(at: position)
-    } catch {
-      throw .unreadable(error)
-    }
+    models = try self.models(at: position)
     var plan: [(any ModelRestoring, (model: any ModelType, action: (any ActionType)?))] = []
     // A redacted model is not the app's: its store keeps its own.
     let restorable = models.filter { index.redactions[$0.key]?.model != true }
@@ -242,7 +238,7 @@ public struct Session: Sendable {
       guard let store = dispatcher.store(with: identifier) as? any ModelRestoring,
         store.canRestore(model: positioned.model, action: positioned.action)
       else {
-        throw .unknownStore(index: position, storeIdentifier: identifier)
+        throw .unregisteredStore(index: position, storeIdentifier: identifier)
       }
       plan.append((store, (positioned.model, positioned.action)))
     }
@@ -265,8 +261,8 @@ public struct Session: Sendable {
   /// - Parameters:
   ///   - dispatcher: The dispatcher to replay into.
   ///   - mode: How each action is dispatched; `.sync` by default.
-  /// - Throws: ``ReplayError`` at the first divergence, naming the dispatch, the store, the action and the fields
-  ///   that differ; ``ReplayError/interleavedChanges(index:dispatchID:storeIdentifier:action:otherIndex:)`` for an
+  /// - Throws: ``SessionError`` at the first divergence, naming the dispatch, the store, the action and the fields
+  ///   that differ; ``SessionError/interleavedChanges(index:dispatchID:storeIdentifier:action:otherIndex:)`` for an
   ///   operation whose changes interleaved with another transaction's, which re-running cannot reproduce.
   ///
   /// The stores whose models or actions the recorder's ``SessionPrivacy`` redacted cannot be checked: their records
@@ -277,16 +273,12 @@ public struct Session: Sendable {
   /// > absorbed as a follow-up: verify against a dispatcher of its own.
   /// - Returns: The stores not checked because the session holds redacted values of them; sorted.
   @discardableResult
-  public func verify(against dispatcher: Dispatcher, mode: Dispatcher.Mode = .sync) throws(ReplayError) -> [String] {
+  public func verify(against dispatcher: Dispatcher, mode: Dispatcher.Mode = .sync) throws(SessionError) -> [String] {
     var steps: [VerifyStep]
     let playback: EffectPlayback
-    do {
-      steps = try verifySteps()
-      if !index.redactions.isEmpty { steps.removeAll { index.redactions[$0.store] != nil } }
-      playback = EffectPlayback(effects: try effects())
-    } catch {
-      throw .unreadable(error)
-    }
+    steps = try verifySteps()
+    if !index.redactions.isEmpty { steps.removeAll { index.redactions[$0.store] != nil } }
+    playback = EffectPlayback(effects: try effects())
     var lastOfDispatch: [TransactionID: Int] = [:]
     for step in steps { lastOfDispatch[step.dispatchID] = step.index }
     // An operation's records filed at its changes share its transaction: re-run at the first, and compared with the
@@ -359,7 +351,7 @@ public struct Session: Sendable {
         store = known
       } else {
         guard let found = dispatcher.store(with: step.store) else {
-          throw .unknownStore(index: step.index, storeIdentifier: step.store)
+          throw .unregisteredStore(index: step.index, storeIdentifier: step.store)
         }
         stores[step.store] = found
         store = found
@@ -389,7 +381,7 @@ public struct Session: Sendable {
       }
       let actual = store.anyModel
       guard let codec = codecs.codecs[step.store] else {
-        throw .unknownStore(index: step.index, storeIdentifier: step.store)
+        throw .unregisteredStore(index: step.index, storeIdentifier: step.store)
       }
       if let bytes = last.modelBytes {
         encoded.removeAll(keepingCapacity: true)
@@ -403,11 +395,7 @@ public struct Session: Sendable {
       if let decoded = last.record {
         recorded = decoded
       } else {
-        do {
-          recorded = try record(at: last.index)
-        } catch {
-          throw .unreadable(error)
-        }
+        recorded = try record(at: last.index)
       }
       guard !codec.modelsEqual(recorded.model, actual) else { continue }
       var differences = JSONValue.differences(
@@ -492,21 +480,17 @@ public struct Session: Sendable {
   }
 
   /// Puts the model of `step`'s record in its store without running a reducer (``verify(against:mode:)``).
-  private func restoreUnchecked(_ step: VerifyStep, in dispatcher: Dispatcher) throws(ReplayError) {
+  private func restoreUnchecked(_ step: VerifyStep, in dispatcher: Dispatcher) throws(SessionError) {
     let recorded: Record
     if let decoded = step.record {
       recorded = decoded
     } else {
-      do throws(SessionError) {
-        recorded = try record(at: step.index)
-      } catch {
-        throw .unreadable(error)
-      }
+      recorded = try record(at: step.index)
     }
     guard let store = dispatcher.store(with: step.store) as? any ModelRestoring,
       store.canRestore(model: recorded.model, action: recorded.action)
     else {
-      throw .unknownStore(index: step.index, storeIdentifier: step.store)
+      throw .unregisteredStore(index: step.index, storeIdentifier: step.store)
     }
     store.restore(model: recorded.model, action: recorded.action, event: nil)
   }

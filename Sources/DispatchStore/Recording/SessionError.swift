@@ -1,7 +1,7 @@
-/// Why a session file could not be loaded, opened for appending or written.
+/// Why a session could not be loaded, written, restored or verified, or the recorder could not move its cursor.
 ///
-/// Loading validates the whole file before anything is applied, so any of these leaves your stores and the file
-/// as they were.
+/// Loading validates the whole file before anything is applied, and a move or a restore checks every store before
+/// it changes one, so any of these leaves your stores and the file as they were.
 public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
   /// The file could not be written.
   case io(path: String, reason: String)
@@ -41,6 +41,48 @@ public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
   /// (``RecorderMiddleware/resume(_:in:)``) before appending to its file.
   case historyMismatch(fileRecords: Int, recorderRecords: Int)
 
+  // Restoring and verifying
+
+  /// The store named by record `index` is not registered in the dispatcher, or has other types.
+  case unregisteredStore(index: Int, storeIdentifier: String)
+  /// Re-running a transaction that succeeded when recorded failed.
+  case dispatchFailed(
+    index: Int, dispatchID: TransactionID, storeIdentifier: String, action: String, error: DispatchError)
+  /// A transaction that failed when recorded succeeded when re-run.
+  case outcomeDiffered(
+    index: Int, dispatchID: TransactionID, storeIdentifier: String, action: String, recordedError: String)
+  /// After re-running a transaction, the store's model differs from the recorded one in these fields.
+  case diverged(
+    index: Int, dispatchID: TransactionID, storeIdentifier: String, action: String, differences: [FieldDifference])
+  /// An operation asked for an effect (`ActionOperation.effect(_:_:)`) that the session did not record for its
+  /// dispatch.
+  case missingEffect(dispatchID: TransactionID, key: String)
+  /// The session recorded an effect for a dispatch that no operation asked for when it was re-run.
+  case unusedEffect(dispatchID: TransactionID, key: String)
+  /// Re-run, the operation of record `index` dispatched a follow-up action that no record of the session holds
+  /// (the session's records of the follow-ups it sent when recorded are replayed in their turn).
+  case unrecordedFollowUp(index: Int, dispatchID: TransactionID, action: String)
+  /// The operation of record `index` changed its store again after record `otherIndex`, of another transaction of
+  /// that store: their changes interleaved, which re-running whole operations one after another cannot reproduce.
+  case interleavedChanges(
+    index: Int, dispatchID: TransactionID, storeIdentifier: String, action: String, otherIndex: Int)
+  /// The session holds redacted models of these stores (``SessionPrivacy``), which cannot be put back in the app, or
+  /// records of stores the resuming recorder leaves out: ``RecorderMiddleware/resume(_:in:)`` refuses it
+  /// (``Session/restore(into:)`` restores the other stores).
+  case redacted(storeIdentifiers: [String])
+
+  // Moving the recorder's cursor
+
+  /// The position is not in the retained history.
+  case indexOutOfRange(Int, valid: ClosedRange<Int>)
+  /// A recorded model could not be restored: no store is registered under its identifier in the dispatcher it was
+  /// recorded in any more, or the one registered there has other types.
+  case storeUnavailable(storeIdentifier: String)
+  /// There is nothing to undo: the cursor is before the first record kept.
+  case atStartOfHistory
+  /// There is nothing to redo: the cursor is at the last record.
+  case atEndOfHistory
+
   /// A readable explanation that names the line where there is one.
   public var description: String {
     switch self {
@@ -69,75 +111,7 @@ public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
     case .historyMismatch(let file, let recorder):
       return
         "The file's history has \(file) records but the recorder's next record is #\(recorder); resume the session first"
-    }
-  }
-}
-
-/// Why restoring or verifying a session stopped.
-public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
-  /// The store named by a record is not registered in the dispatcher, or has other types.
-  case unknownStore(index: Int, storeIdentifier: String)
-  /// Re-running a transaction that succeeded when recorded failed.
-  case dispatchFailed(
-    index: Int, dispatchID: TransactionID, storeIdentifier: String, action: String, error: DispatchError)
-  /// A transaction that failed when recorded succeeded when re-run.
-  case outcomeDiffered(
-    index: Int, dispatchID: TransactionID, storeIdentifier: String, action: String, recordedError: String)
-  /// After re-running a transaction, the store's model differs from the recorded one in these fields.
-  case diverged(
-    index: Int, dispatchID: TransactionID, storeIdentifier: String, action: String, differences: [FieldDifference])
-  /// An operation asked for an effect (`ActionOperation.effect(_:_:)`) that the session did not record for its
-  /// dispatch.
-  case missingEffect(dispatchID: TransactionID, key: String)
-  /// The session recorded an effect for a dispatch that no operation asked for when it was re-run.
-  case unusedEffect(dispatchID: TransactionID, key: String)
-  /// Re-run, the operation of record `index` dispatched a follow-up action that no record of the session holds
-  /// (the session's records of the follow-ups it sent when recorded are replayed in their turn).
-  case unrecordedFollowUp(index: Int, dispatchID: TransactionID, action: String)
-  /// The operation of record `index` changed its store again after record `otherIndex`, of another transaction of
-  /// that store: their changes interleaved, which re-running whole operations one after another cannot reproduce.
-  case interleavedChanges(
-    index: Int, dispatchID: TransactionID, storeIdentifier: String, action: String, otherIndex: Int)
-  /// The session holds redacted models of these stores (``SessionPrivacy``), which cannot be put back in the app, or
-  /// records of stores the resuming recorder leaves out: ``RecorderMiddleware/resume(_:in:)`` refuses it
-  /// (``Session/restore(into:)`` restores the other stores).
-  case redacted(storeIdentifiers: [String])
-  /// The session's lines could not be decoded.
-  case unreadable(SessionError)
-
-  /// Whether two errors report the same; a dispatch failure's error compares by its description (errors are not
-  /// `Equatable`).
-  /// - Parameters:
-  ///   - lhs: An error.
-  ///   - rhs: Another error.
-  /// - Returns: Whether they are the same case with the same values.
-  public static func == (lhs: ReplayError, rhs: ReplayError) -> Bool {
-    switch (lhs, rhs) {
-    case (.unknownStore(let a, let b), .unknownStore(let c, let d)): return a == c && b == d
-    case (.dispatchFailed(let a, let b, let c, let d, let e), .dispatchFailed(let f, let g, let h, let i, let j)):
-      return a == f && b == g && c == h && d == i && "\(e)" == "\(j)"
-    case (.outcomeDiffered(let a, let b, let c, let d, let e), .outcomeDiffered(let f, let g, let h, let i, let j)):
-      return a == f && b == g && c == h && d == i && e == j
-    case (.diverged(let a, let b, let c, let d, let e), .diverged(let f, let g, let h, let i, let j)):
-      return a == f && b == g && c == h && d == i && e == j
-    case (.missingEffect(let a, let b), .missingEffect(let c, let d)): return a == c && b == d
-    case (.unusedEffect(let a, let b), .unusedEffect(let c, let d)): return a == c && b == d
-    case (.unrecordedFollowUp(let a, let b, let c), .unrecordedFollowUp(let d, let e, let f)):
-      return a == d && b == e && c == f
-    case (
-      .interleavedChanges(let a, let b, let c, let d, let e), .interleavedChanges(let f, let g, let h, let i, let j)
-    ):
-      return a == f && b == g && c == h && d == i && e == j
-    case (.redacted(let a), .redacted(let b)): return a == b
-    case (.unreadable(let a), .unreadable(let b)): return a == b
-    default: return false
-    }
-  }
-
-  /// A readable explanation naming the record, its dispatch and, for a divergence, each field.
-  public var description: String {
-    switch self {
-    case .unknownStore(let index, let store):
+    case .unregisteredStore(let index, let store):
       return "Record #\(index): store \"\(store)\" is not registered in the dispatcher, or has other types"
     case .dispatchFailed(let index, let dispatch, let store, let action, let error):
       return "Record #\(index) (dispatch \(dispatch)): dispatching \(action) to \"\(store)\" failed: \(error)"
@@ -162,27 +136,6 @@ public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
       return "Record #\(index) (dispatch \(dispatch)): the operation of \(action) changed \"\(store)\" again after "
         + "record #\(other) of another transaction; verify re-runs operations whole and cannot reproduce changes "
         + "that interleaved"
-    case .unreadable(let error):
-      return "The session could not be read: \(error)"
-    }
-  }
-}
-
-/// Why the recorder could not move its cursor.
-public enum RecorderError: Error, Sendable, Equatable, CustomStringConvertible {
-  /// The position is not in the retained history.
-  case indexOutOfRange(Int, valid: ClosedRange<Int>)
-  /// A recorded model could not be restored: no store is registered under its identifier in the dispatcher it was
-  /// recorded in any more, or the one registered there has other types.
-  case storeUnavailable(storeIdentifier: String)
-  /// There is nothing to undo: the cursor is before the first record kept.
-  case atStartOfHistory
-  /// There is nothing to redo: the cursor is at the last record.
-  case atEndOfHistory
-
-  /// A readable explanation.
-  public var description: String {
-    switch self {
     case .indexOutOfRange(let index, let valid):
       return "Position \(index) is outside the recorded history (\(valid.lowerBound)...\(valid.upperBound))"
     case .storeUnavailable(let store): return "Store \"\(store)\" is no longer available to restore"

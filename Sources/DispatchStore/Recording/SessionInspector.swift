@@ -22,7 +22,7 @@ public enum SessionInspector {
   /// - Throws: ``SessionError`` if the file does not load (as ``Session/load(from:codecs:)`` checks it, without
   ///   codecs), or if a line is not the JSON object of its kind (``SessionError/corruptLine(line:reason:)``, also
   ///   for a line whose hash is valid); a version 1 file must be saved as version 2 first (``Session/save(to:)``).
-  public static func page(forSessionAt url: URL, divergence: ReplayError? = nil) throws(SessionError) -> String {
+  public static func page(forSessionAt url: URL, divergence: SessionError? = nil) throws(SessionError) -> String {
     let data: Data
     do {
       // The session is released before the page is made a string.
@@ -47,7 +47,7 @@ public enum SessionInspector {
   /// - Throws: The errors of ``page(forSessionAt:divergence:)``; ``SessionError/wouldReplaceSession(path:)`` if
   ///   `output` is a session file, ``SessionError/notARegularFile(path:kind:)``, or an I/O error.
   public static func writePage(
-    forSessionAt url: URL, to output: URL, divergence: ReplayError? = nil
+    forSessionAt url: URL, to output: URL, divergence: SessionError? = nil
   ) throws(SessionError) {
     let index: SessionIndex
     do {
@@ -71,7 +71,7 @@ public enum SessionInspector {
 
   /// Writes the page for a session read for the inspector (``SessionIndex/read(_:path:codecs:inspecting:)``).
   static func writePage<Output: PageOutput>(
-    for index: SessionIndex, title: String, divergence: ReplayError?, to page: inout PageWriter<Output>
+    for index: SessionIndex, title: String, divergence: SessionError?, to page: inout PageWriter<Output>
   ) {
     page.start(title: title, placeholder: "Loading the session… (the page needs JavaScript)")
     page.raw("{\"title\":")
@@ -168,7 +168,7 @@ public enum SessionInspector {
       && (a[.systemFileNumber] as? NSNumber) == (b[.systemFileNumber] as? NSNumber)
   }
 
-  private static func appendDivergence<Output>(_ divergence: ReplayError?, to page: inout PageWriter<Output>) {
+  private static func appendDivergence<Output>(_ divergence: SessionError?, to page: inout PageWriter<Output>) {
     switch divergence {
     case .diverged(let index, let dispatch, let store, let action, let differences):
       page.raw("{\"index\":")

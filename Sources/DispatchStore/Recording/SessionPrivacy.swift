@@ -25,7 +25,7 @@
 ///   redo restore them in the running app.
 /// - ``Session/restore(into:)`` leaves out the stores a session holds redacted models of, and
 ///   ``Session/verify(against:mode:)`` every store it holds redacted values of; both return their identifiers.
-///   ``RecorderMiddleware/resume(_:in:)`` refuses such a session with ``ReplayError/redacted(storeIdentifiers:)``.
+///   ``RecorderMiddleware/resume(_:in:)`` refuses such a session with ``SessionError/redacted(storeIdentifiers:)``.
 ///
 /// > Important: Redactions run on the thread that writes the session (the recorder's writer, or the caller of
 /// > `save`), under no lock; they must not block.

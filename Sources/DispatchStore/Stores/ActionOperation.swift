@@ -12,12 +12,9 @@ import Synchronization
 ///
 /// Each ``updateModel(_:)`` is one change, which observers hear at once, with the model it produced.
 ///
-/// An operation may depend on others (``addDependency(_:)``): starting it starts its dependencies first, and its
-/// block runs once they all succeeded.
-///
 /// > Important: The block must eventually call ``finish()`` or ``finish(throwing:)`` exactly once; later calls
 /// > are ignored. If the operation is released without finishing, its transaction fails with
-/// > ``ActionOperationError/releasedWithoutFinishing(storeIdentifier:)`` instead of hanging the dispatch. To
+/// > ``DispatchError/releasedWithoutFinishing(storeIdentifier:)`` instead of hanging the dispatch. To
 /// > finish later, keep a reference to the operation (capture it in your asynchronous work).
 public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendable {
   /// The work of an operation: it receives the operation (to finish it), the action and the store.
@@ -29,12 +26,12 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   public let store: Store<Model, Action>
 
   private let block: Block
-  /// The error, dependencies and handlers; the phase is in `status`.
+  /// The error and handlers; the phase is in `status`.
   private let state = LockedValue(OperationState())
-  /// The phase, and whether the operation has dependencies or handlers (``OperationStatus``).
+  /// The phase, and whether the operation has handlers (``OperationStatus``).
   ///
-  /// Two transitions take no lock, since nearly every operation makes them and nothing else: starting one with no
-  /// dependencies (pending to running), and finishing one successfully that nobody registered to hear (running to
+  /// Two transitions take no lock, since nearly every operation makes them and nothing else: starting one (pending
+  /// to running), and finishing one successfully that nobody registered to hear (running to
   /// succeeded). Each is one compare-and-swap from the exact value it leaves; every other transition is made under
   /// the lock, also by compare-and-swap, so that the two lock-free ones cannot be lost.
   private let status = Atomic<UInt8>(OperationStatus.pending)
@@ -99,7 +96,7 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
     store.dispatcher
   }
 
-  /// Creates an operation; it runs when the dispatcher (or an operation depending on it) starts it.
+  /// Creates an operation; it runs when the dispatcher starts it.
   /// - Parameters:
   ///   - action: The action being handled.
   ///   - store: The store whose model the block changes.
@@ -117,7 +114,7 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
       return
     }
     // Nobody else holds the operation any more: no transition can race with this one.
-    let error = ActionOperationError.releasedWithoutFinishing(storeIdentifier: store.identifier)
+    let error = DispatchError.releasedWithoutFinishing(storeIdentifier: store.identifier)
     fileRecord(error: error, cancelled: current & OperationStatus.cancelled != 0)
     status.store(OperationStatus.finished(current, failed: true), ordering: .releasing)
     let handlers = state.withLock { $0.takeHandlers() }
@@ -229,33 +226,10 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
 
   /// Whether something registered to hear this operation finish.
   ///
-  /// That is a dispatch (or a dependent operation) that found it still running when its start returned. Tests use it
+  /// That is a dispatch that found it still running when its start returned. Tests use it
   /// to finish an operation only once it is late.
   var isAwaited: Bool {
     status.load(ordering: .acquiring) & OperationStatus.hasHandlers != 0
-  }
-
-  /// Makes this operation run only after `operation` finished successfully.
-  ///
-  /// If `operation` fails, this operation fails with ``ActionOperationError/dependencyFailed(storeIdentifier:)``
-  /// without running its block. Starting this operation starts its dependencies that have not started yet.
-  /// - Parameter operation: An operation that must finish first. It may belong to another store.
-  ///
-  /// > Important: Add dependencies before the operation is returned to the dispatcher. Adding one to a started
-  /// > operation, or one that would form a cycle, is a programming error and traps.
-  public func addDependency<OtherModel, OtherAction>(_ operation: ActionOperation<OtherModel, OtherAction>) {
-    precondition(
-      !operation.dependsOn(ObjectIdentifier(self)),
-      "DispatchStore: adding this dependency would make the operations wait for each other forever.")
-    state.withLock { state in
-      let previous = update { current in
-        OperationStatus.phase(of: current) == OperationStatus.pending ? current | OperationStatus.hasDependencies : nil
-      }
-      guard previous != nil else {
-        preconditionFailure("DispatchStore: addDependency(_:) was called on an operation that already started.")
-      }
-      state.dependencies.append(operation)
-    }
   }
 
   // MARK: - Implementation
@@ -345,15 +319,15 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   }
 }
 
-// MARK: - Starting and dependencies (internal)
+// MARK: - Starting (internal)
 
-/// Something that reacts to an operation finishing; the dispatcher's runs and dependent operations are.
+/// Something that reacts to an operation finishing; the dispatcher's runs are.
 protocol OperationCompletionHandler: AnyObject, Sendable {
   /// Called once, after the operation's internal lock was released.
   func operationFinished(token: Int, error: (any Error)?)
 }
 
-/// The type-erased face of an ``ActionOperation`` that other operations and the dispatcher use.
+/// The type-erased face of an ``ActionOperation`` that the dispatcher uses.
 protocol OperationStarting: AnyObject, Sendable {
   /// Registers `handler`, then starts the operation if it has not started; a finished operation calls `handler`
   /// at once.
@@ -364,8 +338,6 @@ protocol OperationStarting: AnyObject, Sendable {
   /// A caller that gets ``OperationOutcome/unfinished`` registers a handler with ``start(notifying:token:)``, which
   /// then only registers it (or calls it at once, if the operation finished meanwhile).
   func startUnobserved() -> OperationOutcome
-  /// Whether this operation, directly or through its dependencies, depends on the given operation.
-  func dependsOn(_ operation: ObjectIdentifier) -> Bool
   /// Tells the operation that the dispatch running it was cancelled; later calls do nothing.
   func cancel()
   /// Makes the operation file its transaction's records, at its changes or when it finishes; called before it
@@ -414,7 +386,7 @@ enum Handlers {
   }
 }
 
-extension ActionOperation: OperationStarting, OperationCompletionHandler {
+extension ActionOperation: OperationStarting {
   func start(notifying handler: any OperationCompletionHandler, token: Int) {
     let action = state.withLock { state -> OperationStartAction in
       var pending = false
@@ -423,49 +395,31 @@ extension ActionOperation: OperationStarting, OperationCompletionHandler {
         pending = OperationStatus.phase(of: current) == OperationStatus.pending
         let registered = current | OperationStatus.hasHandlers
         guard pending else { return registered }
-        return OperationStatus.leavingPending(registered)
+        return OperationStatus.running(registered)
       }
       guard previous != nil else { return .alreadyFinished }
       state.handlers.append(handler, token: token)
-      return pending ? state.leftPending() : .none
+      return pending ? .run : .none
     }
     switch action {
     case .alreadyFinished: handler.operationFinished(token: token, error: finishedError)
-    default: perform(action)
+    case .run: runBlock()
+    case .none: break
     }
   }
 
   func startUnobserved() -> OperationOutcome {
-    // No dependencies and nobody registered: start without the lock.
-    let (started, current) = status.compareExchange(
-      expected: OperationStatus.pending, desired: OperationStatus.running, ordering: .acquiringAndReleasing)
-    if started {
+    // Nobody registered: start without the lock. (A cancellation may have set its flag while the operation was
+    // pending: the phase alone decides whether it starts.)
+    if update({ OperationStatus.phase(of: $0) == OperationStatus.pending ? OperationStatus.running($0) : nil }) != nil {
       runBlock()
-    } else if OperationStatus.phase(of: current) == OperationStatus.pending {
-      let action = state.withLock { state -> OperationStartAction in
-        let previous = update { current in
-          OperationStatus.phase(of: current) == OperationStatus.pending ? OperationStatus.leavingPending(current) : nil
-        }
-        return previous == nil ? .none : state.leftPending()
-      }
-      perform(action)
     }
     let now = status.load(ordering: .acquiring)
     switch OperationStatus.phase(of: now) {
     case OperationStatus.succeeded: return .succeeded
     case OperationStatus.failed:
-      return .failed(finishedError ?? ActionOperationError.releasedWithoutFinishing(storeIdentifier: store.identifier))
+      return .failed(finishedError ?? DispatchError.releasedWithoutFinishing(storeIdentifier: store.identifier))
     default: return .unfinished
-    }
-  }
-
-  /// Does what leaving the pending phase decided, once the lock is released.
-  private func perform(_ action: OperationStartAction) {
-    switch action {
-    case .none, .alreadyFinished: break
-    case .run: runBlock()
-    case .startDependencies(let dependencies):
-      for dependency in dependencies { dependency.start(notifying: self, token: 0) }
     }
   }
 
@@ -483,34 +437,6 @@ extension ActionOperation: OperationStarting, OperationCompletionHandler {
     }
     for handler in handlers { handler() }
   }
-
-  func dependsOn(_ operation: ObjectIdentifier) -> Bool {
-    if ObjectIdentifier(self) == operation { return true }
-    let dependencies = state.withLock { $0.dependencies }
-    return dependencies.contains { $0.dependsOn(operation) }
-  }
-
-  /// A dependency finished.
-  func operationFinished(token: Int, error: (any Error)?) {
-    let next = state.withLock { state -> OperationAfterDependency in
-      guard OperationStatus.phase(of: status.load(ordering: .acquiring)) == OperationStatus.waiting else {
-        return .wait
-      }
-      state.dependencyFailed = state.dependencyFailed || error != nil
-      state.remainingDependencies -= 1
-      guard state.remainingDependencies == 0 else { return .wait }
-      if state.dependencyFailed { return .fail }
-      update { current in
-        OperationStatus.phase(of: current) == OperationStatus.waiting ? OperationStatus.running(current) : nil
-      }
-      return .run
-    }
-    switch next {
-    case .wait: break
-    case .run: runBlock()
-    case .fail: finish(throwing: ActionOperationError.dependencyFailed(storeIdentifier: store.identifier))
-    }
-  }
 }
 
 // MARK: - State (top level, not nested in the generic class, so that unspecialised code finds its metadata at once)
@@ -518,16 +444,12 @@ extension ActionOperation: OperationStarting, OperationCompletionHandler {
 /// The bits of an operation's status word: its phase (the low three bits), and flags.
 enum OperationStatus {
   static let pending: UInt8 = 0
-  /// Started; waiting for its dependencies.
-  static let waiting: UInt8 = 1
   static let running: UInt8 = 2
   static let succeeded: UInt8 = 3
   static let failed: UInt8 = 4
   static let phaseMask: UInt8 = 0b111
   /// A handler registered to hear the operation finish: finishing must take the lock to tell it.
   static let hasHandlers: UInt8 = 0b1000
-  /// Dependencies were added: starting must take the lock to start them.
-  static let hasDependencies: UInt8 = 0b1_0000
   /// The dispatch running the operation was cancelled.
   static let cancelled: UInt8 = 0b10_0000
   /// The operation finished and claimed its filing (a recorder records the dispatch): a later change is not filed.
@@ -538,30 +460,14 @@ enum OperationStatus {
   static func withPhase(_ status: UInt8, _ phase: UInt8) -> UInt8 { status & ~phaseMask | phase }
   static func finished(_ status: UInt8, failed: Bool) -> UInt8 { withPhase(status, failed ? Self.failed : succeeded) }
   static func running(_ status: UInt8) -> UInt8 { withPhase(status, running) }
-  /// Running, or waiting if it has dependencies.
-  static func leavingPending(_ status: UInt8) -> UInt8 {
-    withPhase(status, status & hasDependencies != 0 ? waiting : running)
-  }
 }
 
 /// The mutable state of an ``ActionOperation`` beside its status word, behind its lock.
 struct OperationState {
   var error: (any Error)?
-  var dependencies: [any OperationStarting] = []
-  /// While waiting: the dependencies that have not finished, and whether one failed.
-  var remainingDependencies = 0
-  var dependencyFailed = false
   var handlers = Handlers.none
   /// What ``ActionOperation/onCancel(_:)`` registered.
   var cancelHandlers: [@Sendable () -> Void] = []
-
-  /// What to do, once the lock is released, after the status left the pending phase: run, or start the
-  /// dependencies.
-  mutating func leftPending() -> OperationStartAction {
-    if dependencies.isEmpty { return .run }
-    remainingDependencies = dependencies.count
-    return .startDependencies(dependencies)
-  }
 
   /// Moves the handlers out, leaving none: a swap, so that nothing is retained or released.
   mutating func takeHandlers() -> Handlers {
@@ -575,9 +481,5 @@ struct OperationState {
 enum OperationStartAction {
   case none
   case run
-  case startDependencies([any OperationStarting])
   case alreadyFinished
 }
-
-/// What a finished dependency leads to once the lock is released.
-enum OperationAfterDependency { case wait, run, fail }

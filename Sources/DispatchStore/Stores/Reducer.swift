@@ -38,7 +38,7 @@ open class Reducer<Model: ModelType, Action: ActionType>: @unchecked Sendable {
 
   /// Returns the operation that handles `action` for `store`.
   ///
-  /// The default returns an operation that fails with ``ReducerError/notImplemented(storeIdentifier:)``: override
+  /// The default returns an operation that fails with ``DispatchError/reducerNotImplemented(storeIdentifier:)``: override
   /// it.
   /// - Parameters:
   ///   - action: The dispatched action.
@@ -46,7 +46,7 @@ open class Reducer<Model: ModelType, Action: ActionType>: @unchecked Sendable {
   /// - Returns: An operation that changes `store`'s model and then finishes.
   open func operation(for action: Action, in store: Store<Model, Action>) -> ActionOperation<Model, Action> {
     ActionOperation(action: action, store: store) { operation, _, store in
-      operation.finish(throwing: ReducerError.notImplemented(storeIdentifier: store.identifier))
+      operation.finish(throwing: DispatchError.reducerNotImplemented(storeIdentifier: store.identifier))
     }
   }
 
@@ -79,19 +79,5 @@ open class Reducer<Model: ModelType, Action: ActionType>: @unchecked Sendable {
   /// - Returns: Store identifiers to wait for.
   open func waitList(for action: Action) -> [String] {
     []
-  }
-}
-
-/// Errors raised by ``Reducer``'s default implementations.
-public enum ReducerError: Error, Sendable, Equatable, CustomStringConvertible {
-  /// The store's reducer does not override `operation(for:in:)`.
-  case notImplemented(storeIdentifier: String)
-
-  /// A readable explanation of the failure.
-  public var description: String {
-    switch self {
-    case .notImplemented(let storeIdentifier):
-      return "The reducer of store \"\(storeIdentifier)\" does not override operation(for:in:)."
-    }
   }
 }

@@ -151,8 +151,13 @@ extension Store {
   /// The error a ``SynchronousReducer`` threw, as the transaction fails with it.
   @inlinable
   func reductionError(_ error: any Error) -> any Error {
-    error is SynchronousReducer<Model, Action>.NotImplemented
-      ? ReducerError.notImplemented(storeIdentifier: identifier) : error
+    if error is SynchronousReducer<Model, Action>.NotImplemented {
+      return DispatchError.reducerNotImplemented(storeIdentifier: identifier)
+    }
+    if let missing = error as? ScopeUnavailable {
+      return DispatchError.scopeUnavailable(storeIdentifier: identifier, scope: missing.scope)
+    }
+    return error
   }
 
   /// ``reduceInPlace(_:)`` for an observed store: the change is announced in the critical section that made it.

@@ -33,7 +33,7 @@ enum MoveAttempt {
   case busy(String)
   /// The move needs a store that is not locked (a dispatch brought it): nothing changed.
   case replan
-  case failed(RecorderError)
+  case failed(SessionError)
 }
 
 /// The notifications a move's restores leave for observers, delivered after every lock is released.

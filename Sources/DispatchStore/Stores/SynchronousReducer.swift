@@ -33,7 +33,7 @@ open class SynchronousReducer<Model: ModelType, Action: ActionType>: Reducer<Mod
 
   /// Changes `model` to handle `action`.
   ///
-  /// The default throws ``ReducerError/notImplemented(storeIdentifier:)``: override it.
+  /// The default throws ``DispatchError/reducerNotImplemented(storeIdentifier:)``: override it.
   /// - Parameters:
   ///   - action: The dispatched action.
   ///   - model: The store's model, changed in place.
@@ -63,7 +63,7 @@ open class SynchronousReducer<Model: ModelType, Action: ActionType>: Reducer<Mod
     }
   }
 
-  /// Thrown by the default ``reduce(_:into:)``; the store turns it into ``ReducerError/notImplemented(storeIdentifier:)``,
+  /// Thrown by the default ``reduce(_:into:)``; the store turns it into ``DispatchError/reducerNotImplemented(storeIdentifier:)``,
   /// which names it.
   @usableFromInline
   struct NotImplemented: Error {

@@ -19,7 +19,7 @@ struct CombinedReducerTests {
     withExtendedLifetime(token) {}
   }
 
-  @Test func anActionForAMissingElementFailsWithScopeErrorAndKeepsEarlierParts() throws {
+  @Test func anActionForAMissingElementFailsAsUnavailableAndKeepsEarlierParts() throws {
     let dispatcher = Dispatcher()
     let shop = makeShop()
     try dispatcher.register(store: shop)
@@ -31,7 +31,9 @@ struct CombinedReducerTests {
       Issue.record("expected operationsFailed, got \(String(describing: error))")
       return
     }
-    #expect(failures.first?.error as? ScopeError == .elementNotFound(scope: "\\Shop.orders[id: 7]"))
+    #expect(
+      failures.first?.error as? DispatchError
+        == .scopeUnavailable(storeIdentifier: "shop", scope: "\\Shop.orders[id: 7]"))
     // The part after the failing one did not run.
     #expect(shop.model.log.isEmpty)
   }

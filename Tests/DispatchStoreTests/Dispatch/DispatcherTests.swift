@@ -305,7 +305,7 @@ struct DispatcherTests {
       return
     }
     #expect(
-      failures.first?.error as? ActionOperationError == .releasedWithoutFinishing(storeIdentifier: "abandoned"))
+      failures.first?.error as? DispatchError == .releasedWithoutFinishing(storeIdentifier: "abandoned"))
     // The lane is free again.
     try await dispatcher.dispatch(action: CounterAction.increase(1), mode: mode)
     #expect(store.model.count == 1)

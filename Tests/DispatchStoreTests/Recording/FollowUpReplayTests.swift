@@ -147,7 +147,7 @@ struct FollowUpReplayTests {
       })
     // The first order's record (its follow-up's record may come before it: the follow-up can finish first).
     let first = try #require(try session.records.first { $0.storeIdentifier == "orders" })
-    let expected = ReplayError.unrecordedFollowUp(
+    let expected = SessionError.unrecordedFollowUp(
       index: first.index, dispatchID: first.dispatchID, action: #"note("shipped 0")"#)
     #expect(throws: expected) {
       try session.verify(against: dispatcher)

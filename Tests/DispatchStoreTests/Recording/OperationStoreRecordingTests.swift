@@ -222,10 +222,10 @@ struct OperationStoreRecordingTests {
     try #require(records.count == 3)
     #expect(records[0].transactionID == records[2].transactionID)
     #expect(records.map { ($0.model as? Fingerprint)?.steps } == [1, 2, 3])
-    var reported: ReplayError?
+    var reported: SessionError?
     do {
       try Self.verifySaved(recorder, mode: .sync)
-    } catch let error as ReplayError {
+    } catch let error as SessionError {
       reported = error
     }
     guard case .interleavedChanges(let index, _, let storeIdentifier, _, let other) = reported else {

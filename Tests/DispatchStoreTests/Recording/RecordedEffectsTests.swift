@@ -105,7 +105,7 @@ struct RecordedEffectsTests {
     let renamed = UserReducer(network: { _ in throw Offline() }, key: { "profile \($0)" })
     let (dispatcher, _) = try profileApp(renamed)
     let first = try session.records[0]
-    #expect(throws: ReplayError.missingEffect(dispatchID: first.dispatchID, key: "profile 1")) {
+    #expect(throws: SessionError.missingEffect(dispatchID: first.dispatchID, key: "profile 1")) {
       try session.verify(against: dispatcher)
     }
   }
@@ -115,7 +115,7 @@ struct RecordedEffectsTests {
     let session = try Session.load(from: file.url, codecs: profileCodecs())
     let (dispatcher, _) = try profileApp(UserReducer(network: { _ in "?" }, asksForSession: false))
     let first = try session.records[0]
-    #expect(throws: ReplayError.unusedEffect(dispatchID: first.dispatchID, key: "session")) {
+    #expect(throws: SessionError.unusedEffect(dispatchID: first.dispatchID, key: "session")) {
       try session.verify(against: dispatcher)
     }
   }

@@ -79,7 +79,7 @@ struct RecorderMiddlewareTests {
     #expect(app.recorder.cursor == -1)
     #expect(app.counter.model.count == 0)
     #expect(app.text.model.value == "")
-    #expect(throws: RecorderError.atStartOfHistory) { try app.recorder.undo() }
+    #expect(throws: SessionError.atStartOfHistory) { try app.recorder.undo() }
 
     try app.recorder.jump(to: 2)
     #expect(app.counter.model.count == 11)
@@ -105,8 +105,8 @@ struct RecorderMiddlewareTests {
     #expect(records.map(\.index) == [0, 1])
     #expect((records[1].model as? Counter)?.count == 101)
     #expect(app.counter.model.count == 101)
-    #expect(throws: RecorderError.self) { try app.recorder.jump(to: 2) }
-    #expect(throws: RecorderError.atEndOfHistory) { try app.recorder.redo() }
+    #expect(throws: SessionError.self) { try app.recorder.jump(to: 2) }
+    #expect(throws: SessionError.atEndOfHistory) { try app.recorder.redo() }
   }
 
   @Test func theHistoryBoundDropsTheOldestRecordsAndTimeTravelStopsAtTheOldestKept() throws {
@@ -118,7 +118,7 @@ struct RecorderMiddlewareTests {
     // Before the oldest kept record: the model the dropped records left (1 + 2).
     try app.recorder.jump(to: 1)
     #expect(app.counter.model.count == 3)
-    #expect(throws: RecorderError.indexOutOfRange(0, valid: 1...4)) { try app.recorder.jump(to: 0) }
+    #expect(throws: SessionError.indexOutOfRange(0, valid: 1...4)) { try app.recorder.jump(to: 0) }
     try app.recorder.jump(to: 4)
     #expect(app.counter.model.count == 15)
   }

@@ -112,7 +112,7 @@ struct SessionInspectorTests {
     try app.recorder.attach(appendingTo: file.url, codecs: appCodecs())
     app.send(CounterAction.increase(1))
     app.recorder.flush()
-    let divergence = ReplayError.diverged(
+    let divergence = SessionError.diverged(
       index: 0, dispatchID: app.recorder.records[0].dispatchID, storeIdentifier: "counter", action: "increase(1)",
       differences: [FieldDifference(path: "count", expected: "</script>", actual: "2")])
     let page = try SessionInspector.page(forSessionAt: file.url, divergence: divergence)

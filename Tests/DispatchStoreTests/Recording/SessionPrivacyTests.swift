@@ -139,10 +139,10 @@ struct SessionPrivacyTests {
       store: Store(identifier: "counter", model: Counter()) { (_: CounterAction, model) in
         model.count += 100
       })
-    #expect(throws: ReplayError.self) { try session.verify(against: broken) }
+    #expect(throws: SessionError.self) { try session.verify(against: broken) }
 
     let resumed = try PrivateApp()
-    #expect(throws: ReplayError.redacted(storeIdentifiers: ["account"])) {
+    #expect(throws: SessionError.redacted(storeIdentifiers: ["account"])) {
       try resumed.recorder.resume(session, in: resumed.dispatcher)
     }
   }

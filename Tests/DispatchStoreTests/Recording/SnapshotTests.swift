@@ -109,7 +109,7 @@ struct SnapshotTests {
     while (try? recorder.undo()) != nil {}
     #expect(recorder.cursor == 5)
     #expect(store.model.count == 6)  // The snapshot: the models after record 5.
-    #expect(throws: RecorderError.atStartOfHistory) { try recorder.undo() }
+    #expect(throws: SessionError.atStartOfHistory) { try recorder.undo() }
 
     // Verifying starts from the snapshot's models.
     let (verifying, verified, _) = try freshTracked(tag: "compact")

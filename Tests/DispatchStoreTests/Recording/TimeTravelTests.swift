@@ -32,7 +32,7 @@ struct TimeTravelTests {
     #expect(app.recorder.cursor == 2)
     try app.recorder.undo()
     #expect(app.counts == [0, 0, 0])
-    #expect(throws: RecorderError.atStartOfHistory) { try app.recorder.undo() }
+    #expect(throws: SessionError.atStartOfHistory) { try app.recorder.undo() }
     try app.recorder.redo()
     #expect(app.counts == [1, 1, 1])
     // One record at a time, on request.
@@ -40,7 +40,7 @@ struct TimeTravelTests {
     #expect(app.counts == [2, 1, 1])
     try app.recorder.redo()
     #expect(app.counts == [2, 2, 2])
-    #expect(throws: RecorderError.atEndOfHistory) { try app.recorder.redo() }
+    #expect(throws: SessionError.atEndOfHistory) { try app.recorder.redo() }
     // A jump into a dispatch goes on to its end, unless asked to stop at the record.
     try app.recorder.jump(to: 3)
     #expect(app.recorder.cursor == 5)
@@ -74,7 +74,7 @@ struct TimeTravelTests {
     _ = dispatcher.unregister(identifier: "gone")
     gone = nil
     // Back to before the first record: restores "kept" and "gone"; "gone" is released, so nothing moves.
-    #expect(throws: RecorderError.storeUnavailable(storeIdentifier: "gone")) { try recorder.jump(to: -1) }
+    #expect(throws: SessionError.storeUnavailable(storeIdentifier: "gone")) { try recorder.jump(to: -1) }
     #expect(recorder.cursor == 2)
     #expect(kept.model.count == 2)
     // A move that needs only "kept" works.
@@ -93,7 +93,7 @@ struct TimeTravelTests {
     #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
     #expect(dispatchSync(dispatcher, CounterAction.increase(2)).isSuccess)
     _ = dispatcher.unregister(identifier: "counter")
-    #expect(throws: RecorderError.storeUnavailable(storeIdentifier: "counter")) { try recorder.undo() }
+    #expect(throws: SessionError.storeUnavailable(storeIdentifier: "counter")) { try recorder.undo() }
     #expect(recorder.cursor == 1)
     #expect(first.model.count == 3)
 
@@ -135,7 +135,7 @@ struct TimeTravelTests {
               }
             } catch {
               // Typed errors are fine (the history moved under the mover); anything else is recorded.
-              if !(error is RecorderError) { errors.withLock { $0.append("\(error)") } }
+              if !(error is SessionError) { errors.withLock { $0.append("\(error)") } }
             }
           }
           if mover == 0 { stop.withLock { $0 = true } }

@@ -71,7 +71,7 @@ struct UndoStepTests {
     #expect(app.recorder.cursor == 0)
     try app.recorder.undo()
     #expect(app.counter.model.count == 0)
-    #expect(throws: RecorderError.atStartOfHistory) { try app.recorder.undo() }
+    #expect(throws: SessionError.atStartOfHistory) { try app.recorder.undo() }
     // Redo lands after the dispatches that changed nothing, as undo left them.
     try app.recorder.redo()
     #expect(app.counter.model.count == 1)
@@ -80,7 +80,7 @@ struct UndoStepTests {
     #expect(app.counter.model.count == 11)
     #expect(app.recorder.cursor == 3)
     #expect(current?.index == 3)
-    #expect(throws: RecorderError.atEndOfHistory) { try app.recorder.redo() }
+    #expect(throws: SessionError.atEndOfHistory) { try app.recorder.redo() }
   }
 
   @Test func aDispatchThatChangedNothingAfterAnUndoIsNotAStep() throws {
@@ -89,7 +89,7 @@ struct UndoStepTests {
     try app.recorder.undo()  // The restore changes the store's model, not the next operation's record.
     #expect(!app.send(.fail))
     #expect(app.recorder.records.map(\.changedModel) == [false])
-    #expect(throws: RecorderError.atStartOfHistory) { try app.recorder.undo() }
+    #expect(throws: SessionError.atStartOfHistory) { try app.recorder.undo() }
   }
 
   @Test func aFailedDispatchThatChangedTheModelIsAStep() throws {

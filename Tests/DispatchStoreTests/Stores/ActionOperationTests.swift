@@ -5,65 +5,6 @@ import Testing
 
 @Suite("ActionOperation", .timeLimit(.minutes(1)))
 struct ActionOperationTests {
-  /// A reducer whose operation depends on a helper operation built in `operation(for:in:)`.
-  final class ChainedReducer: Reducer<Counter, CounterAction>, @unchecked Sendable {
-    let helperFails: Bool
-    let order = Locked<[String]>([])
-
-    init(helperFails: Bool) {
-      self.helperFails = helperFails
-    }
-
-    override func operation(
-      for action: CounterAction, in store: Store<Counter, CounterAction>
-    ) -> ActionOperation<Counter, CounterAction> {
-      let helper = ActionOperation(action: action, store: store) { [self] operation, _, _ in
-        DispatchQueue.global().async {
-          self.order.withLock { $0.append("helper") }
-          if self.helperFails {
-            operation.finish(throwing: TestFailure(reason: "helper"))
-          } else {
-            operation.finish()
-          }
-        }
-      }
-      let main = ActionOperation(action: action, store: store) { [self] operation, _, store in
-        self.order.withLock { $0.append("main") }
-        store.updateModel { $0.count += 1 }
-        operation.finish()
-      }
-      main.addDependency(helper)
-      return main
-    }
-  }
-
-  @Test func dependencyRunsBeforeTheOperation() throws {
-    let dispatcher = Dispatcher()
-    let reducer = ChainedReducer(helperFails: false)
-    let store = Store(identifier: "chained", model: Counter(), reducer: reducer)
-    try dispatcher.register(store: store)
-
-    #expect(dispatchSync(dispatcher, CounterAction.noop).isSuccess)
-    #expect(reducer.order.withLock { $0 } == ["helper", "main"])
-    #expect(store.model.count == 1)
-  }
-
-  @Test func failedDependencyFailsTheOperationWithoutRunningIt() throws {
-    let dispatcher = Dispatcher()
-    let reducer = ChainedReducer(helperFails: true)
-    let store = Store(identifier: "chained", model: Counter(), reducer: reducer)
-    try dispatcher.register(store: store)
-
-    let error = dispatchSync(dispatcher, CounterAction.noop).dispatchError
-    guard case .operationsFailed(let failures) = error else {
-      Issue.record("expected operationsFailed, got \(String(describing: error))")
-      return
-    }
-    #expect(failures.first?.error as? ActionOperationError == .dependencyFailed(storeIdentifier: "chained"))
-    #expect(reducer.order.withLock { $0 } == ["helper"])
-    #expect(store.model.count == 0)
-  }
-
   @Test func laterFinishCallsAreIgnored() throws {
     let dispatcher = Dispatcher()
     let store = Store(identifier: "twice", model: Counter(), reducer: TwiceFinishingReducer())

@@ -105,7 +105,7 @@ struct SynchronousReducerTests {
       Issue.record("expected operationsFailed, got \(result)")
       return
     }
-    #expect(failures.first?.error as? ReducerError == .notImplemented(storeIdentifier: "empty"))
+    #expect(failures.first?.error as? DispatchError == .reducerNotImplemented(storeIdentifier: "empty"))
   }
 
   @Test(arguments: [Dispatcher.Mode.sync, .async])
@@ -172,28 +172,6 @@ struct SynchronousReducerTests {
     #expect(store.model.count == 1)
   }
 
-  @Test func operationRunsReduceForCodeThatWorksWithOperations() throws {
-    // An operation store whose operation depends on the in-place store's operation, made by hand.
-    let dispatcher = Dispatcher()
-    let inPlace = Store(identifier: "in-place", model: Counter(), reducer: CounterSynchronousReducer())
-    let reducer = DependingReducer(on: inPlace)
-    let depending = Store(identifier: "depending", model: Counter(), reducer: reducer)
-    try dispatcher.register(store: depending)
-
-    #expect(dispatchSync(dispatcher, CounterAction.increase(4)).isSuccess)
-    #expect(inPlace.model.count == 4)
-    #expect(depending.model.log == ["saw 4"])
-
-    // A failing reduce fails the operation, and so the operation depending on it.
-    let result = dispatchSync(dispatcher, CounterAction.fail)
-    guard case .operationsFailed(let failures) = result.dispatchError else {
-      Issue.record("expected operationsFailed, got \(result)")
-      return
-    }
-    #expect(
-      failures.first?.error as? ActionOperationError == .dependencyFailed(storeIdentifier: "depending"))
-  }
-
   @Test func recorderRecordsReductionsAndTheyReplay() throws {
     let dispatcher = Dispatcher()
     let store = Store(identifier: "counter", model: Counter(), reducer: CounterSynchronousReducer())
@@ -206,27 +184,5 @@ struct SynchronousReducerTests {
     #expect(recorder.records.map { ($0.model as? Counter)?.count } == [1, 3, 6])
     _ = try recorder.undo()
     #expect(store.model.count == 3)
-  }
-}
-
-/// Returns operations that depend on an operation of another store's ``SynchronousReducer``.
-final class DependingReducer: Reducer<Counter, CounterAction>, @unchecked Sendable {
-  let other: Store<Counter, CounterAction>
-
-  init(on other: Store<Counter, CounterAction>) {
-    self.other = other
-  }
-
-  override func operation(
-    for action: CounterAction, in store: Store<Counter, CounterAction>
-  ) -> ActionOperation<Counter, CounterAction> {
-    let dependency = other.reducer.operation(for: action, in: other)
-    let operation = ActionOperation(action: action, store: store) { [other] operation, _, store in
-      let seen = other.model.count
-      store.updateModel { $0.log.append("saw \(seen)") }
-      operation.finish()
-    }
-    operation.addDependency(dependency)
-    return operation
   }
 }
