@@ -27,20 +27,15 @@ dispatcher.register(interceptor: SignedInOnly(account: accountStore))
 
 /// Observers run on the dispatcher's main queue (the library's run-loop thread on Linux, the main thread on Apple
 /// platforms), in the order the changes happened.
-final class Screen {}
-let screen = Screen()
-countryStore.register(observer: screen) { model, _ in
-  print("  country  -> \(model.country ?? "none")")
-}
-cityStore.register(observer: screen) { model, _ in
-  print("  city     -> \(model.city ?? "none")   (flights to \(model.available.joined(separator: ", ")))")
-}
-priceStore.register(observer: screen) { model, _ in
-  print("  price    -> \(model.quote ?? "no quote")")
-}
-accountStore.register(observer: screen) { model, _ in
-  print("  account  -> \(model.traveller ?? "signed out")")
-}
+let screen = [
+  countryStore.observe { change in print("  country  -> \(change.model.country ?? "none")") },
+  cityStore.observe { change in
+    let city = change.model
+    print("  city     -> \(city.city ?? "none")   (flights to \(city.available.joined(separator: ", ")))")
+  },
+  priceStore.observe { change in print("  price    -> \(change.model.quote ?? "no quote")") },
+  accountStore.observe { change in print("  account  -> \(change.model.traveller ?? "signed out")") },
+]
 
 /// Dispatches each step, waits for all three stores, then for the screen to show their changes.
 func book() async {

@@ -17,18 +17,17 @@ let counter = Store(identifier: "counter", model: Counter()) { (action: CounterA
   }
 }
 
-final class CounterView: Sendable {}
-
 let dispatcher = Dispatcher()
-let view = CounterView()
 
-func start() throws {
+func start() throws -> ObservationToken {
   try dispatcher.register(store: counter)
-  counter.register(observer: view) { model, action in  // the view is held weakly
-    print("count is now \(model.count) after \(action)")
+  // Observed until the token is released or cancelled: a view keeps it for as long as it shows the count.
+  let observation = counter.observe { change in
+    print("count is now \(change.model.count) after \(change.action)")
   }
   dispatcher.dispatch(action: CounterAction.increase(by: 1), mode: .sync)  // returns when done
   dispatcher.dispatch(action: CounterAction.reset, mode: .serial)  // fire and forget, from synchronous code
+  return observation
 }
 
 func addTwo() async throws {
@@ -51,8 +50,8 @@ final class FastCounterReducer: SynchronousReducer<Counter, CounterAction>, @unc
 }
 
 let fastCounter = Store(identifier: "fast-counter", model: Counter(), reducer: FastCounterReducer())
-// Notified until the token is released or cancelled; cheaper than an observer held weakly.
-let token = fastCounter.observe(delivery: .synchronous) { model, _ in print(model.count) }
+// Notified on the thread that made the change, before its dispatch returns.
+let token = fastCounter.observe(synchronously: true) { change in print(change.model.count) }
 
 // MARK: - Not in the README: runs the code above (CI checks that the README's blocks are this file's first lines).
 
@@ -74,7 +73,7 @@ let country = Store(identifier: "country", model: Country()) { (action: TripActi
 }
 
 func run() async throws {
-  try start()
+  let observation = try start()
   // The serial lane is FIFO: this returns after the reset that `start()` queued.
   try await dispatcher.dispatch(action: CounterAction.reset, mode: .serial)
   try await addTwo()
@@ -89,7 +88,7 @@ func run() async throws {
   print("currency: \(price.model.currency)")
   // The view's notifications run on the main queue: deliver the pending ones before the tool exits.
   await dispatcher.drain()
-  withExtendedLifetime(token) {}
+  withExtendedLifetime((token, observation)) {}
 }
 
 try await run()

@@ -20,11 +20,11 @@ let results = feature.results.observable()
 feature.dispatcher.mainQueue.schedule { render() }
 
 // A log of every change of the results, as an async sequence: the three changes made below.
-let changes = feature.results.changes(buffering: .newest(16))
+let changes = feature.results.changes(bufferingNewest: 16)
 let log = Task {
   var lines: [String] = []
   for await change in changes {
-    lines.append("\(change.origin == .restore ? "undo" : "search") \(change.model.query)")
+    lines.append("\(change.isRestore ? "undo" : "search") \(change.model.query)")
     if lines.count == 3 { break }
   }
   return lines

@@ -97,7 +97,7 @@ if let session {
 if changes {
   do {
     // Each change is on disk before the command reports it.
-    try recorder.attach(appendingTo: sessionURL, codecs: codecs, durability: .eachRecord)
+    try recorder.attach(appendingTo: sessionURL, codecs: codecs, syncEachRecord: true)
   } catch .inUse, .historyMismatch {
     fail("the session \(sessionURL.path) is being changed by another todo; nothing was changed, try again")
   } catch {

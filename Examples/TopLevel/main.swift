@@ -34,7 +34,7 @@ let dispatcher = Dispatcher(mainQueue: .processMainThread)
 let tally = Store(identifier: "tally", model: Tally(), reducer: SlowTallyReducer())
 try dispatcher.register(store: tally)
 let seen = Mutex<[Int]>([])
-let token = tally.observe(delivery: .mainThread) { model, _ in seen.withLock { $0.append(model.count) } }
+let token = tally.observe { change in seen.withLock { $0.append(change.model.count) } }
 
 try await dispatcher.start(TallyAction.add(2)).value
 print("after await start(...).value: \(tally.model.count)")

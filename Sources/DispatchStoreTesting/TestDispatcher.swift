@@ -13,13 +13,13 @@ import DispatchStore
 /// }
 /// ```
 ///
-/// Exhaustive by default (``Exhaustivity/on``): a store that changed without an expectation is a failure, with the
+/// Exhaustive by default: a store that changed without an expectation is a failure, with the
 /// fields that changed; follow-up actions the app's code dispatches are held, before any store sees them, until the
 /// test receives them (``receive(_:_:fileID:filePath:line:column:)``), so each one's change is asserted on its own.
-/// ``Exhaustivity/off`` lets follow-ups run at once and checks only the stores the test names: for integration
+/// `TestDispatcher(exhaustive: false)` lets follow-ups run at once and checks only the stores the test names: for integration
 /// tests, and for operations that await their follow-ups' completion (which a held follow-up would never give).
 ///
-/// Time-based work (throttle, debounce, delayed dispatches) counts on ``clock``, a ``TestClock``: ``advance(by:)``
+/// Time-based work (throttle, debounce, delayed dispatches) counts on the dispatcher's ``TestClock``: ``advance(by:)``
 /// moves it, so tests never sleep.
 ///
 /// Failures are reported to Swift Testing inside its tests, and to XCTest otherwise.
@@ -32,20 +32,12 @@ import DispatchStore
 ///
 /// > Important: Call `send`, `receive`, `advance` and `finish` from one task, one at a time.
 public final class TestDispatcher: Sendable {
-  /// Whether every change and every follow-up must be asserted.
-  public enum Exhaustivity: Sendable, Hashable {
-    /// Every store's change and every follow-up action must be asserted. The default.
-    case on
-    /// Only the stores a test names are checked; follow-up actions run at once.
-    case off
-  }
-
   /// The dispatcher the stores are registered with; use it to build what the tested code needs.
   public let dispatcher: Dispatcher
   /// The time the dispatcher's throttled and debounced dispatches count by.
-  public let clock: TestClock
+  let clock: TestClock
   /// Whether every change and every follow-up must be asserted.
-  let exhaustivity: Exhaustivity
+  let exhaustive: Bool
   /// How long each step of the test waits for what it started, and a follow-up is held, before the test fails.
   public let timeLimit: Duration
 
@@ -62,22 +54,23 @@ public final class TestDispatcher: Sendable {
 
   /// Creates a test dispatcher, with a ``TestClock`` and the library's run-loop thread as its main queue.
   /// - Parameters:
-  ///   - exhaustivity: Whether every change and every follow-up must be asserted.
+  ///   - exhaustive: `true` (the default) if every store's change and every follow-up action must be asserted;
+  ///     `false` to check only the stores a test names and let follow-up actions run at once.
   ///   - timeLimit: How long each step waits for what it started, and a follow-up is held, before the test fails
-  ///     (on the system's clock, not on ``clock``). Shorter than Swift Testing's time limits, so that the kit, which
+  ///     (on the system's clock, not on the test clock). Shorter than Swift Testing's time limits, so that the kit, which
   ///     names what still runs, reports a hang first.
-  public convenience init(exhaustivity: Exhaustivity = .on, timeLimit: Duration = .seconds(30)) {
-    self.init(exhaustivity: exhaustivity, timeLimit: timeLimit, holdLimit: timeLimit)
+  public convenience init(exhaustive: Bool = true, timeLimit: Duration = .seconds(30)) {
+    self.init(exhaustive: exhaustive, timeLimit: timeLimit, holdLimit: timeLimit)
   }
 
   /// Creates a test dispatcher whose follow-ups are held at most `holdLimit`, and each step waits `timeLimit`: for
   /// the kit's own tests of each limit.
-  init(exhaustivity: Exhaustivity, timeLimit: Duration, holdLimit: Duration) {
-    self.exhaustivity = exhaustivity
+  init(exhaustive: Bool, timeLimit: Duration, holdLimit: Duration) {
+    self.exhaustive = exhaustive
     self.timeLimit = timeLimit
     clock = TestClock()
     dispatcher = Dispatcher(mainQueue: .libraryThread, clock: clock)
-    monitor = DispatchMonitor(holding: exhaustivity == .on, holdLimit: holdLimit)
+    monitor = DispatchMonitor(holding: exhaustive, holdLimit: holdLimit)
     dispatcher.register(interceptor: monitor)
     dispatcher.register(middleware: monitor)
     // A dispatch's handle ends after its last transaction: the waits that count unfinished dispatches hear it.
@@ -164,7 +157,7 @@ public final class TestDispatcher: Sendable {
     _ action: Action, at site: CallSite
   ) async -> Result<Void, DispatchError>? {
     let unreceived = monitor.state.withLock { $0.held.map(\.action) }
-    if exhaustivity == .on, !unreceived.isEmpty {
+    if exhaustive, !unreceived.isEmpty {
       TestReporter.fail(
         "Sending \(action) while follow-up actions were not received: \(describe(unreceived)). Receive them first.",
         at: site)
@@ -209,12 +202,12 @@ public final class TestDispatcher: Sendable {
   /// Takes the next follow-up action the app's code dispatched, checks it is `action`, lets it run, and checks the
   /// stores' models against `expectations`.
   ///
-  /// With ``Exhaustivity/off``, follow-ups have already run: this waits for running transactions to finish, then
+  /// In a test that is not exhaustive, follow-ups have already run: this waits for running transactions to finish, then
   /// checks the stores `expectations` name.
   /// - Parameters:
   ///   - action: The follow-up expected next.
   ///   - expectations: How each store's model must change; in exhaustive tests, every store that changed.
-  ///   - timeout: With ``Exhaustivity/off``, how long to wait for the follow-up to finish before failing;
+  ///   - timeout: In a test that is not exhaustive, how long to wait for the follow-up to finish before failing;
   ///     ``timeLimit`` if `nil`. (Exhaustive tests know when nothing more can come, and wait for time only as long
   ///     as ``timeLimit``, for operations that do not finish.)
   public func receive<Action: ActionType & Equatable>(
@@ -222,7 +215,7 @@ public final class TestDispatcher: Sendable {
     filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column
   ) async {
     let site = CallSite(fileID: fileID, filePath: filePath, line: line, column: column)
-    guard exhaustivity == .on else {
+    guard exhaustive else {
       // Follow-ups ran at once: wait for one equal to `action` to finish. Nothing announces that one never will, so
       // this waits a bounded time, as a test does for an asynchronous effect. The actions are compared after the
       // monitor's lock, each time more have finished: `==` is the app's code.
@@ -271,7 +264,7 @@ public final class TestDispatcher: Sendable {
     check(expectations, after: "receiving \(next.action)", at: site)
   }
 
-  /// Moves ``clock`` forward, running the throttled, debounced and delayed work that falls due, then waits for the
+  /// Moves the test clock forward, running the throttled, debounced and delayed work that falls due, then waits for the
   /// transactions it started and checks the stores' models against `expectations`.
   ///
   /// A debounced dispatch that runs is a follow-up like any other: receive it.
@@ -285,7 +278,7 @@ public final class TestDispatcher: Sendable {
     let site = CallSite(fileID: fileID, filePath: filePath, line: line, column: column)
     clock.advance(by: duration)
     let step = "Advancing the clock by \(duration)"
-    if exhaustivity == .on {
+    if exhaustive {
       guard await within(until: settled, step, at: site) else { return }
     } else {
       guard await within(until: { $0.running.isEmpty }, step, at: site) else { return }
@@ -344,7 +337,7 @@ public final class TestDispatcher: Sendable {
           + "held nor waiting for the test clock (queued behind work that does not end, or a handle never started).",
         at: site)
     }
-    if exhaustivity == .on { check([], after: "the last assertion", at: site) }
+    if exhaustive { check([], after: "the last assertion", at: site) }
     // The held follow-ups end now, with the test, rather than when their time limit would have.
     for follow in held {
       follow.decision.block(reason: "\(follow.action) was held as a follow-up and the test ended before receiving it")
@@ -356,7 +349,7 @@ public final class TestDispatcher: Sendable {
   private var settled: @Sendable (DispatchMonitor.State) -> Bool {
     let dispatcher = dispatcher
     let clock = clock
-    let holding = exhaustivity == .on
+    let holding = exhaustive
     // Dispatches waiting for the test clock (debounced, delayed) cannot come before it is advanced: one timer each.
     return { state in
       (holding && !state.held.isEmpty)
@@ -382,7 +375,7 @@ public final class TestDispatcher: Sendable {
       asserted[identifier] = actual
       let expectation = expectations.last { $0.storeIdentifier == identifier }
       guard let expectation else {
-        if exhaustivity == .on || everyStore, !store.equal(store.asserted, actual) {
+        if exhaustive || everyStore, !store.equal(store.asserted, actual) {
           let diff = ValueDiff.lines(expected: store.asserted, actual: actual)
           TestReporter.fail(
             "Store \"\(identifier)\" changed after \(event) without an expectation:\n" + indent(diff), at: site)

@@ -53,9 +53,8 @@ func makeLog() -> Store<Log, LogAction> {
 /// A test dispatcher whose follow-ups stay held until received, however long the machine keeps the test waiting (the
 /// other suites' stress tests have kept a test's task from running for over 30 seconds in CI); only the tests of the
 /// hold limit itself use one that expires.
-func patientTest(exhaustivity: TestDispatcher.Exhaustivity = .on, timeLimit: Duration = .seconds(30)) -> TestDispatcher
-{
-  TestDispatcher(exhaustivity: exhaustivity, timeLimit: timeLimit, holdLimit: .seconds(3_600))
+func patientTest(exhaustive: Bool = true, timeLimit: Duration = .seconds(30)) -> TestDispatcher {
+  TestDispatcher(exhaustive: exhaustive, timeLimit: timeLimit, holdLimit: .seconds(3_600))
 }
 
 /// The known issues a test saw, in order.
@@ -140,7 +139,7 @@ struct TestDispatcherTests {
   }
 
   @Test func anOperationStillRunningAtTheEndFailsNamingItsStoreAndAction() async throws {
-    let test = patientTest(exhaustivity: .off, timeLimit: .seconds(1))
+    let test = patientTest(exhaustive: false, timeLimit: .seconds(1))
     let (entered, enter) = AsyncStream.makeStream(of: Void.self)
     try test.register(
       Store(identifier: "counter", model: Count()) { (_: CountAction, _) in
@@ -222,7 +221,7 @@ struct TestDispatcherTests {
   }
 
   @Test func aSendExpectedToFailFailsWhenAStoreChangedEvenWhenNotExhaustive() async throws {
-    let test = patientTest(exhaustivity: .off)
+    let test = patientTest(exhaustive: false)
     try test.register(makeStrictCounter(changingBeforeThrowing: true))
     await withKnownIssue {
       await test.send(CountAction.add(-1), fails: Refusal.negative(-1))
@@ -308,7 +307,7 @@ struct TestDispatcherTests {
 
   @Test func aReceiveWaitingForAnOperationThatNeverFinishesFailsWithinTheTimeLimit() async throws {
     // The follow-up is held until received, however loaded the machine; the receive waits 200 ms.
-    let test = TestDispatcher(exhaustivity: .on, timeLimit: .milliseconds(200), holdLimit: .seconds(3_600))
+    let test = TestDispatcher(exhaustive: true, timeLimit: .milliseconds(200), holdLimit: .seconds(3_600))
     try test.register(makeLog())
     try test.register(
       Store(identifier: "slow", model: Count()) { (_: CountAction, _) in
@@ -326,7 +325,7 @@ struct TestDispatcherTests {
   }
 
   @Test func nonExhaustiveTestsCheckOnlyTheStoresTheyName() async throws {
-    let test = patientTest(exhaustivity: .off)
+    let test = patientTest(exhaustive: false)
     try test.register(makeCounter())
     let log = try test.register(makeLog())
     // The counter changes unasserted, and the follow-up runs at once.

@@ -68,7 +68,7 @@ func registerComposition() {
     let (dispatcher, mall) = makeMall()
     let cart = mall.scope(\.cart, action: MallAction.cart)
     let count = NotificationCount()
-    let tokens = (0..<10).map { _ in cart.observe(delivery: .synchronous) { _, _ in count.value += 1 } }
+    let tokens = (0..<10).map { _ in cart.observe(synchronously: true) { change in count.value += 1 } }
     benchmark.startMeasurement()
     for _ in benchmark.scaledIterations {
       try? dispatcher.dispatchSync(action: MallAction.visit)
@@ -83,7 +83,7 @@ func registerComposition() {
     let (dispatcher, mall) = makeMall()
     let cart = mall.scope(\.cart, action: MallAction.cart)
     let count = NotificationCount()
-    let tokens = (0..<10).map { _ in cart.observe(delivery: .synchronous) { _, _ in count.value += 1 } }
+    let tokens = (0..<10).map { _ in cart.observe(synchronously: true) { change in count.value += 1 } }
     benchmark.startMeasurement()
     for _ in benchmark.scaledIterations {
       try? cart.dispatchSync(.increment)

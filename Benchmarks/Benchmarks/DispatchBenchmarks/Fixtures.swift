@@ -114,7 +114,7 @@ struct Fixture {
   /// Adds `count` token observations to the first store, notified on the finishing thread.
   mutating func observeWithTokens(count: Int) {
     for _ in 0..<count {
-      tokens.append(stores[0].observe(delivery: .synchronous) { model, _ in blackHole(model.count) })
+      tokens.append(stores[0].observe(synchronously: true) { change in blackHole(change.model.count) })
     }
   }
 

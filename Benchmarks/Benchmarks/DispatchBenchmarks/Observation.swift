@@ -44,7 +44,7 @@ func arm(_ field: Int, on observed: ObservedModel<TenFields>, counter: FireCount
 func registerObservation() {
   Benchmark("Dispatcher.dispatch(sync,synchronousReducer,fields:10,observationTrackers:10)") { benchmark in
     let (dispatcher, store) = makeTenFieldsStore()
-    let observed = store.observable(delivery: .synchronous)
+    let observed = store.observable(synchronously: true)
     let counter = FireCounter()
     for field in 0..<10 { arm(field, on: observed, counter: counter) }
     var dispatched = 0
@@ -65,7 +65,7 @@ func registerObservation() {
   // the case above that a view pays when it renders again, whichever library it observes.
   Benchmark("ObservedModel.withObservationTracking(arm:1)") { benchmark in
     let (_, store) = makeTenFieldsStore()
-    let observed = store.observable(delivery: .synchronous)
+    let observed = store.observable(synchronously: true)
     let counter = FireCounter()
     benchmark.startMeasurement()
     for iteration in benchmark.scaledIterations {
@@ -77,7 +77,7 @@ func registerObservation() {
   Benchmark("Dispatcher.dispatch(sync,synchronousReducer,fields:10,observationTokens:10)") { benchmark in
     let (dispatcher, store) = makeTenFieldsStore()
     let tokens = (0..<10).map { field in
-      store.observe(delivery: .synchronous) { model, _ in blackHole(model[keyPath: tenFieldPaths[field]]) }
+      store.observe(synchronously: true) { change in blackHole(change.model[keyPath: tenFieldPaths[field]]) }
     }
     benchmark.startMeasurement()
     for iteration in benchmark.scaledIterations {

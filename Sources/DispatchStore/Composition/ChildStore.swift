@@ -82,28 +82,28 @@ extension ChildStore where Model: Equatable {
   ///
   /// Changes of other parts of the parent are not delivered; nor is the removal of the part.
   /// - Parameters:
-  ///   - delivery: Where `onChange` runs: on the main thread (default) or synchronously on the changing thread.
+  ///   - synchronously: `false` (the default) to call `onChange` on the dispatcher's main queue; `true` to call it
+  ///     on the thread that changed the parent.
   ///   - onChange: Called with the part after the change and the parent action that made it.
   /// - Returns: The token that keeps the observation alive.
   ///
   /// > Important: As for the parent's observers, notifications never overlap and keep the order of the changes.
-  @inlinable
   public func observe(
-    delivery: ObserverDelivery = .mainThread, onChange: @escaping @Sendable (Model, ParentAction) -> Void
+    synchronously: Bool = false, _ onChange: @escaping @Sendable (Model, ParentAction) -> Void
   ) -> ObservationToken {
     // The part as last delivered: only this observation's notifications, which never overlap, read and write it.
     let last = LockedValue<Model?>(nil)
     let current = extract(parent.model)
     last.withLock { $0 = current }
     let extract = extract
-    return parent.observe(delivery: delivery) { model, action in
-      guard let part = extract(model) else { return }
+    return parent.observe(synchronously: synchronously) { change in
+      guard let part = extract(change.model) else { return }
       let previous = last.withLock { state in
         defer { state = part }
         return state
       }
       // Outside the lock: `==` is the app's code.
-      if previous != part { onChange(part, action) }
+      if previous != part { onChange(part, change.action) }
     }
   }
 }

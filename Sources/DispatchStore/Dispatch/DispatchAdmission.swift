@@ -114,14 +114,14 @@ extension Dispatcher {
     }
   }
 
-  /// Cancels every unfinished dispatch made with the cancellation id `id` (``DispatchOptions/cancellationID``),
+  /// Cancels every unfinished dispatch made with the cancellation id `id` (``DispatchOptions``),
   /// those still waiting for their quiet interval, their dependencies or their start included.
   ///
   /// When it returns, none of them is still waiting: each ended as ``DispatchState/cancelled`` without running a
   /// reducer, or had started (a running operation is told, ``ActionOperation/isCancelled``).
-  /// - Parameter id: The cancellation id.
-  public func cancel(id: CancellationID) {
-    let running = admission.withLock { $0.inFlight(id) }
+  /// - Parameter id: The cancellation id, as given to ``DispatchOptions``; equal values name one group.
+  public func cancel(id: some Hashable & Sendable) {
+    let running = admission.withLock { $0.inFlight(CancellationID(id)) }
     for handle in running { handle.cancel() }
   }
 }

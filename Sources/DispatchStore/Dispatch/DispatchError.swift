@@ -38,11 +38,11 @@ public enum DispatchError: Error, Sendable, Equatable, CustomStringConvertible {
   /// ``Dispatcher/cancelPending(in:)``) before it finished.
   case cancelled
 
-  /// A throttled dispatch (``DispatchOptions/throttle``) came within the interval after the last one that ran, and
+  /// A throttled dispatch (``DispatchOptions``) came within the interval after the last one that ran, and
   /// did not run.
   case throttled
 
-  /// A debounced dispatch (``DispatchOptions/debounce``) was replaced by a later one before its quiet interval
+  /// A debounced dispatch (``DispatchOptions``) was replaced by a later one before its quiet interval
   /// ended, and did not run.
   case superseded
 

@@ -22,8 +22,8 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
   public let action: any ActionType
   /// The mode the dispatch runs in.
   public let mode: Dispatcher.Mode
-  /// The cancellation id it was made with, if any (``DispatchOptions/cancellationID``).
-  public let cancellationID: CancellationID?
+  /// The cancellation id it was made with, if any.
+  let cancellationID: CancellationID?
 
   /// Where the dispatch goes, and how it is admitted: kept to route it when it is started.
   let storeIdentifier: String?

@@ -6,35 +6,40 @@
 /// dispatcher.start(SearchAction.query(text), options: DispatchOptions(cancellationID: "search", debounce: .milliseconds(300)))
 /// ```
 ///
-/// Throttling and debouncing are counted per ``cancellationID`` when there is one, otherwise per action type, on
+/// Throttling and debouncing are counted per cancellation id when there is one, otherwise per action type, on
 /// the dispatcher's ``DispatchClock``.
 public struct DispatchOptions: Sendable {
   /// Groups dispatches: ``Dispatcher/cancel(id:)`` cancels the unfinished ones (those still waiting to start
-  /// included), and with ``cancelsInFlight`` a new one cancels those made before it when it starts ("the latest
+  /// included), and with `cancelsInFlight` a new one cancels those made before it when it starts ("the latest
   /// search wins").
-  public var cancellationID: CancellationID?
-  /// Whether a dispatch with a ``cancellationID`` cancels the unfinished dispatches made before it with the same id
-  /// when it starts; `true` by default.
-  public var cancelsInFlight: Bool
+  let cancellationID: CancellationID?
+  /// Whether a dispatch with a cancellation id cancels the unfinished dispatches made before it with the same id
+  /// when it starts.
+  let cancelsInFlight: Bool
   /// Runs at most one dispatch per interval: the first runs at once, and the others within the interval after it
   /// fail at once with ``DispatchError/throttled``.
-  public var throttle: Duration?
+  let throttle: Duration?
   /// Runs a dispatch only after a quiet interval: each one waits (``DispatchState/pending``), and one made
   /// meanwhile replaces it, which then fails with ``DispatchError/superseded``.
-  public var debounce: Duration?
+  let debounce: Duration?
 
   /// Creates options; the defaults admit a dispatch at once, as ``Dispatcher/start(_:to:mode:options:)`` without
   /// options does.
   /// - Parameters:
-  ///   - cancellationID: Groups dispatches for cancelling and for counting throttle and debounce intervals.
-  ///   - cancelsInFlight: Whether a dispatch cancels the unfinished ones with its `cancellationID` when it starts.
-  ///   - throttle: At most one dispatch per this interval; the others fail.
-  ///   - debounce: Wait for this quiet interval; a later dispatch replaces a waiting one.
+  ///   - cancellationID: Groups dispatches for cancelling (``Dispatcher/cancel(id:)``) and for counting throttle
+  ///     and debounce intervals: any `Hashable` and `Sendable` value (`"search"`, an enum case); equal values are
+  ///     one group.
+  ///   - cancelsInFlight: Whether a dispatch cancels the unfinished ones with its `cancellationID` when it starts
+  ///     ("the latest search wins"); `true` by default.
+  ///   - throttle: At most one dispatch per this interval: the first runs at once, the others within the interval
+  ///     after it fail at once with ``DispatchError/throttled``.
+  ///   - debounce: Wait for this quiet interval (``DispatchState/pending``); a dispatch made meanwhile replaces the
+  ///     waiting one, which fails with ``DispatchError/superseded``.
   public init(
-    cancellationID: CancellationID? = nil, cancelsInFlight: Bool = true, throttle: Duration? = nil,
+    cancellationID: (any Hashable & Sendable)? = nil, cancelsInFlight: Bool = true, throttle: Duration? = nil,
     debounce: Duration? = nil
   ) {
-    self.cancellationID = cancellationID
+    self.cancellationID = cancellationID.map { CancellationID($0) }
     self.cancelsInFlight = cancelsInFlight
     self.throttle = throttle
     self.debounce = debounce

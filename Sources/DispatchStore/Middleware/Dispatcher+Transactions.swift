@@ -3,19 +3,20 @@ extension Dispatcher {
   /// `didDispatch`.
   ///
   /// ```swift
-  /// for await transaction in dispatcher.transactions(buffering: .newest(100)) {
+  /// for await transaction in dispatcher.transactions(bufferingNewest: 100) {
   ///   print(transaction)  // [0187…] counter <- increase(by: 1)
   /// }
   /// ```
   ///
-  /// Transactions are kept for the consumer as `buffering` says: by default only the latest. The sequence ends when
+  /// The newest `bufferingNewest` transactions wait for the consumer: by default only the latest. The sequence ends when
   /// the dispatcher is released; it stops being fed when it ends, when the task iterating it is cancelled, or when
   /// it is released.
-  /// - Parameter buffering: How many transactions wait for a consumer slower than the dispatcher.
+  /// - Parameter bufferingNewest: How many transactions wait for a consumer slower than the dispatcher (at least
+  ///   one); older ones are dropped when a newer one arrives.
   /// - Returns: An async sequence of finished transactions.
-  public func transactions(buffering: ChangeBuffering = .latest) -> AsyncStream<Transaction> {
+  public func transactions(bufferingNewest: Int = 1) -> AsyncStream<Transaction> {
     let (stream, continuation) = AsyncStream.makeStream(
-      of: Transaction.self, bufferingPolicy: buffering.policy(for: Transaction.self))
+      of: Transaction.self, bufferingPolicy: .bufferingNewest(max(1, bufferingNewest)))
     let feed = TransactionFeed(SequenceFinisher(continuation))
     register(middleware: feed)
     // Weakly: the feed holds the continuation, which holds this closure.
@@ -26,7 +27,7 @@ extension Dispatcher {
   }
 }
 
-/// The middleware behind ``Dispatcher/transactions(buffering:)``; the dispatcher holds it, so releasing the
+/// The middleware behind ``Dispatcher/transactions(bufferingNewest:)``; the dispatcher holds it, so releasing the
 /// dispatcher releases it and ends the sequence.
 final class TransactionFeed: Middleware {
   let finisher: SequenceFinisher<Transaction>

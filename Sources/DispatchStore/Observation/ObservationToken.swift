@@ -1,8 +1,8 @@
-/// Keeps an observation made with `Store.observe(delivery:onChange:)` alive: releasing the token, or calling
+/// Keeps an observation made with ``Store/observe(synchronously:_:)`` alive: releasing the token, or calling
 /// ``cancel()``, ends it.
 ///
 /// ```swift
-/// let token = counter.observe(delivery: .synchronous) { model, _ in print(model.count) }
+/// let token = counter.observe(synchronously: true) { change in print(change.model.count) }
 /// // ... notified until:
 /// token.cancel()
 /// ```

@@ -14,7 +14,7 @@ import Observation
 /// told at every change of the model, as is a read of ``model``. All the fields a transaction changed are set at
 /// once, so a tracker hears one change per notification of the store, however many of its fields changed.
 ///
-/// The model here follows the store's observer notifications (`Store.observe(delivery:onChange:)`): by default on
+/// The model here follows the store's observer notifications (``Store/observe(synchronously:_:)``): by default on
 /// the main thread, which is the main actor on Apple platforms, so that SwiftUI sees mutations there. It stops
 /// following the store when released.
 ///
@@ -54,9 +54,9 @@ public final class ObservedModel<Model: ModelType>: Observable, Sendable {
   /// Ends the store observation when this object is released.
   private let token = LockedValue<ObservationToken?>(nil)
 
-  init<Action>(store: Store<Model, Action>, delivery: ObserverDelivery) {
+  init<Action>(store: Store<Model, Action>, synchronously: Bool) {
     state = LockedValue(State(model: store.model))
-    let observation = store.observe(delivery: delivery) { [weak self] model, _ in self?.apply(model) }
+    let observation = store.observe(synchronously: synchronously) { [weak self] change in self?.apply(change.model) }
     // Changes made before the observation started are not notified: take the model as it is now, unless a
     // notification already brought a newer one.
     let current = store.model
@@ -147,10 +147,10 @@ extension Store {
   /// let counter = counterStore.observable()
   /// withObservationTracking { _ = counter.count } onChange: { print("count will change") }
   /// ```
-  /// - Parameter delivery: Where the observed model follows the store: on the main thread (the default; the main
-  ///   actor on Apple platforms, where SwiftUI reads) or synchronously on the thread that changed the store.
+  /// - Parameter synchronously: `false` (the default) to follow the store on the dispatcher's main queue (the main
+  ///   actor on Apple platforms, where SwiftUI reads); `true` to follow it on the thread that changed the store.
   /// - Returns: An observable model that follows this store until it is released.
-  public func observable(delivery: ObserverDelivery = .mainThread) -> ObservedModel<Model> {
-    ObservedModel(store: self, delivery: delivery)
+  public func observable(synchronously: Bool = false) -> ObservedModel<Model> {
+    ObservedModel(store: self, synchronously: synchronously)
   }
 }

@@ -1,12 +1,24 @@
 extension Store {
-  /// One change of a store's model, as ``Store/changes(buffering:)`` delivers it.
+  /// One change of a store's model, as observers (``Store/observe(synchronously:_:)``) and
+  /// ``Store/changes(bufferingNewest:)`` receive it.
   public struct Change: Sendable {
     /// The model right after the change.
     public let model: Model
     /// The action that made the change (for a restore, the action of the record restored or undone).
     public let action: Action
-    /// Whether a dispatch made the change or the recorder restored it.
-    public let origin: ChangeOrigin
+    /// Whether the recorder restored the model instead of a dispatch changing it; no reducer ran.
+    ///
+    /// Restores are ``RecorderMiddleware/undo(by:)``, ``RecorderMiddleware/redo(by:)``,
+    /// ``RecorderMiddleware/jump(to:by:)`` and ``Session/restore(into:)``. An observer that starts side effects
+    /// skips them, so scrubbing through history repeats none.
+    public let isRestore: Bool
+
+    @usableFromInline
+    init(model: Model, action: Action, isRestore: Bool) {
+      self.model = model
+      self.action = action
+      self.isRestore = isRestore
+    }
   }
 
   /// The changes of the model from now on, as an async sequence.
@@ -17,20 +29,19 @@ extension Store {
   /// }
   /// ```
   ///
-  /// Changes are taken in the order they happen, on the thread that made them (as a `.synchronous` observer), and
-  /// kept for the consumer as `buffering` says: by default only the latest, so a slow consumer skips to the newest
-  /// model and memory never grows. The sequence ends when the store is released; the observation ends when the
+  /// Changes are taken in the order they happen, on the thread that made them (as a synchronous observer), and the
+  /// newest `bufferingNewest` wait for the consumer: by default only the latest, so a slow consumer skips to the
+  /// newest model and memory never grows. The sequence ends when the store is released; the observation ends when the
   /// sequence ends, when the task iterating it is cancelled, or when it is released.
-  /// - Parameter buffering: How many changes wait for a consumer slower than the store.
+  /// - Parameter bufferingNewest: How many changes wait for a consumer slower than the store (at least one); older
+  ///   ones are dropped when a newer one arrives.
   /// - Returns: An async sequence of the store's changes.
-  public func changes(buffering: ChangeBuffering = .latest) -> AsyncStream<Change> {
+  public func changes(bufferingNewest: Int = 1) -> AsyncStream<Change> {
     let (stream, continuation) = AsyncStream.makeStream(
-      of: Change.self, bufferingPolicy: buffering.policy(for: Change.self))
+      of: Change.self, bufferingPolicy: .bufferingNewest(max(1, bufferingNewest)))
     // The store's observer entry holds the finisher: releasing the store ends the sequence.
     let finisher = SequenceFinisher(continuation)
-    let token = observe(delivery: .synchronous) { model, action, origin in
-      finisher.continuation.yield(Change(model: model, action: action, origin: origin))
-    }
+    let token = observe(synchronously: true) { change in finisher.continuation.yield(change) }
     continuation.onTermination = { _ in token.cancel() }
     return stream
   }

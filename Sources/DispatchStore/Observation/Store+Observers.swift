@@ -2,67 +2,38 @@ import Dispatch
 import Synchronization
 
 extension Store {
-  /// Registers `observer` to hear about every change of the model.
-  ///
-  /// The store holds `observer` weakly: once it is deallocated, `onChange` is no longer called. Registering the
-  /// same observer again replaces its previous registration.
-  /// - Parameters:
-  ///   - observer: The object whose lifetime bounds the registration; also the key for ``unregister(observer:)``.
-  ///   - delivery: Where `onChange` runs: on the main thread (default) or synchronously on the finishing thread.
-  ///   - onChange: Called once per change, in order, with the model after it and the action that made it (see
-  ///     ``ObserverDelivery`` for which changes share a notification).
-  ///
-  /// > Important: Notifications never overlap for one store and one delivery. `onChange` may dispatch further
-  /// > actions; `.sync` dispatch is allowed from observers.
-  public func register(
-    observer: AnyObject,
-    delivery: ObserverDelivery = .mainThread,
-    onChange: @escaping @Sendable (Model, Action) -> Void
-  ) {
-    add(ObserverEntry(object: observer, onChange: onChange), delivery: delivery)
-  }
-
   /// Calls `onChange` after every change of the model, for as long as the returned token lives.
   ///
-  /// The store holds `onChange` until the token is released or cancelled.
-  /// - Parameters:
-  ///   - delivery: Where `onChange` runs: on the main thread (default) or synchronously on the finishing thread.
-  ///   - onChange: Called once per change, in order, with the model after it and the action that made it (see
-  ///     ``ObserverDelivery`` for which changes share a notification).
-  /// - Returns: The token that keeps the observation alive; keep it for as long as you want to be notified.
-  ///
-  /// > Important: Notifications never overlap for one store and one delivery. A main-thread notification already
-  /// > scheduled when the token is cancelled may still arrive; cancel on the main thread to rule that out.
-  public func observe(
-    delivery: ObserverDelivery = .mainThread,
-    onChange: @escaping @Sendable (Model, Action) -> Void
-  ) -> ObservationToken {
-    let token = ObservationToken()
-    return observe(delivery: delivery, entry: ObserverEntry(token: token, onChange: onChange), token: token)
-  }
-
-  /// Calls `onChange` after every change of the model, telling it whether a dispatch made the change or the
-  /// recorder restored it, for as long as the returned token lives.
-  ///
   /// ```swift
-  /// let token = store.observe(delivery: .synchronous) { model, action, origin in
-  ///   if origin == .restore { print("time travel:", model) } else { print(action, "->", model) }
+  /// let token = counter.observe { change in
+  ///   if change.isRestore { print("time travel:", change.model) } else { print(change.action, "->", change.model) }
   /// }
   /// ```
+  ///
+  /// Observers hear each change once, with the model that change produced, in the order of the changes, also while
+  /// other threads change the same store. A change is one ``SynchronousReducer`` reduction, one
+  /// ``ActionOperation/updateModel(_:)`` call, or one model the recorder restored. The store holds `onChange` until
+  /// the token is released or cancelled.
   /// - Parameters:
-  ///   - delivery: Where `onChange` runs: on the main thread (default) or synchronously on the finishing thread.
-  ///   - onChange: Called once per change, in order, with the model after it, the action that made it (for a
-  ///     restore, the action of the record restored or undone) and the change's ``ChangeOrigin``.
+  ///   - synchronously: `false` (the default) to call `onChange` on the dispatcher's main queue (see
+  ///     ``MainQueue``); `true` to call it on the thread that made the change, before that change's dispatch
+  ///     completes.
+  ///   - onChange: Called once per change with the ``Change``: the model after it, the action that made it, and
+  ///     whether the recorder restored it.
   /// - Returns: The token that keeps the observation alive; keep it for as long as you want to be notified.
   ///
-  /// > Important: As for `observe(delivery:onChange:)`: notifications never overlap for one store and one
-  /// > delivery.
+  /// > Important: Notifications of one store never overlap. A synchronous observer's change made from inside it is
+  /// > delivered after the notification being delivered; do not block a synchronous observer waiting for another
+  /// > thread's dispatch to the same store (that thread may be waiting for the observer's turn to end). A
+  /// > main-queue notification already scheduled when the token is cancelled may still arrive; cancel on the main
+  /// > queue to rule that out.
   public func observe(
-    delivery: ObserverDelivery = .mainThread,
-    onChange: @escaping @Sendable (Model, Action, ChangeOrigin) -> Void
+    synchronously: Bool = false, _ onChange: @escaping @Sendable (Change) -> Void
   ) -> ObservationToken {
     let token = ObservationToken()
-    return observe(delivery: delivery, entry: ObserverEntry(token: token, onChangeWithOrigin: onChange), token: token)
+    return observe(
+      delivery: synchronously ? .synchronous : .mainThread, entry: ObserverEntry(token: token, onChange: onChange),
+      token: token)
   }
 
   /// Calls `onChange` on the main actor after every change of the model, for as long as the returned token lives.
@@ -70,24 +41,24 @@ extension Store {
   /// For code that touches the UI: `onChange` is `@MainActor`, so it needs no `MainActor.assumeIsolated`.
   ///
   /// ```swift
-  /// let token = cart.observeOnMainActor { model, _ in
-  ///   totalLabel.text = model.total.formatted()  // a @MainActor property
+  /// let token = cart.observeOnMainActor { change in
+  ///   totalLabel.text = change.model.total.formatted()  // a @MainActor property
   /// }
   /// ```
-  /// - Parameter onChange: Called on the main actor once per change, in the order of the changes, with the model
-  ///   after it and the action that made it.
+  /// - Parameter onChange: Called on the main actor once per change, in the order of the changes, with the
+  ///   ``Change``.
   /// - Returns: The token that keeps the observation alive; keep it for as long as you want to be notified.
   ///
   /// > Important: The main actor runs on the process main thread: in every app on Apple platforms, and in a process
   /// > with an `async` main or that calls `dispatchMain()`. In a tool whose main thread does neither, notifications
   /// > wait until the main thread calls `MainQueue.drain()` on ``MainQueue/processMainThread``.
   public func observeOnMainActor(
-    _ onChange: @escaping @MainActor @Sendable (Model, Action) -> Void
+    _ onChange: @escaping @MainActor @Sendable (Change) -> Void
   ) -> ObservationToken {
     let token = ObservationToken()
     // Delivered synchronously, in the order of the changes, then queued on the main queue, which keeps that order.
-    let entry = ObserverEntry<Model, Action>(token: token) { model, action in
-      DispatchQueue.main.async { onChange(model, action) }
+    let entry = ObserverEntry<Model, Action>(token: token) { change in
+      DispatchQueue.main.async { onChange(change) }
       MainQueueMarker.scheduled.add(1, ordering: .releasing)
     }
     return observe(delivery: .synchronous, entry: entry, token: token)
@@ -128,27 +99,9 @@ extension Store {
     withExtendedLifetime(replaced) {}  // Released here, after the lock: a closure's captures may end here.
   }
 
-  /// Stops notifying `observer`.
-  /// - Parameter observer: An object passed to ``register(observer:delivery:onChange:)``.
-  ///
-  /// > Important: A main-thread notification already scheduled when you unregister may still arrive; call this
-  /// > from the main thread to rule that out.
-  public func unregister(observer: AnyObject) {
-    let id = ObjectIdentifier(observer)
-    let removed = state.withLock { state in
-      defer { registeredObservers.store(state.observerEntryCount, ordering: .relaxed) }
-      return state.removeObservers { $0.id == id }
-    }
-    withExtendedLifetime(removed) {}  // Released here, after the lock.
-  }
-
-  /// The number of registered observers whose object is still alive, and of observations whose token was neither
-  /// released nor cancelled.
+  /// The number of observations whose token was neither released nor cancelled.
   var observerCount: Int {
-    let entries = state.withLock { state in
-      state.observers.map { $0.mainThread + $0.synchronous } ?? []
-    }
-    return entries.reduce(0) { $0 + ($1.isAlive ? 1 : 0) }
+    state.withLock { $0.observerEntryCount }
   }
 
   /// Called by the dispatcher after an operation of this store finished: announces the change, if any.
@@ -213,34 +166,13 @@ extension Store {
 
   @inlinable
   func deliver(_ change: StoreChange<Model, Action>) {
-    var deadEntries: [ObserverEntry<Model, Action>] = []
     // The entries are borrowed from the change, which holds them: iterating the array would retain and release
-    // each, and its closure's context, on top of the one weak load that a live observer costs.
+    // each, and its closure's context.
     change.observers.withUnsafeBufferPointer { entries in
       for index in entries.indices {
-        Unmanaged.passUnretained(entries[index])._withUnsafeGuaranteedRef { entry in
-          // A token's observation lives until it is removed: nothing to load.
-          if entry.isHeldByToken {
-            entry.call(change)
-            return
-          }
-          // Holding the object keeps it alive while its callback runs.
-          guard let object = entry.object else {
-            deadEntries.append(entry)
-            return
-          }
-          entry.call(change)
-          withExtendedLifetime(object) {}
-        }
+        Unmanaged.passUnretained(entries[index])._withUnsafeGuaranteedRef { $0.call(change) }
       }
     }
-    guard !deadEntries.isEmpty else { return }
-    // Compared by identity: loading a weak reference under the lock could end an object's life there.
-    let removed = state.withLock { state in
-      defer { registeredObservers.store(state.observerEntryCount, ordering: .relaxed) }
-      return state.removeObservers { entry in deadEntries.contains { $0 === entry } }
-    }
-    withExtendedLifetime(removed) {}  // Released here, after the lock.
   }
 }
 
@@ -395,60 +327,22 @@ struct StoreChange<Model: ModelType, Action: ActionType>: Sendable {
   }
 }
 
-/// One observer registration: an object held weakly, or an ``ObservationToken``'s observation.
-///
-/// `@unchecked Sendable`: every stored property is immutable except the weak reference, which the Swift runtime
-/// reads and zeroes atomically; the object is only loaded to test liveness and to keep it alive during a callback,
-/// never used, so its own (possibly non-`Sendable`) state is never touched from another thread. Nothing assigns
-/// `object` after `init`, so its reads skip the runtime's dynamic exclusivity checks (see proposal 0004); `weak let`
-/// would say the same, but needs Swift 6.2.
+/// One observation: a token's closure, held until the token removes it.
 @usableFromInline
-final class ObserverEntry<Model: ModelType, Action: ActionType>: @unchecked Sendable {
-  @usableFromInline @exclusivity(unchecked) weak var object: AnyObject?
-  /// The object's identifier, or the token's.
+final class ObserverEntry<Model: ModelType, Action: ActionType>: Sendable {
+  /// The token's identifier.
   @usableFromInline let id: ObjectIdentifier
-  /// Whether this is a token's observation, alive until the token removes it; `object` is then `nil`.
-  @usableFromInline let isHeldByToken: Bool
-  @usableFromInline let onChange: @Sendable (Model, Action) -> Void
-  /// The closure of an observation that asked for each change's origin; `onChange` is then unused.
-  ///
-  /// Two slots rather than one closure wrapping the other: most observers take two arguments, and calling through
-  /// a wrapper costs each of them a second indirect call.
-  @usableFromInline let onChangeWithOrigin: (@Sendable (Model, Action, ChangeOrigin) -> Void)?
+  @usableFromInline let onChange: @Sendable (Store<Model, Action>.Change) -> Void
 
-  init(object: AnyObject, onChange: @escaping @Sendable (Model, Action) -> Void) {
-    self.object = object
-    self.id = ObjectIdentifier(object)
-    self.isHeldByToken = false
-    self.onChange = onChange
-    self.onChangeWithOrigin = nil
-  }
-
-  init(token: ObservationToken, onChange: @escaping @Sendable (Model, Action) -> Void) {
-    self.object = nil
+  init(token: ObservationToken, onChange: @escaping @Sendable (Store<Model, Action>.Change) -> Void) {
     self.id = ObjectIdentifier(token)
-    self.isHeldByToken = true
     self.onChange = onChange
-    self.onChangeWithOrigin = nil
-  }
-
-  init(token: ObservationToken, onChangeWithOrigin: @escaping @Sendable (Model, Action, ChangeOrigin) -> Void) {
-    self.object = nil
-    self.id = ObjectIdentifier(token)
-    self.isHeldByToken = true
-    self.onChange = { _, _ in }
-    self.onChangeWithOrigin = onChangeWithOrigin
   }
 
   /// Calls the observer's closure with `change`.
   @inlinable
   func call(_ change: StoreChange<Model, Action>) {
-    if let onChangeWithOrigin {
-      onChangeWithOrigin(change.model, change.action, change.origin)
-    } else {
-      onChange(change.model, change.action)
-    }
+    onChange(
+      Store<Model, Action>.Change(model: change.model, action: change.action, isRestore: change.origin == .restore))
   }
-
-  var isAlive: Bool { isHeldByToken || object != nil }
 }

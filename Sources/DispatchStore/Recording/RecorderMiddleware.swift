@@ -144,7 +144,7 @@ public final class RecorderMiddleware: Middleware {
   /// Moves to the record at `index`, or to the end of its dispatch, and restores each store's model to what it was
   /// right after it.
   ///
-  /// No reducer runs; observers hear each restored model with ``ChangeOrigin/restore`` and the action of the record
+  /// No reducer runs; observers hear each restored model with ``Store/Change/isRestore`` set and the action of the record
   /// it comes from (for a store restored to before its first record, the action being undone). Dispatching
   /// afterwards drops the records after the cursor.
   /// - Parameters:
@@ -250,7 +250,7 @@ public final class RecorderMiddleware: Middleware {
   /// Writes every recorded store's model at the cursor to the session file, so that ``Session/restore(into:)``
   /// starts from here instead of reading the records before it.
   ///
-  /// Does nothing without a file (``attach(appendingTo:codecs:durability:)``).
+  /// Does nothing without a file (``attach(appendingTo:codecs:syncEachRecord:)``).
   public func snapshot() {
     storage.state.withLock { $0.writeSnapshot() }
     afterLock()
@@ -262,7 +262,7 @@ public final class RecorderMiddleware: Middleware {
   /// appending continue where the session left off: the launch of an app that restores its last state.
   ///
   /// No reducer runs (see ``Session/restore(into:)``). Register the recorder with `dispatcher` to go on recording,
-  /// and ``attach(appendingTo:codecs:durability:)`` to the same file to go on appending to it.
+  /// and ``attach(appendingTo:codecs:syncEachRecord:)`` to the same file to go on appending to it.
   /// - Parameters:
   ///   - session: A loaded session.
   ///   - dispatcher: A dispatcher with the session's stores registered.
@@ -312,16 +312,20 @@ public final class RecorderMiddleware: Middleware {
   /// - Parameters:
   ///   - url: The session file: a regular file, or nothing yet.
   ///   - codecs: How each store's actions and models encode.
-  ///   - durability: When lines reach the file; ``SessionDurability/buffered`` by default.
+  ///   - syncEachRecord: `false` (the default) to write lines in batches: once many are waiting, at least every few
+  ///     tens of milliseconds, on ``flush()``, when the recorder is released, and when the process exits normally.
+  ///     `true` to write and sync (`fsync`) each record before its dispatch completes: a dispatch that completed is
+  ///     on disk, and a crash loses none of them; the dispatching thread waits for the writer's sync.
   /// - Throws: ``SessionError/inUse(path:)``; ``SessionError/notARegularFile(path:kind:)`` or
   ///   ``SessionError/cannotRead(path:reason:)`` for a path that is not a readable regular file; or why the file is
   ///   not a valid session for `codecs` and this recorder. The path is left as it was.
   public func attach(
-    appendingTo url: URL, codecs: SessionCodecs, durability: SessionDurability = .buffered
+    appendingTo url: URL, codecs: SessionCodecs, syncEachRecord: Bool = false
   ) throws(SessionError) {
     let nextIndex = storage.state.withLock { $0.history.nextIndex }
     let writer = try SessionWriter(
-      appendingTo: url, codecs: codecs, privacy: privacy, durability: durability, nextIndex: nextIndex)
+      appendingTo: url, codecs: codecs, privacy: privacy, durability: syncEachRecord ? .eachRecord : .buffered,
+      nextIndex: nextIndex)
     let attached = storage.state.withLock { state -> (SessionWriter?, [SessionFormat.Line])? in
       // A record filed meanwhile is not in the file's history.
       guard writer.startedEmpty || state.history.nextIndex == nextIndex else { return nil }
@@ -509,7 +513,7 @@ public final class RecorderMiddleware: Middleware {
   /// Work that must not happen under a lock: releasing dropped records (a model may hold objects whose `deinit`
   /// is app code), waking the writer, and waiting for it.
   ///
-  /// Runs on the dispatching thread before its dispatch completes, so that with ``SessionDurability/eachRecord`` a
+  /// Runs on the dispatching thread before its dispatch completes, so that with `syncEachRecord` a
   /// completed dispatch's record is on disk.
   private func afterLock() {
     pendingWork.store(false, ordering: .relaxed)

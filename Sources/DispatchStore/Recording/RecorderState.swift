@@ -199,7 +199,7 @@ struct RecorderState {
 
   /// Queues `line` for the writer, if there is one; returns whether there is work for after the lock: waking it
   /// (it sleeps with work it should do now), or waiting for it (it is far behind, or every record waits for its
-  /// line: ``SessionDurability/eachRecord``).
+  /// line: `syncEachRecord`).
   mutating func queue(_ line: SessionFormat.Line) -> Bool {
     guard let writer else { return false }
     outbox.append(line)

@@ -2,11 +2,11 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// How soon recorded lines reach the session file.
+/// How soon recorded lines reach the session file (``RecorderMiddleware/attach(appendingTo:codecs:syncEachRecord:)``).
 ///
 /// Either way, lines are encoded and written on the recorder's writer thread, in the order they were recorded, and
 /// each is one `write`, so that after a crash the file holds a valid prefix of the session.
-public enum SessionDurability: Sendable, Hashable {
+enum SessionDurability: Sendable, Hashable {
   /// Each record is written and synced (`fsync`) before its dispatch completes: a dispatch that completed is on disk,
   /// and a crash loses none of them. The dispatching thread waits for the writer's sync.
   case eachRecord
@@ -20,7 +20,7 @@ protocol SessionLineSource: AnyObject, Sendable {
   /// Takes the lines queued so far, in order.
   ///
   /// Only for the writer the source currently writes to (`writer`, ``SessionWriter/identity``): a writer the
-  /// recorder replaced (``RecorderMiddleware/attach(appendingTo:codecs:durability:)``) gets nothing more, so that the
+  /// recorder replaced (``RecorderMiddleware/attach(appendingTo:codecs:syncEachRecord:)``) gets nothing more, so that the
   /// lines queued for the new file never reach the old one.
   func takeLines(for writer: ObjectIdentifier) -> [SessionFormat.Line]
   /// Whether lines are queued.
@@ -200,7 +200,7 @@ private final class WriterLoop: @unchecked Sendable {
 
   /// Writes what is left, then ends the thread.
   func close() {
-    // A writer whose recorder refused it (``RecorderMiddleware/attach(appendingTo:codecs:durability:)``) never
+    // A writer whose recorder refused it (``RecorderMiddleware/attach(appendingTo:codecs:syncEachRecord:)``) never
     // started its thread: nothing to wait for.
     guard
       state.withLock({ state in

@@ -30,7 +30,7 @@ struct ChildStoreTests {
     try dispatcher.register(store: shop)
     let cart = shop.scope(\.cart, action: ShopAction.cart)
     let heard = Locked<[[String]]>([])
-    let token = cart.observe(delivery: .synchronous) { cart, _ in heard.withLock { $0.append(cart.items) } }
+    let token = cart.observe(synchronously: true) { cart, _ in heard.withLock { $0.append(cart.items) } }
 
     try dispatcher.dispatchSync(action: ShopAction.visit)  // another part
     try cart.dispatchSync(.add("milk"))
@@ -84,7 +84,7 @@ struct ChildStoreTests {
     try dispatcher.register(store: shop)
     let cart = shop.scope(\.cart, action: ShopAction.cart)
     let heard = Locked<[Int]>([])
-    let token = cart.observe(delivery: .synchronous) { cart, _ in heard.withLock { $0.append(cart.items.count) } }
+    let token = cart.observe(synchronously: true) { cart, _ in heard.withLock { $0.append(cart.items.count) } }
 
     await onThreads(8) { thread in
       for index in 0..<100 {

@@ -9,7 +9,7 @@ struct CombinedReducerTests {
     let shop = makeShop()
     try dispatcher.register(store: shop)
     let heard = Locked<[Shop]>([])
-    let token = shop.observe(delivery: .synchronous) { model, _ in heard.withLock { $0.append(model) } }
+    let token = shop.observe(synchronously: true) { change in heard.withLock { $0.append(change.model) } }
 
     try dispatcher.dispatchSync(action: ShopAction.cart(.add("milk")))
 

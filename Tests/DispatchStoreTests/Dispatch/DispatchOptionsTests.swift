@@ -20,7 +20,7 @@ struct DispatchOptionsTests {
     let second = dispatcher.start(CounterAction.increase(10), mode: mode, options: options)
     // Another id is left alone.
     let other = dispatcher.start(
-      CounterAction.increase(100), mode: mode, options: DispatchOptions(cancellationID: CancellationID(7)))
+      CounterAction.increase(100), mode: mode, options: DispatchOptions(cancellationID: 7))
 
     #expect(first.state.description == "cancelled")
     _ = await gate.waitForOperations(mode == .async ? 3 : 2)
@@ -291,7 +291,7 @@ struct DispatchOptionsTests {
       var mine: [Int: [DispatchHandle]] = [:]
       for step in 0..<400 {
         let key = next() % 3
-        let id = CancellationID(key)
+        let id = key
         let options: DispatchOptions
         switch next() % 7 {
         case 0: options = DispatchOptions(cancellationID: id)

@@ -362,10 +362,9 @@ struct DispatcherTests {
     let target = Store(identifier: "target", model: Text(), reducer: TextReducer())
     try dispatcher.register(store: source)
     try dispatcher.register(store: target)
-    let token = ObserverToken()
     let inner = Locked<Result<Void, DispatchError>?>(nil)
-    source.register(observer: token, delivery: .synchronous) { model, _ in
-      dispatcher.dispatch(action: TextAction.append("\(model.count)"), mode: .sync) { result in
+    let token = source.observe(synchronously: true) { change in
+      dispatcher.dispatch(action: TextAction.append("\(change.model.count)"), mode: .sync) { result in
         inner.withLock { $0 = result }
       }
     }

@@ -14,9 +14,8 @@ struct SingleStoreDispatchTests {
     let finishingThread = Locked<ObjectIdentifier?>(nil)
     let store = Store(identifier: "late", reducer: FinishesOnceAwaitedReducer(finishingThread: finishingThread))
     try dispatcher.register(store: store)
-    let token = ObserverToken()
     let observerThreads = Locked<[ObjectIdentifier]>([])
-    store.register(observer: token, delivery: .synchronous) { _, _ in
+    let token = store.observe(synchronously: true) { change in
       observerThreads.withLock { $0.append(ObjectIdentifier(Thread.current)) }
     }
     let caller = Locked<ObjectIdentifier?>(nil)
@@ -123,9 +122,8 @@ struct SingleStoreDispatchTests {
 
     // Each change is announced on the thread that finished it, before the completion: none is merged into the
     // next, whichever side of the race wins.
-    let token = ObserverToken()
     let heard = Locked<[Int]>([])
-    store.register(observer: token, delivery: .synchronous) { model, _ in heard.withLock { $0.append(model.count) } }
+    let token = store.observe(synchronously: true) { change in heard.withLock { $0.append(change.model.count) } }
 
     for expected in 1...2_000 {
       dispatcher.dispatch(action: CounterAction.increaseLater(1), mode: .sync) { _ in

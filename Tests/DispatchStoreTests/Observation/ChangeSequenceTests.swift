@@ -9,7 +9,7 @@ struct ChangeSequenceTests {
     let dispatcher = Dispatcher()
     let store = makeCounterStore("counter")
     try dispatcher.register(store: store)
-    let changes = store.changes(buffering: .newest(10))
+    let changes = store.changes(bufferingNewest: 10)
     for amount in 1...5 { try await dispatcher.dispatch(action: CounterAction.increase(amount), mode: .sync) }
 
     var heard: [(Int, CounterAction)] = []
@@ -39,7 +39,7 @@ struct ChangeSequenceTests {
     let dispatcher = Dispatcher()
     let store = makeCounterStore("counter")
     try dispatcher.register(store: store)
-    let changes = store.changes(buffering: .newest(3))
+    let changes = store.changes(bufferingNewest: 3)
     for _ in 1...10 { try await dispatcher.dispatch(action: CounterAction.increase(1), mode: .sync) }
     var iterator = changes.makeAsyncIterator()
 
@@ -50,7 +50,7 @@ struct ChangeSequenceTests {
 
   @Test func theSequenceEndsWhenTheStoreIsReleased() async throws {
     var store: Store<Counter, CounterAction>? = makeCounterStore("counter")
-    let changes = store!.changes(buffering: .newest(10))
+    let changes = store!.changes(bufferingNewest: 10)
     let consumer = Task {
       var count = 0
       for await _ in changes { count += 1 }
@@ -97,7 +97,7 @@ struct ChangeSequenceTests {
     let dispatcher = Dispatcher()
     try dispatcher.register(store: makeCounterStore("a"))
     try dispatcher.register(store: makeCounterStore("b", waits: { _ in ["a"] }))
-    let transactions = dispatcher.transactions(buffering: .newest(10))
+    let transactions = dispatcher.transactions(bufferingNewest: 10)
     try await dispatcher.dispatch(action: CounterAction.increase(1), mode: .sync)
     _ = await dispatcher.dispatchResult(CounterAction.fail)
 
@@ -113,7 +113,7 @@ struct ChangeSequenceTests {
   @Test func transactionsEndWhenTheDispatcherIsReleasedAndStopOnCancellation() async throws {
     var dispatcher: Dispatcher? = Dispatcher()
     try dispatcher!.register(store: makeCounterStore("a"))
-    let transactions = dispatcher!.transactions(buffering: .newest(10))
+    let transactions = dispatcher!.transactions(bufferingNewest: 10)
     let consumer = Task {
       var count = 0
       for await _ in transactions { count += 1 }

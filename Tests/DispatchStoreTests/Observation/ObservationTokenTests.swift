@@ -13,7 +13,7 @@ struct ObservationTokenTests {
     let store = makeCounterStore("observed")
     try dispatcher.register(store: store)
     let heard = Locked<[Int]>([])
-    let token = store.observe(delivery: .synchronous) { model, _ in heard.withLock { $0.append(model.count) } }
+    let token = store.observe(synchronously: true) { change in heard.withLock { $0.append(change.model.count) } }
     #expect(store.observerCount == 1)
 
     #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
@@ -33,7 +33,7 @@ struct ObservationTokenTests {
     let calls = Atomic<Int>(0)
     var canary: Canary? = Canary()
     weak let watchedCanary = canary
-    var token: ObservationToken? = store.observe(delivery: .synchronous) { [canary] _, _ in
+    var token: ObservationToken? = store.observe(synchronously: true) { [canary] change in
       withExtendedLifetime(canary) {}
       calls.add(1, ordering: .relaxed)
     }
@@ -55,7 +55,7 @@ struct ObservationTokenTests {
     let store = makeCounterStore("main")
     try dispatcher.register(store: store)
     let heard = Collector<Int>()
-    let token = store.observe { model, _ in heard.append(MainRunLoopThread.shared.isCurrent ? model.count : -1) }
+    let token = store.observe { change in heard.append(MainRunLoopThread.shared.isCurrent ? change.model.count : -1) }
 
     for _ in 1...20 {
       try await dispatcher.dispatch(action: CounterAction.increase(1), mode: .async)
@@ -65,28 +65,27 @@ struct ObservationTokenTests {
     withExtendedLifetime(token) {}
   }
 
-  @Test func tokenObservationsAndObjectObserversAreIndependent() throws {
+  @Test func cancellingOneObservationLeavesTheOthers() throws {
     let dispatcher = Dispatcher()
     let store = makeCounterStore("both")
     try dispatcher.register(store: store)
     let tokenCalls = Atomic<Int>(0)
     let objectCalls = Atomic<Int>(0)
-    let first = store.observe(delivery: .synchronous) { _, _ in tokenCalls.add(1, ordering: .relaxed) }
-    let second = store.observe(delivery: .synchronous) { _, _ in tokenCalls.add(10, ordering: .relaxed) }
-    let object = ObserverToken()
-    store.register(observer: object, delivery: .synchronous) { _, _ in objectCalls.add(1, ordering: .relaxed) }
+    let first = store.observe(synchronously: true) { change in tokenCalls.add(1, ordering: .relaxed) }
+    let second = store.observe(synchronously: true) { change in tokenCalls.add(10, ordering: .relaxed) }
+    let third = store.observe(synchronously: true) { _ in objectCalls.add(1, ordering: .relaxed) }
     #expect(store.observerCount == 3)
 
     #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
-    // Unregistering the object leaves the tokens' observations; cancelling one token leaves the other.
-    store.unregister(observer: object)
+    // Cancelling two observations leaves the third.
+    third.cancel()
     first.cancel()
     #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
 
     #expect(tokenCalls.load(ordering: .relaxed) == 21)
     #expect(objectCalls.load(ordering: .relaxed) == 1)
     #expect(store.observerCount == 1)
-    withExtendedLifetime((second, object)) {}
+    withExtendedLifetime(second) {}
   }
 
   @Test func tokensCancelledWhileOtherThreadsDispatchStopHearing() async throws {
@@ -96,7 +95,7 @@ struct ObservationTokenTests {
     let tokens = Locked<[ObservationToken]>([])
     let heard = Atomic<Int>(0)
     for _ in 0..<8 {
-      let token = store.observe(delivery: .synchronous) { _, _ in heard.add(1, ordering: .relaxed) }
+      let token = store.observe(synchronously: true) { change in heard.add(1, ordering: .relaxed) }
       tokens.withLock { $0.append(token) }
     }
 

@@ -64,7 +64,7 @@ struct ObservedModelTests {
       guard case .setSixth(let value) = action else { return }
       context.update { $0.f6 = value }
     }
-    let observed = store.observable(delivery: .synchronous)
+    let observed = store.observable(synchronously: true)
     let trackers = Trackers()
     trackers.track("f0") { _ = observed.f0 }
     trackers.track("f1") { _ = observed.f1 }
@@ -88,7 +88,7 @@ struct ObservedModelTests {
     let dispatcher = Dispatcher()
     let store = makeDashboardStore()
     try dispatcher.register(store: store)
-    let observed = store.observable(delivery: .synchronous)
+    let observed = store.observable(synchronously: true)
     let trackers = Trackers()
     for field in 0..<10 { trackers.track("field\(field)") { _ = observed.fields[field] } }
     // `fields` is one key path: trackers of single elements read through the subscript.
@@ -107,7 +107,7 @@ struct ObservedModelTests {
     let dispatcher = Dispatcher()
     let store = makeDashboardStore()
     try dispatcher.register(store: store)
-    let observed = store.observable(delivery: .synchronous)
+    let observed = store.observable(synchronously: true)
     let trackers = Trackers()
     trackers.track("city") { _ = observed[\.address.city] }
     trackers.track("street") { _ = observed[\.address.street] }
@@ -125,7 +125,7 @@ struct ObservedModelTests {
     let dispatcher = Dispatcher()
     let store = makeDashboardStore()
     try dispatcher.register(store: store)
-    let observed = store.observable(delivery: .synchronous)
+    let observed = store.observable(synchronously: true)
     let trackers = Trackers()
     trackers.track("first three") { for field in 0..<3 { _ = observed[\.fields[field]] } }
     trackers.track("field0") { _ = observed[\.fields[0]] }
@@ -140,7 +140,7 @@ struct ObservedModelTests {
     let dispatcher = Dispatcher()
     let store = makeDashboardStore()
     try dispatcher.register(store: store)
-    let observed = store.observable(delivery: .synchronous)
+    let observed = store.observable(synchronously: true)
     let trackers = Trackers()
     trackers.track("model") { _ = observed.model }
 
@@ -154,7 +154,7 @@ struct ObservedModelTests {
     let dispatcher = Dispatcher()
     let store = makeDashboardStore()
     try dispatcher.register(store: store)
-    var observed: ObservedModel<Dashboard>? = store.observable(delivery: .synchronous)
+    var observed: ObservedModel<Dashboard>? = store.observable(synchronously: true)
     #expect(store.observerCount == 1)
     #expect(observed?.title == "")
     observed = nil
@@ -187,7 +187,7 @@ struct ObservedModelTests {
     let dispatcher = Dispatcher()
     let store = makeDashboardStore()
     try dispatcher.register(store: store)
-    let observed = store.observable(delivery: .synchronous)
+    let observed = store.observable(synchronously: true)
     await onThreads(4) { thread in
       for value in 1...200 {
         _ = dispatchSync(dispatcher, DashboardAction.set(field: thread, to: value))

@@ -37,10 +37,10 @@ struct ObserverContentionTests {
     let store = Store(identifier: "contended", model: Counter(), reducer: changes.makeReducer())
     try dispatcher.register(store: store)
     let heard = Locked<(order: [(amount: Int, count: Int)], amounts: Set<Int>)>(([], []))
-    let token = store.observe(delivery: .synchronous) { model, action in
-      guard case .increase(let amount) = action else { return }
+    let token = store.observe(synchronously: true) { change in
+      guard case .increase(let amount) = change.action else { return }
       heard.withLock {
-        $0.order.append((amount, model.count))
+        $0.order.append((amount, change.model.count))
         $0.amounts.insert(amount)
       }
     }
@@ -83,9 +83,9 @@ struct ObserverContentionTests {
     try dispatcher.register(store: store)
     let highestHeard = Locked(0)
     let notifications = Atomic<Int>(0)
-    let token = store.observe(delivery: .synchronous) { model, _ in
+    let token = store.observe(synchronously: true) { change in
       notifications.add(1, ordering: .relaxed)
-      highestHeard.withLock { $0 = max($0, model.count) }
+      highestHeard.withLock { $0 = max($0, change.model.count) }
     }
     let completedUnheard = Atomic<Int>(0)
 
@@ -124,8 +124,8 @@ struct ObserverContentionTests {
           dispatched.signal()
         }
         let heard = Locked(false)
-        let token = store.observe(delivery: .synchronous) { model, _ in
-          if model.count == 1 { heard.withLock { $0 = true } }
+        let token = store.observe(synchronously: true) { change in
+          if change.model.count == 1 { heard.withLock { $0 = true } }
         }
         let seenAtRegistration = store.model.count
         dispatched.wait()

@@ -58,7 +58,7 @@ struct ExactRecordingTests {
   @Test(arguments: [false, true])
   func aTransactionThatChangesTheModelThenFailsIsRecordedAndTheSessionStillVerifies(observed: Bool) throws {
     let app = InPlaceApp()
-    let token = observed ? app.counter.observe(delivery: .synchronous) { _, _ in } : nil
+    let token = observed ? app.counter.observe(synchronously: true) { change in } : nil
     #expect(dispatchSync(app.dispatcher, CounterAction.increase(100)).isSuccess)
     #expect(!dispatchSync(app.dispatcher, CounterAction.fail).isSuccess)
     #expect(dispatchSync(app.dispatcher, CounterAction.increase(2)).isSuccess)

@@ -63,10 +63,9 @@ struct RecorderMiddlewareTests {
     app.send(CounterAction.increase(10))
     let reducer = try #require(app.counter.reducer as? CounterReducer)
     let askedBefore = reducer.asked.withLock { $0.count }
-    let token = ObserverToken()
     let heard = Locked<[Int]>([])
-    app.counter.register(observer: token, delivery: .synchronous) { model, _ in
-      heard.withLock { $0.append(model.count) }
+    let token = app.counter.observe(synchronously: true) { change in
+      heard.withLock { $0.append(change.model.count) }
     }
 
     let current = try app.recorder.undo()

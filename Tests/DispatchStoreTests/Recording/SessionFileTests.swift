@@ -245,7 +245,7 @@ struct SessionFileTests {
   func eachRecordWritesARecordBeforeItsDispatchCompletes(mode: Dispatcher.Mode) async throws {
     let file = TemporaryFile()
     let app = RecordedApp()
-    try app.recorder.attach(appendingTo: file.url, codecs: appCodecs(), durability: .eachRecord)
+    try app.recorder.attach(appendingTo: file.url, codecs: appCodecs(), syncEachRecord: true)
     for count in 1...20 {
       try await app.dispatcher.dispatch(action: CounterAction.increase(1), mode: mode)
       let records = file.lines.filter { $0.hasPrefix("{\"k\":\"r\"") }.count

@@ -12,11 +12,11 @@ func appCodecs() -> SessionCodecs {
 
 @Suite("Sessions on disk", .timeLimit(.minutes(2)))
 struct SessionTests {
-  @Test(arguments: [SessionDurability.eachRecord, .buffered])
-  func appendsLinesOffTheDispatchingThreadInOrderWithoutRewritingTheFile(durability: SessionDurability) throws {
+  @Test(arguments: [true, false])
+  func appendsLinesOffTheDispatchingThreadInOrderWithoutRewritingTheFile(syncEachRecord: Bool) throws {
     let file = TemporaryFile()
     let app = RecordedApp()
-    try app.recorder.attach(appendingTo: file.url, codecs: appCodecs(), durability: durability)
+    try app.recorder.attach(appendingTo: file.url, codecs: appCodecs(), syncEachRecord: syncEachRecord)
     #expect(file.lines.count == 1)  // The header, written when attaching.
     var previous = file.data
     for step in 1...4 {
@@ -39,7 +39,7 @@ struct SessionTests {
     let file = TemporaryFile()
     do {
       let app = RecordedApp()
-      try app.recorder.attach(appendingTo: file.url, codecs: appCodecs(), durability: .buffered)
+      try app.recorder.attach(appendingTo: file.url, codecs: appCodecs())
       for amount in 1...100 { app.send(CounterAction.increase(amount)) }
     }
     let session = try Session.load(from: file.url, codecs: appCodecs())

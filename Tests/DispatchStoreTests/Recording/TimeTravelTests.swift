@@ -51,12 +51,12 @@ struct TimeTravelTests {
 
   @Test func observersHearThatAChangeIsARestore() throws {
     let app = ThreeStoreApp()
-    let heard = Locked<[ChangeOrigin]>([])
-    let token = app.stores[0].observe(delivery: .synchronous) { _, _, origin in heard.withLock { $0.append(origin) } }
+    let heard = Locked<[Bool]>([])
+    let token = app.stores[0].observe(synchronously: true) { change in heard.withLock { $0.append(change.isRestore) } }
     #expect(dispatchSync(app.dispatcher, CounterAction.increase(1)).isSuccess)
     try app.recorder.undo()
     try app.recorder.redo()
-    #expect(heard.withLock { $0 } == [.dispatch, .restore, .restore])
+    #expect(heard.withLock { $0 } == [false, true, true])
     withExtendedLifetime(token) {}
   }
 

@@ -87,7 +87,7 @@ struct ActionMappingTests {
     let middleware = RecordingMiddleware()
     dispatcher.register(middleware: middleware)
     let heard = Locked<[TextAction]>([])
-    let token = profile.observe(delivery: .synchronous) { _, action in heard.withLock { $0.append(action) } }
+    let token = profile.observe(synchronously: true) { change in heard.withLock { $0.append(change.action) } }
 
     try await dispatcher.dispatch(action: SessionAction.signOut, mode: mode)
 

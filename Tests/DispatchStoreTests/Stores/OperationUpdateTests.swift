@@ -49,7 +49,7 @@ struct OperationUpdateTests {
     let dispatcher = Dispatcher()
     let store = Store(identifier: "steps", model: Counter(), reducer: reducer)
     try dispatcher.register(store: store)
-    let token = store.observe(delivery: .synchronous) { model, _ in heard.withLock { $0.append(model.count) } }
+    let token = store.observe(synchronously: true) { change in heard.withLock { $0.append(change.model.count) } }
 
     try dispatchSync(dispatcher, CounterAction.increase(2)).get()
 
@@ -63,7 +63,7 @@ struct OperationUpdateTests {
     let store = Store(identifier: "steps", model: Counter(), reducer: StepsReducer(steps: 4))
     try dispatcher.register(store: store)
     let heard = Collector<Int>()
-    let token = store.observe { model, _ in heard.append(model.count) }
+    let token = store.observe { change in heard.append(change.model.count) }
 
     try await dispatcher.dispatch(action: CounterAction.increase(1), mode: .mainThread)
 
@@ -89,7 +89,7 @@ struct OperationUpdateTests {
       })
     try dispatcher.register(store: store)
     let heard = Locked<[Int]>([])
-    let token = store.observe(delivery: .synchronous) { model, _ in heard.withLock { $0.append(model.count) } }
+    let token = store.observe(synchronously: true) { change in heard.withLock { $0.append(change.model.count) } }
 
     try dispatchSync(dispatcher, CounterAction.noop).get()
 
@@ -104,7 +104,7 @@ struct OperationUpdateTests {
     let store = Store(identifier: "quiet", model: Counter(), reducer: StepsReducer(steps: 2, notify: false))
     try dispatcher.register(store: store)
     let heard = Locked<[Int]>([])
-    let token = store.observe(delivery: .synchronous) { model, _ in heard.withLock { $0.append(model.count) } }
+    let token = store.observe(synchronously: true) { change in heard.withLock { $0.append(change.model.count) } }
 
     try dispatchSync(dispatcher, CounterAction.increase(1)).get()
 

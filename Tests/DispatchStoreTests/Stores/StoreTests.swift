@@ -34,12 +34,11 @@ struct StoreTests {
     let dispatcher = Dispatcher()
     let store = makeCounterStore("observed")
     try dispatcher.register(store: store)
-    let token = ObserverToken()
     let heard = Locked<[Int]>([])
     let actions = Locked<[CounterAction]>([])
-    store.register(observer: token, delivery: .synchronous) { model, action in
-      heard.withLock { $0.append(model.count) }
-      actions.withLock { $0.append(action) }
+    let token = store.observe(synchronously: true) { change in
+      heard.withLock { $0.append(change.model.count) }
+      actions.withLock { $0.append(change.action) }
     }
 
     for amount in 1...5 {
@@ -59,10 +58,9 @@ struct StoreTests {
     let dispatcher = Dispatcher()
     let store = makeCounterStore("observed")
     try dispatcher.register(store: store)
-    let token = ObserverToken()
     let heard = Collector<Int>()
-    store.register(observer: token) { model, _ in
-      heard.append(MainRunLoopThread.shared.isCurrent ? model.count : -1)
+    let token = store.observe { change in
+      heard.append(MainRunLoopThread.shared.isCurrent ? change.model.count : -1)
     }
 
     for _ in 1...20 {
@@ -77,9 +75,8 @@ struct StoreTests {
     let dispatcher = Dispatcher()
     let store = makeCounterStore("busy")
     try dispatcher.register(store: store)
-    let token = ObserverToken()
     let heard = Collector<Int>()
-    store.register(observer: token, delivery: .synchronous) { model, _ in heard.append(model.count) }
+    let token = store.observe(synchronously: true) { change in heard.append(change.model.count) }
     let done = Collector<Bool>()
 
     await concurrently(iterations: 4) { _ in
@@ -96,16 +93,16 @@ struct StoreTests {
     withExtendedLifetime(token) {}
   }
 
-  @Test func observersAreHeldWeakly() throws {
+  @Test func releasingTheTokenEndsTheObservation() throws {
     let dispatcher = Dispatcher()
-    let store = makeCounterStore("weak")
+    let store = makeCounterStore("released")
     try dispatcher.register(store: store)
     let calls = Atomic<Int>(0)
-    var token: ObserverToken? = ObserverToken()
-    store.register(observer: token!, delivery: .synchronous) { _, _ in calls.add(1, ordering: .relaxed) }
+    var token: ObservationToken? = store.observe(synchronously: true) { _ in calls.add(1, ordering: .relaxed) }
     #expect(store.observerCount == 1)
 
     #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+    #expect(token != nil)
     token = nil
     #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
 
@@ -113,21 +110,20 @@ struct StoreTests {
     #expect(store.observerCount == 0)
   }
 
-  @Test func unregisteredObserverIsNotCalled() throws {
+  @Test func cancelledObservationIsNotCalled() throws {
     let dispatcher = Dispatcher()
-    let store = makeCounterStore("unregister")
+    let store = makeCounterStore("cancelled")
     try dispatcher.register(store: store)
-    let token = ObserverToken()
     let calls = Atomic<Int>(0)
-    store.register(observer: token, delivery: .synchronous) { _, _ in calls.add(1, ordering: .relaxed) }
-    // Registering again replaces the first registration instead of adding a second.
-    store.register(observer: token, delivery: .synchronous) { _, _ in calls.add(10, ordering: .relaxed) }
+    let token = store.observe(synchronously: true) { _ in calls.add(1, ordering: .relaxed) }
 
     #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
-    store.unregister(observer: token)
+    token.cancel()
+    token.cancel()  // A second cancel does nothing.
     #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
 
-    #expect(calls.load(ordering: .relaxed) == 10)
+    #expect(calls.load(ordering: .relaxed) == 1)
+    #expect(store.observerCount == 0)
     withExtendedLifetime(token) {}
   }
 
@@ -135,22 +131,19 @@ struct StoreTests {
     let dispatcher = Dispatcher()
     let store = makeCounterStore("lifecycle")
     try dispatcher.register(store: store)
-    // Nobody has observed yet: unregistering is harmless, and changes go unannounced.
-    store.unregister(observer: ObserverToken())
+    // Nobody has observed yet: changes go unannounced.
     #expect(store.observerCount == 0)
     #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
 
-    let first = ObserverToken()
     let heard = Locked<[Int]>([])
-    store.register(observer: first, delivery: .synchronous) { model, _ in heard.withLock { $0.append(model.count) } }
+    let first = store.observe(synchronously: true) { change in heard.withLock { $0.append(change.model.count) } }
     #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
-    store.unregister(observer: first)
+    first.cancel()
     #expect(store.observerCount == 0)
     #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
 
     // A store whose observers all left takes new ones.
-    let second = ObserverToken()
-    store.register(observer: second, delivery: .synchronous) { model, _ in heard.withLock { $0.append(-model.count) } }
+    let second = store.observe(synchronously: true) { change in heard.withLock { $0.append(-change.model.count) } }
     #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
 
     #expect(heard.withLock { $0 } == [2, -4])
@@ -162,9 +155,8 @@ struct StoreTests {
     let dispatcher = Dispatcher()
     let store = makeCounterStore("quiet", notify: { action in action != .increase(100) })
     try dispatcher.register(store: store)
-    let token = ObserverToken()
     let heard = Locked<[Int]>([])
-    store.register(observer: token, delivery: .synchronous) { model, _ in heard.withLock { $0.append(model.count) } }
+    let token = store.observe(synchronously: true) { change in heard.withLock { $0.append(change.model.count) } }
 
     #expect(dispatchSync(dispatcher, CounterAction.noop).isSuccess)
     #expect(dispatchSync(dispatcher, CounterAction.increase(100)).isSuccess)
@@ -181,9 +173,8 @@ struct StoreTests {
     try dispatcher.register(store: store)
     // Nobody observes these: the store skips announcing them.
     for _ in 0..<3 { #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess) }
-    let token = ObserverToken()
     let heard = Locked<[Int]>([])
-    store.register(observer: token, delivery: .synchronous) { model, _ in heard.withLock { $0.append(model.count) } }
+    let token = store.observe(synchronously: true) { change in heard.withLock { $0.append(change.model.count) } }
     #expect(dispatchSync(dispatcher, CounterAction.increase(10)).isSuccess)
     #expect(dispatchSync(dispatcher, CounterAction.noop).isSuccess)
     #expect(heard.withLock { $0 } == [13])

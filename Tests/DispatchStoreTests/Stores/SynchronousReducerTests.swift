@@ -75,9 +75,8 @@ struct SynchronousReducerTests {
     let dispatcher = Dispatcher()
     let store = Store(identifier: "counter", model: Counter(), reducer: CounterSynchronousReducer())
     try dispatcher.register(store: store)
-    let token = ObserverToken()
     let heard = Locked<[[String]]>([])
-    store.register(observer: token, delivery: .synchronous) { model, _ in heard.withLock { $0.append(model.log) } }
+    let token = store.observe(synchronously: true) { change in heard.withLock { $0.append(change.model.log) } }
 
     let result = await withCheckedContinuation { continuation in
       dispatcher.dispatch(action: CounterAction.fail, mode: mode) { continuation.resume(returning: $0) }
@@ -135,9 +134,8 @@ struct SynchronousReducerTests {
     try dispatcher.register(store: store)
     let middleware = RecordingMiddleware()
     dispatcher.register(middleware: middleware)
-    let token = ObserverToken()
     let heard = Locked<[Int]>([])
-    store.register(observer: token, delivery: .synchronous) { model, _ in heard.withLock { $0.append(model.count) } }
+    let token = store.observe(synchronously: true) { change in heard.withLock { $0.append(change.model.count) } }
 
     #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
     #expect(dispatchSync(dispatcher, CounterAction.increase(2)).isSuccess)

@@ -34,7 +34,7 @@ func waitForModel<Model: ModelType, Action: ActionType>(
   defer { token.withLock { $0?.cancel() } }
   return await firstValue(within: timeout) { deliver in
     token.withLock {
-      $0 = store.observe(delivery: .synchronous) { model, _ in if condition(model) { deliver(model) } }
+      $0 = store.observe(synchronously: true) { change in if condition(change.model) { deliver(change.model) } }
     }
     let now = store.model
     if condition(now) { deliver(now) }

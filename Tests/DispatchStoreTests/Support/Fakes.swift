@@ -174,9 +174,6 @@ final class Collector<Value: Sendable>: Sendable {
   }
 }
 
-/// A plain object to register as an observer.
-final class ObserverToken {}
-
 extension Result where Success == Void, Failure == DispatchError {
   var isSuccess: Bool {
     if case .success = self { return true }

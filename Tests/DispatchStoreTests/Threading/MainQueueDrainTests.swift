@@ -37,9 +37,9 @@ struct MainQueueDrainTests {
     // The first notification holds the main queue until the dispatches returned: every notification is still
     // pending when the drain starts.
     let dispatched = DispatchSemaphore(value: 0)
-    let token = store.observe { model, _ in
-      if model.count == 1 { dispatched.wait() }
-      heard.withLock { $0.append(model.count) }
+    let token = store.observe { change in
+      if change.model.count == 1 { dispatched.wait() }
+      heard.withLock { $0.append(change.model.count) }
     }
     for _ in 1...9 { #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess) }
     #expect(heard.withLock { $0 }.isEmpty)
@@ -56,8 +56,8 @@ struct MainQueueDrainTests {
     let store = makeCounterStore("counter")
     try dispatcher.register(store: store)
     // Each notification below 5 dispatches again on the main thread, which notifies again.
-    let token = store.observe { model, _ in
-      if model.count < 5 { dispatcher.dispatch(action: CounterAction.increase(1), mode: .mainThread) }
+    let token = store.observe { change in
+      if change.model.count < 5 { dispatcher.dispatch(action: CounterAction.increase(1), mode: .mainThread) }
     }
     dispatcher.dispatch(action: CounterAction.increase(1), mode: .mainThread)
 
@@ -106,7 +106,7 @@ struct MainQueueDrainTests {
     let store = makeCounterStore("counter")
     try dispatcher.register(store: store)
     let heard = Locked(0)
-    let token = store.observe { _, _ in heard.withLock { $0 += 1 } }
+    let token = store.observe { change in heard.withLock { $0 += 1 } }
     for _ in 1...9 { try await dispatcher.dispatch(action: CounterAction.increase(1), mode: .sync) }
 
     await dispatcher.drain()
@@ -123,8 +123,8 @@ struct MainQueueDrainTests {
     }
     try dispatcher.register(store: store)
     let heard = MainActorLog()
-    let token = store.observeOnMainActor { model, _ in
-      heard.counts.append(model.count)  // a main-actor property: no assumeIsolated needed
+    let token = store.observeOnMainActor { change in
+      heard.counts.append(change.model.count)  // a main-actor property: no assumeIsolated needed
     }
     await onThreads(4) { _ in
       for _ in 0..<25 { _ = dispatchSync(dispatcher, CounterAction.increase(1)) }

@@ -156,10 +156,9 @@ struct ProcessMainThreadTests {
     let started = Collector<Bool>()
     let store = makeCounterStore("main", onStart: { _, _ in started.append(queue.isCurrent) })
     try dispatcher.register(store: store)
-    let token = ObserverToken()
     let heard = Collector<Int>()
-    store.register(observer: token, delivery: .mainThread) { model, _ in
-      heard.append(queue.isCurrent ? model.count : -1)
+    let token = store.observe { change in
+      heard.append(queue.isCurrent ? change.model.count : -1)
     }
     let completions = Collector<Bool>()
 
