@@ -175,11 +175,11 @@ case "done":
 case "list":
   printList()
 case "undo":
-  guard let undone = recorder.currentRecord else { fail("nothing to undo") }
+  guard let undone = recorder.records.last(where: { $0.index <= recorder.cursor }) else { fail("nothing to undo") }
   do { try recorder.undo() } catch { fail("\(error)") }
   // Not flushed here: the recorder flushes its file when the process exits normally (CI's next `todo list`
   // checks that the undo was written).
-  print("Undid: \(undone.action)")
+  print("Undid: \(undone.dispatchedAction)")
   printList()
 case "history":
   let records = recorder.records
@@ -187,8 +187,9 @@ case "history":
   if recorder.cursor < (records.first?.index ?? 0) { print("> (start)") }
   for record in records {
     let marker = record.index == recorder.cursor ? ">" : " "
-    print(
-      "\(marker) #\(record.index) \(record.action)  (\(record.timestamp.formatted(date: .numeric, time: .standard)))")
+    // A transaction identifier is its start, in nanoseconds since 1970.
+    let started = Date(timeIntervalSince1970: Double(record.transaction.id.rawValue) / 1e9)
+    print("\(marker) #\(record.index) \(record.dispatchedAction)  (\(started.formatted(date: .numeric, time: .standard)))")
   }
 case "verify":
   guard let session else { fail("nothing recorded yet") }  // Unreachable: a missing file failed above.

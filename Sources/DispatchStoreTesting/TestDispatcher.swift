@@ -188,7 +188,7 @@ public final class TestDispatcher: Sendable {
   ) async -> Bool {
     if await monitor.wait(until: condition, timeout: timeLimit) { return true }
     let (running, held) = monitor.state.withLock { state in
-      (state.running.values.sorted { $0.id < $1.id }, state.held.map(\.action))
+      (state.running.values.sorted { $0.id.rawValue < $1.id.rawValue }, state.held.map(\.action))
     }
     var what = running.map { "store \"\($0.storeIdentifier)\" handling \($0.action) is still running" }
     if !held.isEmpty { what.append("follow-up actions are held until received: \(describe(held))") }
@@ -314,7 +314,7 @@ public final class TestDispatcher: Sendable {
         "Follow-up actions were held longer than the time limit (\(timeLimit)) and failed: \(describe(expired)). "
           + "Receive follow-ups with `receive`; send the test's own actions with `send`.", at: site)
     }
-    for transaction in running.sorted(by: { $0.id < $1.id }) {
+    for transaction in running.sorted(by: { $0.id.rawValue < $1.id.rawValue }) {
       TestReporter.fail(
         "An operation is still running at the end of the test: store \"\(transaction.storeIdentifier)\" handling "
           + "\(transaction.action).", at: site)

@@ -1,8 +1,7 @@
 /// One store's handling of one dispatched action, as middleware sees it.
 ///
 /// `willDispatch` receives a transaction whose ``duration`` and ``error`` are `nil`; `didDispatch` receives the
-/// same transaction, finished, with its duration (when a registered middleware needs it: see
-/// ``Middleware/needsDuration``), and its error if the operation failed.
+/// same transaction, finished, with its duration, and its error if the operation failed.
 public struct Transaction: Sendable, Identifiable, CustomStringConvertible {
   /// The unique, time-sortable identifier of this transaction.
   public let id: TransactionID
@@ -21,7 +20,7 @@ public struct Transaction: Sendable, Identifiable, CustomStringConvertible {
   /// The error the operation failed with; `nil` while running and when it succeeded.
   public internal(set) var error: (any Error)?
   /// Whether the operation finished: `false` in `willDispatch`, `true` in `didDispatch`.
-  public internal(set) var isFinished: Bool
+  var isFinished: Bool
   /// Whether the dispatch was cancelled (``DispatchHandle/cancel()``) by the time the store finished: its result
   /// was no longer the dispatch's.
   public internal(set) var wasCancelled = false
@@ -41,7 +40,7 @@ public struct Transaction: Sendable, Identifiable, CustomStringConvertible {
   }
 
   /// Whether the operation finished without an error.
-  public var succeeded: Bool { isFinished && error == nil }
+  var succeeded: Bool { isFinished && error == nil }
 
   /// A one-line summary: identifier, store, action, and duration or error where known.
   public var description: String {

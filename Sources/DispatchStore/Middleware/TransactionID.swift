@@ -4,9 +4,10 @@ import Foundation
 ///
 /// The raw value is the wall-clock time in nanoseconds since 1970 at which the transaction began (on Linux, to the
 /// tick of the coarse real-time clock, a few milliseconds), nudged forward where needed so that identifiers made in
-/// one process are strictly increasing: sorting identifiers sorts transactions by start time, and no two are equal.
-public struct TransactionID: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
-  /// Nanoseconds since 00:00:00 UTC on 1 January 1970.
+/// one process are strictly increasing: sorting identifiers by ``rawValue`` sorts transactions by start time, and no
+/// two are equal.
+public struct TransactionID: Hashable, Sendable, CustomStringConvertible {
+  /// Nanoseconds since 00:00:00 UTC on 1 January 1970 (`Date(timeIntervalSince1970: Double(rawValue) / 1e9)`).
   public let rawValue: UInt64
 
   /// Creates an identifier from its raw value, for example one read from a recording.
@@ -36,19 +37,9 @@ public struct TransactionID: Hashable, Comparable, Sendable, Codable, CustomStri
     return UInt64(spec.tv_sec) &* 1_000_000_000 &+ UInt64(spec.tv_nsec)
   }
 
-  /// The moment the transaction began.
-  public var date: Date { Date(timeIntervalSince1970: Double(rawValue) / 1_000_000_000) }
-
   /// A fixed-width hexadecimal form, so that sorting the strings sorts the identifiers.
   public var description: String {
     let hex = String(rawValue, radix: 16)
     return String(repeating: "0", count: 16 - hex.count) + hex
   }
-
-  /// Orders identifiers by the time they were made.
-  /// - Parameters:
-  ///   - lhs: An identifier.
-  ///   - rhs: Another identifier.
-  /// - Returns: Whether `lhs` was made before `rhs`.
-  public static func < (lhs: TransactionID, rhs: TransactionID) -> Bool { lhs.rawValue < rhs.rawValue }
 }

@@ -18,37 +18,42 @@ public struct Record: Sendable, CustomStringConvertible {
 
   /// The record's position in the session's history, counted from the session's first record.
   public var index: Int { fields.index }
-  /// The dispatch the transaction belongs to (``Transaction/dispatchID``): records of one dispatch are undone and
-  /// redone together.
-  public var dispatchID: TransactionID { fields.dispatchID }
+  /// The transaction that produced this record, finished: its identifier, its dispatch (records of one dispatch are
+  /// undone and redone together), its store, the action as the store handled it, its duration and its error.
+  ///
+  /// The duration runs from the transaction's start to this record, to the tick of the coarse clock its identifier
+  /// reads (a few milliseconds on Linux): it shows the wait for a response, not how long a reduction took; zero for
+  /// reductions in place. A record loaded from a file carries a ``RecordedError`` with the original's description.
+  public var transaction: Transaction {
+    let fields = self.fields
+    var transaction = Transaction(
+      id: fields.transactionID, dispatchID: fields.dispatchID, storeIdentifier: fields.storeIdentifier,
+      action: fields.action, finished: true, duration: duration, error: fields.error)
+    transaction.wasCancelled = fields.wasCancelled
+    return transaction
+  }
+  /// The dispatch the transaction belongs to.
+  var dispatchID: TransactionID { fields.dispatchID }
   /// The transaction that produced this record.
-  public var transactionID: TransactionID { fields.transactionID }
+  var transactionID: TransactionID { fields.transactionID }
   /// The store that handled the action.
-  public var storeIdentifier: String { fields.storeIdentifier }
+  var storeIdentifier: String { fields.storeIdentifier }
   /// The action, as the store handled it.
-  public var action: any ActionType { fields.action }
-  /// The action the app dispatched: ``action``, unless the store mapped the dispatched action to one of its own
+  var action: any ActionType { fields.action }
+  /// The action the app dispatched: the transaction's action, unless the store mapped the dispatched action to one of its own
   /// (``Reducer/additionalActions``), as recorded in this process (a session file keeps the store's action).
   public var dispatchedAction: any ActionType { fields.dispatched?.action ?? fields.action }
   /// The store's model right after the change, including the changes of a transaction that failed.
   public var model: any ModelType { fields.model }
   /// The error the transaction failed with; `nil` if it succeeded.
-  ///
-  /// A record loaded from a file carries a ``RecordedError`` with the original's description.
-  public var error: (any Error)? { fields.error }
+  var error: (any Error)? { fields.error }
   /// Whether the dispatch was cancelled while the transaction ran (``ActionOperation/isCancelled``).
-  public var wasCancelled: Bool { fields.wasCancelled }
+  var wasCancelled: Bool { fields.wasCancelled }
   /// How long an operation's transaction took from its start to its record.
-  ///
-  /// To the tick of the coarse clock its identifier reads (a few milliseconds on Linux): it shows the wait for a
-  /// response, not how long a reduction took. Zero for reductions in place.
-  public var duration: Duration { .nanoseconds(Int64(clamping: fields.elapsed)) }
-
-  /// When the transaction began (``TransactionID/date``).
-  public var timestamp: Date { transactionID.date }
+  var duration: Duration { .nanoseconds(Int64(clamping: fields.elapsed)) }
 
   /// Whether the transaction succeeded.
-  public var succeeded: Bool { error == nil && !wasCancelled }
+  var succeeded: Bool { error == nil && !wasCancelled }
 
   /// Creates a record.
   /// - Parameters:

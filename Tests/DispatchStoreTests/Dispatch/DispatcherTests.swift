@@ -264,7 +264,7 @@ struct DispatcherTests {
       Issue.record("expected operationsFailed, got \(String(describing: second))")
       return
     }
-    #expect(id > before)
+    #expect(id.rawValue > before.rawValue)
 
     // The dispatcher stays usable.
     #expect(dispatchSync(dispatcher, CounterAction.increase(3)).isSuccess)

@@ -57,7 +57,7 @@ struct SingleStoreDispatchTests {
     }
     #expect(failures.map(\.storeIdentifier) == ["failing"])
     #expect(failures.first?.error as? TestFailure == TestFailure(reason: "fail in failing"))
-    #expect(failures.first.map { $0.transactionID > before } == true)
+    #expect(failures.first.map { $0.transactionID.rawValue > before.rawValue } == true)
   }
 
   @Test(arguments: Dispatcher.Mode.allCases)

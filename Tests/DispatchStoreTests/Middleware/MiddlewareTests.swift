@@ -53,7 +53,7 @@ struct MiddlewareTests {
     #expect(transactions.filter { $0.storeIdentifier == "a" }.allSatisfy { $0.succeeded })
     // Within one store, identifiers follow dispatch order.
     let aIDs = transactions.filter { $0.storeIdentifier == "a" }.map(\.id)
-    #expect(aIDs == aIDs.sorted())
+    #expect(aIDs.map(\.rawValue) == aIDs.map(\.rawValue).sorted())
   }
 
   @Test func unregisteredMiddlewareIsNotCalled() throws {

@@ -40,8 +40,8 @@ struct RecorderMiddlewareTests {
     #expect((records[0].model as? Counter)?.count == 2)
     #expect((records[1].model as? Text)?.value == "a")
     #expect((records[2].model as? Counter)?.count == 5)
-    #expect(records[0].transactionID < records[1].transactionID)
-    #expect(records[1].transactionID < records[2].transactionID)
+    #expect(records[0].transactionID.rawValue < records[1].transactionID.rawValue)
+    #expect(records[1].transactionID.rawValue < records[2].transactionID.rawValue)
     #expect(app.recorder.cursor == 2)
   }
 
