@@ -189,7 +189,8 @@ case "history":
     let marker = record.index == recorder.cursor ? ">" : " "
     // A transaction identifier is its start, in nanoseconds since 1970.
     let started = Date(timeIntervalSince1970: Double(record.transaction.id.rawValue) / 1e9)
-    print("\(marker) #\(record.index) \(record.dispatchedAction)  (\(started.formatted(date: .numeric, time: .standard)))")
+    print(
+      "\(marker) #\(record.index) \(record.dispatchedAction)  (\(started.formatted(date: .numeric, time: .standard)))")
   }
 case "verify":
   guard let session else { fail("nothing recorded yet") }  // Unreachable: a missing file failed above.
