@@ -40,10 +40,10 @@ try dispatcher.register(store: results)
 /// The README's example of a handle, kept identical to it (CI compares them).
 func follow() async throws {
   // README: transactions
-  let search = dispatcher.start(SearchAction.query("swift"), mode: .serial)
+  let search = dispatcher.start(action: SearchAction.query("swift"), mode: .serial)
   let token = search.observe { state in print("search: \(state)") }  // pending, started, completed
-  for await state in search.states { print(state) }  // or as an async sequence
   try await search.value  // throws the DispatchError it failed with
+  print(search.dispatchedActions ?? [])  // what reached the stores, after interceptors
   search.cancel()  // no effect once it finished
   // README end
   withExtendedLifetime(token) {}
@@ -57,7 +57,7 @@ func type() async throws {
   let options = DispatchOptions(cancellationID: "search", debounce: .milliseconds(100))
   var handles: [(String, DispatchHandle)] = []
   for (text, pause) in [("s", 20), ("sw", 250), ("swe", 20), ("swee", 0)] {
-    handles.append((text, dispatcher.start(SearchAction.query(text), options: options)))
+    handles.append((text, dispatcher.start(action: SearchAction.query(text), options: options)))
     try await Task.sleep(for: .milliseconds(pause))
   }
   try await handles.last?.1.value

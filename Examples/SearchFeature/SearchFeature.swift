@@ -78,7 +78,8 @@ public final class SearchFeature: Sendable {
   @discardableResult
   public func type(_ text: String) -> DispatchHandle {
     dispatcher.start(
-      SearchAction.search(text), options: DispatchOptions(cancellationID: "search", debounce: .milliseconds(150)))
+      action:
+        SearchAction.search(text), options: DispatchOptions(cancellationID: "search", debounce: .milliseconds(150)))
   }
 
   /// Goes back to the results before the last search.

@@ -138,15 +138,15 @@ func printList() {
 }
 
 func apply(_ action: TodoAction) {
-  let outcome = Mutex<Result<Void, DispatchError>>(.success(()))
-  // `.sync` runs the completion before returning.
-  dispatcher.dispatch(action: action, mode: .sync) { result in outcome.withLock { $0 = result } }
-  if case .failure(let error) = outcome.withLock({ $0 }) {
-    if case .operationsFailed(let failures) = error, let failure = failures.first { fail("\(failure.error)") }
+  do {
+    try dispatcher.dispatchSync(action: action)
+  } catch .operationsFailed(let failures) where !failures.isEmpty {
+    fail("\(failures[0].error)")
+  } catch {
     fail("\(error)")
   }
   snapshotIfDue()
-  // `.eachRecord`: the change's line was written and synced before the dispatch returned; no flush needed.
+  // `syncEachRecord`: the change's line was written and synced before the dispatch returned; no flush needed.
   if let error = recorder.persistenceError { fail("the change was made but not saved: \(error)") }
 }
 

@@ -36,10 +36,10 @@ try dispatcher.register(store: tally)
 let seen = Mutex<[Int]>([])
 let token = tally.observe { change in seen.withLock { $0.append(change.model.count) } }
 
-try await dispatcher.start(TallyAction.add(2)).value
+try await dispatcher.start(action: TallyAction.add(2)).value
 print("after await start(...).value: \(tally.model.count)")
 
-try await dispatcher.start(TallyAction.add(3), mode: .serial).value
+try await dispatcher.start(action: TallyAction.add(3), mode: .serial).value
 print("after await start(..., mode: .serial).value: \(tally.model.count)")
 
 // In an `async` function, `dispatch(action:)` and `dispatch(actions:)` are the awaited forms.

@@ -5,7 +5,7 @@ import DispatchStore
 ///
 /// ```swift
 /// let test = TestDispatcher()
-/// test.dispatcher.start(SearchAction.query("sw"), options: DispatchOptions(debounce: .milliseconds(300)))
+/// test.dispatcher.start(action: SearchAction.query("sw"), options: DispatchOptions(debounce: .milliseconds(300)))
 /// await test.advance(by: .milliseconds(300))  // the debounced search runs now, on this task
 /// ```
 ///

@@ -164,11 +164,14 @@ public final class TestDispatcher: Sendable {
     }
     monitor.state.withLock { $0.passing += 1 }
     // `.async`: `.sync` would block a cooperative-pool thread until every store finished.
-    let handle = dispatcher.start(action, mode: .async)
+    let handle = dispatcher.start(action: action, mode: .async)
     let id = handle.id
     // Told outside the handle's lock, so that the monitor's lock is never taken inside it.
     let token = handle.observe { [monitor] state in
-      if state.isFinished { monitor.dispatchFinished(id) }
+      switch state {
+      case .completed, .failed, .cancelled: monitor.dispatchFinished(id)
+      case .pending, .started: break
+      }
     }
     defer { token.cancel() }
     let finished = await within(until: { $0.finishedDispatches.contains(id) }, "Sending \(action)", at: site)
@@ -177,7 +180,11 @@ public final class TestDispatcher: Sendable {
       handle.cancel()
       return nil
     }
-    return handle.state.result ?? .failure(.cancelled)
+    switch handle.state {
+    case .completed: return .success(())
+    case .failed(let error): return .failure(error)
+    case .cancelled, .pending, .started: return .failure(.cancelled)
+    }
   }
 
   /// Waits until `condition` holds, at most ``timeLimit``; past it, fails the test naming what still runs.

@@ -146,7 +146,7 @@ struct TestDispatcherTests {
         enter.yield()
         try await Task.sleep(for: .seconds(3_600))  // cancelled below; never reached otherwise
       })
-    let handle = test.dispatcher.start(CountAction.hang)
+    let handle = test.dispatcher.start(action: CountAction.hang)
     // The operation's body runs once its transaction started: then it is suspended in its task.
     for await _ in entered { break }
     await withKnownIssue {
@@ -160,7 +160,7 @@ struct TestDispatcherTests {
   @Test func aPendingTimerFailsAtTheEnd() async throws {
     let test = patientTest()
     try test.register(makeCounter())
-    test.dispatcher.start(CountAction.add(1), options: DispatchOptions(debounce: .milliseconds(300)))
+    test.dispatcher.start(action: CountAction.add(1), options: DispatchOptions(debounce: .milliseconds(300)))
     await withKnownIssue {
       await test.finish()
     } matching: { issue in
@@ -174,8 +174,8 @@ struct TestDispatcherTests {
     let test = patientTest()
     let counter = try test.register(makeCounter())
     let options = DispatchOptions(cancellationID: "typing", debounce: .milliseconds(300))
-    test.dispatcher.start(CountAction.add(1), options: options)
-    test.dispatcher.start(CountAction.add(10), options: options)  // supersedes the first
+    test.dispatcher.start(action: CountAction.add(1), options: options)
+    test.dispatcher.start(action: CountAction.add(10), options: options)  // supersedes the first
 
     await test.advance(by: .milliseconds(299))
     await test.advance(by: .milliseconds(1))
@@ -268,7 +268,7 @@ struct TestDispatcherTests {
   @Test func finishEndsTheFollowUpsItReportsAsNotReceived() async throws {
     let test = patientTest()
     try test.register(makeCounter())
-    let handle = test.dispatcher.start(CountAction.add(1))  // held: the test never receives it
+    let handle = test.dispatcher.start(action: CountAction.add(1))  // held: the test never receives it
     await withKnownIssue {
       await test.finish()
     } matching: { issue in
@@ -313,7 +313,7 @@ struct TestDispatcherTests {
       Store(identifier: "slow", model: Count()) { (_: CountAction, _) in
         try await Task.sleep(for: .seconds(3_600))
       })
-    let handle = test.dispatcher.start(CountAction.hang)
+    let handle = test.dispatcher.start(action: CountAction.hang)
     await withKnownIssue {
       // The held `hang` is a follow-up: receiving it lets it run, and it never finishes.
       await test.receive(CountAction.hang)

@@ -10,7 +10,7 @@ func registerTransactions() {
     let fixture = Fixture(synchronous: true)
     benchmark.startMeasurement()
     for _ in benchmark.scaledIterations {
-      blackHole(fixture.dispatcher.start(TallyAction.increment, mode: .sync))
+      blackHole(fixture.dispatcher.start(action: TallyAction.increment, mode: .sync))
     }
     benchmark.stopMeasurement()
     fixture.verify(benchmark.scaledIterations.count)
@@ -21,10 +21,10 @@ func registerTransactions() {
     let fixture = Fixture(synchronous: true)
     let gate = DispatchSemaphore(value: 0)
     try! fixture.dispatcher.register(store: Store(identifier: "gate", model: Tally(), reducer: GateReducer(gate)))
-    fixture.dispatcher.start(GateAction.hold, mode: .serial)
+    fixture.dispatcher.start(action: GateAction.hold, mode: .serial)
     benchmark.startMeasurement()
     for _ in benchmark.scaledIterations {
-      fixture.dispatcher.start(TallyAction.increment, mode: .serial).cancel()
+      fixture.dispatcher.start(action: TallyAction.increment, mode: .serial).cancel()
     }
     benchmark.stopMeasurement()
     gate.signal()

@@ -50,7 +50,7 @@ public final class ChildStore<
   @inlinable
   public func dispatchSync(_ action: Action) throws(DispatchError) {
     let (dispatcher, parentAction) = try prepare(action)
-    try dispatcher.dispatchSync(storeIdentifier: parent.identifier, action: parentAction)
+    try dispatcher.dispatchSync(action: parentAction, to: parent.identifier)
   }
 
   /// Dispatches `action` to the parent, as its action, and returns when it finished.
@@ -62,7 +62,7 @@ public final class ChildStore<
   @inlinable
   public func dispatch(_ action: Action, mode: Dispatcher.Mode = .async) async throws(DispatchError) {
     let (dispatcher, parentAction) = try prepare(action)
-    try await dispatcher.dispatch(storeIdentifier: parent.identifier, action: parentAction, mode: mode)
+    try await dispatcher.dispatch(action: parentAction, to: parent.identifier, mode: mode)
   }
 
   /// The parent's dispatcher and the parent action for `action`, once the part is known to exist.

@@ -103,7 +103,7 @@ extension Dispatcher {
     submit()
   }
 
-  /// A dispatch made with ``start(_:to:mode:options:)`` reached its final state: forget it.
+  /// A dispatch made with ``start(action:to:mode:options:)`` reached its final state: forget it.
   func handleFinished(_ handle: DispatchHandle) {
     let removed = handles.withLock { $0.removeValue(forKey: ObjectIdentifier(handle)) }
     withExtendedLifetime(removed) {}

@@ -4,24 +4,23 @@ import Synchronization
 /// await it and cancel it.
 ///
 /// ```swift
-/// let search = dispatcher.start(SearchAction.query("swift"), mode: .serial)
+/// let search = dispatcher.start(action: SearchAction.query("swift"), mode: .serial)
 /// let token = search.observe { state in print("search is \(state)") }
 /// search.cancel()                      // a newer query came: stop this one
 /// try await search.value               // throws DispatchError.cancelled
 /// ```
 ///
-/// Made by ``Dispatcher/start(_:to:mode:options:)``. Dispatches made with
-/// ``Dispatcher/dispatch(storeIdentifier:action:mode:then:)`` have no handle.
+/// Made by ``Dispatcher/start(action:to:mode:options:)`` and ``Dispatcher/prepare(action:to:mode:options:)``.
 ///
 /// > Important: Safe to use from any thread. Observers are called after the handle's lock was released, one state
 /// > at a time and in order, on the thread that changed the state (or the one registering, for the current state).
 public final class DispatchHandle: Sendable, CustomStringConvertible {
   /// The dispatch's identifier.
   public let id: TransactionID
-  /// The dispatched action, as it was given to ``Dispatcher/start(_:to:mode:options:)``.
+  /// The dispatched action, as it was given to ``Dispatcher/start(action:to:mode:options:)``.
   public let action: any ActionType
   /// The mode the dispatch runs in.
-  public let mode: Dispatcher.Mode
+  let mode: Dispatcher.Mode
   /// The cancellation id it was made with, if any.
   let cancellationID: CancellationID?
 
@@ -57,7 +56,7 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
   }
 
   /// Whether the dispatch was cancelled.
-  public var isCancelled: Bool {
+  var isCancelled: Bool {
     cancelledFlag.load(ordering: .acquiring)
   }
 
@@ -73,7 +72,7 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
   }
 
   /// The dispatch's result, once it finished.
-  public var result: Result<Void, DispatchError> {
+  var result: Result<Void, DispatchError> {
     get async {
       await withCheckedContinuation { continuation in
         if let result = machine.withLock({ $0.awaited(by: continuation) }) {
@@ -99,10 +98,24 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
     return token
   }
 
-  /// The current state, then every later one; the sequence ends after the final state.
+  /// The actions that reached the stores, once the dispatch finished; `nil` before.
   ///
-  /// It holds at most the three states a dispatch can still go through, so it never grows.
-  public var states: AsyncStream<DispatchState> {
+  /// The dispatched ``action``, unless an ``Interceptor`` replaced it (its replacement), or blocked it, or the
+  /// dispatch was cancelled or failed before it was routed (none).
+  public var dispatchedActions: [any ActionType]? {
+    machine.withLock { machine in
+      guard machine.state.isFinished else { return nil }
+      return machine.dispatchedActions ?? (machine.hasStarted ? [action] : [])
+    }
+  }
+
+  /// Interceptors decided what the dispatch routes (``dispatchedActions``); called before it finishes.
+  func interceptorsDispatched(_ actions: [any ActionType]) {
+    machine.withLock { $0.dispatchedActions = actions }
+  }
+
+  /// The current state, then every later one; the sequence ends after the final state.
+  var states: AsyncStream<DispatchState> {
     AsyncStream(bufferingPolicy: .bufferingNewest(3)) { continuation in
       let token = observe { state in
         continuation.yield(state)
@@ -128,7 +141,7 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
   /// Makes this dispatch start only after `dependency` completed; if it fails or is cancelled, this one fails with
   /// ``DispatchError/dependencyFailed(_:)`` without running.
   ///
-  /// Call it before ``start()``, on a handle made with ``Dispatcher/prepare(_:to:mode:options:)``.
+  /// Call it before ``start()``, on a handle made with ``Dispatcher/prepare(action:to:mode:options:)``.
   /// - Parameter dependency: A dispatch of this or another dispatcher, in any mode.
   /// - Throws: ``DispatchError/dependencyCycle(_:)`` if `dependency` is this dispatch or waits for it, directly or
   ///   through others; ``DispatchError/dependencyAfterStart(_:)`` if this dispatch was started already. Nothing is
@@ -146,10 +159,10 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
   /// Taken while a dependency is checked and added, before any handle's lock (never inside one).
   private static let dependencyChanges = LockedValue(0)
 
-  /// Starts a dispatch made with ``Dispatcher/prepare(_:to:mode:options:)``, once its dependencies completed; later
+  /// Starts a dispatch made with ``Dispatcher/prepare(action:to:mode:options:)``, once its dependencies completed; later
   /// calls do nothing.
   ///
-  /// Without dependencies it runs as ``Dispatcher/start(_:to:mode:options:)`` runs it; with some, it runs on the
+  /// Without dependencies it runs as ``Dispatcher/start(action:to:mode:options:)`` runs it; with some, it runs on the
   /// thread that finished the last of them.
   public func start() {
     guard let dependencies = machine.withLock({ $0.submitted() }) else { return }

@@ -1,9 +1,9 @@
-/// How a dispatch made with ``Dispatcher/start(_:to:mode:options:)`` is admitted: cancelling the one in flight with
+/// How a dispatch made with ``Dispatcher/start(action:to:mode:options:)`` is admitted: cancelling the one in flight with
 /// the same id, throttled, or debounced.
 ///
 /// ```swift
 /// // Each keystroke: wait for a quiet 300 ms, then search, cancelling the search still running.
-/// dispatcher.start(SearchAction.query(text), options: DispatchOptions(cancellationID: "search", debounce: .milliseconds(300)))
+/// dispatcher.start(action: SearchAction.query(text), options: DispatchOptions(cancellationID: "search", debounce: .milliseconds(300)))
 /// ```
 ///
 /// Throttling and debouncing are counted per cancellation id when there is one, otherwise per action type, on
@@ -23,7 +23,7 @@ public struct DispatchOptions: Sendable {
   /// meanwhile replaces it, which then fails with ``DispatchError/superseded``.
   let debounce: Duration?
 
-  /// Creates options; the defaults admit a dispatch at once, as ``Dispatcher/start(_:to:mode:options:)`` without
+  /// Creates options; the defaults admit a dispatch at once, as ``Dispatcher/start(action:to:mode:options:)`` without
   /// options does.
   /// - Parameters:
   ///   - cancellationID: Groups dispatches for cancelling (``Dispatcher/cancel(id:)``) and for counting throttle

@@ -3,11 +3,11 @@
 /// With no ``Interceptor`` registered, `actions` is the dispatched action. An interceptor that replaced it leaves the
 /// replacement there; one that blocked it leaves `actions` empty and `result` failed with
 /// ``DispatchError/blocked(interceptor:reason:)``.
-public struct DispatchReport: Sendable {
+struct DispatchReport: Sendable {
   /// Success, or the error that made the dispatch fail.
-  public let result: Result<Void, DispatchError>
+  let result: Result<Void, DispatchError>
   /// The actions routed to the stores: the dispatched one, or what interceptors replaced it with.
-  public let actions: [any ActionType]
+  let actions: [any ActionType]
 
   init(result: Result<Void, DispatchError>, actions: [any ActionType]) {
     self.result = result

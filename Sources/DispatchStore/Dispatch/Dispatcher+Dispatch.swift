@@ -2,7 +2,7 @@ import Dispatch
 
 extension Dispatcher {
   /// The completion of a dispatch: success, or the typed error that made it fail.
-  public typealias Completion = @Sendable (Result<Void, DispatchError>) -> Void
+  typealias Completion = @Sendable (Result<Void, DispatchError>) -> Void
 
   /// Dispatches `action` to every registered store that handles its type, or to one store, and returns without
   /// waiting: fire and forget, from synchronous code such as a button's action.
@@ -11,45 +11,32 @@ extension Dispatcher {
   /// dispatcher.dispatch(action: CounterAction.increase(by: 1))
   /// dispatcher.dispatch(action: CounterAction.reset, mode: .serial)
   /// ```
-  /// The dispatch runs as ``dispatch(storeIdentifier:action:mode:then:)`` runs it. A failure reaches middleware and
-  /// nobody else: to hear it, pass a completion, or `try await` the dispatch from `async` code.
+  /// A failure reaches middleware and nobody else: to hear it, `try await` the dispatch from `async` code, or
+  /// ``start(action:to:mode:options:)`` it and observe its handle.
   /// - Parameters:
+  ///   - action: The action to dispatch.
   ///   - storeIdentifier: The one store to send the action to; `nil` (the default) sends it to every store that
   ///     handles `Action`.
-  ///   - action: The action to dispatch.
   ///   - mode: How the dispatch runs; `.async` by default. With `.sync` it returns once every store finished.
   ///
   /// > Important: Synchronous code only. In `async` code the same call is the awaited form and needs `try await`.
   /// > Top-level code that awaits would pick this form and not wait, so the compiler refuses it there: write
-  /// > `try await dispatcher.start(action).value` to wait, or `dispatcher.start(action)` to fire and forget.
+  /// > `try await dispatcher.start(action: action).value` to wait, or `dispatcher.start(action: action)` to fire
+  /// > and forget.
   @available(
     *, noasync,
     message: "it does not wait, and top-level code picks it even under 'await': use 'try await start(action).value'"
   )
-  public func dispatch<Action: ActionType>(storeIdentifier: String? = nil, action: Action, mode: Mode = .async) {
+  public func dispatch<Action: ActionType>(action: Action, to storeIdentifier: String? = nil, mode: Mode = .async) {
     if isVerifying.load(ordering: .relaxed), absorbFollowUp(action, storeIdentifier: storeIdentifier) { return }
     routeIntercepted(storeIdentifier: storeIdentifier, action: action, mode: mode, then: nil)
   }
 
-  /// Dispatches `action` to every registered store that handles its type, or to one store.
-  ///
-  /// Each responding store's reducer returns an operation; a store whose wait list names other responding stores
-  /// starts after they finished. `completion` runs exactly once, after every operation finished: on the calling
-  /// thread for `.sync`, on the main queue for `.mainThread`, otherwise on the thread that finished last.
-  /// - Parameters:
-  ///   - storeIdentifier: The one store to send the action to; `nil` (the default) sends it to every store that
-  ///     handles `Action`.
-  ///   - action: The action to dispatch.
-  ///   - mode: How the dispatch runs; `.async` by default.
-  ///   - completion: Receives success or the ``DispatchError`` that made the dispatch fail.
-  ///
-  /// > Important: With `.sync` this returns only after every operation finished and `completion` ran, even
-  /// > operations that finish later on another thread: do not call it on a thread those operations need.
-  public func dispatch<Action: ActionType>(
-    storeIdentifier: String? = nil,
-    action: Action,
-    mode: Mode = .async,
-    then completion: Completion?
+  /// Dispatches `action` to every registered store that handles its type, or to one store, and calls `completion`
+  /// once, after every operation finished: on the calling thread for `.sync`, on the main queue for `.mainThread`,
+  /// otherwise on the thread that finished last. What the public forms run.
+  func dispatch<Action: ActionType>(
+    action: Action, to storeIdentifier: String? = nil, mode: Mode = .async, then completion: Completion?
   ) {
     if isVerifying.load(ordering: .relaxed), absorbFollowUp(action, storeIdentifier: storeIdentifier) {
       return completion?(.success(())) ?? ()
@@ -59,25 +46,17 @@ extension Dispatcher {
 
   /// Dispatches `action` and reports what ran: the result, and the actions that reached the stores.
   ///
-  /// The same as ``dispatch(storeIdentifier:action:mode:then:)``, for callers that need to know what interceptors
-  /// made of the action: passed on, replaced (the report names the replacement), or blocked (no action).
-  /// - Parameters:
-  ///   - storeIdentifier: The one store to send the action to; `nil` (the default) sends it to every store that
-  ///     handles it.
-  ///   - action: The action to dispatch.
-  ///   - mode: How the dispatch runs; `.async` by default.
-  ///   - report: Runs exactly once, where the completion of ``dispatch(storeIdentifier:action:mode:then:)`` runs.
-  public func dispatchReporting<Action: ActionType>(
-    storeIdentifier: String? = nil,
-    action: Action,
-    mode: Mode = .async,
+  /// The same as ``dispatch(action:to:mode:then:)``, for callers that need to know what interceptors made of the
+  /// action: passed on, replaced (the report names the replacement), or blocked (no action).
+  func dispatchReporting<Action: ActionType>(
+    action: Action, to storeIdentifier: String? = nil, mode: Mode = .async,
     report: @escaping @Sendable (DispatchReport) -> Void
   ) {
     if isVerifying.load(ordering: .relaxed), absorbFollowUp(action, storeIdentifier: storeIdentifier) {
       return report(DispatchReport(result: .success(()), actions: []))
     }
     if let chain = interceptorChain() {
-      return dispatch(storeIdentifier: storeIdentifier, action: action, mode: mode, through: chain, report: report)
+      return dispatch(action: action, to: storeIdentifier, mode: mode, through: chain, report: report)
     }
     route(storeIdentifier: storeIdentifier, action: action, mode: mode) { result in
       report(DispatchReport(result: result, actions: [action]))
@@ -85,19 +64,11 @@ extension Dispatcher {
   }
 
   /// Dispatches `action`, returns once every responding store finished, and reports what ran.
-  /// - Parameters:
-  ///   - storeIdentifier: The one store to send the action to; `nil` (the default) sends it to every store that
-  ///     handles it.
-  ///   - action: The action to dispatch.
-  ///   - mode: How the dispatch runs; `.async` by default.
-  /// - Returns: The result, and the actions that reached the stores (see ``DispatchReport``).
-  public func dispatchReporting<Action: ActionType>(
-    storeIdentifier: String? = nil,
-    action: Action,
-    mode: Mode = .async
+  func dispatchReporting<Action: ActionType>(
+    action: Action, to storeIdentifier: String? = nil, mode: Mode = .async
   ) async -> DispatchReport {
     await withCheckedContinuation { continuation in
-      dispatchReporting(storeIdentifier: storeIdentifier, action: action, mode: mode) { report in
+      dispatchReporting(action: action, to: storeIdentifier, mode: mode) { report in
         continuation.resume(returning: report)
       }
     }
@@ -105,7 +76,7 @@ extension Dispatcher {
 
   /// Dispatches `action` and returns a handle to follow, await or cancel it.
   ///
-  /// The dispatch runs as ``dispatch(storeIdentifier:action:mode:then:)`` runs it, once `options` admit it
+  /// The dispatch runs as `dispatch(action:to:mode:)` runs it, once `options` admit it
   /// (throttled, debounced, cancelling the dispatches in flight with its id). Ignore the handle to fire and
   /// forget: failures still happen (and reach middleware), nobody hears them.
   /// - Parameters:
@@ -118,10 +89,10 @@ extension Dispatcher {
   /// - Returns: The dispatch's handle, ``DispatchState/pending`` until it runs.
   @discardableResult
   public func start<Action: ActionType>(
-    _ action: Action, to storeIdentifier: String? = nil, mode: Mode = .async,
+    action: Action, to storeIdentifier: String? = nil, mode: Mode = .async,
     options: DispatchOptions = DispatchOptions()
   ) -> DispatchHandle {
-    let handle = prepare(action, to: storeIdentifier, mode: mode, options: options)
+    let handle = prepare(action: action, to: storeIdentifier, mode: mode, options: options)
     handle.start()
     return handle
   }
@@ -130,8 +101,8 @@ extension Dispatcher {
   /// ``DispatchHandle/depend(on:)``, then call ``DispatchHandle/start()``.
   ///
   /// ```swift
-  /// let load = dispatcher.prepare(ProfileAction.load)
-  /// let show = dispatcher.prepare(FeedAction.show)
+  /// let load = dispatcher.prepare(action: ProfileAction.load)
+  /// let show = dispatcher.prepare(action: FeedAction.show)
   /// try show.depend(on: load)   // show runs once load completed; if load fails, show fails
   /// show.start()
   /// load.start()
@@ -146,7 +117,7 @@ extension Dispatcher {
   ///   ``DispatchHandle/cancel()``, ``cancelAll()``, and, for one with a cancellation id, ``cancel(id:)`` and a newer
   ///   dispatch with the id end it.
   public func prepare<Action: ActionType>(
-    _ action: Action, to storeIdentifier: String? = nil, mode: Mode = .async,
+    action: Action, to storeIdentifier: String? = nil, mode: Mode = .async,
     options: DispatchOptions = DispatchOptions()
   ) -> DispatchHandle {
     let admits = options.cancellationID != nil || options.throttle != nil || options.debounce != nil
@@ -188,14 +159,15 @@ extension Dispatcher {
   /// Dispatches `action` on the calling thread and returns once every responding store finished, as `.sync`
   /// does.
   /// - Parameters:
+  ///   - action: The action to dispatch.
   ///   - storeIdentifier: The one store to send the action to; `nil` (the default) sends it to every store that
   ///     handles it.
-  ///   - action: The action to dispatch.
   /// - Throws: The ``DispatchError`` that made the dispatch fail.
   ///
   /// > Important: See ``Mode/sync``: issued from inside a running operation of this dispatcher, it fails with
   /// > ``DispatchError/reentrantSynchronousDispatch(actionType:)``.
-  public func dispatchSync<Action: ActionType>(storeIdentifier: String? = nil, action: Action) throws(DispatchError) {
+  public func dispatchSync<Action: ActionType>(action: Action, to storeIdentifier: String? = nil) throws(DispatchError)
+  {
     if isVerifying.load(ordering: .relaxed), absorbFollowUp(action, storeIdentifier: storeIdentifier) { return }
     try dispatchSynchronouslyIntercepted(storeIdentifier: storeIdentifier, action: action).get()
   }
@@ -214,20 +186,20 @@ extension Dispatcher {
   }
 
   /// Dispatches a record that ``Session/verify(against:mode:)`` re-runs, as
-  /// ``dispatch(storeIdentifier:action:mode:then:)`` does, but never absorbed as a follow-up.
+  /// ``dispatch(action:to:mode:then:)`` does, but never absorbed as a follow-up.
   func dispatchReplayed(
     storeIdentifier: String, action: any ActionType, mode: Mode, then completion: @escaping Completion
   ) {
     routeIntercepted(storeIdentifier: storeIdentifier, action: action, mode: mode, then: completion)
   }
 
-  /// ``dispatchSync(storeIdentifier:action:)`` for a record that ``Session/verify(against:mode:)`` re-runs: never
+  /// ``dispatchSync(action:to:)`` for a record that ``Session/verify(against:mode:)`` re-runs: never
   /// absorbed as a follow-up.
   func dispatchReplayedSync(storeIdentifier: String, action: any ActionType) -> Result<Void, DispatchError> {
     dispatchSynchronouslyIntercepted(storeIdentifier: storeIdentifier, action: action)
   }
 
-  /// Cancels every dispatch made with ``start(_:to:mode:options:)`` that has not finished, and every dispatch still
+  /// Cancels every dispatch made with ``start(action:to:mode:options:)`` that has not finished, and every dispatch still
   /// waiting in the `.serial` and `.mainThread` lanes.
   ///
   /// Dispatches made with a completion and already running have no handle and go on.
@@ -284,34 +256,26 @@ extension Dispatcher {
     dispatchSequence(actions[...], mode: mode, completion: nil)
   }
 
-  /// Dispatches `actions` one after another: each starts after the previous one's stores all finished.
-  ///
-  /// Stops at the first action that fails; `completion` then receives its error and the later actions are not
-  /// dispatched. Other dispatches, in the same lane too, may run between two of its actions.
-  /// - Parameters:
-  ///   - actions: The actions, of any action types, in order.
-  ///   - mode: How each dispatch runs; `.async` by default.
-  ///   - completion: Runs once, after the last action finished or the first one failed.
-  public func dispatch(actions: [any ActionType], mode: Mode = .async, then completion: Completion?) {
+  /// Dispatches `actions` one after another, and calls `completion` once, after the last action finished or the
+  /// first one failed.
+  func dispatch(actions: [any ActionType], mode: Mode = .async, then completion: Completion?) {
     dispatchSequence(actions[...], mode: mode, completion: completion)
   }
 
   /// Dispatches `action` and returns once every responding store finished.
   /// - Parameters:
+  ///   - action: The action to dispatch.
   ///   - storeIdentifier: The one store to send the action to; `nil` (the default) sends it to every store that
   ///     handles `Action`.
-  ///   - action: The action to dispatch.
   ///   - mode: How the dispatch runs; `.async` by default.
   /// - Throws: The ``DispatchError`` that made the dispatch fail.
   ///
   /// > Important: `.sync` blocks the calling thread, a cooperative-pool thread here; prefer the other modes.
   public func dispatch<Action: ActionType>(
-    storeIdentifier: String? = nil,
-    action: Action,
-    mode: Mode = .async
+    action: Action, to storeIdentifier: String? = nil, mode: Mode = .async
   ) async throws(DispatchError) {
     let result = await withCheckedContinuation { continuation in
-      dispatch(storeIdentifier: storeIdentifier, action: action, mode: mode) { result in
+      dispatch(action: action, to: storeIdentifier, mode: mode) { result in
         continuation.resume(returning: result)
       }
     }
@@ -365,8 +329,9 @@ extension Dispatcher {
     then completion: Completion?
   ) {
     if interceptorCount.load(ordering: .relaxed) > 0, let chain = interceptorChain() {
-      return dispatch(storeIdentifier: storeIdentifier, action: action, mode: mode, through: chain, handle: handle) {
-        completion?($0.result)
+      return dispatch(action: action, to: storeIdentifier, mode: mode, through: chain, handle: handle) { report in
+        handle?.interceptorsDispatched(report.actions)
+        completion?(report.result)
       }
     }
     route(storeIdentifier: storeIdentifier, action: action, mode: mode, handle: handle, then: completion)
@@ -416,7 +381,7 @@ extension Dispatcher {
 
   /// Runs the interceptors of `chain` on `action`, where `mode` runs a dispatch, then routes what they passed on.
   private func dispatch(
-    storeIdentifier: String?, action: any ActionType, mode: Mode, through chain: InterceptorChain,
+    action: any ActionType, to storeIdentifier: String?, mode: Mode, through chain: InterceptorChain,
     handle: DispatchHandle? = nil, report: @escaping @Sendable (DispatchReport) -> Void
   ) {
     switch mode {

@@ -32,9 +32,6 @@ public final class Dispatcher: Sendable {
     case mainThread
   }
 
-  /// The dispatcher most apps use.
-  public static let `default` = Dispatcher()
-
   /// The thread `.mainThread` dispatches and main-thread observer notifications run on.
   public let mainQueue: MainQueue
 
@@ -72,7 +69,7 @@ public final class Dispatcher: Sendable {
   let interceptorCount = Atomic<Int>(0)
   let serialLane: Lane
   let mainLane: Lane
-  /// The handles of dispatches made with ``start(_:to:mode:options:)`` that have not finished, for ``cancelAll()``.
+  /// The handles of dispatches made with ``start(action:to:mode:options:)`` that have not finished, for ``cancelAll()``.
   let handles = LockedValue<[ObjectIdentifier: DispatchHandle]>([:])
   /// Throttling, debouncing and cancellation ids (``DispatchOptions``).
   let admission = LockedValue(AdmissionState())
@@ -85,7 +82,7 @@ public final class Dispatcher: Sendable {
   /// are matched; the flag spares the lock while no session is verified.
   let followUps = LockedValue<FollowUpMatcher?>(nil)
   let isVerifying = Atomic<Bool>(false)
-  /// Called after a dispatch made with ``start(_:to:mode:options:)`` finished, for the test kit
+  /// Called after a dispatch made with ``start(action:to:mode:options:)`` finished, for the test kit
   /// (``onDispatchFinished(_:)``); the flag spares the lock while nobody set one.
   let dispatchFinishedObserver = LockedValue<(@Sendable () -> Void)?>(nil)
   let hasDispatchFinishedObserver = Atomic<Bool>(false)
@@ -135,7 +132,7 @@ public final class Dispatcher: Sendable {
   /// - Parameter identifier: The identifier of the store to remove.
   /// - Returns: The removed store, or `nil` if none was registered under `identifier`.
   @discardableResult
-  public func unregister(identifier: String) -> (any AnyStore)? {
+  public func unregister(storeIdentifier identifier: String) -> (any AnyStore)? {
     let removed = registry.withLock { registry -> StoreEntry? in
       guard let entry = registry.stores.removeValue(forKey: identifier) else { return nil }
       registry.generation &+= 1
@@ -154,7 +151,7 @@ public final class Dispatcher: Sendable {
   /// The store registered under `identifier`.
   /// - Parameter identifier: A store identifier.
   /// - Returns: The store, or `nil` if none is registered under `identifier`.
-  public func store(with identifier: String) -> (any AnyStore)? {
+  func store(with identifier: String) -> (any AnyStore)? {
     registry.withLock { $0.stores[identifier] }?.anyStore
   }
 
@@ -255,19 +252,19 @@ extension Dispatcher {
 }
 
 extension Dispatcher {
-  /// How many dispatches made with ``start(_:to:mode:options:)`` have not finished (pending, debounced, running):
+  /// How many dispatches made with ``start(action:to:mode:options:)`` have not finished (pending, debounced, running):
   /// for the test kit, which waits for work it cannot otherwise see.
   package var unfinishedDispatchCount: Int {
     handles.withLock { $0.count }
   }
 
-  /// The dispatches made with ``start(_:to:mode:options:)`` that have not started (waiting in a lane, or for a
+  /// The dispatches made with ``start(action:to:mode:options:)`` that have not started (waiting in a lane, or for a
   /// debounce or throttle interval): for the test kit, which names them when a test ends with timers pending.
   package var pendingDispatches: [DispatchHandle] {
     handles.withLock { Array($0.values) }.filter { if case .pending = $0.state { true } else { false } }
   }
 
-  /// Calls `observer` after each dispatch made with ``start(_:to:mode:options:)`` finished.
+  /// Calls `observer` after each dispatch made with ``start(action:to:mode:options:)`` finished.
   ///
   /// It runs once the dispatch no longer counts in ``unfinishedDispatchCount``: for the test kit, which waits for
   /// that count. One observer; a later call replaces it.

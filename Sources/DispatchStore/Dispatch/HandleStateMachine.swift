@@ -43,6 +43,10 @@ struct HandleStateMachine {
   /// The dispatches this one waits for, until it finished (kept after it started, for finding cycles).
   private(set) var dependencies: [DispatchHandle] = []
   private var isStarted = false
+  /// What interceptors routed, if they saw the dispatch (``DispatchHandle/dispatchedActions``).
+  var dispatchedActions: [any ActionType]?
+  /// Whether the dispatch left its queue and ran.
+  private(set) var hasStarted = false
 
   /// Adds a dependency; `false` if the dispatch was started already.
   mutating func dependencyAdded(_ handle: DispatchHandle) -> Bool {
@@ -70,6 +74,7 @@ struct HandleStateMachine {
   /// The dispatch leaves its queue; `false` if it was cancelled (it must not run).
   mutating func started() -> (run: Bool, effects: Effects) {
     guard case .pending = state else { return (false, Effects()) }
+    hasStarted = true
     return (true, transition(to: .started))
   }
 

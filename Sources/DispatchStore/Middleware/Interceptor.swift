@@ -19,7 +19,7 @@
 /// ```
 ///
 /// A blocked dispatch completes with ``DispatchError/blocked(interceptor:reason:)``; a replaced one runs the
-/// replacement, which ``Dispatcher/dispatchReporting(storeIdentifier:action:mode:report:)`` reports.
+/// replacement, which a handle's ``DispatchHandle/dispatchedActions`` reports.
 ///
 /// > Important: `intercept` runs on the thread that runs the dispatch (the caller for `.sync`, the lane's thread for
 /// > `.serial` and `.mainThread`), never under a library lock, and may dispatch. A `.serial` or `.mainThread` lane

@@ -7,7 +7,7 @@ public struct Transaction: Sendable, Identifiable, CustomStringConvertible {
   public let id: TransactionID
   /// The dispatch this transaction belongs to: every store one dispatch reaches shares it.
   ///
-  /// The ``DispatchHandle/id`` of a dispatch made with ``Dispatcher/start(_:to:mode:options:)``; otherwise the
+  /// The ``DispatchHandle/id`` of a dispatch made with ``Dispatcher/start(action:to:mode:options:)``; otherwise the
   /// first transaction's identifier, or, for a dispatch reaching several stores, one taken for it.
   public let dispatchID: TransactionID
   /// The identifier of the store handling the action.

@@ -57,7 +57,7 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   /// ActionOperation(action: action, store: store) { operation in
   ///   let profile = try await api.profile(id)       // cancelled with the dispatch (task cancellation)
   ///   operation.updateModel { $0.profile = profile }
-  ///   operation.dispatcher?.start(FeedAction.reload) // a follow-up action
+  ///   operation.dispatcher?.start(action: FeedAction.reload) // a follow-up action
   /// }
   /// ```
   ///

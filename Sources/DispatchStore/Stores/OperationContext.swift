@@ -43,7 +43,7 @@ public struct OperationContext<Model: ModelType, Action: ActionType>: Sendable {
   /// - Returns: The follow-up's handle, or `nil` if the store is no longer registered with a dispatcher.
   @discardableResult
   public func dispatch<Other: ActionType>(_ action: Other, mode: Dispatcher.Mode = .async) -> DispatchHandle? {
-    operation.dispatcher?.start(action, mode: mode)
+    operation.dispatcher?.start(action: action, mode: mode)
   }
 
   /// The model of another store registered with the same dispatcher, by identifier: typically one this store

@@ -17,7 +17,7 @@ final class Lane: Sendable {
     /// The interceptors to run first, in the lane, and who hears what they made of the action; `nil` when none was
     /// registered.
     var intercepted: InterceptedJob? = nil
-    /// The dispatch's handle, if it was made with ``Dispatcher/start(_:to:mode:options:)``.
+    /// The dispatch's handle, if it was made with ``Dispatcher/start(action:to:mode:options:)``.
     var handle: DispatchHandle? = nil
   }
 

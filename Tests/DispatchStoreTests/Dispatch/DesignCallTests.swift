@@ -43,8 +43,8 @@ struct DesignCallTests {
     }
 
     func unregister() {
-      _ = dispatcher.unregister(identifier: counter.identifier)
-      _ = dispatcher.unregister(identifier: log.identifier)
+      _ = dispatcher.unregister(storeIdentifier: counter.identifier)
+      _ = dispatcher.unregister(storeIdentifier: log.identifier)
     }
 
     /// Waits until the four calls arrived (one increase, four log entries) and checks where the models ended: the
@@ -109,14 +109,6 @@ struct DesignCallTests {
       dispatcher.dispatch(action: Action.foo, mode: .serial)
       dispatcher.dispatch(action: Action.bar, mode: .serial)
     }.start()
-    await app.expectFourCallsLanded(pairsInOrder: true)
-  }
-
-  @Test func theDefaultDispatcherTakesTheSameCalls() async throws {
-    // Names of their own: other suites may use the shared dispatcher too.
-    let app = try App(dispatcher: .default, prefix: "design-calls-")
-    defer { app.unregister() }
-    Self.tapped(Dispatcher.default)
     await app.expectFourCallsLanded(pairsInOrder: true)
   }
 

@@ -14,8 +14,8 @@ struct DispatchDependencyTests {
     let text = Store(identifier: "text", model: Text(), reducer: TextReducer())
     try dispatcher.register(store: text)
 
-    let first = dispatcher.prepare(CounterAction.increase(1), mode: .async)
-    let dependent = dispatcher.prepare(TextAction.append("after"), mode: mode)
+    let first = dispatcher.prepare(action: CounterAction.increase(1), mode: .async)
+    let dependent = dispatcher.prepare(action: TextAction.append("after"), mode: mode)
     try dependent.depend(on: first)
     dependent.start()
     first.start()
@@ -40,8 +40,8 @@ struct DispatchDependencyTests {
     let text = TextReducer()
     try dispatcher.register(store: Store(identifier: "text", model: Text(), reducer: text))
 
-    let dependency = dispatcher.prepare(CounterAction.increase(1))
-    let dependent = dispatcher.prepare(TextAction.append("never"))
+    let dependency = dispatcher.prepare(action: CounterAction.increase(1))
+    let dependent = dispatcher.prepare(action: TextAction.append("never"))
     try dependent.depend(on: dependency)
     dependent.start()
     dependency.start()
@@ -66,9 +66,9 @@ struct DispatchDependencyTests {
     let dispatcher = Dispatcher()
     let store = makeCounterStore("counter")
     try dispatcher.register(store: store)
-    let a = dispatcher.prepare(CounterAction.increase(1))
-    let b = dispatcher.prepare(CounterAction.increase(10))
-    let c = dispatcher.prepare(CounterAction.increase(100))
+    let a = dispatcher.prepare(action: CounterAction.increase(1))
+    let b = dispatcher.prepare(action: CounterAction.increase(10))
+    let c = dispatcher.prepare(action: CounterAction.increase(100))
     try b.depend(on: a)
     try c.depend(on: b)
 
@@ -91,8 +91,8 @@ struct DispatchDependencyTests {
   @Test func aDependencyAddedAfterTheStartIsRefused() throws {
     let dispatcher = Dispatcher()
     try dispatcher.register(store: makeCounterStore("counter"))
-    let first = dispatcher.start(CounterAction.increase(1), mode: .sync)
-    let later = dispatcher.start(CounterAction.increase(2), mode: .sync)
+    let first = dispatcher.start(action: CounterAction.increase(1), mode: .sync)
+    let later = dispatcher.start(action: CounterAction.increase(2), mode: .sync)
 
     #expect(throws: DispatchError.self) { try later.depend(on: first) }
   }
@@ -102,7 +102,7 @@ struct DispatchDependencyTests {
     let dispatcher = Dispatcher()
     let reducer = CounterReducer()
     try dispatcher.register(store: Store(identifier: "counter", model: Counter(), reducer: reducer))
-    let handle = dispatcher.prepare(CounterAction.increase(1), mode: .sync)
+    let handle = dispatcher.prepare(action: CounterAction.increase(1), mode: .sync)
 
     handle.cancel()
     handle.start()

@@ -24,10 +24,10 @@ struct DispatchHandleTests {
       Task {
         _ = await gate.waitForOperations(1); gate.open()
       }
-      handle = dispatcher.start(CounterAction.increase(1), mode: mode)
+      handle = dispatcher.start(action: CounterAction.increase(1), mode: mode)
       #expect(handle.state.isFinished)
     } else {
-      handle = dispatcher.start(CounterAction.increase(1), mode: mode)
+      handle = dispatcher.start(action: CounterAction.increase(1), mode: mode)
     }
     let ended = Collector<Bool>()
     let token = handle.observe { state in
@@ -57,10 +57,10 @@ struct DispatchHandleTests {
     let dispatcher = Dispatcher()
     let gate = Gate()
     try dispatcher.register(store: Store(identifier: "gated", model: Counter(), reducer: GatedReducer(gate: gate)))
-    let first = dispatcher.start(CounterAction.increase(1), mode: mode)
+    let first = dispatcher.start(action: CounterAction.increase(1), mode: mode)
     _ = await gate.waitForOperations(1)
 
-    let second = dispatcher.start(CounterAction.increase(2), mode: mode)
+    let second = dispatcher.start(action: CounterAction.increase(2), mode: mode)
     let heard = Collector<String>()
     let token = second.observe { heard.append($0.description) }
     #expect(second.state.description == "pending")
@@ -79,7 +79,7 @@ struct DispatchHandleTests {
     let dispatcher = Dispatcher()
     try dispatcher.register(store: makeCounterStore("failing"))
 
-    let handle = dispatcher.start(CounterAction.fail, mode: mode)
+    let handle = dispatcher.start(action: CounterAction.fail, mode: mode)
 
     await #expect(throws: DispatchError.self) { try await handle.value }
     guard case .failed(.operationsFailed(let failures)) = handle.state else {
@@ -96,9 +96,9 @@ struct DispatchHandleTests {
     let gate = Gate()
     let reducer = GatedReducer(gate: gate)
     try dispatcher.register(store: Store(identifier: "gated", model: Counter(), reducer: reducer))
-    _ = dispatcher.start(CounterAction.increase(1), mode: mode)
+    _ = dispatcher.start(action: CounterAction.increase(1), mode: mode)
     _ = await gate.waitForOperations(1)
-    let queued = dispatcher.start(CounterAction.increase(100), mode: mode)
+    let queued = dispatcher.start(action: CounterAction.increase(100), mode: mode)
     let finals = Locked(0)
     let token = queued.observe { if $0.isFinished { finals.withLock { $0 += 1 } } }
 
@@ -106,7 +106,7 @@ struct DispatchHandleTests {
     queued.cancel()
     gate.open()
     // The lane goes on past the cancelled dispatch: this one runs and completes.
-    let after = dispatcher.start(CounterAction.increase(10), mode: mode)
+    let after = dispatcher.start(action: CounterAction.increase(10), mode: mode)
     _ = await gate.waitForOperations(2)
     gate.open()
     try await after.value
@@ -141,7 +141,7 @@ struct DispatchHandleTests {
     #expect(gate.cancellations.withLock { $0 } == 1)
     #expect(store.model.count == 0)
     // The dispatcher is not stuck: the next dispatch in the same mode runs.
-    let next = dispatcher.start(CounterAction.increase(1), mode: mode == .sync ? .async : mode)
+    let next = dispatcher.start(action: CounterAction.increase(1), mode: mode == .sync ? .async : mode)
     _ = await gate.waitForOperations(2)
     gate.open()
     try await next.value
@@ -165,7 +165,7 @@ struct DispatchHandleTests {
 
     await #expect(throws: DispatchError.self) { try await handle.value }
     // Both stores handle the next dispatch, in order: the lane and the stores are free.
-    let next = dispatcher.start(CounterAction.increase(2), mode: mode == .sync ? .async : mode)
+    let next = dispatcher.start(action: CounterAction.increase(2), mode: mode == .sync ? .async : mode)
     _ = await gate.waitForOperations(2)
     gate.open()
     _ = await gate.waitForOperations(3)
@@ -179,7 +179,7 @@ struct DispatchHandleTests {
     let dispatcher = Dispatcher()
     let gate = Gate()
     try dispatcher.register(store: Store(identifier: "gated", model: Counter(), reducer: GatedReducer(gate: gate)))
-    let handle = dispatcher.start(CounterAction.increase(1), mode: .async)
+    let handle = dispatcher.start(action: CounterAction.increase(1), mode: .async)
     let operation = await gate.waitForOperations(1)[0]
     handle.cancel()
 
@@ -197,13 +197,13 @@ struct DispatchHandleTests {
     let gate = Gate()
     let reducer = GatedReducer(gate: gate)
     try dispatcher.register(store: Store(identifier: "gated", model: Counter(), reducer: reducer))
-    let running = dispatcher.start(CounterAction.increase(1), mode: mode)
+    let running = dispatcher.start(action: CounterAction.increase(1), mode: mode)
     _ = await gate.waitForOperations(1)
     let completions = Collector<String>()
     dispatcher.dispatch(action: CounterAction.increase(2), mode: mode) { result in
       completions.append(result.dispatchError.map { "\($0)" } ?? "success")
     }
-    let held = dispatcher.start(CounterAction.increase(3), mode: mode)
+    let held = dispatcher.start(action: CounterAction.increase(3), mode: mode)
 
     dispatcher.cancelPending(in: mode)
     dispatcher.cancelPending(in: .async)  // No lane: nothing happens.
@@ -220,7 +220,7 @@ struct DispatchHandleTests {
     let gate = Gate()
     try dispatcher.register(store: Store(identifier: "gated", model: Counter(), reducer: GatedReducer(gate: gate)))
     let handles = (1...4).map {
-      dispatcher.start(CounterAction.increase($0), mode: $0.isMultiple(of: 2) ? .serial : .async)
+      dispatcher.start(action: CounterAction.increase($0), mode: $0.isMultiple(of: 2) ? .serial : .async)
     }
     _ = await gate.waitForOperations(3)  // Two `.async` ones and the first `.serial` one run; one waits.
 
@@ -246,7 +246,7 @@ struct DispatchHandleTests {
 
     await onThreads(threads) { thread in
       for index in 0..<perThread {
-        let handle = dispatcher.start(CounterAction.increase(1), mode: modes[index % modes.count])
+        let handle = dispatcher.start(action: CounterAction.increase(1), mode: modes[index % modes.count])
         let key = handle.id
         let token = handle.observe { state in
           guard state.isFinished else { return }
@@ -271,7 +271,7 @@ struct DispatchHandleTests {
     #expect(store.model.count >= completed)
     #expect(store.model.count <= total)
     // The lanes are free: one more dispatch in each runs.
-    for mode in modes { try await dispatcher.start(CounterAction.increase(1), mode: mode).value }
+    for mode in modes { try await dispatcher.start(action: CounterAction.increase(1), mode: mode).value }
   }
 
   @Test func dispatchSyncThrowsWhereItIsCalled() throws {
@@ -282,7 +282,7 @@ struct DispatchHandleTests {
     try dispatcher.dispatchSync(action: CounterAction.increase(2))
     #expect(throws: DispatchError.self) { try dispatcher.dispatchSync(action: CounterAction.fail) }
     #expect(throws: DispatchError.self) {
-      try dispatcher.dispatchSync(storeIdentifier: "nobody", action: CounterAction.noop)
+      try dispatcher.dispatchSync(action: CounterAction.noop, to: "nobody")
     }
 
     #expect(store.model.count == 2)

@@ -15,12 +15,13 @@ struct DispatchOptionsTests {
     try dispatcher.register(store: store)
     let options = DispatchOptions(cancellationID: "search")
 
-    let first = dispatcher.start(CounterAction.increase(1), mode: mode, options: options)
+    let first = dispatcher.start(action: CounterAction.increase(1), mode: mode, options: options)
     _ = await gate.waitForOperations(1)
-    let second = dispatcher.start(CounterAction.increase(10), mode: mode, options: options)
+    let second = dispatcher.start(action: CounterAction.increase(10), mode: mode, options: options)
     // Another id is left alone.
     let other = dispatcher.start(
-      CounterAction.increase(100), mode: mode, options: DispatchOptions(cancellationID: 7))
+      action:
+        CounterAction.increase(100), mode: mode, options: DispatchOptions(cancellationID: 7))
 
     #expect(first.state.description == "cancelled")
     _ = await gate.waitForOperations(mode == .async ? 3 : 2)
@@ -41,8 +42,8 @@ struct DispatchOptionsTests {
     try dispatcher.register(store: Store(identifier: "s", model: Counter(), reducer: GatedReducer(gate: gate)))
     let options = DispatchOptions(cancellationID: "upload", cancelsInFlight: false)
 
-    let first = dispatcher.start(CounterAction.increase(1), options: options)
-    let second = dispatcher.start(CounterAction.increase(2), options: options)
+    let first = dispatcher.start(action: CounterAction.increase(1), options: options)
+    let second = dispatcher.start(action: CounterAction.increase(2), options: options)
     _ = await gate.waitForOperations(2)
     #expect(!first.state.isFinished && !second.state.isFinished)
 
@@ -62,15 +63,15 @@ struct DispatchOptionsTests {
     try dispatcher.register(store: store)
     let options = DispatchOptions(throttle: .seconds(1))
 
-    let first = dispatcher.start(CounterAction.increase(1), mode: .sync, options: options)
+    let first = dispatcher.start(action: CounterAction.increase(1), mode: .sync, options: options)
     clock.advance(by: .milliseconds(500))
-    let second = dispatcher.start(CounterAction.increase(10), mode: .sync, options: options)
+    let second = dispatcher.start(action: CounterAction.increase(10), mode: .sync, options: options)
     clock.advance(by: .milliseconds(499))
-    let third = dispatcher.start(CounterAction.increase(100), mode: .sync, options: options)
+    let third = dispatcher.start(action: CounterAction.increase(100), mode: .sync, options: options)
     clock.advance(by: .milliseconds(1))
-    let fourth = dispatcher.start(CounterAction.increase(1000), mode: .sync, options: options)
+    let fourth = dispatcher.start(action: CounterAction.increase(1000), mode: .sync, options: options)
     // Another key is throttled on its own.
-    let other = dispatcher.start(TextAction.append("x"), mode: .sync, options: options)
+    let other = dispatcher.start(action: TextAction.append("x"), mode: .sync, options: options)
 
     #expect(first.state.description == "completed")
     #expect(second.state.description == "failed: \(DispatchError.throttled)")
@@ -93,7 +94,7 @@ struct DispatchOptionsTests {
 
     var handles: [DispatchHandle] = []
     for amount in [1, 10, 100] {
-      handles.append(dispatcher.start(CounterAction.increase(amount), mode: .sync, options: options))
+      handles.append(dispatcher.start(action: CounterAction.increase(amount), mode: .sync, options: options))
       clock.advance(by: .milliseconds(100))
     }
     #expect(handles[0].state.description == "failed: \(DispatchError.superseded)")
@@ -116,7 +117,8 @@ struct DispatchOptionsTests {
     try dispatcher.register(store: Store(identifier: "counter", model: Counter(), reducer: reducer))
 
     let handle = dispatcher.start(
-      CounterAction.increase(1), mode: .sync, options: DispatchOptions(debounce: .milliseconds(300)))
+      action:
+        CounterAction.increase(1), mode: .sync, options: DispatchOptions(debounce: .milliseconds(300)))
     handle.cancel()
     clock.advance(by: .seconds(1))
 
@@ -134,11 +136,11 @@ struct DispatchOptionsTests {
     try dispatcher.register(store: Store(identifier: "search", model: Counter(), reducer: reducer))
     let options = DispatchOptions(cancellationID: "search", debounce: .milliseconds(300))
 
-    let typed = dispatcher.start(CounterAction.increase(1), options: options)
+    let typed = dispatcher.start(action: CounterAction.increase(1), options: options)
     clock.advance(by: .milliseconds(300))  // A pause: it runs, and waits at the gate.
     _ = await gate.waitForOperations(1)
-    let next = dispatcher.start(CounterAction.increase(2), options: options)
-    let last = dispatcher.start(CounterAction.increase(3), options: options)
+    let next = dispatcher.start(action: CounterAction.increase(2), options: options)
+    let last = dispatcher.start(action: CounterAction.increase(3), options: options)
     #expect(typed.state.description == "started")  // Still running: the debounced ones have not started yet.
     clock.advance(by: .milliseconds(300))
 
@@ -160,7 +162,8 @@ struct DispatchOptionsTests {
     let reducer = CounterReducer()
     try dispatcher.register(store: Store(identifier: "counter", model: Counter(), reducer: reducer))
     let waiting = dispatcher.start(
-      CounterAction.increase(1), options: DispatchOptions(cancellationID: "search", debounce: .milliseconds(300)))
+      action:
+        CounterAction.increase(1), options: DispatchOptions(cancellationID: "search", debounce: .milliseconds(300)))
     #expect(waiting.state.description == "pending")
 
     dispatcher.cancel(id: "search")
@@ -176,10 +179,12 @@ struct DispatchOptionsTests {
     let dispatcher = Dispatcher(clock: clock)
     let reducer = CounterReducer()
     try dispatcher.register(store: Store(identifier: "counter", model: Counter(), reducer: reducer))
-    let prepared = dispatcher.prepare(CounterAction.increase(1), options: DispatchOptions(cancellationID: "save"))
+    let prepared = dispatcher.prepare(
+      action: CounterAction.increase(1), options: DispatchOptions(cancellationID: "save"))
     let waiting = dispatcher.start(
-      CounterAction.increase(10), options: DispatchOptions(cancellationID: "save", debounce: .milliseconds(300)))
-    let newest = dispatcher.start(CounterAction.increase(100), options: DispatchOptions(cancellationID: "save"))
+      action:
+        CounterAction.increase(10), options: DispatchOptions(cancellationID: "save", debounce: .milliseconds(300)))
+    let newest = dispatcher.start(action: CounterAction.increase(100), options: DispatchOptions(cancellationID: "save"))
 
     #expect(prepared.state.description == "cancelled")
     #expect(waiting.state.description == "cancelled")
@@ -198,10 +203,12 @@ struct DispatchOptionsTests {
     let gate = Gate()
     try dispatcher.register(store: Store(identifier: "search", model: Counter(), reducer: GatedReducer(gate: gate)))
     let running = dispatcher.start(
-      CounterAction.increase(1), options: DispatchOptions(cancellationID: "search", cancelsInFlight: false))
+      action:
+        CounterAction.increase(1), options: DispatchOptions(cancellationID: "search", cancelsInFlight: false))
     _ = await gate.waitForOperations(1)
     let waiting = dispatcher.start(
-      CounterAction.increase(3), options: DispatchOptions(cancellationID: "search", debounce: .milliseconds(300)))
+      action:
+        CounterAction.increase(3), options: DispatchOptions(cancellationID: "search", debounce: .milliseconds(300)))
     waiting.cancel()
     clock.advance(by: .seconds(1))
 
@@ -220,19 +227,19 @@ struct DispatchOptionsTests {
     let reducer = CounterReducer()
     try dispatcher.register(store: Store(identifier: "counter", model: Counter(), reducer: reducer))
     let debounced = DispatchOptions(cancellationID: "q", debounce: .milliseconds(300))
-    let cancelled = dispatcher.prepare(CounterAction.increase(1), options: debounced)
+    let cancelled = dispatcher.prepare(action: CounterAction.increase(1), options: debounced)
     dispatcher.cancel(id: "q")
-    let waiting = dispatcher.start(CounterAction.increase(10), options: debounced)
+    let waiting = dispatcher.start(action: CounterAction.increase(10), options: debounced)
     cancelled.start()
     #expect(waiting.state.description == "pending")
     clock.advance(by: .milliseconds(300))
     try await waiting.value
 
     let throttled = DispatchOptions(cancellationID: "t", throttle: .seconds(1))
-    let dropped = dispatcher.prepare(CounterAction.increase(100), options: throttled)
+    let dropped = dispatcher.prepare(action: CounterAction.increase(100), options: throttled)
     dropped.cancel()
     dropped.start()
-    try await dispatcher.start(CounterAction.increase(1_000), options: throttled).value
+    try await dispatcher.start(action: CounterAction.increase(1_000), options: throttled).value
     #expect(reducer.asked.withLock { $0 } == [.increase(10), .increase(1_000)])
   }
 
@@ -244,9 +251,11 @@ struct DispatchOptionsTests {
     let gate = Gate()
     try dispatcher.register(store: Store(identifier: "search", model: Counter(), reducer: GatedReducer(gate: gate)))
     let older = dispatcher.start(
-      CounterAction.increase(1), options: DispatchOptions(cancellationID: "search", debounce: .milliseconds(300)))
+      action:
+        CounterAction.increase(1), options: DispatchOptions(cancellationID: "search", debounce: .milliseconds(300)))
     let newer = dispatcher.start(
-      CounterAction.increase(2), options: DispatchOptions(cancellationID: "search", cancelsInFlight: false))
+      action:
+        CounterAction.increase(2), options: DispatchOptions(cancellationID: "search", cancelsInFlight: false))
     _ = await gate.waitForOperations(1)
     clock.advance(by: .milliseconds(300))  // The older one starts now: it has nothing older to cancel.
     _ = await gate.waitForOperations(2)
@@ -310,7 +319,7 @@ struct DispatchOptionsTests {
           continue
         }
         let amount = thread * 10_000 + step
-        let handle = dispatcher.prepare(CounterAction.increase(amount), options: options)
+        let handle = dispatcher.prepare(action: CounterAction.increase(amount), options: options)
         let entry = Tracked(handle, amount: amount)
         // Observed before it starts: every state it goes through is heard.
         let token = handle.observe { state in entry.states.withLock { $0.append(state.description) } }

@@ -90,8 +90,8 @@ struct DispatcherTests {
     try dispatcher.register(store: kept)
     try dispatcher.register(store: removed)
 
-    #expect(dispatcher.unregister(identifier: "removed") === removed)
-    #expect(dispatcher.unregister(identifier: "removed") == nil)
+    #expect(dispatcher.unregister(storeIdentifier: "removed") === removed)
+    #expect(dispatcher.unregister(storeIdentifier: "removed") == nil)
     #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
 
     #expect(kept.model.count == 1)
@@ -458,7 +458,7 @@ struct DispatcherTests {
   @Test func asyncFormThrowsTypedError() async {
     let dispatcher = Dispatcher()
     do {
-      try await dispatcher.dispatch(storeIdentifier: "nope", action: CounterAction.increase(1))
+      try await dispatcher.dispatch(action: CounterAction.increase(1), to: "nope")
       Issue.record("expected an error")
     } catch {
       guard case .unknownStore(let identifier) = error else {

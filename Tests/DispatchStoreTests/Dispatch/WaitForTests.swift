@@ -44,7 +44,7 @@ struct WaitForTests {
       "first",
       onStart: { _, store in
         log.record(store)
-        dispatcher.unregister(identifier: "removed")
+        dispatcher.unregister(storeIdentifier: "removed")
       })
     let removedReducer = CounterReducer(waits: { _ in ["first"] }, onStart: { _, s in log.record(s) })
     let removed = Store(identifier: "removed", model: Counter(), reducer: removedReducer)
@@ -64,7 +64,8 @@ struct WaitForTests {
     let dispatcher = Dispatcher()
     let first = makeCounterStore("first")
     let leaving = makeCounterStore(
-      "leaving", waits: { _ in ["first"] }, onStart: { _, store in dispatcher.unregister(identifier: store.identifier) }
+      "leaving", waits: { _ in ["first"] },
+      onStart: { _, store in dispatcher.unregister(storeIdentifier: store.identifier) }
     )
     for store in [first, leaving] { try dispatcher.register(store: store) }
 
@@ -304,7 +305,7 @@ struct WaitForTests {
 
     #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
     #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
-    dispatcher.unregister(identifier: "text")
+    dispatcher.unregister(storeIdentifier: "text")
     let error = dispatchSync(dispatcher, CounterAction.increase(1)).dispatchError
     try dispatcher.register(store: Store(identifier: "text", model: Text(), reducer: TextReducer()))
     #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
@@ -392,7 +393,7 @@ struct WaitForTests {
       for _ in 0..<200 {
         if thread == 0 {
           // One thread makes the waited-for store come and go.
-          if dispatcher.unregister(identifier: "text") == nil {
+          if dispatcher.unregister(storeIdentifier: "text") == nil {
             try? dispatcher.register(store: Store(identifier: "text", model: Text(), reducer: TextReducer()))
           }
           continue
@@ -413,7 +414,7 @@ struct WaitForTests {
       try dispatcher.register(store: Store(identifier: "text", model: Text(), reducer: TextReducer()))
     }
     #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
-    dispatcher.unregister(identifier: "text")
+    dispatcher.unregister(storeIdentifier: "text")
     #expect(dispatchSync(dispatcher, CounterAction.increase(1)).dispatchError != nil)
 
     let seen = outcomes.withLock { $0 }

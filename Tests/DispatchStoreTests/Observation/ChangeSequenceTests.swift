@@ -59,7 +59,7 @@ struct ChangeSequenceTests {
     let dispatcher = Dispatcher()
     try dispatcher.register(store: store!)
     try await dispatcher.dispatch(action: CounterAction.increase(1), mode: .sync)
-    dispatcher.unregister(identifier: "counter")
+    dispatcher.unregister(storeIdentifier: "counter")
     store = nil
 
     #expect(await consumer.value == 1)

@@ -99,7 +99,7 @@ struct ExactRecordingTests {
     let gate = Gate()
     let store = Store(identifier: "gated", model: Counter(), reducer: GatedReducer(gate: gate))
     try! app.dispatcher.register(store: store)
-    let handle = app.dispatcher.start(CounterAction.increase(1), to: "gated", mode: .async)
+    let handle = app.dispatcher.start(action: CounterAction.increase(1), to: "gated", mode: .async)
     _ = await gate.waitForOperations(1)
     handle.cancel()  // The gate finishes the operation with CancellationError.
     _ = await handle.result
@@ -149,7 +149,7 @@ struct ExactRecordingTests {
     for store in stores { try dispatcher.register(store: store) }
     let recorder = RecorderMiddleware()
     dispatcher.register(middleware: recorder)
-    let handle = dispatcher.start(CounterAction.increase(1), mode: .sync)
+    let handle = dispatcher.start(action: CounterAction.increase(1), mode: .sync)
     #expect(dispatchSync(dispatcher, CounterAction.increase(2)).isSuccess)
     let records = recorder.records
     #expect(records.count == 6)

@@ -84,7 +84,7 @@ struct FailedEffectTests {
     #expect(dispatchSync(dispatcher, RateAction.fetch(1, handled: true)).isSuccess)
     #expect(dispatchSync(dispatcher, RateAction.fetch(3, handled: true)).isSuccess)  // offline, shown
     #expect(!dispatchSync(dispatcher, RateAction.fetch(6, handled: false)).isSuccess)  // offline, failed
-    let waiting = dispatcher.start(RateAction.fetch(5, handled: false), to: "rates", mode: .async)
+    let waiting = dispatcher.start(action: RateAction.fetch(5, handled: false), to: "rates", mode: .async)
     _ = await entered.wait(for: 4)
     waiting.cancel()
     #expect(waiting.isCancelled)

@@ -131,9 +131,9 @@ struct OperationStoreRecordingTests {
   @Test func aRecordTakesItsPlaceAtTheOperationsChange() async throws {
     let reducer = FingerprintOperationReducer(holding: true)
     let (dispatcher, _, recorder) = try Self.recordedApp(reducer: reducer)
-    let first = dispatcher.start(CounterAction.increaseLater(1))
+    let first = dispatcher.start(action: CounterAction.increaseLater(1))
     let held = await reducer.held.wait(for: 1)
-    try await dispatcher.start(CounterAction.increase(3)).value
+    try await dispatcher.start(action: CounterAction.increase(3)).value
     held[0].finish()
     try await first.value
     let records = recorder.records
@@ -151,9 +151,9 @@ struct OperationStoreRecordingTests {
   @Test(arguments: Dispatcher.Mode.allCases)
   func anOperationThatFailsAfterItsChangeIsRecordedAsFailed(mode: Dispatcher.Mode) async throws {
     let (dispatcher, _, recorder) = try Self.recordedApp()
-    try await dispatcher.start(CounterAction.increase(1), mode: mode).value
-    await #expect(throws: (any Error).self) { try await dispatcher.start(CounterAction.fail, mode: mode).value }
-    try await dispatcher.start(CounterAction.increase(4), mode: mode).value
+    try await dispatcher.start(action: CounterAction.increase(1), mode: mode).value
+    await #expect(throws: (any Error).self) { try await dispatcher.start(action: CounterAction.fail, mode: mode).value }
+    try await dispatcher.start(action: CounterAction.increase(4), mode: mode).value
     let records = recorder.records
     try #require(records.count == 3)
     #expect(records.map(\.succeeded) == [true, false, true])
@@ -171,8 +171,8 @@ struct OperationStoreRecordingTests {
     let (dispatcher, _, recorder) = try Self.recordedApp()
     let file = TemporaryFile()
     try recorder.attach(appendingTo: file.url, codecs: Self.codecs)
-    await #expect(throws: (any Error).self) { try await dispatcher.start(CounterAction.fail).value }
-    try await dispatcher.start(CounterAction.increase(4)).value
+    await #expect(throws: (any Error).self) { try await dispatcher.start(action: CounterAction.fail).value }
+    try await dispatcher.start(action: CounterAction.increase(4)).value
     recorder.flush()
     let text = try String(contentsOf: file.url, encoding: .utf8)
     let outcomes = text.split(separator: "\n").filter { $0.hasPrefix(#"{"k":"o""#) }
@@ -193,8 +193,8 @@ struct OperationStoreRecordingTests {
   /// undo by dispatch undoes together.
   @Test func twoChangesInARowVerifyAndUndoTogether() async throws {
     let (dispatcher, store, recorder) = try Self.recordedApp()
-    try await dispatcher.start(CounterAction.increase(1)).value
-    try await dispatcher.start(CounterAction.abandon).value
+    try await dispatcher.start(action: CounterAction.increase(1)).value
+    try await dispatcher.start(action: CounterAction.abandon).value
     let records = recorder.records
     try #require(records.count == 3)
     #expect(records[1].transactionID == records[2].transactionID)
@@ -212,9 +212,9 @@ struct OperationStoreRecordingTests {
   @Test func changesThatInterleavedAreReportedByVerify() async throws {
     let reducer = FingerprintOperationReducer(holding: true)
     let (dispatcher, store, recorder) = try Self.recordedApp(reducer: reducer)
-    let first = dispatcher.start(CounterAction.increaseLater(1))
+    let first = dispatcher.start(action: CounterAction.increaseLater(1))
     let held = await reducer.held.wait(for: 1)
-    try await dispatcher.start(CounterAction.increase(3)).value
+    try await dispatcher.start(action: CounterAction.increase(3)).value
     held[0].updateModel { $0.fold(5) }
     held[0].finish()
     try await first.value
@@ -241,9 +241,9 @@ struct OperationStoreRecordingTests {
   /// snapshot, is not re-run (which would apply that change twice); its last record's model is put back.
   @Test func aCompactionBetweenAnOperationsChangesVerifies() async throws {
     let (dispatcher, store, recorder) = try Self.recordedApp()
-    try await dispatcher.start(CounterAction.increase(1)).value
-    try await dispatcher.start(CounterAction.abandon).value
-    try await dispatcher.start(CounterAction.increase(4)).value
+    try await dispatcher.start(action: CounterAction.increase(1)).value
+    try await dispatcher.start(action: CounterAction.abandon).value
+    try await dispatcher.start(action: CounterAction.increase(4)).value
     let file = TemporaryFile()
     try recorder.save(to: file.url, codecs: Self.codecs)
     #expect(try String(contentsOf: file.url, encoding: .utf8).contains(#","n":1"#))
@@ -259,10 +259,10 @@ struct OperationStoreRecordingTests {
   @Test func anOutcomeReachesAChangeFiledAfterAMoveBack() async throws {
     let reducer = FingerprintOperationReducer(holding: true)
     let (dispatcher, _, recorder) = try Self.recordedApp(reducer: reducer)
-    for amount in 0..<4 { try await dispatcher.start(CounterAction.increase(amount * 8)).value }
-    let first = dispatcher.start(CounterAction.increaseLater(1))
+    for amount in 0..<4 { try await dispatcher.start(action: CounterAction.increase(amount * 8)).value }
+    let first = dispatcher.start(action: CounterAction.increaseLater(1))
     let held = await reducer.held.wait(for: 1)
-    try await dispatcher.start(CounterAction.increase(16)).value
+    try await dispatcher.start(action: CounterAction.increase(16)).value
     try recorder.jump(to: 2, by: .record)
     held[0].updateModel { $0.fold(5) }
     held[0].finish(throwing: TestFailure(reason: "failed after a move"))

@@ -164,7 +164,7 @@ struct SessionPrivacyTests {
         store: Store(identifier: "notes", model: PurchaseLog()) { (action: PurchaseLogAction, context) in
           guard case .note(let text) = action else { return }
           context.update { $0.notes.append("saved") }
-          context.operation.dispatcher?.start(TextAction.append(text), to: "keychain", mode: .sync)
+          context.operation.dispatcher?.start(action: TextAction.append(text), to: "keychain", mode: .sync)
         })
       return app
     }

@@ -71,7 +71,7 @@ struct TimeTravelTests {
     #expect(dispatchSync(dispatcher, CounterAction.increase(1), storeIdentifier: "kept").isSuccess)
     #expect(dispatchSync(dispatcher, CounterAction.increase(1), storeIdentifier: "gone").isSuccess)
     #expect(dispatchSync(dispatcher, CounterAction.increase(1), storeIdentifier: "kept").isSuccess)
-    _ = dispatcher.unregister(identifier: "gone")
+    _ = dispatcher.unregister(storeIdentifier: "gone")
     gone = nil
     // Back to before the first record: restores "kept" and "gone"; "gone" is released, so nothing moves.
     #expect(throws: SessionError.storeUnavailable(storeIdentifier: "gone")) { try recorder.jump(to: -1) }
@@ -92,7 +92,7 @@ struct TimeTravelTests {
     dispatcher.register(middleware: recorder)
     #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
     #expect(dispatchSync(dispatcher, CounterAction.increase(2)).isSuccess)
-    _ = dispatcher.unregister(identifier: "counter")
+    _ = dispatcher.unregister(storeIdentifier: "counter")
     #expect(throws: SessionError.storeUnavailable(storeIdentifier: "counter")) { try recorder.undo() }
     #expect(recorder.cursor == 1)
     #expect(first.model.count == 3)
@@ -202,8 +202,7 @@ struct TimeTravelTests {
             tickets.wait()
             if stop.withLock({ $0 }) { break }
             app.dispatcher.dispatch(
-              storeIdentifier: ["a", "b", "c"][(step + thread) % 3], action: CounterAction.increase(thread + 1),
-              mode: mode
+              action: CounterAction.increase(thread + 1), to: ["a", "b", "c"][(step + thread) % 3], mode: mode
             ) { _ in finished.signal() }
             finished.wait()
             step += 1

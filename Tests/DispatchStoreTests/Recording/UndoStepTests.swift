@@ -117,7 +117,7 @@ struct UndoStepTests {
     let store = Store(identifier: "gated", model: Counter(), reducer: GatedReducer(gate: gate))
     try app.dispatcher.register(store: store)
     #expect(dispatchSync(app.dispatcher, CounterAction.increase(3), storeIdentifier: "counter").isSuccess)
-    let handle = app.dispatcher.start(CounterAction.increase(1), to: "gated", mode: .async)
+    let handle = app.dispatcher.start(action: CounterAction.increase(1), to: "gated", mode: .async)
     _ = await gate.waitForOperations(1)
     handle.cancel()
     _ = await handle.result

@@ -142,7 +142,7 @@ struct ActionMappingTests {
     let dispatcher = Dispatcher()
     let log = Locked<[String]>([])
     try dispatcher.register(store: Store(identifier: "profile", model: Text(), reducer: NameReducer(log: log)))
-    dispatcher.unregister(identifier: "profile")
+    dispatcher.unregister(storeIdentifier: "profile")
 
     let error = dispatchSync(dispatcher, SessionAction.signOut).dispatchError
     guard case .noRespondingStore = error else {

@@ -57,7 +57,7 @@ struct AsyncOperationTests {
     let dispatcher = Dispatcher()
     try dispatcher.register(store: Store(identifier: "async", model: Counter(), reducer: AsyncReducer()))
 
-    let handle = dispatcher.start(CounterAction.fail, mode: mode)
+    let handle = dispatcher.start(action: CounterAction.fail, mode: mode)
     let result = await handle.result
 
     guard case .failure(.operationsFailed(let failures)) = result else {
@@ -101,7 +101,7 @@ struct AsyncOperationTests {
 
     #expect(store.model.count == 11)
     #expect(store.dispatcher === dispatcher)
-    _ = dispatcher.unregister(identifier: "async")
+    _ = dispatcher.unregister(storeIdentifier: "async")
     #expect(store.dispatcher == nil)
   }
 }

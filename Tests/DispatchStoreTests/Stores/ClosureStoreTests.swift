@@ -101,7 +101,7 @@ struct ClosureStoreTests {
       context.update { $0.amount = 1 }
     }
     try dispatcher.register(store: store)
-    let handle = dispatcher.start(TripAction.choose(country: "FR"))
+    let handle = dispatcher.start(action: TripAction.choose(country: "FR"))
     _ = await entered.wait(for: 1)
     handle.cancel()
 

@@ -191,7 +191,7 @@ func dispatchSync<Action: ActionType>(
   _ dispatcher: Dispatcher, _ action: Action, storeIdentifier: String? = nil
 ) -> Result<Void, DispatchError> {
   let result = Locked<Result<Void, DispatchError>?>(nil)
-  dispatcher.dispatch(storeIdentifier: storeIdentifier, action: action, mode: .sync) { value in
+  dispatcher.dispatch(action: action, to: storeIdentifier, mode: .sync) { value in
     result.withLock { $0 = value }
   }
   return result.withLock { $0! }

@@ -73,13 +73,13 @@ func startThenCancel<Action: ActionType>(
   _ action: Action, mode: Dispatcher.Mode, on dispatcher: Dispatcher, once running: () async -> Void
 ) async -> DispatchHandle {
   guard mode == .sync else {
-    let handle = dispatcher.start(action, mode: mode)
+    let handle = dispatcher.start(action: action, mode: mode)
     await running()
     handle.cancel()
     return handle
   }
   let started = Collector<DispatchHandle>()
-  Thread.detachNewThread { started.append(dispatcher.start(action, mode: .sync)) }
+  Thread.detachNewThread { started.append(dispatcher.start(action: action, mode: .sync)) }
   await running()
   dispatcher.cancelAll()
   return await started.wait(for: 1)[0]

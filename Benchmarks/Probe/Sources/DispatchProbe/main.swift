@@ -119,7 +119,7 @@ if shape == "restore", let recorder {
 let started = ContinuousClock.now
 if shape == "handle" {
   // A held handle per action (proposal 0009). Two loops, so that the others compare no string per dispatch.
-  for _ in 0..<count { _ = dispatcher.start(TallyAction.increment, mode: .sync) }
+  for _ in 0..<count { _ = dispatcher.start(action: TallyAction.increment, mode: .sync) }
 } else {
   for _ in 0..<count { try dispatcher.dispatchSync(action: TallyAction.increment) }
 }
