@@ -32,9 +32,11 @@ extension Dispatcher {
     routeIntercepted(storeIdentifier: storeIdentifier, action: action, mode: mode, then: nil)
   }
 
-  /// Dispatches `action` to every registered store that handles its type, or to one store, and calls `completion`
-  /// once, after every operation finished: on the calling thread for `.sync`, on the main queue for `.mainThread`,
-  /// otherwise on the thread that finished last. What the public forms run.
+  /// Dispatches `action` to every registered store that handles its type, or to one store; what the public forms
+  /// run.
+  ///
+  /// `completion` runs once, after every operation finished: on the calling thread for `.sync`, on the main queue for
+  /// `.mainThread`, otherwise on the thread that finished last.
   func dispatch<Action: ActionType>(
     action: Action, to storeIdentifier: String? = nil, mode: Mode = .async, then completion: Completion?
   ) {
