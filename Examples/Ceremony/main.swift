@@ -58,7 +58,7 @@ enum Before {
       for action: TripAction, in store: Store<Price, TripAction>
     ) -> ActionOperation<Price, TripAction> {
       ActionOperation(action: action, store: store) { operation, _, store in
-        let country = store.dispatcher?.store(with: "country", as: Store<Country, TripAction>.self)
+        let country = operation.dispatcher?.store(with: "country", as: Store<Country, TripAction>.self)
         let code = country?.model.code
         operation.updateModel { $0.currency = code == "FR" ? "EUR" : "USD" }
         operation.finish()

@@ -46,7 +46,7 @@ public final class TestClock: DispatchClock {
   }
 
   /// How many pieces of work wait for their time.
-  public var pendingCount: Int { state.withLock { $0.scheduled.count } }
+  package var pendingCount: Int { state.withLock { $0.scheduled.count } }
 
   private func takeNext(dueBy target: Duration) -> (@Sendable () -> Void)? {
     state.withLock { state in

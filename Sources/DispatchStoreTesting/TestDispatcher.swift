@@ -263,7 +263,7 @@ public final class TestDispatcher: Sendable {
       TestReporter.fail("Received \(next.action), expected \(action).", at: site)
     }
     let handlers = dispatcher.storeIdentifiers(handling: next.action).count
-    next.decision.proceed()
+    next.decision.decide(.proceed)
     guard
       await within(
         until: { $0.startedSinceRelease >= handlers && $0.running.isEmpty }, "Receiving \(next.action)", at: site)
@@ -347,7 +347,8 @@ public final class TestDispatcher: Sendable {
     if exhaustive { check([], after: "the last assertion", at: site) }
     // The held follow-ups end now, with the test, rather than when their time limit would have.
     for follow in held {
-      follow.decision.block(reason: "\(follow.action) was held as a follow-up and the test ended before receiving it")
+      follow.decision.decide(
+        .block(reason: "\(follow.action) was held as a follow-up and the test ended before receiving it"))
     }
   }
 

@@ -84,7 +84,7 @@ func registerBaselines() {
 
   Benchmark("MainRunLoopThread.schedule(roundTrip)", configuration: .init(scalingFactor: .one, maxIterations: 20_000)) {
     benchmark in
-    let thread = MainRunLoopThread.shared
+    let thread = MainQueue.libraryThread
     let done = Flag()
     thread.schedule { done.raise() }  // Starts the thread outside the measurement.
     done.wait()

@@ -18,9 +18,9 @@ public final class ChildStore<
   ParentModel: ModelType, ParentAction: ActionType, Model: Sendable, Action: Sendable
 >: Sendable {
   /// The store whose model this is a part of.
-  public let parent: Store<ParentModel, ParentAction>
+  @usableFromInline let parent: Store<ParentModel, ParentAction>
   /// The part, as errors name it: a key path, or a collection and an element's id.
-  public let scope: String
+  @usableFromInline let scope: String
   // Usable from inlinable code, so that the child's observers and dispatches are specialised in the app's module:
   // unspecialised, each notification would look up the part's generic metadata at run time.
   @usableFromInline let extract: @Sendable (ParentModel) -> Model?
@@ -47,8 +47,7 @@ public final class ChildStore<
   /// - Parameter action: The child's action.
   /// - Throws: ``DispatchError/scopeUnavailable(storeIdentifier:scope:)`` if the part no longer exists, or what the
   ///   parent's dispatch failed with.
-  @inlinable
-  public func dispatchSync(_ action: Action) throws(DispatchError) {
+  func dispatchSync(_ action: Action) throws(DispatchError) {
     let (dispatcher, parentAction) = try prepare(action)
     try dispatcher.dispatchSync(action: parentAction, to: parent.identifier)
   }
@@ -59,14 +58,12 @@ public final class ChildStore<
   ///   - mode: How the dispatch runs.
   /// - Throws: ``DispatchError/scopeUnavailable(storeIdentifier:scope:)`` if the part no longer exists, or what the
   ///   parent's dispatch failed with.
-  @inlinable
   public func dispatch(_ action: Action, mode: Dispatcher.Mode = .async) async throws(DispatchError) {
     let (dispatcher, parentAction) = try prepare(action)
     try await dispatcher.dispatch(action: parentAction, to: parent.identifier, mode: mode)
   }
 
   /// The parent's dispatcher and the parent action for `action`, once the part is known to exist.
-  @inlinable
   func prepare(_ action: Action) throws(DispatchError) -> (Dispatcher, ParentAction) {
     guard let dispatcher = parent.dispatcher else { throw .unknownStore(identifier: parent.identifier) }
     guard extract(parent.model) != nil else {

@@ -158,7 +158,8 @@ extension DispatchRun {
           }
           throw .actionTypeMismatch(
             storeIdentifier: storeIdentifier ?? store.identifier,
-            expected: String(reflecting: store.anyStore.actionType), dispatched: String(reflecting: type(of: action)))
+            expected: (store.anyStore as? any TypedStore).map { String(reflecting: $0.actionType) } ?? "?",
+            dispatched: String(reflecting: type(of: action)))
         }
         let waits = store.withKind { $0.waitList(of: $1, for: mapped) }
         // A recorded one runs as a plan, which keeps the dispatched action for the record.

@@ -89,8 +89,8 @@ public final class Dispatcher: Sendable {
 
   /// Creates an independent dispatcher with its own stores, middleware and lanes.
   /// - Parameters:
-  ///   - mainQueue: Where `.mainThread` work and main-thread notifications run: ``MainQueue/default``, the process
-  ///     main thread on Apple platforms and the library's run-loop thread elsewhere, unless you choose another.
+  ///   - mainQueue: Where `.mainThread` work and main-thread notifications run: by default
+  ///     ``MainQueue/processMainThread`` on Apple platforms and ``MainQueue/libraryThread`` elsewhere.
   ///   - clock: The time throttled and debounced dispatches count by; the system's unless a test gives its own.
   public init(mainQueue: MainQueue = .default, clock: any DispatchClock = SystemDispatchClock()) {
     self.mainQueue = mainQueue

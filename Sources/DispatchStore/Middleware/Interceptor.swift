@@ -62,20 +62,36 @@ public struct Interception: Sendable {
     Interception(decision: .block(reason: reason))
   }
 
-  /// Decides later, for example after an asynchronous check: `decide` receives the decision to make, once, from any
-  /// thread.
-  /// - Parameter decide: Called at once, on the intercepting thread, with the ``InterceptionDecision`` to complete.
+  /// Decides later, for example after an asynchronous check.
+  ///
+  /// ```swift
+  /// .later { decide in
+  ///   Task { decide(await session.isValid ? .proceed : .block(reason: "signed out")) }
+  /// }
+  /// ```
+  ///
+  /// Call `decide` once, from any thread; later calls are ignored, and it may itself decide `.later`. A `decide`
+  /// released without being called blocks the action, with a reason that says so, rather than leaving the dispatch
+  /// waiting forever.
+  /// - Parameter body: Called at once, on the intercepting thread, with the `decide` function to call.
   /// - Returns: The decision.
-  public static func later(_ decide: @escaping @Sendable (InterceptionDecision) -> Void) -> Interception {
-    Interception(decision: .later(decide))
+  public static func later(
+    _ body: @escaping @Sendable (_ decide: @escaping @Sendable (Interception) -> Void) -> Void
+  ) -> Interception {
+    Interception(decision: .later { decision in body { decision.decide($0) } })
+  }
+
+  /// Decides later through the decision object itself, whose identity the caller keeps (the test kit).
+  package static func laterDeciding(_ body: @escaping @Sendable (InterceptionDecision) -> Void) -> Interception {
+    Interception(decision: .later(body))
   }
 }
 
-/// An interceptor's decision made after ``Interceptor/intercept(_:dispatcher:)`` returned.
+/// An interceptor's decision made after ``Interceptor/intercept(_:dispatcher:)`` returned (``Interception/later(_:)``).
 ///
-/// Make it once, from any thread; later calls are ignored. One released without deciding blocks the action, with a
+/// Made once, from any thread; later calls are ignored. One released without deciding blocks the action, with a
 /// reason that says so, rather than leaving the dispatch waiting forever.
-public final class InterceptionDecision: Sendable {
+package final class InterceptionDecision: Sendable {
   private let state: LockedValue<(@Sendable (Interception) -> Void)?>
 
   init(_ resume: @escaping @Sendable (Interception) -> Void) {
@@ -86,26 +102,8 @@ public final class InterceptionDecision: Sendable {
     decide(.block(reason: "the interceptor released its decision without making it"))
   }
 
-  /// Passes the action on, unchanged.
-  public func proceed() {
-    decide(.proceed)
-  }
-
-  /// Passes `action` on instead of the intercepted one.
-  /// - Parameter action: The replacement, of any action type.
-  public func replace(with action: any ActionType) {
-    decide(.replace(with: action))
-  }
-
-  /// Stops the action; the dispatch fails with ``DispatchError/blocked(interceptor:reason:)``.
-  /// - Parameter reason: Why, for the error.
-  public func block(reason: String? = nil) {
-    decide(.block(reason: reason))
-  }
-
   /// Makes the decision, the first time; it may itself be `.later`.
-  /// - Parameter interception: The decision.
-  public func decide(_ interception: Interception) {
+  package func decide(_ interception: Interception) {
     let resume = state.withLock { resume in
       defer { resume = nil }
       return resume

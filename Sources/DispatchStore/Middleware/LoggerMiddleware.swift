@@ -10,21 +10,18 @@ import Foundation
 ///
 /// > Important: The sink is called on the thread that finished the transaction, possibly several at once.
 public final class LoggerMiddleware: Middleware {
-  /// Receives each line, without a trailing newline.
-  public typealias Sink = @Sendable (String) -> Void
-
-  private let sink: Sink
+  private let sink: @Sendable (String) -> Void
   /// Encoded models before each running transaction, by transaction id.
   private let before = LockedValue<[TransactionID: [String: String]]>([:])
 
   /// Creates a logger.
-  /// - Parameter sink: Where lines go; standard error by default.
-  public init(sink: @escaping Sink = LoggerMiddleware.standardError) {
+  /// - Parameter sink: Receives each line, without a trailing newline; writes it to standard error by default.
+  public init(sink: @escaping @Sendable (String) -> Void = LoggerMiddleware.standardError) {
     self.sink = sink
   }
 
   /// Writes `line` and a newline to standard error.
-  public static let standardError: Sink = { line in
+  @usableFromInline static let standardError: @Sendable (String) -> Void = { line in
     FileHandle.standardError.write(Data((line + "\n").utf8))
   }
 

@@ -35,7 +35,7 @@ public final class RecorderMiddleware: Middleware {
   }
 
   /// The most records kept in memory; when a new record would exceed it, the oldest goes.
-  public let maxNumberOfRecords: Int
+  let maxNumberOfRecords: Int
 
   /// The state, in an object of its own that the writer thread takes lines from: the writer never holds the
   /// recorder, so the recorder is always released (and its writer closed, with what is left written) on the thread
@@ -93,7 +93,7 @@ public final class RecorderMiddleware: Middleware {
   }
 
   /// The current record, or `nil` before the first one.
-  public var currentRecord: Record? {
+  var currentRecord: Record? {
     storage.state.withLock { $0.history.record(at: $0.cursor) }
   }
 

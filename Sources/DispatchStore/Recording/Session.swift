@@ -14,7 +14,7 @@ import Foundation
 /// records only when they are needed.
 public struct Session: Sendable {
   /// The stores the file's header lists.
-  public var storeIdentifiers: [String] { index.storeIdentifiers }
+  var storeIdentifiers: [String] { index.storeIdentifiers }
   /// The format version the file was written in: 2, or 1 for files of earlier releases.
   public var formatVersion: Int { index.formatVersion }
   /// The index of the current record; one less than ``firstIndex`` when the recorder had moved before the first.
@@ -29,7 +29,7 @@ public struct Session: Sendable {
   /// The line number of an incomplete last line that was ignored (the writing process died mid-write), if any.
   public var truncatedLine: Int? { index.truncatedLine }
   /// The codecs the session was read with.
-  public let codecs: SessionCodecs
+  let codecs: SessionCodecs
 
   let index: SessionIndex
   private let cache: SessionCache

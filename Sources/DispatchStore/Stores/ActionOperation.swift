@@ -18,12 +18,12 @@ import Synchronization
 /// > finish later, keep a reference to the operation (capture it in your asynchronous work).
 public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendable {
   /// The work of an operation: it receives the operation (to finish it), the action and the store.
-  public typealias Block = @Sendable (ActionOperation<Model, Action>, Action, Store<Model, Action>) -> Void
+  typealias Block = @Sendable (ActionOperation<Model, Action>, Action, Store<Model, Action>) -> Void
 
   /// The action this operation handles.
   public let action: Action
   /// The store whose model this operation changes.
-  public let store: Store<Model, Action>
+  @usableFromInline let store: Store<Model, Action>
 
   private let block: Block
   /// The error and handlers; the phase is in `status`.
@@ -101,7 +101,10 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   ///   - action: The action being handled.
   ///   - store: The store whose model the block changes.
   ///   - block: The work; it must call `finish()` or `finish(throwing:)` on the operation it receives.
-  public init(action: Action, store: Store<Model, Action>, block: @escaping Block) {
+  public init(
+    action: Action, store: Store<Model, Action>,
+    block: @escaping @Sendable (ActionOperation<Model, Action>, Action, Store<Model, Action>) -> Void
+  ) {
     self.action = action
     self.store = store
     self.block = block
@@ -220,7 +223,7 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   }
 
   /// Whether the operation has finished, successfully or not.
-  public var isFinished: Bool {
+  var isFinished: Bool {
     OperationStatus.isFinished(status.load(ordering: .acquiring))
   }
 

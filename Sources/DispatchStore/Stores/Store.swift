@@ -15,7 +15,7 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
   /// The identifier the store is registered and addressed under.
   public let identifier: String
   /// The reducer that turns actions into operations.
-  public let reducer: Reducer<Model, Action>
+  @usableFromInline let reducer: Reducer<Model, Action>
 
   // Usable from inlinable code so that `updateModel` and `model` are specialised in the app's module: unspecialised,
   // each call would look up the generic metadata of this mutex at run time.
@@ -64,7 +64,7 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
   /// The dispatcher the store was last registered with, while it is registered there; `nil` otherwise.
   ///
   /// Operations use it to dispatch follow-up actions (``ActionOperation/dispatcher``).
-  public var dispatcher: Dispatcher? {
+  var dispatcher: Dispatcher? {
     state.withLock { $0.dispatcher }
   }
 
@@ -139,11 +139,11 @@ struct StoreState<Model: ModelType, Action: ActionType> {
   }
 }
 
-extension Store: AnyStore {
+extension Store: TypedStore {
   /// The type of the actions this store handles.
-  public var actionType: any ActionType.Type { Action.self }
+  var actionType: any ActionType.Type { Action.self }
   /// The type of this store's model.
-  public var modelType: any ModelType.Type { Model.self }
+  var modelType: any ModelType.Type { Model.self }
   /// A snapshot of the model, type-erased.
   public var anyModel: any ModelType { model }
 }

@@ -3,7 +3,7 @@ import Synchronization
 
 /// The thread that `.mainThread` dispatches and main-thread observer notifications run on.
 ///
-/// ``default`` is the process main thread on Apple platforms, where every app runs the main thread's loop, and the
+/// A ``Dispatcher`` uses the process main thread on Apple platforms, where every app runs the main thread's loop, and the
 /// library's own run-loop thread elsewhere, where a tool or server usually runs none.
 public struct MainQueue: Sendable {
   enum Kind: Sendable {
@@ -15,7 +15,7 @@ public struct MainQueue: Sendable {
 
   /// The queue a ``Dispatcher`` and its stores use unless given another: ``processMainThread`` on Apple platforms,
   /// ``libraryThread`` on Linux and other platforms.
-  public static var `default`: MainQueue {
+  @usableFromInline static var `default`: MainQueue {
     #if canImport(Darwin)
       processMainThread
     #else
@@ -23,13 +23,12 @@ public struct MainQueue: Sendable {
     #endif
   }
 
-  /// The library's own run-loop thread, ``MainRunLoopThread/shared``: works in any process; the default on Linux.
+  /// The library's own run-loop thread: a thread the library owns that runs a `RunLoop`, which works in any process;
+  /// the default on Linux.
   public static var libraryThread: MainQueue { MainQueue(kind: .runLoopThread(.shared)) }
 
-  /// A run-loop thread of your own.
-  /// - Parameter thread: The thread to run main-thread work on.
-  /// - Returns: A main queue backed by `thread`.
-  public static func runLoopThread(_ thread: MainRunLoopThread) -> MainQueue {
+  /// A run-loop thread of its own (the library's tests).
+  static func runLoopThread(_ thread: MainRunLoopThread) -> MainQueue {
     MainQueue(kind: .runLoopThread(thread))
   }
 
@@ -93,7 +92,7 @@ public struct MainQueue: Sendable {
   /// The synchronous form of ``drain()``, for code that cannot await: what it waits for (pending `.mainThread`
   /// dispatches, their completions and main-thread observer notifications), and when it gives up, are as there.
   /// - Returns: `true` once a pass found nothing new scheduled; `false` at once if called from this queue's own
-  ///   work on a thread that does not run its loop (a ``MainRunLoopThread``'s work, or `DispatchQueue.main`'s work
+  ///   work on a thread that does not run its loop (``libraryThread``'s work, or `DispatchQueue.main`'s work
   ///   after `dispatchMain()`), which cannot wait for the work queued behind it, or after 1,000 passes
   ///   that each found new work.
   ///

@@ -32,14 +32,14 @@ import Synchronization
 ///
 /// > Important: Never block this thread waiting for work that is itself scheduled on it (for example a `.sync`
 /// > dispatch whose operation finishes on the main run-loop thread): that work cannot run until you return.
-public final class MainRunLoopThread: Sendable {
+final class MainRunLoopThread: Sendable {
   /// The thread used by every ``Dispatcher`` unless it is given another.
-  public static let shared = MainRunLoopThread(name: "DispatchStore.main")
+  static let shared = MainRunLoopThread(name: "DispatchStore.main")
 
   /// The thread's name, as shown by debuggers.
-  public let name: String
+  let name: String
   /// How long the thread polls for more work after running out, before it sleeps.
-  public let idlePolling: Duration
+  let idlePolling: Duration
   /// What the OS thread runs and holds: never this object, so that releasing it ends the thread.
   let core: RunLoopThreadCore
 
@@ -48,7 +48,7 @@ public final class MainRunLoopThread: Sendable {
   ///   - name: The thread's name, as shown by debuggers.
   ///   - idlePolling: How long the thread keeps polling for more work once it ran out, awake on its core, before
   ///     it sleeps. `.zero` makes the thread sleep at once.
-  public init(name: String, idlePolling: Duration = .microseconds(50)) {
+  init(name: String, idlePolling: Duration = .microseconds(50)) {
     self.name = name
     self.idlePolling = idlePolling
     let (seconds, attoseconds) = max(idlePolling, .zero).components
@@ -62,7 +62,7 @@ public final class MainRunLoopThread: Sendable {
   }
 
   /// Whether the calling thread is this run-loop thread.
-  public var isCurrent: Bool {
+  var isCurrent: Bool {
     ThreadContext.current.mainRunLoopThread === core
   }
 
@@ -70,13 +70,13 @@ public final class MainRunLoopThread: Sendable {
   ///
   /// - Parameter work: The closure to run. It runs on this thread even when called from it (it is then queued,
   ///   not run inline). If the thread was stopped, a new one starts for it.
-  public func schedule(_ work: @escaping @Sendable () -> Void) {
+  func schedule(_ work: @escaping @Sendable () -> Void) {
     core.schedule(work)
   }
 
   /// Runs `work` on this thread: at once if called from it, otherwise scheduled.
   /// - Parameter work: The closure to run.
-  public func execute(_ work: @escaping @Sendable () -> Void) {
+  func execute(_ work: @escaping @Sendable () -> Void) {
     if isCurrent { work() } else { schedule(work) }
   }
 
@@ -84,7 +84,7 @@ public final class MainRunLoopThread: Sendable {
   ///
   /// Nothing scheduled is dropped: work scheduled after this call starts a new thread. Releasing the object stops
   /// the thread too.
-  public func stop() {
+  func stop() {
     core.stop()
   }
 }

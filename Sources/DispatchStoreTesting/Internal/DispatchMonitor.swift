@@ -57,7 +57,7 @@ final class DispatchMonitor: Interceptor, Middleware {
       return state.holding
     }
     guard hold else { return .proceed }
-    return .later { [self] decision in
+    return .laterDeciding({ [self] decision in
       let waiters = state.withLock { state in
         state.held.append(Held(action: action, decision: decision))
         return state.takeWaiters()
@@ -69,7 +69,7 @@ final class DispatchMonitor: Interceptor, Middleware {
         guard let self, let decision else { return }
         expire(decision, of: action)
       }
-    }
+    })
   }
 
   /// Blocks `decision` if its follow-up is still held.
@@ -81,9 +81,10 @@ final class DispatchMonitor: Interceptor, Middleware {
       return (true, state.takeWaiters())
     }
     guard expired else { return }
-    decision.block(
-      reason: "\(action) was held as a follow-up for longer than the test dispatcher's time limit (\(holdLimit)) "
-        + "and never received: receive follow-ups with `receive`, and send the test's own actions with `send`")
+    decision.decide(
+      .block(
+        reason: "\(action) was held as a follow-up for longer than the test dispatcher's time limit (\(holdLimit)) "
+          + "and never received: receive follow-ups with `receive`, and send the test's own actions with `send`"))
     for waiter in waiters { waiter.resume(returning: nil) }
   }
 

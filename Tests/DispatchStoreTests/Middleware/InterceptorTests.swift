@@ -19,16 +19,16 @@ private final class ClosureInterceptor: Interceptor {
 
 /// Decisions an interceptor handed out to make later, for the test to make.
 private final class PendingDecisions: Sendable {
-  private let decisions = Locked<[InterceptionDecision]>([])
+  private let decisions = Locked<[@Sendable (Interception) -> Void]>([])
   private let arrived = DispatchSemaphore(value: 0)
 
-  func add(_ decision: InterceptionDecision) {
+  func add(_ decision: @escaping @Sendable (Interception) -> Void) {
     decisions.withLock { $0.append(decision) }
     arrived.signal()
   }
 
   /// The next decision handed out, once it was (on a thread that may block: not the cooperative pool's).
-  func next() async -> InterceptionDecision {
+  func next() async -> @Sendable (Interception) -> Void {
     await withCheckedContinuation { continuation in
       DispatchQueue.global().async {
         self.arrived.wait()
@@ -132,7 +132,7 @@ struct InterceptorTests {
         completions.append("next \(result.isSuccess) count \(counter.model.count)")
       }
     }
-    DispatchQueue.global().async { decision.proceed() }
+    DispatchQueue.global().async { decision(.proceed) }
 
     let expected =
       mode == .serial || mode == .mainThread
@@ -145,7 +145,7 @@ struct InterceptorTests {
     let (dispatcher, counter, _) = try makeDispatcher()
     dispatcher.register(
       interceptor: ClosureInterceptor { _, _ in
-        .later { decision in DispatchQueue.global().async { decision.replace(with: CounterAction.increase(5)) } }
+        .later { decision in DispatchQueue.global().async { decision(.replace(with: CounterAction.increase(5))) } }
       })
     let report = Locked<DispatchReport?>(nil)
     await concurrently(iterations: 1) { _ in

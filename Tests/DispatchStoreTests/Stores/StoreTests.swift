@@ -181,11 +181,12 @@ struct StoreTests {
     withExtendedLifetime(token) {}
   }
 
-  @Test func exposesTypeErasedModel() {
+  @Test func exposesTypeErasedModel() throws {
     let store: any AnyStore = makeCounterStore("erased")
     #expect(store.identifier == "erased")
     #expect(store.anyModel as? Counter == Counter())
-    #expect(ObjectIdentifier(store.actionType) == ObjectIdentifier(CounterAction.self))
-    #expect(ObjectIdentifier(store.modelType) == ObjectIdentifier(Counter.self))
+    let typed = try #require(store as? any TypedStore)
+    #expect(ObjectIdentifier(typed.actionType) == ObjectIdentifier(CounterAction.self))
+    #expect(ObjectIdentifier(typed.modelType) == ObjectIdentifier(Counter.self))
   }
 }
