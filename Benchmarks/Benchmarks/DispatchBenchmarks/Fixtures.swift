@@ -64,13 +64,18 @@ enum OtherAction: ActionType {
 
 final class OtherReducer: Reducer<Tally, OtherAction>, @unchecked Sendable {}
 
-/// A middleware that implements nothing: every requirement keeps the protocol's default, so it does not ask for
-/// durations.
-final class PassThroughMiddleware: Middleware {}
+/// A middleware that does nothing with what it sees.
+final class PassThroughMiddleware: Middleware {
+  func willDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {}
+  func didDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {}
+}
 
-/// A middleware that does nothing but ask for transaction durations, like a timing logger.
+/// A middleware that reads each transaction's duration, like a timing logger.
 final class DurationMiddleware: Middleware {
-  var needsDuration: Bool { true }
+  func willDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {}
+  func didDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {
+    precondition(transaction.duration != nil)
+  }
 }
 
 /// An object to hold observer registrations.

@@ -13,19 +13,20 @@ struct MiddlewareList: Sendable {
   /// Holds one registered middleware; immutable, so its property is read without retaining it.
   final class Entry: Sendable {
     let middleware: any Middleware
-    /// `middleware.needsDuration`, read when the entry was made.
+    /// Whether its transactions are timed: every middleware's but the recorder's, whose records carry their
+    /// transaction's identifier, which holds its start time.
     let needsDuration: Bool
 
     init(_ middleware: any Middleware) {
       self.middleware = middleware
-      self.needsDuration = middleware.needsDuration
+      self.needsDuration = !(middleware is RecorderMiddleware)
     }
   }
 
   /// One version of the list; never empty, never changed.
   final class Snapshot: Sendable {
     let entries: [Entry]
-    /// Whether a middleware in the list needs transaction durations: read once per middleware, when it is added.
+    /// Whether a middleware in the list needs transaction durations.
     let needsDuration: Bool
     /// The first recorder in the list: stores file their records with it as they change (``RecordingContext``).
     let recorder: RecorderMiddleware?

@@ -36,6 +36,8 @@ final class TransactionFeed: Middleware {
     self.finisher = finisher
   }
 
+  func willDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {}
+
   func didDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {
     finisher.continuation.yield(transaction)
   }

@@ -25,9 +25,6 @@ public final class LoggerMiddleware: Middleware {
     FileHandle.standardError.write(Data((line + "\n").utf8))
   }
 
-  /// `true`: each line carries the transaction's duration.
-  public var needsDuration: Bool { true }
-
   /// Keeps the store's model as it was before the transaction, flattened, to compare afterwards.
   public func willDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {
     guard let fields = Self.flatten(store.anyModel) else { return }

@@ -3,8 +3,9 @@
 ///
 /// ```swift
 /// final class Tracer: Middleware {
+///   func willDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {}
 ///   func didDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {
-///     print(transaction)
+///     print(transaction)  // with its duration, and its error if it failed
 ///   }
 /// }
 /// try dispatcher.register(middleware: Tracer())
@@ -26,29 +27,4 @@ public protocol Middleware: AnyObject, Sendable {
   ///   - action: The dispatched action.
   ///   - store: The store that handled it; its model is the one the operation left.
   func didDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore)
-
-  /// Whether this middleware reads ``Transaction/duration``; `false` unless implemented.
-  ///
-  /// A dispatcher measures durations only while a registered middleware needs them: return `true` if yours reads
-  /// them, or ``Transaction/duration`` stays `nil`. The value is read once, at registration.
-  var needsDuration: Bool { get }
-}
-
-extension Middleware {
-  /// Does nothing.
-  /// - Parameters:
-  ///   - transaction: The transaction about to run.
-  ///   - action: The dispatched action.
-  ///   - store: The store about to handle it.
-  public func willDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {}
-
-  /// Does nothing.
-  /// - Parameters:
-  ///   - transaction: The finished transaction.
-  ///   - action: The dispatched action.
-  ///   - store: The store that handled it.
-  public func didDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {}
-
-  /// `false`: a middleware asks for durations by returning `true`.
-  public var needsDuration: Bool { false }
 }

@@ -14,8 +14,7 @@ public struct Transaction: Sendable, Identifiable, CustomStringConvertible {
   public let storeIdentifier: String
   /// The dispatched action.
   public let action: any ActionType
-  /// How long the operation took from start to finish; `nil` until it finished, and when no registered middleware
-  /// needs durations (``Middleware/needsDuration``).
+  /// How long the operation took from start to finish; `nil` until it finished.
   public internal(set) var duration: Duration?
   /// The error the operation failed with; `nil` while running and when it succeeded.
   public internal(set) var error: (any Error)?

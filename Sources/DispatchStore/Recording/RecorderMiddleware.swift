@@ -400,9 +400,6 @@ public final class RecorderMiddleware: Middleware {
     }
   }
 
-  /// `false`, as by default: records carry their transaction's identifier, which holds its start time.
-  public var needsDuration: Bool { false }
-
   /// Releases what the records filed for the transaction dropped, and wakes the writer if it has work.
   ///
   /// The records themselves were filed by the store, in the critical sections of the transaction's changes.

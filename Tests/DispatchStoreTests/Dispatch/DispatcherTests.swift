@@ -384,6 +384,8 @@ struct DispatcherTests {
     try dispatcher.register(store: counter)
     try dispatcher.register(store: text)
     final class SyncInDidDispatch: Middleware {
+      func willDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {}
+
       let dispatcher: Dispatcher
       let results = Collector<Result<Void, DispatchError>>()
       init(dispatcher: Dispatcher) { self.dispatcher = dispatcher }

@@ -15,8 +15,6 @@ private final class HookMiddleware: Middleware {
     self.onWill = onWill
   }
 
-  var needsDuration: Bool { false }
-
   func willDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {
     seen.withLock { $0.append("\(name) will \(store.identifier)") }
     onWill(transaction)

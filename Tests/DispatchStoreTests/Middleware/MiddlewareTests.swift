@@ -71,82 +71,23 @@ struct MiddlewareTests {
   }
 
   @Test(arguments: [false, true])
-  func durationsAreMeasuredOnlyWhileAMiddlewareNeedsThem(chained: Bool) throws {
+  func everyTransactionAMiddlewareSeesHasItsDuration(chained: Bool) throws {
     let dispatcher = Dispatcher()
     try dispatcher.register(store: makeCounterStore("first"))
     if chained { try dispatcher.register(store: makeCounterStore("second", waits: { _ in ["first"] })) }
-    let withoutDurations = RecordingMiddleware(needsDuration: false)
-    dispatcher.register(middleware: withoutDurations)
+    let middleware = RecordingMiddleware()
+    dispatcher.register(middleware: middleware)
 
     #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
     #expect(dispatchSync(dispatcher, CounterAction.fail).dispatchError != nil)
-    let needing = RecordingMiddleware()
-    dispatcher.register(middleware: needing)
-    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
-    dispatcher.unregister(middleware: needing)
-    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
 
     let stores = chained ? 2 : 1
     // The store that waits for `first` does not start once it failed: the failed dispatch has one transaction.
-    let perDispatch = [stores, 1, stores, stores]
-    let seen = withoutDurations.transactions.withLock { $0 }
+    let perDispatch = [stores, 1]
+    let seen = middleware.transactions.withLock { $0 }
     #expect(seen.count == perDispatch.reduce(0, +))
-    #expect(seen.allSatisfy { $0.isFinished })
-    // Succeeded and failed alike, without a duration until a middleware needed one, and again after it left.
-    #expect(
-      seen.map { $0.duration != nil }
-        == zip([false, false, true, false], perDispatch).flatMap { Array(repeating: $0, count: $1) })
-    #expect(
-      seen.map(\.succeeded) == zip([true, false, true, true], perDispatch).flatMap { Array(repeating: $0, count: $1) })
-    #expect(needing.transactions.withLock { $0.map { $0.duration != nil } } == Array(repeating: true, count: stores))
-  }
-
-  /// A middleware that does not implement `needsDuration` gets no durations; one that asks gets them, and the
-  /// logger asks.
-  @Test func durationsAreMeasuredOnlyForMiddlewareThatAskForThem() throws {
-    final class Silent: Middleware {
-      let seen = Locked<[Transaction]>([])
-      func didDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {
-        seen.withLock { $0.append(transaction) }
-      }
-    }
-    let dispatcher = Dispatcher()
-    try dispatcher.register(store: makeCounterStore("store"))
-    let silent = Silent()
-    dispatcher.register(middleware: silent)
-    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
-    let lines = Locked<[String]>([])
-    dispatcher.register(middleware: LoggerMiddleware { line in lines.withLock { $0.append(line) } })
-    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
-
-    #expect(!silent.needsDuration)
-    #expect(silent.seen.withLock { $0.map { $0.duration != nil } } == [false, true])
-    #expect(lines.withLock { $0.count } == 1)
-  }
-
-  @Test func needsDurationIsAskedOutsideTheDispatchersLocks() throws {
-    // Asking registers another middleware: under the registry's lock, that would trap on the non-recursive lock.
-    let dispatcher = Dispatcher()
-    let inner = RecordingMiddleware()
-    let outer = ReentrantMiddleware { dispatcher.register(middleware: inner) }
-    dispatcher.register(middleware: outer)
-    try dispatcher.register(store: makeCounterStore("store"))
-
-    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
-    #expect(inner.transactions.withLock { $0.count } == 1)
-  }
-}
-
-/// Runs `onAsked` when asked whether it needs durations.
-final class ReentrantMiddleware: Middleware {
-  let onAsked: @Sendable () -> Void
-
-  init(onAsked: @escaping @Sendable () -> Void) {
-    self.onAsked = onAsked
-  }
-
-  var needsDuration: Bool {
-    onAsked()
-    return false
+    // Succeeded and failed alike, finished and timed.
+    #expect(seen.allSatisfy { $0.isFinished && $0.duration != nil })
+    #expect(seen.map(\.succeeded) == zip([true, false], perDispatch).flatMap { Array(repeating: $0, count: $1) })
   }
 }

@@ -113,14 +113,8 @@ final class TextReducer: Reducer<Text, TextAction>, @unchecked Sendable {
   }
 }
 
-/// Records every middleware call, in order; `needsDuration` as given.
+/// Records every middleware call, in order.
 final class RecordingMiddleware: Middleware {
-  let needsDuration: Bool
-
-  init(needsDuration: Bool = true) {
-    self.needsDuration = needsDuration
-  }
-
   enum Event: Equatable {
     case will(store: String, id: TransactionID)
     case did(store: String, id: TransactionID, failed: Bool)
