@@ -88,9 +88,9 @@ enum After {
   }
 
   static let price = Store(identifier: "price", model: Price(), waitFor: ["country"]) {
-    (action: TripAction, context) in
-    let code = context.model(of: "country", as: Country.self)?.code
-    context.update { $0.currency = code == "FR" ? "EUR" : "USD" }
+    (action: TripAction, operation) in
+    let code = operation.model(of: "country", as: Country.self)?.code
+    operation.updateModel { $0.currency = code == "FR" ? "EUR" : "USD" }
   }
   // END waitfor-after
 }

@@ -35,9 +35,9 @@ func addTwo() async throws {
   try await dispatcher.dispatch(action: CounterAction.increase(by: 2))
 }
 
-let price = Store(identifier: "price", model: Price(), waitFor: ["country"]) { (action: TripAction, context) in
-  let code = context.model(of: "country", as: Country.self)?.code
-  context.update { $0.currency = code == "FR" ? "EUR" : "USD" }
+let price = Store(identifier: "price", model: Price(), waitFor: ["country"]) { (action: TripAction, operation) in
+  let code = operation.model(of: "country", as: Country.self)?.code
+  operation.updateModel { $0.currency = code == "FR" ? "EUR" : "USD" }
 }
 
 final class FastCounterReducer: SynchronousReducer<Counter, CounterAction>, @unchecked Sendable {

@@ -60,11 +60,11 @@ public final class SearchFeature: Sendable {
       model.text = text
     }
     // Waits for the query store, then searches with the text it took.
-    results = Store(identifier: "results", model: Results(), waitFor: ["query"]) { action, context in
-      let text = context.model(of: "query", as: Query.self)?.text ?? ""
+    results = Store(identifier: "results", model: Results(), waitFor: ["query"]) { action, operation in
+      let text = operation.model(of: "query", as: Query.self)?.text ?? ""
       let hits = await Self.search(text, in: catalogue)
       try Task.checkCancellation()  // a newer search cancelled this one: change nothing
-      context.update { $0 = Results(query: text, hits: hits) }
+      operation.updateModel { $0 = Results(query: text, hits: hits) }
     }
     try dispatcher.register(store: query)
     try dispatcher.register(store: results)

@@ -33,11 +33,11 @@ enum LogAction: ActionType, Equatable {
 func makeCounter() -> Store<Count, CountAction> {
   Store(identifier: "counter", model: Count()) { (action: CountAction, context) in
     switch action {
-    case .add(let amount): context.update { $0.value += amount }
+    case .add(let amount): context.updateModel { $0.value += amount }
     case .addAndLog(let amount):
       guard amount >= 0 else { throw CountError.negative(amount) }
-      context.update { $0.value += amount }
-      context.dispatch(LogAction.write("added \(amount)"))
+      context.updateModel { $0.value += amount }
+      context.dispatcher?.start(action: LogAction.write("added \(amount)"))
     case .hang: break  // sent only to the store of the test about running operations
     }
   }

@@ -1,56 +1,56 @@
-/// A reducer made of parts, each for a part of the model or a subset of the actions, run in order in one
-/// transaction (Redux's `combineReducers`, TCA's `Scope`).
-///
-/// ```swift
-/// let shop = Store(
-///   identifier: "shop", model: Shop(),
-///   reducer: CombinedReducer<Shop, ShopAction>([
-///     .scope(\.cart, action: { if case .cart(let action) = $0 { action } else { nil } }, reducer: CartReducer()),
-///     .forEach(\.orders, action: { if case .order(let id, let action) = $0 { (id, action) } else { nil } }) {
-///       action, order in order.apply(action)
-///     },
-///     .reduce { action, shop in shop.lastAction = "\(action)" },
-///   ]))
-/// ```
-///
-/// The parts run in the order given, under the store's lock, as one reduction: observers hear one change, with the
-/// model after every part ran; the recorder files one record. A part that throws fails the transaction; the
-/// changes made before are kept, and the parts after it do not run.
-///
-/// > Important: As for every ``SynchronousReducer``: the parts run under the store's lock; do not read or update
-/// > this store from inside them.
-public final class CombinedReducer<Model: ModelType, Action: ActionType>: SynchronousReducer<Model, Action>,
+extension Reducer {
+  /// A reducer made of parts, each for a part of the model or a subset of the actions, run in order in one
+  /// transaction (Redux's `combineReducers`, TCA's `Scope`).
+  ///
+  /// ```swift
+  /// let shop = Store(
+  ///   identifier: "shop", model: Shop(),
+  ///   reducer: Reducer<Shop, ShopAction>.combine([
+  ///     .scope(\.cart, action: { if case .cart(let a) = $0 { a } else { nil } }, reduce: CartReducer().reduce),
+  ///     .forEach(\.orders, action: { if case .order(let id, let action) = $0 { (id, action) } else { nil } }) {
+  ///       action, order in order.apply(action)
+  ///     },
+  ///     .reduce { action, shop in shop.lastAction = "\(action)" },
+  ///   ]))
+  /// ```
+  ///
+  /// The parts run in the order given, under the store's lock, as one reduction: observers hear one change, with the
+  /// model after every part ran; the recorder files one record. A part that throws fails the transaction; the
+  /// changes made before are kept, and the parts after it do not run.
+  ///
+  /// - Parameters:
+  ///   - parts: The reducers of parts of the model or subsets of the actions, in the order they run.
+  ///   - waitFor: The stores that must finish each action before this store handles it (Flux `waitFor`).
+  /// - Returns: A reducer that reduces in place, as a ``SynchronousReducer`` does.
+  ///
+  /// > Important: As for every ``SynchronousReducer``, the parts run under the store's lock; do not read or update
+  /// > this store from inside them.
+  public static func combine(_ parts: [ReducerPart<Model, Action>], waitFor: [String] = []) -> Reducer<Model, Action> {
+    CombinedReducer(parts, waitFor: waitFor)
+  }
+}
+
+/// Runs the parts of ``Reducer/combine(_:waitFor:)`` in order, in place.
+final class CombinedReducer<Model: ModelType, Action: ActionType>: SynchronousReducer<Model, Action>,
   @unchecked Sendable
 {
   /// The parts, in the order they run.
-  public let parts: [ReducerPart<Model, Action>]
+  let parts: [ReducerPart<Model, Action>]
   private let waits: [String]
 
-  /// Creates a reducer that runs `parts` in order.
-  /// - Parameters:
-  ///   - parts: The reducers of parts of the model or subsets of the actions.
-  ///   - waitFor: The stores that must finish each action before this store handles it (Flux `waitFor`).
-  public init(_ parts: [ReducerPart<Model, Action>], waitFor: [String] = []) {
+  init(_ parts: [ReducerPart<Model, Action>], waitFor: [String] = []) {
     self.parts = parts
     self.waits = waitFor
   }
 
-  /// The stores given as `waitFor`.
-  /// - Parameter action: The dispatched action.
-  /// - Returns: Store identifiers to wait for.
-  public override func waitList(for action: Action) -> [String] { waits }
+  override func waitList(for action: Action) -> [String] { waits }
 
-  /// Runs every part, in order.
-  /// - Parameters:
-  ///   - action: The dispatched action.
-  ///   - model: The store's model, changed in place.
-  /// - Throws: What the first failing part threw.
-  public override func reduce(_ action: Action, into model: inout Model) throws {
+  override func reduce(_ action: Action, into model: inout Model) throws {
     for part in parts { try part.reduce(action, &model) }
   }
 }
 
-/// One part of a ``CombinedReducer``: a reducer of the whole model, of a part at a key path, or of each element of a
+/// One part of a reducer made with ``Reducer/combine(_:waitFor:)``: a reducer of the whole model, of a part at a key path, or of each element of a
 /// collection, for the actions it extracts.
 public struct ReducerPart<Model: ModelType, Action: ActionType>: Sendable {
   let reduce: @Sendable (Action, inout Model) throws -> Void
@@ -60,22 +60,6 @@ public struct ReducerPart<Model: ModelType, Action: ActionType>: Sendable {
   /// - Returns: The part.
   public static func reduce(_ body: @escaping @Sendable (Action, inout Model) throws -> Void) -> Self {
     Self(reduce: body)
-  }
-
-  /// A part that hands the actions `extract` finds to `reducer`, on the part of the model at `keyPath`.
-  /// - Parameters:
-  ///   - keyPath: Where the part is in the model.
-  ///   - extract: The child's action in an action of the store, or `nil` for actions the part ignores.
-  ///   - reducer: The child's reducer.
-  /// - Returns: The part.
-  public static func scope<Child: ModelType, ChildAction: ActionType>(
-    _ keyPath: WritableKeyPath<Model, Child> & Sendable, action extract: @escaping @Sendable (Action) -> ChildAction?,
-    reducer: SynchronousReducer<Child, ChildAction>
-  ) -> Self {
-    Self { action, model in
-      guard let childAction = extract(action) else { return }
-      try reducer.reduce(childAction, into: &model[keyPath: keyPath])
-    }
   }
 
   /// A part that changes the part of the model at `keyPath` with `reduce`, for the actions `extract` finds.

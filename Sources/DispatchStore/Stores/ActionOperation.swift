@@ -91,9 +91,26 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
     }
   }
 
-  /// The dispatcher the operation's store is registered with, for dispatching follow-up actions.
+  /// The dispatcher the operation's store is registered with, for dispatching follow-up actions
+  /// (`operation.dispatcher?.start(action: FeedAction.reload)`) and reading other stores.
   public var dispatcher: Dispatcher? {
     store.dispatcher
+  }
+
+  /// A snapshot of the model of the store this operation changes.
+  public var model: Model {
+    store.model
+  }
+
+  /// The model of another store registered with the same dispatcher, by identifier: typically one this store waits
+  /// for, which has finished handling the action.
+  /// - Parameters:
+  ///   - identifier: The other store's identifier.
+  ///   - type: The other store's model type.
+  /// - Returns: A snapshot of that store's model, or `nil` if no store with that identifier and model type is
+  ///   registered.
+  public func model<OtherModel: ModelType>(of identifier: String, as type: OtherModel.Type) -> OtherModel? {
+    dispatcher?.store(with: identifier)?.anyModel as? OtherModel
   }
 
   /// Creates an operation; it runs when the dispatcher starts it.

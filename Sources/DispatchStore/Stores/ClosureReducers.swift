@@ -29,19 +29,19 @@ final class ClosureReducer<Model: ModelType, Action: ActionType>: SynchronousRed
   }
 }
 
-/// Runs each action as an `async` operation whose closure receives an ``OperationContext``.
+/// Runs each action as an `async` operation whose closure receives the ``ActionOperation``.
 @usableFromInline
 final class ClosureOperationReducer<Model: ModelType, Action: ActionType>: Reducer<Model, Action>,
   @unchecked Sendable
 {
   @usableFromInline let waits: WaitList<Action>
   @usableFromInline let mappings: [ActionMapping<Action>]
-  @usableFromInline let body: @Sendable (Action, OperationContext<Model, Action>) async throws -> Void
+  @usableFromInline let body: @Sendable (Action, ActionOperation<Model, Action>) async throws -> Void
 
   @usableFromInline
   init(
     waitFor waits: WaitList<Action>, also mappings: [ActionMapping<Action>],
-    body: @escaping @Sendable (Action, OperationContext<Model, Action>) async throws -> Void
+    body: @escaping @Sendable (Action, ActionOperation<Model, Action>) async throws -> Void
   ) {
     self.waits = waits
     self.mappings = mappings
@@ -56,7 +56,7 @@ final class ClosureOperationReducer<Model: ModelType, Action: ActionType>: Reduc
     for action: Action, in store: Store<Model, Action>
   ) -> ActionOperation<Model, Action> {
     ActionOperation(action: action, store: store) { [body] operation in
-      try await body(action, OperationContext(operation: operation))
+      try await body(action, operation)
     }
   }
 }

@@ -35,10 +35,11 @@ extension Store {
   /// a reducer subclass.
   ///
   /// ```swift
-  /// let search = Store(identifier: "search", model: Results()) { (action: SearchAction, context) in
+  /// let search = Store(identifier: "search", model: Results()) { (action: SearchAction, operation) in
   ///   guard case .query(let text) = action else { return }
-  ///   let hits = try await index.search(text)  // cancelled with the dispatch
-  ///   context.update { $0.hits = hits }
+  ///   let hits = try await operation.effect("search \(text)") { try await index.search(text) }  // recorded
+  ///   operation.updateModel { $0.hits = hits }
+  ///   operation.dispatcher?.start(action: HistoryAction.remember(text))  // a follow-up
   /// }
   /// ```
   /// - Parameters:
@@ -48,12 +49,13 @@ extension Store {
   ///     ``WaitList/perAction(_:)``.
   ///   - also: Actions of other types the store handles as its own (app-wide actions), as
   ///     ``Reducer/additionalActions``.
-  ///   - operation: Handles an action; returning finishes the operation, throwing fails it. It runs as a task,
+  ///   - operation: Handles an action with the ``ActionOperation`` it runs as (its model, its changes, effects,
+  ///     follow-ups, other stores' models); returning finishes the operation, throwing fails it. It runs as a task,
   ///     cancelled with its dispatch.
   @inlinable
   public convenience init(
     identifier: String, model: Model = Model(), waitFor: WaitList<Action> = [], also: [ActionMapping<Action>] = [],
-    operation: @escaping @Sendable (Action, OperationContext<Model, Action>) async throws -> Void
+    operation: @escaping @Sendable (Action, ActionOperation<Model, Action>) async throws -> Void
   ) {
     self.init(
       identifier: identifier, model: model,

@@ -11,8 +11,9 @@ struct ReadmeCompositionTests {
     // README: composition
     let shop = Store(
       identifier: "shop", model: Shop(),
-      reducer: CombinedReducer<Shop, ShopAction>([
-        .scope(\.cart, action: { if case .cart(let action) = $0 { action } else { nil } }, reducer: CartReducer()),
+      reducer: Reducer<Shop, ShopAction>.combine([
+        .scope(
+          \.cart, action: { if case .cart(let action) = $0 { action } else { nil } }, reduce: CartReducer().reduce),
         .forEach(\.orders, action: { if case .order(let id, let action) = $0 { (id, action) } else { nil } }) {
           action, order in
           if action == .ship { order.status = "shipped" }

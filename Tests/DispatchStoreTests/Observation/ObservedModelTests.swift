@@ -62,7 +62,7 @@ struct ObservedModelTests {
     // An operation store: one `update` (the operation's `updateModel`) of one field.
     let store = Store(identifier: "ten", model: TenFields()) { (action: TenFieldsAction, context) in
       guard case .setSixth(let value) = action else { return }
-      context.update { $0.f6 = value }
+      context.updateModel { $0.f6 = value }
     }
     let observed = store.observable(synchronously: true)
     let trackers = Trackers()

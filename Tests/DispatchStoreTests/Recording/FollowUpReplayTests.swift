@@ -14,7 +14,7 @@ enum PurchaseAction: ActionType, Codable, Equatable {
     case fireAndForget
     /// `try await dispatcher.dispatch(action:)` from an `async` operation.
     case awaited
-    /// `OperationContext.dispatch(_:mode:)`, a handle, in the serial lane.
+    /// `operation.dispatcher?.start(action:mode:)`, a handle, in the serial lane.
     case handle
     /// `dispatcher.dispatch(actions:)`: two notes.
     case sequence
@@ -45,20 +45,20 @@ struct PurchaseApp {
     orders = Store(identifier: "orders", model: Purchases()) { (action: PurchaseAction, context) in
       runs.withLock { $0 += 1 }
       guard case .place(let id, let followUp) = action else { return }
-      context.update { $0.placed.append(id) }
+      context.updateModel { $0.placed.append(id) }
       let note = PurchaseLogAction.note("placed \(id)")
       switch followUp {
       case .fireAndForget:
-        let dispatcher = context.operation.dispatcher
+        let dispatcher = context.dispatcher
         Self.fireAndForget(note, on: dispatcher)
       case .awaited:
-        try await context.operation.dispatcher?.dispatch(action: note)
+        try await context.dispatcher?.dispatch(action: note)
       case .handle:
-        context.dispatch(note, mode: .serial)
+        context.dispatcher?.start(action: note, mode: .serial)
       case .sequence:
-        Self.fireAndForget([note, PurchaseLogAction.note("thanked \(id)")], on: context.operation.dispatcher)
+        Self.fireAndForget([note, PurchaseLogAction.note("thanked \(id)")], on: context.dispatcher)
       case .awaitedSyncSequence:
-        try await context.operation.dispatcher?.dispatch(actions: [note], mode: .sync)
+        try await context.dispatcher?.dispatch(actions: [note], mode: .sync)
       }
     }
     log = Store(identifier: "log", model: PurchaseLog()) { (action: PurchaseLogAction, model) in
@@ -137,8 +137,8 @@ struct FollowUpReplayTests {
     try dispatcher.register(
       store: Store(identifier: "orders", model: Purchases()) { (action: PurchaseAction, context) in
         guard case .place(let id, _) = action else { return }
-        context.update { $0.placed.append(id) }
-        context.dispatch(PurchaseLogAction.note("shipped \(id)"))
+        context.updateModel { $0.placed.append(id) }
+        context.dispatcher?.start(action: PurchaseLogAction.note("shipped \(id)"))
       })
     try dispatcher.register(
       store: Store(identifier: "log", model: PurchaseLog()) { (action: PurchaseLogAction, model) in

@@ -18,8 +18,8 @@ private struct PrivateApp {
   let dispatcher = Dispatcher()
   let account = Store(identifier: "account", model: Account()) { (action: AccountAction, context) in
     guard case .signIn(let user, let password) = action else { return }
-    let token = try context.operation.effect("token") { "token-for-\(password)" }
-    context.update {
+    let token = try context.effect("token") { "token-for-\(password)" }
+    context.updateModel {
       $0.user = user
       $0.token = token
     }
@@ -163,8 +163,8 @@ struct SessionPrivacyTests {
       try app.dispatcher.register(
         store: Store(identifier: "notes", model: PurchaseLog()) { (action: PurchaseLogAction, context) in
           guard case .note(let text) = action else { return }
-          context.update { $0.notes.append("saved") }
-          context.operation.dispatcher?.start(action: TextAction.append(text), to: "keychain", mode: .sync)
+          context.updateModel { $0.notes.append("saved") }
+          context.dispatcher?.start(action: TextAction.append(text), to: "keychain", mode: .sync)
         })
       return app
     }

@@ -52,7 +52,7 @@ struct ClosureStoreTests {
     }
     let price = Store(identifier: "price", model: Price(), waitFor: ["country"]) { (action: TripAction, context) in
       let code = context.model(of: "country", as: Country.self)?.code
-      context.update { $0.currency = code == "FR" ? "EUR" : "USD" }
+      context.updateModel { $0.currency = code == "FR" ? "EUR" : "USD" }
     }
     // Registered in the opposite order: only waitFor orders them.
     try dispatcher.register(store: price)
@@ -78,8 +78,8 @@ struct ClosureStoreTests {
     }
     let trip = Store(identifier: "trip", model: Price()) { (action: TripAction, context) in
       if action == .fail { throw TripFailure() }
-      try await context.dispatch(CounterAction.increase(10))?.value
-      context.update { $0.amount = 1 }
+      try await context.dispatcher?.start(action: CounterAction.increase(10)).value
+      context.updateModel { $0.amount = 1 }
     }
     try dispatcher.register(store: counter)
     try dispatcher.register(store: trip)
@@ -98,7 +98,7 @@ struct ClosureStoreTests {
       entered.append(true)
       // Suspends until cancelled: the cancellation of the dispatch cancels the task.
       try await Task.sleep(for: .seconds(3_600))
-      context.update { $0.amount = 1 }
+      context.updateModel { $0.amount = 1 }
     }
     try dispatcher.register(store: store)
     let handle = dispatcher.start(action: TripAction.choose(country: "FR"))

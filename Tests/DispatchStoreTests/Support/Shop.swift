@@ -50,8 +50,8 @@ final class CartReducer: SynchronousReducer<Cart, CartAction>, @unchecked Sendab
 func makeShop() -> Store<Shop, ShopAction> {
   Store(
     identifier: "shop", model: Shop(),
-    reducer: CombinedReducer([
-      .scope(\.cart, action: { if case .cart(let action) = $0 { action } else { nil } }, reducer: CartReducer()),
+    reducer: .combine([
+      .scope(\.cart, action: { if case .cart(let action) = $0 { action } else { nil } }, reduce: CartReducer().reduce),
       .reduce { action, shop in
         if case .cart = action { shop.log.append("cart") }
       },
