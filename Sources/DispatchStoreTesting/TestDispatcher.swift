@@ -25,8 +25,8 @@ import DispatchStore
 /// Failures are reported to Swift Testing inside its tests, and to XCTest otherwise.
 ///
 /// Nothing the kit waits for can hang a test: each `send`, `receive`, `advance` and `finish` waits at most
-/// ``timeLimit``, then fails naming the stores and actions still running, and returns. A dispatch the test makes on
-/// ``dispatcher`` itself is held as a follow-up in an exhaustive test; one held longer than ``timeLimit`` fails with
+/// the time limit, then fails naming the stores and actions still running, and returns. A dispatch the test makes on
+/// ``dispatcher`` itself is held as a follow-up in an exhaustive test; one held longer than the time limit fails with
 /// ``DispatchStore/DispatchError/blocked(interceptor:reason:)``, whose reason names it, so that a test awaiting it
 /// ends.
 ///
@@ -39,7 +39,7 @@ public final class TestDispatcher: Sendable {
   /// Whether every change and every follow-up must be asserted.
   let exhaustive: Bool
   /// How long each step of the test waits for what it started, and a follow-up is held, before the test fails.
-  public let timeLimit: Duration
+  let timeLimit: Duration
 
   private let monitor: DispatchMonitor
   /// The registered stores and their models as last asserted.
@@ -95,7 +95,7 @@ public final class TestDispatcher: Sendable {
   /// Dispatches `action` (`.async`), waits until every store finished it, and checks the stores' models against
   /// `expectations`.
   ///
-  /// The test fails if the dispatch fails, or has not finished within ``timeLimit`` (it is then cancelled).
+  /// The test fails if the dispatch fails, or has not finished within the time limit (it is then cancelled).
   /// - Parameters:
   ///   - action: The action a user or the app would dispatch.
   ///   - expectations: How each store's model must change; in exhaustive tests, every store that changed.
@@ -150,7 +150,7 @@ public final class TestDispatcher: Sendable {
     return !causes.isEmpty && causes.allSatisfy { ($0.error as? Failure) == expected }
   }
 
-  /// Dispatches `action` as the test's own, and waits until it finished, at most ``timeLimit``.
+  /// Dispatches `action` as the test's own, and waits until it finished, at most the time limit.
   ///
   /// Returns its result, or `nil` once the time limit was reported and the dispatch cancelled.
   private func dispatchAndWait<Action: ActionType>(
@@ -187,7 +187,7 @@ public final class TestDispatcher: Sendable {
     }
   }
 
-  /// Waits until `condition` holds, at most ``timeLimit``; past it, fails the test naming what still runs.
+  /// Waits until `condition` holds, at most the time limit; past it, fails the test naming what still runs.
   ///
   /// - Returns: Whether `condition` held in time.
   private func within(
@@ -215,8 +215,8 @@ public final class TestDispatcher: Sendable {
   ///   - action: The follow-up expected next.
   ///   - expectations: How each store's model must change; in exhaustive tests, every store that changed.
   ///   - timeout: In a test that is not exhaustive, how long to wait for the follow-up to finish before failing;
-  ///     ``timeLimit`` if `nil`. (Exhaustive tests know when nothing more can come, and wait for time only as long
-  ///     as ``timeLimit``, for operations that do not finish.)
+  ///     the time limit if `nil`. (Exhaustive tests know when nothing more can come, and wait for time only as long
+  ///     as the time limit, for operations that do not finish.)
   public func receive<Action: ActionType & Equatable>(
     _ action: Action, _ expectations: StoreExpectation..., timeout: Duration? = nil, fileID: String = #fileID,
     filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column
@@ -296,7 +296,7 @@ public final class TestDispatcher: Sendable {
   /// Ends the test: fails for every follow-up not received, operation still running, timer still pending, and store
   /// changed since its last assertion.
   ///
-  /// Waits until what the last step started has settled, at most ``timeLimit``.
+  /// Waits until what the last step started has settled, at most the time limit.
   public func finish(
     fileID: String = #fileID, filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column
   ) async {

@@ -25,7 +25,8 @@ func makeMall() -> (Dispatcher, Store<Mall, MallAction>) {
   let mall = Store(
     identifier: "mall", model: Mall(),
     reducer: Reducer<Mall, MallAction>.combine([
-      .scope(\.cart, action: { if case .cart(let action) = $0 { action } else { nil } }, reduce: CartTallyReducer().reduce),
+      .scope(
+        \.cart, action: { if case .cart(let action) = $0 { action } else { nil } }, reduce: CartTallyReducer().reduce),
       .reduce { action, mall in
         guard case .visit = action else { return }
         mall.visits += 1

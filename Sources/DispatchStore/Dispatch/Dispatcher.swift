@@ -166,7 +166,7 @@ public final class Dispatcher: Sendable {
   }
 
   /// The identifiers of every registered store, sorted.
-  public var storeIdentifiers: [String] {
+  var storeIdentifiers: [String] {
     registry.withLock { Array($0.stores.keys) }.sorted()
   }
 

@@ -75,28 +75,28 @@ public final class ObservedModel<Model: ModelType>: Observable, Sendable {
     }
   }
 
-  /// The value at `keyPath` of the model; a read is told when that value changes.
+  /// The value at `keyPath` of the model; a read is told when that value changes, or at every change of the model
+  /// if the value is not `Equatable`.
   /// - Parameter keyPath: A key path of the model, to a field or deeper.
-  public subscript<Value: Equatable>(keyPath: KeyPath<Model, Value>) -> Value {
-    read(keyPath) { { old, new in old[keyPath: keyPath] != new[keyPath: keyPath] } }
-  }
-
-  /// The value at `keyPath` of the model; a read is told at every change of the model, since the value cannot be
-  /// compared.
-  /// - Parameter keyPath: A key path of the model.
   public subscript<Value>(keyPath: KeyPath<Model, Value>) -> Value {
-    read(keyPath) { { _, _ in true } }
+    read(keyPath) { Self.changeTest(keyPath) }
   }
 
-  /// The field `keyPath` of the model; a read is told when the field changes.
-  public subscript<Value: Equatable>(dynamicMember keyPath: KeyPath<Model, Value>) -> Value {
-    self[keyPath]
-  }
-
-  /// The field `keyPath` of the model; a read is told at every change of the model, since the field's value cannot
-  /// be compared.
+  /// The field `keyPath` of the model, as ``subscript(_:)`` reads it.
   public subscript<Value>(dynamicMember keyPath: KeyPath<Model, Value>) -> Value {
     self[keyPath]
+  }
+
+  /// Whether a change of the model changed the value at `keyPath`: `!=` for an `Equatable` value, found once per
+  /// key path; otherwise always.
+  private static func changeTest<Value>(_ keyPath: KeyPath<Model, Value>) -> (Model, Model) -> Bool {
+    guard let equatable = Value.self as? any Equatable.Type else { return { _, _ in true } }
+    func test<E: Equatable>(_: E.Type) -> (Model, Model) -> Bool {
+      // The same key path, with its value type known to be `Equatable`.
+      let typed = keyPath as! KeyPath<Model, E>
+      return { old, new in old[keyPath: typed] != new[keyPath: typed] }
+    }
+    return test(equatable)
   }
 
   /// The key path the registrar knows a model key path by: one per model key path, equal for equal ones.

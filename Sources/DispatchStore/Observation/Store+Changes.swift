@@ -8,8 +8,8 @@ extension Store {
     public let action: Action
     /// Whether the recorder restored the model instead of a dispatch changing it; no reducer ran.
     ///
-    /// Restores are ``RecorderMiddleware/undo(by:)``, ``RecorderMiddleware/redo(by:)``,
-    /// ``RecorderMiddleware/jump(to:by:)`` and ``Session/restore(into:)``. An observer that starts side effects
+    /// Restores are ``RecorderMiddleware/undo(byRecord:)``, ``RecorderMiddleware/redo(byRecord:)``,
+    /// ``RecorderMiddleware/jump(to:byRecord:)`` and ``Session/restore(into:)``. An observer that starts side effects
     /// skips them, so scrubbing through history repeats none.
     public let isRestore: Bool
 

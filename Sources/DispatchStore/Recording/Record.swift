@@ -222,7 +222,7 @@ final class DispatchedAction: Sendable {
 ///
 /// An operation that failed because its fetch failed fails again with it; one that handled the failure (showing
 /// "offline", retrying later) handles this error the same way, unless it tells errors apart by type.
-public struct RecordedError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct RecordedError: Error, Sendable, CustomStringConvertible {
   /// The original error's description (`String(describing:)`).
   public let description: String
   /// The key of the effect whose fetch threw it (`ActionOperation.effect(_:_:)`), or `nil` for a

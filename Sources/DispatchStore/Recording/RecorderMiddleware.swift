@@ -19,14 +19,14 @@ import Synchronization
 /// of one store are in the order of its changes. Failed and cancelled transactions are recorded too, with their
 /// changes and their error.
 ///
-/// > Important: Safe to use from any thread, also while other threads dispatch. Moves (``undo(by:)``,
-/// > ``redo(by:)``, ``jump(to:by:)``) are checked before anything changes: one that throws changes nothing. An
+/// > Important: Safe to use from any thread, also while other threads dispatch. Moves (``undo(byRecord:)``,
+/// > ``redo(byRecord:)``, ``jump(to:byRecord:)``) are checked before anything changes: one that throws changes nothing. An
 /// > operation that changed its store again after another transaction changed it has records on both sides of that
 /// > transaction's; ``Session/verify(against:mode:)``, which re-runs operations one after another, reports it
 /// > (``SessionError/interleavedChanges(index:dispatchID:storeIdentifier:action:otherIndex:)``).
 public final class RecorderMiddleware: Middleware {
   /// How far a move goes.
-  public enum Step: Sendable, Hashable {
+  enum Step: Sendable, Hashable {
     /// To the position before (or after) a whole dispatch: every store it changed moves together. Dispatches whose
     /// records interleave (they ran at the same time) move together.
     case dispatch
@@ -112,15 +112,19 @@ public final class RecorderMiddleware: Middleware {
   ///
   /// Dispatches that changed no model (an operation that failed, or was cancelled, before changing its store) are
   /// stepped over: the move undoes the latest dispatch at or before the cursor that changed something.
-  /// - Parameter step: ``Step/dispatch`` (the default) or ``Step/record``.
+  /// - Parameter byRecord: `false` (the default) to move by a whole dispatch, every store it changed together
+  ///   (dispatches whose records interleave, having run at the same time, move together); `true` to move by one
+  ///   record, one store's transaction.
   /// - Returns: The record now current, or `nil` if the cursor is now before the first record.
   /// - Throws: ``SessionError/atStartOfHistory`` if nothing before the cursor changed a model, or
   ///   ``SessionError/storeUnavailable(storeIdentifier:)`` if a store to restore is no longer registered; nothing
   ///   is changed then.
   @discardableResult
-  public func undo(by step: Step = .dispatch) throws(SessionError) -> Record? {
+  public func undo(byRecord: Bool = false) throws(SessionError) -> Record? {
     try move { state throws(SessionError) in
-      guard let target = state.history.position(before: state.cursor, by: step) else { throw .atStartOfHistory }
+      guard let target = state.history.position(before: state.cursor, by: byRecord ? .record : .dispatch) else {
+        throw .atStartOfHistory
+      }
       return target
     }
   }
@@ -129,14 +133,16 @@ public final class RecorderMiddleware: Middleware {
   ///
   /// It goes on over the dispatches after it that changed no model, up to the next that did, so that undo and redo
   /// land on the same positions.
-  /// - Parameter step: ``Step/dispatch`` (the default) or ``Step/record``.
+  /// - Parameter byRecord: `false` (the default) to move by a whole dispatch; `true` to move by one record.
   /// - Returns: The record now current.
   /// - Throws: ``SessionError/atEndOfHistory``, or ``SessionError/storeUnavailable(storeIdentifier:)`` if a
   ///   store to restore is no longer registered; nothing is changed then.
   @discardableResult
-  public func redo(by step: Step = .dispatch) throws(SessionError) -> Record? {
+  public func redo(byRecord: Bool = false) throws(SessionError) -> Record? {
     try move { state throws(SessionError) in
-      guard let target = state.history.position(after: state.cursor, by: step) else { throw .atEndOfHistory }
+      guard let target = state.history.position(after: state.cursor, by: byRecord ? .record : .dispatch) else {
+        throw .atEndOfHistory
+      }
       return target
     }
   }
@@ -149,18 +155,17 @@ public final class RecorderMiddleware: Middleware {
   /// afterwards drops the records after the cursor.
   /// - Parameters:
   ///   - index: A record's ``Record/index``, or one less than the first record's to go before it.
-  ///   - step: ``Step/dispatch`` (the default) goes on to the last record of the dispatch `index` belongs to (of
-  ///     the dispatches running at the same time), so that no store shows half a dispatch; ``Step/record`` stops at
-  ///     `index`.
+  ///   - byRecord: `false` (the default) goes on to the last record of the dispatch `index` belongs to (of the
+  ///     dispatches running at the same time), so that no store shows half a dispatch; `true` stops at `index`.
   /// - Returns: The record now current, or `nil` before the first record.
   /// - Throws: ``SessionError`` if `index` is outside the history or a store to restore is no longer registered;
   ///   nothing is changed then.
   @discardableResult
-  public func jump(to index: Int, by step: Step = .dispatch) throws(SessionError) -> Record? {
+  public func jump(to index: Int, byRecord: Bool = false) throws(SessionError) -> Record? {
     try move { state throws(SessionError) in
       let valid = state.history.validPositions
       guard valid.contains(index) else { throw .indexOutOfRange(index, valid: valid) }
-      return step == .dispatch ? state.history.position(endingDispatchAt: index) : index
+      return byRecord ? index : state.history.position(endingDispatchAt: index)
     }
   }
 

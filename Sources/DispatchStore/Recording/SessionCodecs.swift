@@ -39,7 +39,9 @@ public struct SessionCodecs: Sendable {
   /// The identifiers of the stores with a codec, sorted.
   var storeIdentifiers: [String] { codecs.keys.sorted() }
 
-  /// Registers how the store `storeIdentifier` encodes; models are compared through their JSON on replay.
+  /// Registers how the store `storeIdentifier` encodes.
+  ///
+  /// On replay, models are compared with `==` when the model type is `Equatable`, otherwise through their JSON.
   /// - Parameters:
   ///   - storeIdentifier: The store's identifier.
   ///   - model: The store's model type.
@@ -47,22 +49,22 @@ public struct SessionCodecs: Sendable {
   public mutating func register<Model: ModelType & Codable, Action: ActionType & Codable>(
     storeIdentifier: String, model: Model.Type, action: Action.Type
   ) {
-    codecs[storeIdentifier] = Self.codec(model, action) { lhs, rhs in
+    codecs[storeIdentifier] = Self.codec(model, action, equal: Self.equality(of: model))
+  }
+
+  /// `==` for an `Equatable` model type, found once, at registration; otherwise a comparison of sorted-key JSON.
+  private static func equality<Model: ModelType & Codable>(of _: Model.Type) -> @Sendable (Model, Model) -> Bool {
+    if let equatable = Model.self as? any (Equatable & Sendable).Type {
+      func compare<E: Equatable & Sendable>(_: E.Type) -> @Sendable (Model, Model) -> Bool {
+        { lhs, rhs in (lhs as? E) == (rhs as? E) }
+      }
+      return compare(equatable)
+    }
+    return { lhs, rhs in
       let encoder = JSONEncoder()
       encoder.outputFormatting = .sortedKeys
       return (try? encoder.encode(lhs)) == (try? encoder.encode(rhs))
     }
-  }
-
-  /// Registers how the store `storeIdentifier` encodes; models are compared with `==` on replay.
-  /// - Parameters:
-  ///   - storeIdentifier: The store's identifier.
-  ///   - model: The store's model type.
-  ///   - action: The store's action type.
-  public mutating func register<Model: ModelType & Codable & Equatable, Action: ActionType & Codable>(
-    storeIdentifier: String, model: Model.Type, action: Action.Type
-  ) {
-    codecs[storeIdentifier] = Self.codec(model, action) { $0 == $1 }
   }
 
   private static func mismatch(_ store: String, _ expected: Any.Type, _ found: Any) -> SessionError {

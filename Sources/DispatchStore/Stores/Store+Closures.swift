@@ -24,7 +24,7 @@ extension Store {
   /// > this store from inside it.
   @inlinable
   public convenience init(
-    identifier: String, model: Model = Model(), waitFor: WaitList<Action> = [], also: [ActionMapping<Action>] = [],
+    identifier: String, model: Model, waitFor: WaitList<Action> = [], also: [ActionMapping<Action>] = [],
     reduce: @escaping @Sendable (Action, inout Model) throws -> Void
   ) {
     self.init(
@@ -54,7 +54,7 @@ extension Store {
   ///     cancelled with its dispatch.
   @inlinable
   public convenience init(
-    identifier: String, model: Model = Model(), waitFor: WaitList<Action> = [], also: [ActionMapping<Action>] = [],
+    identifier: String, model: Model, waitFor: WaitList<Action> = [], also: [ActionMapping<Action>] = [],
     operation: @escaping @Sendable (Action, ActionOperation<Model, Action>) async throws -> Void
   ) {
     self.init(

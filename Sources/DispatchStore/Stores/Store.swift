@@ -45,7 +45,7 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
   ///   - model: The initial model.
   ///   - reducer: The reducer that handles this store's actions.
   @inlinable
-  public init(identifier: String, model: Model = Model(), reducer: Reducer<Model, Action>) {
+  public init(identifier: String, model: Model, reducer: Reducer<Model, Action>) {
     self.identifier = identifier
     self.reducer = reducer
     self.state = LockedValue(StoreState(model: model))

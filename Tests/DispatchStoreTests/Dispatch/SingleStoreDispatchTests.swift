@@ -12,7 +12,8 @@ struct SingleStoreDispatchTests {
   func lateFinishAnnouncesOnTheFinishingThreadBeforeTheCompletion(mode: Dispatcher.Mode) async throws {
     let dispatcher = Dispatcher()
     let finishingThread = Locked<ObjectIdentifier?>(nil)
-    let store = Store(identifier: "late", reducer: FinishesOnceAwaitedReducer(finishingThread: finishingThread))
+    let store = Store(
+      identifier: "late", model: Counter(), reducer: FinishesOnceAwaitedReducer(finishingThread: finishingThread))
     try dispatcher.register(store: store)
     let observerThreads = Locked<[ObjectIdentifier]>([])
     let token = store.observe(synchronously: true) { change in

@@ -233,7 +233,7 @@ struct OperationStoreRecordingTests {
       return
     }
     #expect(index == 0 && other == 1 && storeIdentifier == "counter")
-    try recorder.undo(by: .record)
+    try recorder.undo(byRecord: true)
     #expect(store.model.steps == 2)
   }
 
@@ -263,7 +263,7 @@ struct OperationStoreRecordingTests {
     let first = dispatcher.start(action: CounterAction.increaseLater(1))
     let held = await reducer.held.wait(for: 1)
     try await dispatcher.start(action: CounterAction.increase(16)).value
-    try recorder.jump(to: 2, by: .record)
+    try recorder.jump(to: 2, byRecord: true)
     held[0].updateModel { $0.fold(5) }
     held[0].finish(throwing: TestFailure(reason: "failed after a move"))
     await #expect(throws: (any Error).self) { try await first.value }

@@ -36,7 +36,7 @@ struct TimeTravelTests {
     try app.recorder.redo()
     #expect(app.counts == [1, 1, 1])
     // One record at a time, on request.
-    try app.recorder.redo(by: .record)
+    try app.recorder.redo(byRecord: true)
     #expect(app.counts == [2, 1, 1])
     try app.recorder.redo()
     #expect(app.counts == [2, 2, 2])
@@ -45,7 +45,7 @@ struct TimeTravelTests {
     try app.recorder.jump(to: 3)
     #expect(app.recorder.cursor == 5)
     #expect(app.counts == [2, 2, 2])
-    try app.recorder.jump(to: 3, by: .record)
+    try app.recorder.jump(to: 3, byRecord: true)
     #expect(app.counts == [2, 1, 1])
   }
 
@@ -129,9 +129,9 @@ struct TimeTravelTests {
             do {
               switch (step + mover) % 4 {
               case 0: try app.recorder.undo()
-              case 1: try app.recorder.redo(by: .record)
+              case 1: try app.recorder.redo(byRecord: true)
               case 2: try app.recorder.jump(to: app.recorder.cursor - 1)
-              default: try app.recorder.undo(by: .record)
+              default: try app.recorder.undo(byRecord: true)
               }
             } catch {
               // Typed errors are fine (the history moved under the mover); anything else is recorded.
@@ -146,7 +146,7 @@ struct TimeTravelTests {
     }
     #expect(errors.withLock { $0 }.isEmpty)
     // Quiet now: one more move leaves every store at the cursor's models.
-    _ = try? app.recorder.undo(by: .record)
+    _ = try? app.recorder.undo(byRecord: true)
     let cursor = app.recorder.cursor
     let records = app.recorder.records
     for store in app.stores {
@@ -216,9 +216,9 @@ struct TimeTravelTests {
           let done: Record?? =
             switch step % 4 {
             case 0: try? app.recorder.undo()
-            case 1: try? app.recorder.redo(by: .record)
+            case 1: try? app.recorder.redo(byRecord: true)
             case 2: try? app.recorder.jump(to: max(-1, app.recorder.cursor - 2))
-            default: try? app.recorder.undo(by: .record)
+            default: try? app.recorder.undo(byRecord: true)
             }
           if done != nil { moved.withLock { $0 += 1 } }
           for _ in 0..<16 { tickets.signal() }

@@ -106,7 +106,7 @@ struct UndoStepTests {
     let app = try UndoApp()
     #expect(app.send(.increase(1)))
     #expect(!app.send(.fail))
-    try app.recorder.undo(by: .record)
+    try app.recorder.undo(byRecord: true)
     #expect(app.counter.model.count == 0)
     #expect(app.recorder.cursor == -1)
   }

@@ -85,7 +85,8 @@ func makeCounterStore(
   notify: @escaping @Sendable (CounterAction) -> Bool = { _ in true },
   onStart: @escaping @Sendable (CounterAction, Store<Counter, CounterAction>) -> Void = { _, _ in }
 ) -> Store<Counter, CounterAction> {
-  Store(identifier: identifier, reducer: CounterReducer(waits: waits, notify: notify, onStart: onStart))
+  Store(
+    identifier: identifier, model: Counter(), reducer: CounterReducer(waits: waits, notify: notify, onStart: onStart))
 }
 
 /// A second, unrelated action and model type.

@@ -71,7 +71,9 @@ if shape == "chain" {
 }
 var tokens: [ObservationToken] = []
 if shape.hasPrefix("tokens") {
-  for _ in 0..<10 { tokens.append(store.observe(synchronously: true) { change in precondition(change.model.count > 0) }) }
+  for _ in 0..<10 {
+    tokens.append(store.observe(synchronously: true) { change in precondition(change.model.count > 0) })
+  }
 }
 // Recording in memory (a bounded history) or to a file as well (proposal 0010).
 let recorder =
