@@ -52,24 +52,12 @@ func registerComposition() {
     precondition(mall.model.cart.count == benchmark.scaledIterations.count)
   }
 
-  Benchmark("ChildStore.dispatchSync(combinedReducer,scoped)") { benchmark in
-    let (dispatcher, mall) = makeMall()
-    let cart = mall.scope(\.cart, action: MallAction.cart)
-    benchmark.startMeasurement()
-    for _ in benchmark.scaledIterations {
-      try? cart.dispatchSync(.increment)
-    }
-    benchmark.stopMeasurement()
-    precondition(mall.model.cart.count == benchmark.scaledIterations.count)
-    withExtendedLifetime(dispatcher) {}  // the store holds its dispatcher weakly
-  }
-
   // Ten observers of the cart while another part of the mall changes: none is called.
   Benchmark("ChildStore.observe(observers:10,otherPartChanged)") { benchmark in
     let (dispatcher, mall) = makeMall()
     let cart = mall.scope(\.cart, action: MallAction.cart)
     let count = NotificationCount()
-    let tokens = (0..<10).map { _ in cart.observe(synchronously: true) { change in count.value += 1 } }
+    let tokens = (0..<10).map { _ in cart.observe(synchronously: true) { _, _ in count.value += 1 } }
     benchmark.startMeasurement()
     for _ in benchmark.scaledIterations {
       try? dispatcher.dispatchSync(action: MallAction.visit)
@@ -84,10 +72,10 @@ func registerComposition() {
     let (dispatcher, mall) = makeMall()
     let cart = mall.scope(\.cart, action: MallAction.cart)
     let count = NotificationCount()
-    let tokens = (0..<10).map { _ in cart.observe(synchronously: true) { change in count.value += 1 } }
+    let tokens = (0..<10).map { _ in cart.observe(synchronously: true) { _, _ in count.value += 1 } }
     benchmark.startMeasurement()
     for _ in benchmark.scaledIterations {
-      try? cart.dispatchSync(.increment)
+      try? await cart.dispatch(.increment, mode: .sync)
     }
     benchmark.stopMeasurement()
     precondition(count.value == 10 * benchmark.scaledIterations.count)

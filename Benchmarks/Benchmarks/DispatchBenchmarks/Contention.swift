@@ -42,15 +42,13 @@ func registerContention() {
     for mode in [Dispatcher.Mode.serial, .mainThread] {
       Benchmark("Dispatcher.dispatch(\(mode),\(name))", configuration: configuration) { benchmark in
         let fixture = Fixture(synchronous: true)
-        let remaining = Atomic(contentionTotal)
         let done = DispatchSemaphore(value: 0)
+        let token = fixture.whenCount(reaches: contentionTotal) { done.signal() }
         runOnThreads(threads, benchmark: benchmark, until: done) {
-          fixture.dispatcher.dispatch(action: TallyAction.increment, mode: mode) { result in
-            precondition(result.isSuccess)
-            if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { done.signal() }
-          }
+          fixture.dispatcher.dispatch(action: TallyAction.increment, mode: mode)
         }
         fixture.verify(contentionTotal)
+        withExtendedLifetime(token) {}
       }
     }
   }

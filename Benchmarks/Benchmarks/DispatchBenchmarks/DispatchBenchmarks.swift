@@ -213,33 +213,29 @@ func registerLanes() {
   Benchmark("Dispatcher.dispatch(serial,actions:1000)") { benchmark in
     let fixture = Fixture()
     let done = DispatchSemaphore(value: 0)
-    let last = benchmark.scaledIterations.count - 1
+    let token = fixture.whenCount(reaches: benchmark.scaledIterations.count) { done.signal() }
     benchmark.startMeasurement()
-    for index in benchmark.scaledIterations {
-      fixture.dispatcher.dispatch(action: TallyAction.increment, mode: .serial) { result in
-        precondition(result.isSuccess)
-        if index == last { done.signal() }
-      }
+    for _ in benchmark.scaledIterations {
+      fixture.dispatcher.dispatch(action: TallyAction.increment, mode: .serial)
     }
     done.wait()
     benchmark.stopMeasurement()
     fixture.verify(benchmark.scaledIterations.count)
+    withExtendedLifetime(token) {}
   }
 
   Benchmark("Dispatcher.dispatch(async,actions:1000)") { benchmark in
     let fixture = Fixture()
     let done = DispatchSemaphore(value: 0)
-    let remaining = Atomic(benchmark.scaledIterations.count)
+    let token = fixture.whenCount(reaches: benchmark.scaledIterations.count) { done.signal() }
     benchmark.startMeasurement()
     for _ in benchmark.scaledIterations {
-      fixture.dispatcher.dispatch(action: TallyAction.increment, mode: .async) { result in
-        precondition(result.isSuccess)
-        if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { done.signal() }
-      }
+      fixture.dispatcher.dispatch(action: TallyAction.increment, mode: .async)
     }
     done.wait()
     benchmark.stopMeasurement()
     fixture.verify(benchmark.scaledIterations.count)
+    withExtendedLifetime(token) {}
   }
 
   Benchmark(
@@ -248,17 +244,16 @@ func registerLanes() {
   ) { benchmark in
     let fixture = Fixture()
     let done = Flag()
+    let token = fixture.whenCount(reaches: nil) { done.raise() }
     // Warm the library's main run-loop thread, so that its start is not measured.
-    fixture.dispatcher.dispatch(action: TallyAction.increment, mode: .mainThread) { _ in done.raise() }
+    fixture.dispatcher.dispatch(action: TallyAction.increment, mode: .mainThread)
     done.wait()
     benchmark.startMeasurement()
-    fixture.dispatcher.dispatch(action: TallyAction.increment, mode: .mainThread) { result in
-      precondition(result.isSuccess)
-      done.raise()
-    }
+    fixture.dispatcher.dispatch(action: TallyAction.increment, mode: .mainThread)
     done.wait()
     benchmark.stopMeasurement()
     fixture.verify(2)
+    withExtendedLifetime(token) {}
   }
 
   Benchmark(
@@ -267,16 +262,15 @@ func registerLanes() {
   ) { benchmark in
     let fixture = Fixture()
     let done = DispatchSemaphore(value: 0)
-    fixture.dispatcher.dispatch(action: TallyAction.increment, mode: .mainThread) { _ in done.signal() }
+    let token = fixture.whenCount(reaches: nil) { done.signal() }
+    fixture.dispatcher.dispatch(action: TallyAction.increment, mode: .mainThread)
     done.wait()
     benchmark.startMeasurement()
-    fixture.dispatcher.dispatch(action: TallyAction.increment, mode: .mainThread) { result in
-      precondition(result.isSuccess)
-      done.signal()
-    }
+    fixture.dispatcher.dispatch(action: TallyAction.increment, mode: .mainThread)
     done.wait()
     benchmark.stopMeasurement()
     fixture.verify(2)
+    withExtendedLifetime(token) {}
   }
 }
 

@@ -78,14 +78,10 @@ final class DurationMiddleware: Middleware {
   }
 }
 
-/// An object to hold observer registrations.
-final class Observer: Sendable {}
-
 /// A dispatcher with `responding` stores that handle ``TallyAction`` and `idle` stores that do not.
 struct Fixture {
   let dispatcher = Dispatcher()
   var stores: [Store<Tally, TallyAction>] = []
-  var observers: [Observer] = []
   var tokens: [ObservationToken] = []
 
   /// - Parameter synchronous: Whether the responding stores reduce in place (``TallySynchronousReducer``) rather
@@ -105,14 +101,17 @@ struct Fixture {
     }
   }
 
-  /// Adds `count` observers to the first store, notified on the finishing thread.
+  /// Adds `count` observations to the first store, notified on the finishing thread (the one way to observe: a
+  /// token; the same as ``observeWithTokens(count:)``, kept so that the benchmark names go on).
   mutating func observe(count: Int) {
-    for _ in 0..<count {
-      let observer = Observer()
-      stores[0].register(observer: observer, delivery: .synchronous) { model, _ in
-        blackHole(model.count)
-      }
-      observers.append(observer)
+    observeWithTokens(count: count)
+  }
+
+  /// Calls `done` each time the first store's count reaches `target` (or any count, with `nil`), on the thread that
+  /// changed it: how a benchmark waits for dispatches it fired and forgot.
+  func whenCount(reaches target: Int?, _ done: @escaping @Sendable () -> Void) -> ObservationToken {
+    stores[0].observe(synchronously: true) { change in
+      if target == nil || change.model.count == target { done() }
     }
   }
 

@@ -29,8 +29,11 @@ func registerTransactions() {
     benchmark.stopMeasurement()
     gate.signal()
     let drained = DispatchSemaphore(value: 0)
-    fixture.dispatcher.dispatch(action: GateAction.pass, mode: .serial) { _ in drained.signal() }
+    let token = fixture.dispatcher.start(action: GateAction.pass, mode: .serial).observe { state in
+      if case .completed = state { drained.signal() }
+    }
     drained.wait()
+    withExtendedLifetime(token) {}
     fixture.verify(0)
   }
 
