@@ -10,7 +10,7 @@ enum Tap: ActionType {
 
 let dispatcher = Dispatcher()
 await dispatcher.drain()  // allowed: the one `drain()` is async, and waits
-try await dispatcher.start(Tap.tap).value  // allowed: waits in every context
+try await dispatcher.start(action: Tap.tap).value  // allowed: waits in every context
 try await dispatcher.dispatch(action: Tap.tap)  // refused: fire and forget
 try await dispatcher.dispatch(action: Tap.tap, mode: .serial)  // refused: fire and forget
 try await dispatcher.dispatch(actions: [Tap.tap, Tap.tap])  // refused: fire and forget
