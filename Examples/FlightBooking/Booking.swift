@@ -1,4 +1,4 @@
-// FlightBooking's actions, models, reducers and interceptor: in a file of their own, so that the example's tests
+// FlightBooking's actions, models, stores and interceptor: in a file of their own, so that the example's tests
 // (Tests/ExampleTests) can use them; main.swift wires and runs them.
 import DispatchStore
 import Foundation
@@ -58,92 +58,55 @@ struct UnknownCountry: Error, Equatable, CustomStringConvertible {
   var description: String { "we do not fly to \(name)" }
 }
 
-// MARK: - Reducers
+// MARK: - Stores
 
-/// Looks the country up "remotely": the operation finishes later, on another thread.
-final class CountryReducer: Reducer<CountryModel, BookingAction>, @unchecked Sendable {
-  override var additionalActions: [ActionMapping<BookingAction>] { clearOnSignOut }
-
-  override func operation(
-    for action: BookingAction, in store: Store<CountryModel, BookingAction>
-  ) -> ActionOperation<CountryModel, BookingAction> {
-    ActionOperation(action: action, store: store) { operation, action, store in
-      if case .clear = action {
-        operation.updateModel { $0.country = nil }
-        return operation.finish()
-      }
-      guard case .selectCountry(let name) = action else { return operation.finish() }
-      DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(50)) {
-        guard Catalogue.cities[name] != nil else {
-          return operation.finish(throwing: UnknownCountry(name: name))
-        }
-        operation.updateModel { $0.country = name }
-        operation.finish()
-      }
+/// Looks the country up "remotely": the operation finishes later, after an `await`.
+func makeCountryStore() -> Store<CountryModel, BookingAction> {
+  Store(identifier: "country", model: CountryModel(), also: clearOnSignOut) { (action: BookingAction, operation) in
+    switch action {
+    case .clear:
+      operation.updateModel { $0.country = nil }
+    case .selectCountry(let name):
+      try await Task.sleep(for: .milliseconds(50))  // the lookup; cancelled with the dispatch
+      guard Catalogue.cities[name] != nil else { throw UnknownCountry(name: name) }
+      operation.updateModel { $0.country = name }
+    case .selectCity:
+      break
     }
   }
 }
 
 /// Waits for the country store, then offers that country's cities.
-final class CityReducer: Reducer<CityModel, BookingAction>, @unchecked Sendable {
-  let countries: Store<CountryModel, BookingAction>
-
-  init(countries: Store<CountryModel, BookingAction>) {
-    self.countries = countries
-  }
-
-  override var additionalActions: [ActionMapping<BookingAction>] { clearOnSignOut }
-
-  override func waitList(for action: BookingAction) -> [String] { ["country"] }
-
-  override func operation(
-    for action: BookingAction, in store: Store<CityModel, BookingAction>
-  ) -> ActionOperation<CityModel, BookingAction> {
-    ActionOperation(action: action, store: store) { [countries] operation, action, store in
-      switch action {
-      case .selectCountry:
-        let available = countries.model.country.flatMap { Catalogue.cities[$0] } ?? []
-        guard available != store.model.available else { return operation.finish() }
-        operation.updateModel {
-          $0.available = available
-          $0.city = available.first
-        }
-      case .selectCity(let city):
-        operation.updateModel { if $0.available.contains(city) { $0.city = city } }
-      case .clear:
-        operation.updateModel { $0 = CityModel() }
+func makeCityStore() -> Store<CityModel, BookingAction> {
+  Store(identifier: "city", model: CityModel(), waitFor: ["country"], also: clearOnSignOut) {
+    (action: BookingAction, operation) in
+    switch action {
+    case .selectCountry:
+      let country = operation.model(of: "country", as: CountryModel.self)?.country
+      let available = country.flatMap { Catalogue.cities[$0] } ?? []
+      guard available != operation.model.available else { return }
+      operation.updateModel {
+        $0.available = available
+        $0.city = available.first
       }
-      operation.finish()
+    case .selectCity(let city):
+      operation.updateModel { if $0.available.contains(city) { $0.city = city } }
+    case .clear:
+      operation.updateModel { $0 = CityModel() }
     }
   }
 }
 
 /// Waits for country and city, then quotes a fare.
-final class PriceReducer: Reducer<PriceModel, BookingAction>, @unchecked Sendable {
-  let countries: Store<CountryModel, BookingAction>
-  let cities: Store<CityModel, BookingAction>
-
-  init(countries: Store<CountryModel, BookingAction>, cities: Store<CityModel, BookingAction>) {
-    self.countries = countries
-    self.cities = cities
-  }
-
-  override var additionalActions: [ActionMapping<BookingAction>] { clearOnSignOut }
-
-  override func waitList(for action: BookingAction) -> [String] { ["country", "city"] }
-
-  override func operation(
-    for action: BookingAction, in store: Store<PriceModel, BookingAction>
-  ) -> ActionOperation<PriceModel, BookingAction> {
-    ActionOperation(action: action, store: store) { [countries, cities] operation, action, store in
-      if case .clear = action {
-        operation.updateModel { $0.quote = nil }
-      } else if let country = countries.model.country, let city = cities.model.city, let fare = Catalogue.fares[city] {
-        let quote = "\(city), \(country): €\(fare)"
-        if store.model.quote != quote { operation.updateModel { $0.quote = quote } }
-      }
-      operation.finish()
-    }
+func makePriceStore() -> Store<PriceModel, BookingAction> {
+  Store(identifier: "price", model: PriceModel(), waitFor: ["country", "city"], also: clearOnSignOut) {
+    (action: BookingAction, operation) in
+    if case .clear = action { return operation.updateModel { $0.quote = nil } }
+    guard let country = operation.model(of: "country", as: CountryModel.self)?.country,
+      let city = operation.model(of: "city", as: CityModel.self)?.city, let fare = Catalogue.fares[city]
+    else { return }
+    let quote = "\(city), \(country): €\(fare)"
+    if operation.model.quote != quote { operation.updateModel { $0.quote = quote } }
   }
 }
 
@@ -151,12 +114,11 @@ final class PriceReducer: Reducer<PriceModel, BookingAction>, @unchecked Sendabl
 ///
 /// Another action type: it maps signing out to its own `.signOut`, and waits for the price store, so that the
 /// booking is cleared before the traveller is forgotten.
-final class AccountReducer: SynchronousReducer<AccountModel, AccountAction>, @unchecked Sendable {
-  override var additionalActions: [ActionMapping<AccountAction>] { [.on(SessionAction.self) { _ in .signOut }] }
-
-  override func waitList(for action: AccountAction) -> [String] { ["price"] }
-
-  override func reduce(_ action: AccountAction, into model: inout AccountModel) throws {
+func makeAccountStore() -> Store<AccountModel, AccountAction> {
+  Store(
+    identifier: "account", model: AccountModel(), waitFor: ["price"],
+    also: [.on(SessionAction.self) { _ in .signOut }]
+  ) { (action: AccountAction, model) in
     switch action {
     case .signIn(let name): model.traveller = name
     case .signOut: model.traveller = nil

@@ -7,16 +7,15 @@
 import DispatchStore
 import Foundation
 
-// The actions, models, reducers and interceptor are in Booking.swift.
+// The actions, models, stores and interceptor are in Booking.swift.
 
 // MARK: - Wiring
 
 let dispatcher = Dispatcher()
-let countryStore = Store(identifier: "country", model: CountryModel(), reducer: CountryReducer())
-let cityStore = Store(identifier: "city", model: CityModel(), reducer: CityReducer(countries: countryStore))
-let priceStore = Store(
-  identifier: "price", model: PriceModel(), reducer: PriceReducer(countries: countryStore, cities: cityStore))
-let accountStore = Store(identifier: "account", model: AccountModel(), reducer: AccountReducer())
+let countryStore = makeCountryStore()
+let cityStore = makeCityStore()
+let priceStore = makePriceStore()
+let accountStore = makeAccountStore()
 
 // Registered in reverse on purpose: waitFor, not registration order, decides who runs first.
 try dispatcher.register(store: accountStore)

@@ -40,16 +40,12 @@ let price = Store(identifier: "price", model: Price(), waitFor: ["country"]) { (
   operation.updateModel { $0.currency = code == "FR" ? "EUR" : "USD" }
 }
 
-final class FastCounterReducer: SynchronousReducer<Counter, CounterAction>, @unchecked Sendable {
-  override func reduce(_ action: CounterAction, into model: inout Counter) throws {
-    switch action {
-    case .increase(let amount): model.count += amount
-    case .reset: model.count = 0
-    }
+let fastCounter = Store(identifier: "fast-counter", model: Counter()) { (action: CounterAction, model) in
+  switch action {
+  case .increase(let amount): model.count += amount
+  case .reset: model.count = 0
   }
 }
-
-let fastCounter = Store(identifier: "fast-counter", model: Counter(), reducer: FastCounterReducer())
 // Notified on the thread that made the change, before its dispatch returns.
 let token = fastCounter.observe(synchronously: true) { change in print(change.model.count) }
 

@@ -14,27 +14,15 @@ enum SearchAction: ActionType {
 
 let catalogue = ["swift", "swiftui", "switch", "sweden", "sweet"]
 
-/// Looks the query up "remotely": the operation finishes later on another thread, and stops when cancelled.
-final class SearchReducer: Reducer<Results, SearchAction>, @unchecked Sendable {
-  override func operation(
-    for action: SearchAction, in store: Store<Results, SearchAction>
-  ) -> ActionOperation<Results, SearchAction> {
-    ActionOperation(action: action, store: store) { operation, action, _ in
-      guard case .query(let text) = action else { return operation.finish() }
-      // Stop at once when cancelled; the lookup, when it comes, sees it and drops its answer.
-      operation.onCancel { operation.finish(throwing: CancellationError()) }
-      DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(400)) {
-        guard !operation.isCancelled else { return }
-        let hits = catalogue.filter { $0.hasPrefix(text) }
-        operation.updateModel { $0 = Results(query: text, hits: hits) }
-        operation.finish()
-      }
-    }
-  }
-}
-
 let dispatcher = Dispatcher()
-let results = Store(identifier: "results", model: Results(), reducer: SearchReducer())
+/// Looks the query up "remotely": the operation finishes later, and stops at once when cancelled (the sleep
+/// throws `CancellationError`).
+let results = Store(identifier: "results", model: Results()) { (action: SearchAction, operation) in
+  guard case .query(let text) = action else { return }
+  try await Task.sleep(for: .milliseconds(400))
+  let hits = catalogue.filter { $0.hasPrefix(text) }
+  operation.updateModel { $0 = Results(query: text, hits: hits) }
+}
 try dispatcher.register(store: results)
 
 /// The README's example of a handle, kept identical to it (CI compares them).

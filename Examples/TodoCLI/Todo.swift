@@ -38,9 +38,9 @@ enum TodoError: Error, Equatable, CustomStringConvertible {
   }
 }
 
-/// Every todo action is an immediate change of the list, so the reducer changes it in place.
-final class TodoReducer: SynchronousReducer<TodoList, TodoAction>, @unchecked Sendable {
-  override func reduce(_ action: TodoAction, into list: inout TodoList) throws {
+/// Makes the todo store: every todo action is an immediate change of the list, so it is changed in place.
+func makeTodoStore() -> Store<TodoList, TodoAction> {
+  Store(identifier: "todos", model: TodoList()) { (action: TodoAction, list) in
     switch action {
     case .add(let title):
       guard !title.isEmpty else { throw TodoError.emptyTitle }

@@ -54,7 +54,7 @@ let command = arguments.first ?? "list"
 // MARK: - Load and restore the session
 
 let dispatcher = Dispatcher()
-let todos = Store(identifier: "todos", model: TodoList(), reducer: TodoReducer())
+let todos = makeTodoStore()
 try! dispatcher.register(store: todos)
 let recorder = RecorderMiddleware(maxNumberOfRecords: 1_000_000)
 dispatcher.register(middleware: recorder)
@@ -122,7 +122,7 @@ func snapshotIfDue() {
 /// Re-runs the session against a fresh list; the divergence, if it diverged.
 func verifySession(_ session: Session) -> SessionError? {
   let fresh = Dispatcher()
-  try! fresh.register(store: Store(identifier: "todos", model: TodoList(), reducer: TodoReducer()))
+  try! fresh.register(store: makeTodoStore())
   do {
     try session.verify(against: fresh)
     return nil

@@ -14,24 +14,14 @@ enum TallyAction: ActionType {
   case add(Int)
 }
 
-/// Adds later, on another thread: a dispatch that did not wait would print the count before it.
-final class SlowTallyReducer: Reducer<Tally, TallyAction>, @unchecked Sendable {
-  override func operation(for action: TallyAction, in store: Store<Tally, TallyAction>) -> ActionOperation<
-    Tally, TallyAction
-  > {
-    ActionOperation(action: action, store: store) { operation, action, _ in
-      DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(100)) {
-        if case .add(let amount) = action { operation.updateModel { $0.count += amount } }
-        operation.finish()
-      }
-    }
-  }
-}
-
 // The process main thread: the default on Apple platforms, where `await dispatcher.drain()` in top-level code used
 // to pick the blocking form and wait for itself for ever.
 let dispatcher = Dispatcher(mainQueue: .processMainThread)
-let tally = Store(identifier: "tally", model: Tally(), reducer: SlowTallyReducer())
+/// Adds later, on another thread: a dispatch that did not wait would print the count before it.
+let tally = Store(identifier: "tally", model: Tally()) { (action: TallyAction, operation) in
+  try await Task.sleep(for: .milliseconds(100))
+  if case .add(let amount) = action { operation.updateModel { $0.count += amount } }
+}
 try dispatcher.register(store: tally)
 let seen = Mutex<[Int]>([])
 let token = tally.observe { change in seen.withLock { $0.append(change.model.count) } }

@@ -15,11 +15,11 @@ import DispatchStore
 ///
 /// Exhaustive by default: a store that changed without an expectation is a failure, with the
 /// fields that changed; follow-up actions the app's code dispatches are held, before any store sees them, until the
-/// test receives them (``receive(_:_:fileID:filePath:line:column:)``), so each one's change is asserted on its own.
+/// test receives them (``receive(_:_:timeout:fileID:filePath:line:column:)``), so each one's change is asserted on its own.
 /// `TestDispatcher(exhaustive: false)` lets follow-ups run at once and checks only the stores the test names: for integration
 /// tests, and for operations that await their follow-ups' completion (which a held follow-up would never give).
 ///
-/// Time-based work (throttle, debounce, delayed dispatches) counts on the dispatcher's ``TestClock``: ``advance(by:)``
+/// Time-based work (throttle, debounce, delayed dispatches) counts on the dispatcher's ``TestClock``: `advance(by:)`
 /// moves it, so tests never sleep.
 ///
 /// Failures are reported to Swift Testing inside its tests, and to XCTest otherwise.

@@ -13,12 +13,10 @@ struct Booking {
   let account: Store<AccountModel, AccountAction>
 
   init() throws {
-    country = try test.register(Store(identifier: "country", model: CountryModel(), reducer: CountryReducer()))
-    city = try test.register(
-      Store(identifier: "city", model: CityModel(), reducer: CityReducer(countries: country)))
-    price = try test.register(
-      Store(identifier: "price", model: PriceModel(), reducer: PriceReducer(countries: country, cities: city)))
-    account = try test.register(Store(identifier: "account", model: AccountModel(), reducer: AccountReducer()))
+    country = try test.register(makeCountryStore())
+    city = try test.register(makeCityStore())
+    price = try test.register(makePriceStore())
+    account = try test.register(makeAccountStore())
     test.dispatcher.register(interceptor: SignedInOnly(account: account))
   }
 }

@@ -9,7 +9,7 @@ import Testing
 struct TodoTests {
   @Test func addingAndCompletingItems() async throws {
     let test = TestDispatcher()
-    let todos = try test.register(Store(identifier: "todos", model: TodoList(), reducer: TodoReducer()))
+    let todos = try test.register(makeTodoStore())
 
     await test.send(
       TodoAction.add("buy milk"),
@@ -23,7 +23,7 @@ struct TodoTests {
 
   @Test func completingAnItemTwiceFailsAndChangesNothing() async throws {
     let test = TestDispatcher()
-    let todos = try test.register(Store(identifier: "todos", model: TodoList(), reducer: TodoReducer()))
+    let todos = try test.register(makeTodoStore())
     await test.send(
       TodoAction.add("walk the dog"),
       .store(todos) {
@@ -42,7 +42,7 @@ struct TodoTests {
     var codecs = SessionCodecs()
     codecs.register(storeIdentifier: "todos", model: TodoList.self, action: TodoAction.self)
     let recording = Dispatcher()
-    try recording.register(store: Store(identifier: "todos", model: TodoList(), reducer: TodoReducer()))
+    try recording.register(store: makeTodoStore())
     let recorder = RecorderMiddleware()
     recording.register(middleware: recorder)
     try recorder.attach(appendingTo: url, codecs: codecs)
@@ -52,7 +52,7 @@ struct TodoTests {
     recorder.flush()
 
     let fresh = Dispatcher()
-    try fresh.register(store: Store(identifier: "todos", model: TodoList(), reducer: TodoReducer()))
+    try fresh.register(store: makeTodoStore())
     assertSessionReplays(at: url, codecs: codecs, against: fresh)
   }
 }

@@ -2,7 +2,7 @@
 ///
 /// ```swift
 /// let cart = shop.scope(\.cart, action: ShopAction.cart)
-/// try cart.dispatchSync(.add("milk"))      // a transaction of `shop`: middleware and the recorder see it
+/// try await cart.dispatch(.add("milk"))   // a transaction of `shop`: middleware and the recorder see it
 /// let token = cart.observe { cart, _ in print(cart.items) }  // only when the cart changed
 /// ```
 ///

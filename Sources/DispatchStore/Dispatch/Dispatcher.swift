@@ -19,7 +19,7 @@ public final class Dispatcher: Sendable {
   public enum Mode: Sendable, Hashable, CaseIterable {
     /// Starts at once on a background thread; separate dispatches may run concurrently. The default.
     case async
-    /// Runs on the calling thread and returns when every store's operation finished and the completion ran.
+    /// Runs on the calling thread and returns when every store's operation finished.
     ///
     /// > Important: Issued from inside a running operation of the same dispatcher, it fails at once with
     /// > ``DispatchError/reentrantSynchronousDispatch(actionType:)`` and runs nothing (Flux forbids cascading
@@ -28,7 +28,7 @@ public final class Dispatcher: Sendable {
     /// Joins the dispatcher's single FIFO lane: it starts after every earlier `.serial` dispatch finished.
     case serial
     /// Joins the dispatcher's main-thread FIFO lane: operations start on its ``MainQueue``, one dispatch after
-    /// another; the completion runs there too.
+    /// another.
     case mainThread
   }
 

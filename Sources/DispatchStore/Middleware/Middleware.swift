@@ -8,7 +8,7 @@
 ///     print(transaction)  // with its duration, and its error if it failed
 ///   }
 /// }
-/// try dispatcher.register(middleware: Tracer())
+/// dispatcher.register(middleware: Tracer())
 /// ```
 ///
 /// > Important: Middleware is called on the thread running the transaction, possibly several at once, and never

@@ -7,7 +7,7 @@ import Foundation
 /// ```swift
 /// let session = try Session.load(from: url, codecs: codecs)
 /// try session.restore(into: dispatcher)  // the stores at the session's cursor; no reducer runs
-/// try session.verify(against: Dispatcher.testing(...))  // re-runs every reducer and compares
+/// try session.verify(against: freshDispatcher)  // re-runs every reducer and compares
 /// ```
 ///
 /// Loading checks the whole file (the hash chain, and that the lines form a history a recorder writes) but decodes

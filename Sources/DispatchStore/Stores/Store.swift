@@ -4,8 +4,9 @@ import Synchronization
 ///
 /// ```swift
 /// let counter = Store(identifier: "counter", model: Counter(), reducer: CounterReducer())
-/// try Dispatcher.default.register(store: counter)
-/// try Dispatcher.default.dispatchSync(action: CounterAction.increase(by: 1))
+/// let dispatcher = Dispatcher()
+/// try dispatcher.register(store: counter)
+/// try dispatcher.dispatchSync(action: CounterAction.increase(by: 1))
 /// print(counter.model.count)  // 1
 /// ```
 ///

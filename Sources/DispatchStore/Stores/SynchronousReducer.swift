@@ -45,8 +45,7 @@ open class SynchronousReducer<Model: ModelType, Action: ActionType>: Reducer<Mod
 
   /// An operation that runs ``reduce(_:into:)`` through ``Store/updateModel(_:)`` and finishes.
   ///
-  /// Dispatchers do not use it: they reduce in place. It lets code that works with operations (dependencies,
-  /// tests) treat this reducer like any other.
+  /// Dispatchers do not use it: they reduce in place. It lets code that works with operations (tests) treat this reducer like any other.
   /// - Parameters:
   ///   - action: The dispatched action.
   ///   - store: The store the operation changes.

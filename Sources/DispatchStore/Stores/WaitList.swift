@@ -13,7 +13,7 @@
 /// }
 /// ```
 ///
-/// It is what a ``Reducer`` subclass returns from ``Reducer/waitList(for:)``.
+/// It is the closure stores' counterpart of ``Reducer/waitList(for:)``.
 public struct WaitList<Action: ActionType>: Sendable, ExpressibleByArrayLiteral {
   /// The identifiers to wait for, per action.
   let identifiers: @Sendable (Action) -> [String]

@@ -64,7 +64,7 @@ public struct MainQueue: Sendable {
   }
 
   /// Awaits until the work scheduled on this queue so far has run, and the work that work scheduled here in turn:
-  /// pending `.mainThread` dispatches, their completions and main-thread observer notifications.
+  /// pending `.mainThread` dispatches and main-thread observer notifications.
   ///
   /// A command-line tool awaits it before it exits, so that no notification is lost; top-level code too. Dispatches
   /// still running on other threads schedule their notifications when they finish: await them first. Work the main
@@ -90,7 +90,7 @@ public struct MainQueue: Sendable {
   /// Blocks the calling thread until the work scheduled on this queue so far has run, and what it scheduled here.
   ///
   /// The synchronous form of ``drain()``, for code that cannot await: what it waits for (pending `.mainThread`
-  /// dispatches, their completions and main-thread observer notifications), and when it gives up, are as there.
+  /// dispatches and main-thread observer notifications), and when it gives up, are as there.
   /// - Returns: `true` once a pass found nothing new scheduled; `false` at once if called from this queue's own
   ///   work on a thread that does not run its loop (``libraryThread``'s work, or `DispatchQueue.main`'s work
   ///   after `dispatchMain()`), which cannot wait for the work queued behind it, or after 1,000 passes

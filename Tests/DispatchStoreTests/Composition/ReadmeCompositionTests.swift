@@ -7,7 +7,7 @@ import Testing
 @Suite("README: child stores and combined reducers", .timeLimit(.minutes(1)))
 struct ReadmeCompositionTests {
   @Test func theReadmeExampleRunsAsWritten() async throws {
-    let dispatcher = Dispatcher(mainQueue: .runLoopThread(MainRunLoopThread(name: "readme", idlePolling: .zero)))
+    let dispatcher = Dispatcher(mainQueue: .libraryThread)
     // README: composition
     let shop = Store(
       identifier: "shop", model: Shop(),
@@ -26,7 +26,7 @@ struct ReadmeCompositionTests {
 
     let cart = shop.scope(\.cart, action: ShopAction.cart)
     let token = cart.observe { cart, _ in print(cart.items) }  // only when the cart changed
-    try cart.dispatchSync(.add("milk"))  // a transaction of `shop`: middleware and the recorder see it
+    try await cart.dispatch(.add("milk"))  // a transaction of `shop`: middleware and the recorder see it
 
     try dispatcher.dispatchSync(action: ShopAction.place(1))
     let order = shop.scope(\.orders, id: 1, action: ShopAction.order)
