@@ -25,7 +25,7 @@ extension Dispatcher {
   /// > and forget.
   @available(
     *, noasync,
-    message: "it does not wait, and top-level code picks it even under 'await': use 'try await start(action: a).value'"
+    message: "it does not wait, and top-level code picks it even under 'await': use 'try await start(action:).value'"
   )
   public func dispatch<Action: ActionType>(action: Action, to storeIdentifier: String? = nil, mode: Mode = .async) {
     if isVerifying.load(ordering: .relaxed), absorbFollowUp(action, storeIdentifier: storeIdentifier) { return }
