@@ -44,6 +44,11 @@ final class FollowUpMatcher: Sendable {
     state.withLock { $0.unrecorded }
   }
 
+  /// Forgets the unrecorded follow-up of a transaction verify does not hold to its record (a cancelled one).
+  func forgetUnrecorded() {
+    state.withLock { $0.unrecorded = nil }
+  }
+
   /// Matches a follow-up of `action`, sent to `storeIdentifier` (or every store that handles it), to the session.
   ///
   /// Its stores are those whose codec's action type is the action's; an action no store of the session records

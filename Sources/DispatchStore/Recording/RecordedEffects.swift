@@ -150,6 +150,11 @@ final class EffectPlayback: Sendable {
     state.withLock { $0.missing }
   }
 
+  /// Forgets the missing effect of a transaction verify does not hold to its record (a cancelled one).
+  func forgetMissing() {
+    state.withLock { $0.missing = nil }
+  }
+
   /// A value recorded in `dispatchID` that no operation read.
   func unused(in dispatchID: TransactionID) -> SessionError? {
     state.withLock { state in

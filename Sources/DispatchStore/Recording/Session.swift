@@ -359,6 +359,16 @@ public struct Session: Sendable {
       playback.begin(step.dispatchID)
       followUps.begin(index: step.index, dispatchID: step.dispatchID)
       let result = Self.dispatchAndWait(step.action, to: step.store, in: dispatcher, mode: mode)
+      if last.cancelled, !Self.reproduced(result, failed: last.failed, playback: playback, followUps: followUps) {
+        // The dispatch was cancelled while the transaction ran, at a moment re-running does not reproduce (the re-run
+        // ended otherwise, or asked for an effect or sent a follow-up the recorded run did not reach). Its last
+        // record's model is put back, unchecked, as a snapshot would be.
+        playback.forgetMissing()
+        followUps.forgetUnrecorded()
+        try restoreUnchecked(last, in: dispatcher)
+        partial.insert(step.dispatchID)
+        continue
+      }
       if let missing = playback.missing { throw missing }
       if let unrecorded = followUps.unrecorded { throw unrecorded }
       if lastOfDispatch[step.dispatchID] == step.index, !partial.contains(step.dispatchID),
@@ -422,6 +432,8 @@ public struct Session: Sendable {
     let store: String
     let action: any ActionType
     let failed: Bool
+    /// Whether the dispatch was cancelled while the transaction ran.
+    let cancelled: Bool
     let modelBytes: Range<Int>?
     let record: Record?
   }
@@ -432,7 +444,7 @@ public struct Session: Sendable {
         VerifyStep(
           index: record.index, dispatchID: record.dispatchID, transactionID: record.transactionID,
           change: record.change, store: record.storeIdentifier, action: record.action, failed: record.error != nil,
-          modelBytes: nil,
+          cancelled: record.wasCancelled, modelBytes: nil,
           record: record)
       }
     }
@@ -474,9 +486,21 @@ public struct Session: Sendable {
             ?? 0,
           store: line.store, action: action,
           failed: fields.error != nil || index.outcomes[TransactionID(rawValue: transaction)]?.e != nil,
+          cancelled: index.data.withUnsafeBytes { RecordFields.isTrue($0, fields.cancelled) }
+            || index.outcomes[TransactionID(rawValue: transaction)]?.c == true,
           modelBytes: modelRange, record: nil))
     }
     return steps
+  }
+
+  /// Whether a re-run ended as its recorded transaction did: failed or not alike, asking for no effect and sending no
+  /// follow-up the session lacks.
+  private static func reproduced(
+    _ result: Result<Void, DispatchError>, failed: Bool, playback: EffectPlayback, followUps: FollowUpMatcher
+  ) -> Bool {
+    guard playback.missing == nil, followUps.unrecorded == nil else { return false }
+    if case .failure = result { return failed }
+    return !failed
   }
 
   /// Puts the model of `step`'s record in its store without running a reducer (``verify(against:mode:)``).

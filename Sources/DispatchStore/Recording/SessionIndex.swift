@@ -455,6 +455,8 @@ struct RecordFields {
   var model: Range<Int>?
   var error: Range<Int>?
   var change: Range<Int>?
+  /// `"c"`: the dispatch was cancelled while the transaction ran.
+  var cancelled: Range<Int>?
 
   /// Scans the object in `bytes[range]`; `nil` if it is not a flat JSON object as a writer makes it.
   init?(_ bytes: UnsafeRawBufferPointer, range: Range<Int>) {
@@ -506,6 +508,7 @@ struct RecordFields {
       case UInt8(ascii: "m"): model = value
       case UInt8(ascii: "e"): error = value
       case UInt8(ascii: "n"): change = value
+      case UInt8(ascii: "c"): cancelled = value
       default: break
       }
       guard position < end else { return nil }
@@ -513,6 +516,13 @@ struct RecordFields {
       position += 1  // ","
     }
     return nil
+  }
+
+  /// Whether `range` holds the JSON literal `true`.
+  static func isTrue(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>?) -> Bool {
+    guard let range, range.count == 4 else { return false }
+    return bytes[range.lowerBound] == UInt8(ascii: "t") && bytes[range.lowerBound + 1] == UInt8(ascii: "r")
+      && bytes[range.lowerBound + 2] == UInt8(ascii: "u") && bytes[range.lowerBound + 3] == UInt8(ascii: "e")
   }
 
   /// The unsigned integer in `range`.

@@ -1,0 +1,75 @@
+import Foundation
+import Testing
+
+@testable import DispatchStore
+
+/// A search store whose slow query, while recording, waits until its dispatch is cancelled: "the latest search wins".
+private struct Search: ModelType, Codable, Equatable {
+  var started: [String] = []
+  var results: [String] = []
+}
+
+private enum SearchAction: ActionType, Codable, Equatable {
+  case query(String)
+}
+
+/// - Parameter slowWaits: Whether the slow query waits for its cancellation. A re-run does not wait, as a real one
+///   would not be cancelled again at the same moment: re-run, it succeeds.
+private func makeSearchStore(slowWaits: Bool) -> Store<Search, SearchAction> {
+  Store(identifier: "search", model: Search()) { (action: SearchAction, operation) in
+    guard case .query(let text) = action else { return }
+    operation.updateModel { $0.started.append(text) }
+    // The slow query waits until the newer one cancels it (its task is cancelled, the sleep throws).
+    if text == "slow", slowWaits { try await Task.sleep(for: .seconds(3_600)) }
+    operation.updateModel { $0.results.append(text) }
+  }
+}
+
+private func searchCodecs() -> SessionCodecs {
+  var codecs = SessionCodecs()
+  codecs.register(storeIdentifier: "search", model: Search.self, action: SearchAction.self)
+  return codecs
+}
+
+@Suite("Replaying cancelled operations", .timeLimit(.minutes(1)))
+struct CancelledReplayTests {
+  /// A session holding an operation that a newer dispatch with its cancellation id cancelled in flight verifies and
+  /// restores: the cancelled transaction's recorded model is put back, not re-run (re-run, it would succeed).
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func aSessionHoldingAnOperationCancelledInFlightVerifies(mode: Dispatcher.Mode) async throws {
+    let dispatcher = Dispatcher()
+    let store = makeSearchStore(slowWaits: true)
+    try dispatcher.register(store: store)
+    let recorder = RecorderMiddleware()
+    dispatcher.register(middleware: recorder)
+    let file = TemporaryFile()
+    try recorder.attach(appendingTo: file.url, codecs: searchCodecs())
+
+    let options = DispatchOptions(cancellationID: "search")
+    let slow = dispatcher.start(action: SearchAction.query("slow"), options: options)
+    #expect(await waitForModel(of: store) { $0.started == ["slow"] } != nil)
+    let fast = dispatcher.start(action: SearchAction.query("fast"), options: options)
+    try await fast.value
+    await #expect(throws: DispatchError.cancelled) { try await slow.value }
+    recorder.flush()
+    #expect(recorder.persistenceError == nil)
+    let recorded = store.model
+    #expect(recorded == Search(started: ["slow", "fast"], results: ["fast"]))
+
+    let session = try Session.load(from: file.url, codecs: searchCodecs())
+    // Once from the file's bytes, once from decoded records.
+    for decoded in [false, true] {
+      if decoded { _ = try session.records }
+      let fresh = Dispatcher()
+      let replayed = makeSearchStore(slowWaits: false)
+      try fresh.register(store: replayed)
+      try session.verify(against: fresh, mode: mode)
+      #expect(replayed.model == recorded, "decoded: \(decoded)")
+    }
+    let restored = Dispatcher()
+    let restoredStore = makeSearchStore(slowWaits: false)
+    try restored.register(store: restoredStore)
+    _ = try session.restore(into: restored)
+    #expect(restoredStore.model == recorded)
+  }
+}
