@@ -168,10 +168,7 @@ public final class TestDispatcher: Sendable {
     let id = handle.id
     // Told outside the handle's lock, so that the monitor's lock is never taken inside it.
     let token = handle.observe { [monitor] state in
-      switch state {
-      case .completed, .failed, .cancelled: monitor.dispatchFinished(id)
-      case .pending, .started: break
-      }
+      if state.isFinished { monitor.dispatchFinished(id) }
     }
     defer { token.cancel() }
     let finished = await within(until: { $0.finishedDispatches.contains(id) }, "Sending \(action)", at: site)
@@ -180,11 +177,7 @@ public final class TestDispatcher: Sendable {
       handle.cancel()
       return nil
     }
-    switch handle.state {
-    case .completed: return .success(())
-    case .failed(let error): return .failure(error)
-    case .cancelled, .pending, .started: return .failure(.cancelled)
-    }
+    return handle.state.result ?? .failure(.cancelled)
   }
 
   /// Waits until `condition` holds, at most the time limit; past it, fails the test naming what still runs.

@@ -15,7 +15,7 @@ public enum DispatchState: Sendable, CustomStringConvertible {
   case cancelled
 
   /// Whether this is a final state: `completed`, `failed` or `cancelled`.
-  var isFinished: Bool {
+  package var isFinished: Bool {
     switch self {
     case .pending, .started: false
     case .completed, .failed, .cancelled: true
@@ -24,7 +24,7 @@ public enum DispatchState: Sendable, CustomStringConvertible {
 
   /// The dispatch's result, once it finished: success, or the error it failed with (``DispatchError/cancelled``
   /// if it was cancelled); `nil` while it runs.
-  var result: Result<Void, DispatchError>? {
+  package var result: Result<Void, DispatchError>? {
     switch self {
     case .pending, .started: nil
     case .completed: .success(())
