@@ -21,6 +21,8 @@ let package = Package(
     .executableTarget(name: "Search", dependencies: ["DispatchStore"], path: "Examples/Search"),
     // Top-level code awaiting dispatches (CI checks that they waited).
     .executableTarget(name: "TopLevel", dependencies: ["DispatchStore"], path: "Examples/TopLevel"),
+    // A process whose main thread runs `dispatchMain()`, with the process main thread as its main queue.
+    .executableTarget(name: "DispatchMain", dependencies: ["DispatchStore"], path: "Examples/DispatchMain"),
     .executableTarget(name: "FlightBooking", dependencies: ["DispatchStore"], path: "Examples/FlightBooking"),
     // `swift run todo`: the session-file todo list (Examples/TodoCLI).
     .executableTarget(name: "todo", dependencies: ["DispatchStore"], path: "Examples/TodoCLI"),
@@ -34,7 +36,7 @@ let package = Package(
     .testTarget(name: "DispatchStoreTests", dependencies: ["DispatchStore", "DispatchStoreTesting"]),
     .testTarget(name: "DispatchStoreTestingTests", dependencies: ["DispatchStore", "DispatchStoreTesting"]),
     // The examples' own tests, written with DispatchStoreTesting.
-    .testTarget(name: "ExampleTests", dependencies: ["DispatchStore", "DispatchStoreTesting", "FlightBooking", "todo"]),
+    .testTarget(name: "ExampleTests", dependencies: ["DispatchStore", "DispatchStoreTesting", "FlightBooking", "todo", "SearchFeature"]),
   ],
   swiftLanguageModes: [.v6]
 )

@@ -20,7 +20,8 @@ import Synchronization
 ///   waiter, so that with more threads than cores every acquisition waits for the kernel to schedule that waiter
 ///   (swiftlang/swift issue 88440); a `pthread_mutex_t` does not hand over, but costs a call into the C library
 ///   per lock and unlock. ThreadSanitizer sees the word's atomic operations, so it needs no annotations.
-/// - On Apple platforms, `Mutex`, which is an `os_unfair_lock` there: it does not hand itself over either.
+/// - On Apple platforms, `Mutex`, which is an `os_unfair_lock` there: it does not hand itself over either. CI builds
+///   and tests this branch on Linux too, with `-D DISPATCHSTORE_MUTEX_LOCK`.
 ///
 /// Proposal 0008 has the measurements behind the choice. `package`, so that the test kit locks the same way (and
 /// ThreadSanitizer, which cannot see `Mutex`'s futex on Linux, sees its locking too).
@@ -29,7 +30,7 @@ import Synchronization
 /// moves in and out as `sending`.
 @usableFromInline
 package struct LockedValue<Value>: ~Copyable, @unchecked Sendable {
-  #if canImport(Glibc) || canImport(Musl)
+  #if (canImport(Glibc) || canImport(Musl)) && !DISPATCHSTORE_MUTEX_LOCK
     // The value first: ThreadSanitizer reports Swift's accesses to the value at the struct's address, and its
     // atomic operations on the word must not be at that same address.
     @usableFromInline let value: _Cell<Value>
@@ -83,6 +84,12 @@ package struct LockedValue<Value>: ~Copyable, @unchecked Sendable {
     }
   #else
     @usableFromInline let mutex: Mutex<Value>
+    #if !canImport(Darwin)
+      // This branch built on Linux (`DISPATCHSTORE_MUTEX_LOCK`, for CI): `Mutex` is a futex there, whose hand-off to
+      // a waiting thread happens in the kernel, which ThreadSanitizer cannot see. Every critical section also makes
+      // a read-modify-write of `edge` on entry and on exit, which it sees, so that it knows what the lock orders.
+      @usableFromInline let edge = Atomic<UInt32>(0)
+    #endif
 
     @inlinable
     package init(_ initialValue: consuming sending Value) {
@@ -97,7 +104,15 @@ package struct LockedValue<Value>: ~Copyable, @unchecked Sendable {
     package borrowing func withLock<Result: ~Copyable, E: Error>(
       _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result {
-      try mutex.withLock(body)
+      #if canImport(Darwin)
+        try mutex.withLock(body)
+      #else
+        try mutex.withLock { (value: inout sending Value) throws(E) -> sending Result in
+          edge.add(1, ordering: .acquiringAndReleasing)
+          defer { edge.add(1, ordering: .acquiringAndReleasing) }
+          return try body(&value)
+        }
+      #endif
     }
 
     /// Runs `body` with the value under the lock if the lock is free; returns `nil` at once, running nothing, if it
@@ -106,12 +121,20 @@ package struct LockedValue<Value>: ~Copyable, @unchecked Sendable {
     package borrowing func withLockIfAvailable<Result, E: Error>(
       _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result? {
-      try mutex.withLockIfAvailable(body)
+      #if canImport(Darwin)
+        try mutex.withLockIfAvailable(body)
+      #else
+        try mutex.withLockIfAvailable { (value: inout sending Value) throws(E) -> sending Result in
+          edge.add(1, ordering: .acquiringAndReleasing)
+          defer { edge.add(1, ordering: .acquiringAndReleasing) }
+          return try body(&value)
+        }
+      #endif
     }
   #endif
 }
 
-#if canImport(Glibc) || canImport(Musl)
+#if (canImport(Glibc) || canImport(Musl)) && !DISPATCHSTORE_MUTEX_LOCK
   /// Where threads wait for a taken ``LockedValue`` on Linux: a fixed table of buckets, chosen by the lock's key
   /// (an address), each a pthread mutex and the queue of threads parked on locks of that bucket.
   ///

@@ -16,7 +16,9 @@ public struct MainQueue: Sendable {
   /// The queue a ``Dispatcher`` and its stores use unless given another: ``processMainThread`` on Apple platforms,
   /// ``libraryThread`` on Linux and other platforms.
   @usableFromInline static var `default`: MainQueue {
-    #if canImport(Darwin)
+    // `DISPATCHSTORE_PROCESS_MAIN_THREAD` builds the Apple platforms' branch on Linux (CI runs Examples/DispatchMain
+    // with it).
+    #if canImport(Darwin) || DISPATCHSTORE_PROCESS_MAIN_THREAD
       processMainThread
     #else
       libraryThread

@@ -20,11 +20,12 @@ struct DispatchHandleTests {
 
     let handle: DispatchHandle
     if mode == .sync {
-      // `.sync` returns once the dispatch finished: open the gate from another thread once the operation is there.
-      Task {
-        _ = await gate.waitForOperations(1); gate.open()
-      }
-      handle = dispatcher.start(action: CounterAction.increase(1), mode: mode)
+      // `.sync` returns once the dispatch finished: it blocks a thread of its own (not one of the cooperative
+      // pool's, which the opener may need), and the gate opens once the operation is there.
+      async let started = onOwnThread { dispatcher.start(action: CounterAction.increase(1), mode: mode) }
+      _ = await gate.waitForOperations(1)
+      gate.open()
+      handle = await started
       #expect(handle.state.isFinished)
     } else {
       handle = dispatcher.start(action: CounterAction.increase(1), mode: mode)

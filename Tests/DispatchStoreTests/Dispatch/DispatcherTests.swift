@@ -197,7 +197,7 @@ struct DispatcherTests {
     let perThread = 250
     let completions = Collector<Bool>()
 
-    await concurrently(iterations: threads) { thread in
+    await onThreads(threads) { thread in
       for index in 0..<perThread {
         let action: CounterAction = index.isMultiple(of: 2) ? .increase(thread + 1) : .increaseLater(thread + 1)
         dispatcher.dispatch(action: action, mode: mode) { result in completions.append(result.isSuccess) }

@@ -364,7 +364,7 @@ struct WaitForTests {
     for store in stores.reversed() { try dispatcher.register(store: store) }
     let failures = Atomic<Int>(0)
 
-    await concurrently(iterations: 8) { thread in
+    await onThreads(8) { thread in
       for round in 0..<100 {
         // Some operations finish later on other threads, so chains interleave across threads.
         let action = (thread + round) % 3 == 0 ? CounterAction.increaseLater(1) : .increase(1)
@@ -389,7 +389,7 @@ struct WaitForTests {
     for store in [first, second] { try dispatcher.register(store: store) }
     let outcomes = Locked<[String: Int]>([:])
 
-    await concurrently(iterations: 4) { thread in
+    await onThreads(4) { thread in
       for _ in 0..<200 {
         if thread == 0 {
           // One thread makes the waited-for store come and go.

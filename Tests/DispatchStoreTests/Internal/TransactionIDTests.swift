@@ -8,7 +8,7 @@ import Testing
 struct TransactionIDTests {
   @Test func identifiersAreUniqueAndIncreasingAcrossThreads() async {
     let perThread = Locked<[[TransactionID]]>(Array(repeating: [], count: 4))
-    await concurrently(iterations: 4) { thread in
+    await onThreads(4) { thread in
       let ids = (0..<5_000).map { _ in TransactionID.next() }
       perThread.withLock { $0[thread] = ids }
     }

@@ -148,7 +148,7 @@ struct InterceptorTests {
         .later { decision in DispatchQueue.global().async { decision(.replace(with: CounterAction.increase(5))) } }
       })
     let report = Locked<DispatchReport?>(nil)
-    await concurrently(iterations: 1) { _ in
+    await onThreads(1) { _ in
       dispatcher.dispatchReporting(action: CounterAction.increase(1), mode: .sync) { value in
         report.withLock { $0 = value }
       }

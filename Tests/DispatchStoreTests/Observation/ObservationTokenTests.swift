@@ -99,7 +99,7 @@ struct ObservationTokenTests {
       tokens.withLock { $0.append(token) }
     }
 
-    await concurrently(iterations: 4) { thread in
+    await onThreads(4) { thread in
       for round in 0..<200 {
         try? dispatcher.dispatchSync(action: CounterAction.increase(1))
         // Two threads cancel tokens while the others dispatch.

@@ -8,7 +8,7 @@ import Testing
 struct StoreTests {
   @Test func updateModelIsAtomicUnderConcurrentUpdates() async {
     let store = makeCounterStore("atomic")
-    await concurrently(iterations: 8) { _ in
+    await onThreads(8) { _ in
       for _ in 0..<10_000 { store.updateModel { $0.count += 1 } }
     }
     #expect(store.model.count == 80_000)
@@ -79,7 +79,7 @@ struct StoreTests {
     let token = store.observe(synchronously: true) { change in heard.append(change.model.count) }
     let done = Collector<Bool>()
 
-    await concurrently(iterations: 4) { _ in
+    await onThreads(4) { _ in
       for _ in 0..<100 {
         dispatcher.dispatch(action: CounterAction.increase(1), mode: .async) { done.append($0.isSuccess) }
       }

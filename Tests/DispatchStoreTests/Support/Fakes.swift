@@ -192,19 +192,10 @@ func dispatchSync<Action: ActionType>(
   return result.withLock { $0! }
 }
 
-/// Runs `body` on `iterations` threads at once, off Swift's cooperative pool (which blocking would starve), and
-/// returns when every iteration returned.
-func concurrently(iterations: Int, _ body: @escaping @Sendable (Int) -> Void) async {
-  await withCheckedContinuation { continuation in
-    DispatchQueue.global().async {
-      DispatchQueue.concurrentPerform(iterations: iterations, execute: body)
-      continuation.resume()
-    }
-  }
-}
-
-/// Runs `body` on `threads` threads of its own at once (not a pool's, which may run fewer at a time), released
-/// together, and returns when every one returned.
+/// Runs `body` on `threads` threads of its own at once, released together, and returns when every one returned.
+///
+/// Not on a pool: Swift's cooperative pool on Linux is libdispatch's global queue, one thread per core, so work that
+/// keeps those threads busy or blocked (as stress tests do) holds up every other test of the run.
 func onThreads(_ threads: Int, _ body: @escaping @Sendable (Int) -> Void) async {
   let start = DispatchSemaphore(value: 0)
   let finished = DispatchGroup()
@@ -220,4 +211,18 @@ func onThreads(_ threads: Int, _ body: @escaping @Sendable (Int) -> Void) async 
   await withCheckedContinuation { continuation in
     finished.notify(queue: .global()) { continuation.resume() }
   }
+}
+
+/// Runs `body` on a thread of its own and returns what it returns, or throws what it throws.
+///
+/// For a test that blocks or computes for long (thousands of synchronous dispatches, a blocking drain): on one of the
+/// cooperative pool's threads (one per core) it would hold up every test waiting for one. Record issues with the
+/// result, back in the test: `#expect` needs the test's task.
+func onOwnThread<Value: Sendable, Failure: Error>(
+  _ body: @escaping @Sendable () throws(Failure) -> Value
+) async throws(Failure) -> Value {
+  let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Value, Failure>, Never>) in
+    Thread { continuation.resume(returning: Result(catching: body)) }.start()
+  }
+  return try result.get()
 }

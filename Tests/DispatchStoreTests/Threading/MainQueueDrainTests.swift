@@ -77,10 +77,9 @@ struct MainQueueDrainTests {
       if running.withLock({ $0 }) { queue.schedule(again) }
     }
     queue.schedule(again)
-    // The blocking form, called from synchronous code.
-    func blockingDrain() -> Bool { queue.waitUntilDrained() }
-
-    #expect(blockingDrain() == false)
+    // The blocking form, called from synchronous code on a thread of its own: its thousands of hand-offs to the
+    // run-loop thread would hold a thread of the cooperative pool meanwhile.
+    #expect(await onOwnThread { queue.waitUntilDrained() } == false)
     #expect(await queue.drain() == false)
     #expect(passes.withLock { $0 } >= 2 * MainQueue.drainPassLimit)
     running.withLock { $0 = false }

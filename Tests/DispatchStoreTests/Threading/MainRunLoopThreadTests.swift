@@ -11,7 +11,7 @@ struct MainRunLoopThreadTests {
     let thread = MainRunLoopThread(name: "test.main")
     let seen = Collector<Int>()
     #expect(!thread.isCurrent)
-    await concurrently(iterations: 1) { _ in
+    await onThreads(1) { _ in
       for value in 0..<1_000 {
         thread.schedule { seen.append(thread.isCurrent ? value : -1) }
       }
