@@ -27,14 +27,14 @@ final class TallyReducer: Reducer<Tally, TallyAction>, @unchecked Sendable {
   override func operation(for action: TallyAction, in store: Store<Tally, TallyAction>) -> ActionOperation<
     Tally, TallyAction
   > {
-    ActionOperation(action: action, store: store) { operation, action, store in
+    ActionOperation(action: action, store: store) { operation, action, _ in
       switch action {
       case .increment:
-        store.updateModel { $0.count += 1 }
+        operation.updateModel { $0.count += 1 }
         operation.finish()
       case .incrementElsewhere:
         DispatchQueue.global().async {
-          store.updateModel { $0.count += 1 }
+          operation.updateModel { $0.count += 1 }
           operation.finish()
         }
       }

@@ -28,9 +28,6 @@ final class ThreadContext {
   @exclusivity(unchecked) var transactionIDs = TransactionIDBlock()
   /// The run-loop thread this thread is, if it is one.
   @exclusivity(unchecked) var mainRunLoopThread: RunLoopThreadCore?
-  /// The recorded operation whose block runs on this thread, innermost, and its store's identity
-  /// (``RecordedOperationScope``); unretained, since the block's caller holds it.
-  @exclusivity(unchecked) var recordedOperation: (store: ObjectIdentifier, operation: Unmanaged<AnyObject>)?
   /// Marks the start of user code that is not an operation in `runningDispatchers`; no dispatcher has this
   /// identifier.
   private static var barrier: ObjectIdentifier {

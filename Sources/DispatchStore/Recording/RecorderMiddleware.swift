@@ -13,8 +13,8 @@ import Synchronization
 /// ```
 ///
 /// Each record is filed in the critical section that made its change: for a ``SynchronousReducer``, the one that
-/// reduced the action; for an operation, each change it made (``ActionOperation/updateModel(_:)``, or
-/// ``Store/updateModel(_:)`` from its block or `async` body), or, if it changed nothing, the one in which it finished.
+/// reduced the action; for an operation, each change it made (``ActionOperation/updateModel(_:)``), or, if it
+/// changed nothing, the one in which it finished.
 /// So a record holds the model its change produced, also while other threads dispatch to the same store, and records
 /// of one store are in the order of its changes. Failed and cancelled transactions are recorded too, with their
 /// changes and their error.

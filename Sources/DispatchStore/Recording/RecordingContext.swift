@@ -87,8 +87,8 @@ extension Store {
   /// store, so that a record filed here holds the model as it is at that point of the store's changes.
   ///
   /// An operation that filed records at its changes gives them its outcome if it failed or was cancelled, and files
-  /// one more only if the store's model changed since its last record (a `Store.updateModel` made where the operation's block
-  /// or task did not run). One that filed none files its record here.
+  /// one more only if the store's model changed since its last record by a change that filed none. One that filed
+  /// none files its record here.
   ///
   /// Reached through ``Store/specialised`` (``SpecialisedWork/fileFinished(_:)``), compiled for the store's types:
   /// called from the operation's unspecialised code, the lock's generic state would be looked up in the runtime's
@@ -96,8 +96,7 @@ extension Store {
   @inlinable
   func fileFinishedOperation(_ action: Action, _ finished: UnsafePointer<FinishedOperation>) {
     state.withLock { state in
-      // Changed since the store's last record: by this operation where it was not known as the one changing
-      // (`Store.updateModel` called from elsewhere), or by something else. Counted as a change, so that undo never
+      // Changed since the store's last record by a change that filed none. Counted as a change, so that undo never
       // steps over one.
       let changed = state.version != state.recordedVersion
       let operation = unsafeDowncast(finished.pointee.operation, to: ActionOperation<Model, Action>.self)

@@ -76,12 +76,7 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
     self.init(action: action, store: store) { operation, _, _ in
       let task = Task(executorPreference: OperationTaskExecutor.shared) {
         do {
-          if operation.recording != nil {
-            // Recorded: a `Store.updateModel` in the body is this operation's change.
-            try await RecordedOperationScope.run(operation, of: operation.store) { try await body(operation) }
-          } else {
-            try await body(operation)
-          }
+          try await body(operation)
           operation.finish()
         } catch {
           operation.finish(throwing: error)
@@ -146,7 +141,7 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   /// Each call is one change: observers hear it exactly once, with the model this call produced, in the order of
   /// the store's changes, also while other threads change the same store. A synchronous observer hears it before
   /// this returns, so before the operation can finish. ``Reducer/shouldNotifyObservers(for:in:)`` is asked once
-  /// per call. (A change made with ``Store/updateModel(_:)`` is announced only when an operation finishes.)
+  /// per call.
   /// - Parameter body: Mutates the model in place and may return a value.
   /// - Returns: What `body` returned.
   /// - Throws: What `body` threw; the mutations it made before throwing are kept, and announced.
@@ -306,17 +301,7 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   }
 
   private func runBlock() {
-    if recording != nil { return runRecordedBlock() }
     block(self, action, store)
-  }
-
-  /// Runs the block with this operation known as the one changing the store.
-  ///
-  /// A `Store.updateModel` in the block is then this operation's change. Out of line: the closure would cost the
-  /// unrecorded path too.
-  @inline(never)
-  private func runRecordedBlock() {
-    RecordedOperationScope.run(self, of: store) { block(self, action, store) }
   }
 
   /// Applies `transition` to the status until it is stored (compare-and-swap); returns the status it replaced, or

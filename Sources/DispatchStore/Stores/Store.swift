@@ -10,15 +10,15 @@ import Synchronization
 /// print(counter.model.count)  // 1
 /// ```
 ///
-/// > Important: A store is safe to use from any thread. ``model`` is a consistent snapshot and each
-/// > ``updateModel(_:)`` is atomic.
+/// > Important: A store is safe to use from any thread. ``model`` is a consistent snapshot, and each change (a
+/// > reduction, an operation's ``ActionOperation/updateModel(_:)``) is atomic.
 public final class Store<Model: ModelType, Action: ActionType>: Sendable {
   /// The identifier the store is registered and addressed under.
   public let identifier: String
   /// The reducer that turns actions into operations.
   @usableFromInline let reducer: Reducer<Model, Action>
 
-  // Usable from inlinable code so that `updateModel` and `model` are specialised in the app's module: unspecialised,
+  // Usable from inlinable code so that `model` and the reductions are specialised in the app's module: unspecialised,
   // each call would look up the generic metadata of this mutex at run time.
   @usableFromInline let state: LockedValue<StoreState<Model, Action>>
   /// The number of observer entries in `state`, readable without its lock.
@@ -68,57 +68,13 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
   var dispatcher: Dispatcher? {
     state.withLock { $0.dispatcher }
   }
-
-  /// Changes the model atomically: no other update or read interleaves with `body`.
-  ///
-  /// Observers hear about a change made here when an operation of the store next finishes, with that operation's
-  /// action and the model as it is then; operations running at the same time may share that notification. In an
-  /// operation, prefer ``ActionOperation/updateModel(_:)``: its change is announced at once, on its own.
-  ///
-  /// While a ``RecorderMiddleware`` records, a change made here from an operation's block (on the thread running it)
-  /// or `async` body is recorded as that operation's, with the model it produced. One made from other work is
-  /// recorded with the store's next record.
-  /// - Parameter body: Mutates the model in place and may return a value.
-  /// - Returns: What `body` returned.
-  /// - Throws: What `body` threw; the mutations it made before throwing are kept.
-  ///
-  /// > Important: `body` runs under the store's lock: keep it short, and do not read or update this store from
-  /// > inside it (that traps: the lock is not recursive).
-  @inlinable
-  @discardableResult
-  public func updateModel<Result>(_ body: (inout Model) throws -> Result) rethrows -> Result {
-    // Called by a recorded operation's work: the change is filed as its record, in this critical section.
-    if let operation = recordedOperation() {
-      return try state.withLock { state in
-        defer {
-          state.version &+= 1
-          operation.fileChange(&state)
-        }
-        return try body(&state.model)
-      }
-    }
-    return try state.withLock { state in
-      defer { state.version &+= 1 }
-      return try body(&state.model)
-    }
-  }
-
-  /// The recorded operation of this store whose block (or `async` body) is running on the calling thread, if any.
-  @inlinable
-  func recordedOperation() -> ActionOperation<Model, Action>? {
-    guard RecordedOperationScope.running.load(ordering: .relaxed) > 0,
-      let operation = RecordedOperationScope.operation(of: self)
-    else { return nil }
-    // An operation of this store: of its model and action types.
-    return unsafeDowncast(operation, to: ActionOperation<Model, Action>.self)
-  }
 }
 
 /// The shared mutable state of a ``Store``, kept behind its one lock.
 @usableFromInline
 struct StoreState<Model: ModelType, Action: ActionType> {
   @usableFromInline var model: Model
-  /// Incremented by every ``Store/updateModel(_:)``.
+  /// Incremented by every change (a reduction in place, an operation's ``ActionOperation/updateModel(_:)``).
   @usableFromInline var version: UInt64 = 0
   /// The version observers last heard about (or that a reducer chose not to announce).
   @usableFromInline var announcedVersion: UInt64 = 0

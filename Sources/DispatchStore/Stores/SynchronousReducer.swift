@@ -13,10 +13,11 @@
 /// ```
 ///
 /// A dispatch calls ``reduce(_:into:)`` directly, under the store's lock, like an operation calling
-/// ``Store/updateModel(_:)``; everything else is as for any reducer: wait lists, observers, middleware, recording.
+/// ``ActionOperation/updateModel(_:)``; everything else is as for any reducer: wait lists, observers, middleware,
+/// recording.
 /// For work that finishes later, subclass ``Reducer`` and return operations.
 ///
-/// Every call of `reduce(_:into:)` counts as a change of the model, as every ``Store/updateModel(_:)`` does:
+/// Every call of `reduce(_:into:)` counts as a change of the model, as every ``ActionOperation/updateModel(_:)`` does:
 /// observers hear about it even if nothing changed, with the model this call produced. Override
 /// ``Reducer/shouldNotifyObservers(for:in:)`` to keep some actions quiet; for a synchronous reducer it is asked
 /// before `reduce(_:into:)` runs.
@@ -38,12 +39,12 @@ open class SynchronousReducer<Model: ModelType, Action: ActionType>: Reducer<Mod
   ///   - action: The dispatched action.
   ///   - model: The store's model, changed in place.
   /// - Throws: An error to fail the transaction with; changes made to `model` before throwing are kept, as with
-  ///   ``Store/updateModel(_:)``.
+  ///   ``ActionOperation/updateModel(_:)``.
   open func reduce(_ action: Action, into model: inout Model) throws {
     throw NotImplemented()
   }
 
-  /// An operation that runs ``reduce(_:into:)`` through ``Store/updateModel(_:)`` and finishes.
+  /// An operation that runs ``reduce(_:into:)`` under the store's lock and finishes.
   ///
   /// Dispatchers do not use it: they reduce in place. It lets code that works with operations (tests) treat this reducer like any other.
   /// - Parameters:

@@ -496,7 +496,7 @@ final class DispatchingReducer: Reducer<Text, TextAction>, @unchecked Sendable {
   > {
     ActionOperation(action: action, store: store) { [body] operation, action, store in
       body(action)
-      if case .append(let text) = action { store.updateModel { $0.value += text } }
+      if case .append(let text) = action { operation.updateModel { $0.value += text } }
       operation.finish()
     }
   }

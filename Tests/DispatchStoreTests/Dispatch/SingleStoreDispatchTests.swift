@@ -154,7 +154,7 @@ final class FinishesOnceAwaitedReducer: Reducer<Counter, CounterAction>, @unchec
     ActionOperation(action: action, store: store) { [finishingThread] operation, action, store in
       finishLate(operation) {
         finishingThread.withLock { $0 = ObjectIdentifier(Thread.current) }
-        if case .increase(let amount) = action { store.updateModel { $0.count += amount } }
+        if case .increase(let amount) = action { operation.updateModel { $0.count += amount } }
       }
     }
   }

@@ -479,7 +479,7 @@ final class LaterReducer: Reducer<Counter, CounterAction>, @unchecked Sendable {
   ) -> ActionOperation<Counter, CounterAction> {
     ActionOperation(action: action, store: store) { [log] operation, _, store in
       log.record(store)
-      finishLate(operation) { store.updateModel { $0.count += 1 } }
+      finishLate(operation) { operation.updateModel { $0.count += 1 } }
     }
   }
 }

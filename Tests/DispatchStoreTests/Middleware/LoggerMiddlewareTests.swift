@@ -24,7 +24,7 @@ final class ProfileReducer: Reducer<Profile, ProfileAction>, @unchecked Sendable
     for action: ProfileAction, in store: Store<Profile, ProfileAction>
   ) -> ActionOperation<Profile, ProfileAction> {
     ActionOperation(action: action, store: store) { operation, action, store in
-      store.updateModel { profile in
+      operation.updateModel { profile in
         switch action {
         case .rename(let name): profile.user.name = name
         case .tag(let tag): profile.user.tags.append(tag)
@@ -69,7 +69,7 @@ struct LoggerMiddlewareTests {
         Opaque, CounterAction
       > {
         ActionOperation(action: action, store: store) { operation, action, store in
-          store.updateModel { $0.count += 1 }
+          operation.updateModel { $0.count += 1 }
           if action == .fail { return operation.finish(throwing: TestFailure(reason: "no")) }
           operation.finish()
         }

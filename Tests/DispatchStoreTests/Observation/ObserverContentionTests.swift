@@ -73,39 +73,6 @@ struct ObserverContentionTests {
     withExtendedLifetime(token) {}
   }
 
-  /// Changes made with `Store.updateModel` by operations of one store that run at the same time may share a
-  /// notification (the first to finish announces both), but every dispatch completes after a notification carrying
-  /// its change was delivered.
-  @Test func storeUpdatesOfOperationsAreHeardBeforeTheirDispatchCompletes() async throws {
-    let dispatcher = Dispatcher()
-    let countAfter = Locked<[Int: Int]>([:])
-    let store = Store(identifier: "contended", model: Counter(), reducer: RecordingCountReducer(countAfter: countAfter))
-    try dispatcher.register(store: store)
-    let highestHeard = Locked(0)
-    let notifications = Atomic<Int>(0)
-    let token = store.observe(synchronously: true) { change in
-      notifications.add(1, ordering: .relaxed)
-      highestHeard.withLock { $0 = max($0, change.model.count) }
-    }
-    let completedUnheard = Atomic<Int>(0)
-
-    await onThreads(Self.threads) { thread in
-      for index in 0..<Self.perThread {
-        let amount = Self.amount(thread: thread, index: index)
-        dispatcher.dispatch(action: CounterAction.increase(amount), mode: .sync) { result in
-          let own = countAfter.withLock { $0[amount] } ?? .max
-          if !result.isSuccess || highestHeard.withLock({ $0 }) < own { completedUnheard.add(1, ordering: .relaxed) }
-        }
-      }
-    }
-
-    let total = Self.threads * Self.perThread
-    #expect(completedUnheard.load(ordering: .relaxed) == 0)
-    #expect(highestHeard.withLock { $0 } == (1...total).reduce(0, +))
-    #expect((1...total).contains(notifications.load(ordering: .relaxed)))
-    withExtendedLifetime(token) {}
-  }
-
   /// An observer registered while another thread dispatches: once `observe` returned, a change that the model it
   /// reads does not show yet is announced to it. (A dispatch that looked for observers before taking the store's
   /// lock, found none and reduced without announcing, missed such observers.)
@@ -134,29 +101,6 @@ struct ObserverContentionTests {
       }
     }
     #expect(missed.withLock { $0 } == 0, "of \(rounds) rounds")
-  }
-}
-
-/// Increases the count by the action's amount through an operation, recording the count its update produced.
-private final class RecordingCountReducer: Reducer<Counter, CounterAction>, @unchecked Sendable {
-  let countAfter: Locked<[Int: Int]>
-
-  init(countAfter: Locked<[Int: Int]>) {
-    self.countAfter = countAfter
-  }
-
-  override func operation(
-    for action: CounterAction, in store: Store<Counter, CounterAction>
-  ) -> ActionOperation<Counter, CounterAction> {
-    ActionOperation(action: action, store: store) { [countAfter] operation, action, store in
-      guard case .increase(let amount) = action else { return operation.finish() }
-      let count = store.updateModel { model -> Int in
-        model.count += amount
-        return model.count
-      }
-      countAfter.withLock { $0[amount] = count }
-      operation.finish()
-    }
   }
 }
 

@@ -81,11 +81,10 @@ struct ExactRecordingTests {
 
   @Test func anOperationThatFailsAfterChangingTheModelIsRecordedWithItsChange() {
     let app = RecordedApp()
-    let store = makeCounterStore(
-      "failing",
-      onStart: { action, store in
-        if case .fail = action { store.updateModel { $0.count = 7 } }
-      })
+    let store = Store(identifier: "failing", model: Counter()) { (action: CounterAction, operation) in
+      operation.updateModel { $0.count = 7 }
+      throw TestFailure(reason: "failed after changing")
+    }
     try! app.dispatcher.register(store: store)
     #expect(!dispatchSync(app.dispatcher, CounterAction.fail, storeIdentifier: "failing").isSuccess)
     let record = app.recorder.records.last

@@ -3,9 +3,8 @@ import Testing
 
 @testable import DispatchStore
 
-/// The design's own reducer shape, written three ways: an operation that calls `store.updateModel` then `finish()`
-/// (`.increase`; one amount in eight through an `async` body instead), and one that changes the model through its
-/// own `updateModel` (`.increaseLater`).
+/// The design's own reducer shape, written two ways: an operation whose block calls `updateModel` then `finish()`
+/// (`.increase`, `.increaseLater`), and one amount in eight of `.increase` through an `async` body instead.
 ///
 /// `.fail` changes the model, then fails; `.abandon` changes it twice; `.noop` changes nothing. With `holding`,
 /// `.increaseLater` changes the model and then waits in `held` for the test to finish it.
@@ -23,11 +22,11 @@ final class FingerprintOperationReducer: Reducer<Fingerprint, CounterAction>, @u
     switch action {
     case .increase(let amount) where amount % 8 == 7:
       return ActionOperation(action: action, store: store) { operation in
-        operation.store.updateModel { $0.fold(amount) }
+        operation.updateModel { $0.fold(amount) }
       }
     case .increase(let amount):
       return ActionOperation(action: action, store: store) { operation, _, store in
-        store.updateModel { $0.fold(amount) }
+        operation.updateModel { $0.fold(amount) }
         operation.finish()
       }
     case .increaseLater(let amount):
@@ -37,14 +36,14 @@ final class FingerprintOperationReducer: Reducer<Fingerprint, CounterAction>, @u
       }
     case .fail:
       return ActionOperation(action: action, store: store) { operation, _, store in
-        store.updateModel { $0.fold(-1) }
+        operation.updateModel { $0.fold(-1) }
         operation.finish(throwing: TestFailure(reason: "failed after changing"))
       }
     case .abandon:
       // Two changes in a row.
       return ActionOperation(action: action, store: store) { operation, _, store in
-        store.updateModel { $0.fold(7) }
-        store.updateModel { $0.fold(8) }
+        operation.updateModel { $0.fold(7) }
+        operation.updateModel { $0.fold(8) }
         operation.finish()
       }
     case .noop:

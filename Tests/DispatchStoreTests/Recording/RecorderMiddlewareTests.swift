@@ -129,7 +129,7 @@ struct RecorderMiddlewareTests {
         Plain, CounterAction
       > {
         ActionOperation(action: action, store: store) { operation, _, store in
-          store.updateModel { $0.values.append($0.values.count) }
+          operation.updateModel { $0.values.append($0.values.count) }
           operation.finish()
         }
       }
@@ -199,7 +199,7 @@ final class CanaryReducer: Reducer<CanaryModel, CounterAction>, @unchecked Senda
     for action: CounterAction, in store: Store<CanaryModel, CounterAction>
   ) -> ActionOperation<CanaryModel, CounterAction> {
     ActionOperation(action: action, store: store) { [recorder, released] operation, _, store in
-      store.updateModel {
+      operation.updateModel {
         $0.canary = RecorderCanary(recorder: recorder, released: released)
         $0.count += 1
       }

@@ -160,11 +160,11 @@ struct SessionTests {
 
     // The verifying app's counter adds twice as much, so its very first record diverges.
     let dispatcher = Dispatcher()
-    let doubling = Store(
-      identifier: "counter", model: Counter(),
-      reducer: CounterReducer(onStart: { action, store in
-        if case .increase(let amount) = action { store.updateModel { $0.count += amount } }
-      }))
+    let doubling = Store(identifier: "counter", model: Counter()) { (action: CounterAction, model) in
+      guard case .increase(let amount) = action else { return }
+      model.count += 2 * amount
+      model.log.append("counter+\(amount)")
+    }
     try dispatcher.register(store: doubling)
     try dispatcher.register(store: Store(identifier: "text", model: Text(), reducer: TextReducer()))
     do {
@@ -289,7 +289,7 @@ final class ScoreReducer: Reducer<Score, ScoreAction>, @unchecked Sendable {
   > {
     ActionOperation(action: action, store: store) { operation, action, store in
       guard case .add(let amount) = action else { return operation.finish() }
-      store.updateModel {
+      operation.updateModel {
         $0.points += amount
         $0.last = amount
       }

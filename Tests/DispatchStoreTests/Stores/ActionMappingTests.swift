@@ -33,7 +33,7 @@ private final class AccountReducer: Reducer<Counter, CounterAction>, @unchecked 
       log.withLock { $0.append("\(store.identifier) \(action)") }
       guard case .increaseLater(let amount) = action else { return operation.finish() }
       DispatchQueue.global().async {
-        store.updateModel { $0.count += amount }
+        operation.updateModel { $0.count += amount }
         operation.finish()
       }
     }

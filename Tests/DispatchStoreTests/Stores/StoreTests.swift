@@ -6,30 +6,6 @@ import Testing
 
 @Suite("Store", .timeLimit(.minutes(1)))
 struct StoreTests {
-  @Test func updateModelIsAtomicUnderConcurrentUpdates() async {
-    let store = makeCounterStore("atomic")
-    await onThreads(8) { _ in
-      for _ in 0..<10_000 { store.updateModel { $0.count += 1 } }
-    }
-    #expect(store.model.count == 80_000)
-  }
-
-  @Test func updateModelReturnsAndRethrows() {
-    let store = makeCounterStore("rethrow")
-    let doubled = store.updateModel { model -> Int in
-      model.count = 21
-      return model.count * 2
-    }
-    #expect(doubled == 42)
-    #expect(throws: TestFailure.self) {
-      try store.updateModel { model in
-        model.count = 1
-        throw TestFailure(reason: "stop")
-      }
-    }
-    #expect(store.model.count == 1)
-  }
-
   @Test func synchronousObserversHearEachChangeOnceInOrderBeforeCompletion() throws {
     let dispatcher = Dispatcher()
     let store = makeCounterStore("observed")

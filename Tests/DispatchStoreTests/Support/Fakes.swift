@@ -55,14 +55,14 @@ final class CounterReducer: Reducer<Counter, CounterAction>, @unchecked Sendable
       onStart(action, store)
       switch action {
       case .increase(let amount):
-        store.updateModel {
+        operation.updateModel {
           $0.count += amount
           $0.log.append("\(store.identifier)+\(amount)")
         }
         operation.finish()
       case .increaseLater(let amount):
         DispatchQueue.global().async {
-          store.updateModel {
+          operation.updateModel {
             $0.count += amount
             $0.log.append("\(store.identifier)+\(amount)")
           }
@@ -107,7 +107,7 @@ final class TextReducer: Reducer<Text, TextAction>, @unchecked Sendable {
     calls.add(1, ordering: .relaxed)
     return ActionOperation(action: action, store: store) { operation, action, store in
       switch action {
-      case .append(let text): store.updateModel { $0.value += text }
+      case .append(let text): operation.updateModel { $0.value += text }
       }
       operation.finish()
     }

@@ -19,19 +19,8 @@ final class InPlace: SynchronousReducer<Tally, TallyAction>, @unchecked Sendable
   override func reduce(_ action: TallyAction, into model: inout Tally) { model.count += 1 }
 }
 
+/// An operation that changes the model through its `updateModel`, then finishes.
 final class ThroughOperation: Reducer<Tally, TallyAction>, @unchecked Sendable {
-  override func operation(
-    for action: TallyAction, in store: Store<Tally, TallyAction>
-  ) -> ActionOperation<Tally, TallyAction> {
-    ActionOperation(action: action, store: store) { operation, _, store in
-      store.updateModel { $0.count += 1 }
-      operation.finish()
-    }
-  }
-}
-
-/// As `ThroughOperation`, through the operation's own `updateModel`, which announces the change at once.
-final class ThroughOperationUpdate: Reducer<Tally, TallyAction>, @unchecked Sendable {
   override func operation(
     for action: TallyAction, in store: Store<Tally, TallyAction>
   ) -> ActionOperation<Tally, TallyAction> {
@@ -43,7 +32,7 @@ final class ThroughOperationUpdate: Reducer<Tally, TallyAction>, @unchecked Send
 }
 
 let shapes = [
-  "inplace", "op", "opupdate", "chain", "tokensinplace", "tokensop", "tokensopupdate", "handle", "recorder",
+  "inplace", "op", "chain", "tokensinplace", "tokensop", "handle", "recorder",
   "recorderfile", "oprecorder", "oprecorderfile", "verify", "restore",
 ]
 let arguments = CommandLine.arguments
@@ -59,7 +48,7 @@ let inPlace =
   shape == "inplace" || shape == "chain" || shape == "tokensinplace" || shape == "handle"
   || shape.hasPrefix("recorder")
 let reducer: Reducer<Tally, TallyAction> =
-  inPlace ? InPlace() : shape.hasSuffix("update") ? ThroughOperationUpdate() : ThroughOperation()
+  inPlace ? InPlace() : ThroughOperation()
 let store = Store(identifier: "s0", model: Tally(), reducer: reducer)
 try dispatcher.register(store: store)
 if shape == "chain" {
