@@ -75,7 +75,7 @@ func registerComposition() {
     let tokens = (0..<10).map { _ in cart.observe(synchronously: true) { _, _ in count.value += 1 } }
     benchmark.startMeasurement()
     for _ in benchmark.scaledIterations {
-      try? await cart.dispatch(.increment, mode: .sync)
+      try? await cart.dispatch(action: .increment, mode: .sync)
     }
     benchmark.stopMeasurement()
     precondition(count.value == 10 * benchmark.scaledIterations.count)

@@ -2,7 +2,7 @@
 ///
 /// ```swift
 /// let cart = shop.scope(\.cart, action: ShopAction.cart)
-/// try await cart.dispatch(.add("milk"))   // a transaction of `shop`: middleware and the recorder see it
+/// try await cart.dispatch(action: .add("milk"))   // a transaction of `shop`: middleware and the recorder see it
 /// let token = cart.observe { cart, _ in print(cart.items) }  // only when the cart changed
 /// ```
 ///
@@ -58,7 +58,7 @@ public final class ChildStore<
   ///   - mode: How the dispatch runs.
   /// - Throws: ``DispatchError/scopeUnavailable(storeIdentifier:scope:)`` if the part no longer exists, or what the
   ///   parent's dispatch failed with.
-  public func dispatch(_ action: Action, mode: Dispatcher.Mode = .async) async throws(DispatchError) {
+  public func dispatch(action: Action, mode: Dispatcher.Mode = .async) async throws(DispatchError) {
     let (dispatcher, parentAction) = try prepare(action)
     try await dispatcher.dispatch(action: parentAction, to: parent.identifier, mode: mode)
   }

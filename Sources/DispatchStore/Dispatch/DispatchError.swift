@@ -8,6 +8,8 @@ public enum DispatchError: Error, Sendable, Equatable, CustomStringConvertible {
   case unknownStore(identifier: String)
   /// A store is already registered under the given identifier.
   case duplicateStoreIdentifier(String)
+  /// The store with the given identifier is registered with another dispatcher: unregister it there first.
+  case registeredElsewhere(storeIdentifier: String)
   /// The store with the given identifier handles a different action type than the one dispatched.
   case actionTypeMismatch(storeIdentifier: String, expected: String, dispatched: String)
   /// No registered store handles actions of the given type.
@@ -67,6 +69,8 @@ public enum DispatchError: Error, Sendable, Equatable, CustomStringConvertible {
       return "No store is registered with identifier \"\(identifier)\"."
     case .duplicateStoreIdentifier(let identifier):
       return "A store is already registered with identifier \"\(identifier)\"."
+    case .registeredElsewhere(let identifier):
+      return "The store \"\(identifier)\" is registered with another dispatcher: unregister it there first."
     case .actionTypeMismatch(let storeIdentifier, let expected, let dispatched):
       return "Store \"\(storeIdentifier)\" handles \(expected), not \(dispatched)."
     case .noRespondingStore(let actionType):

@@ -103,10 +103,22 @@ public final class Dispatcher: Sendable {
 
   /// Registers `store` so that dispatched actions of its action type, and of the types its reducer maps
   /// (``Reducer/additionalActions``), reach it.
+  ///
+  /// A store belongs to one dispatcher at a time: to move it, unregister it from the other first.
   /// - Parameter store: The store to add.
-  /// - Throws: ``DispatchError/duplicateStoreIdentifier(_:)`` if a store already uses its identifier; the
-  ///   registry is left unchanged.
+  /// - Throws: ``DispatchError/duplicateStoreIdentifier(_:)`` if a store already uses its identifier, and
+  ///   ``DispatchError/registeredElsewhere(storeIdentifier:)`` if the store is registered with another dispatcher;
+  ///   the registry is left unchanged.
   public func register<Model, Action>(store: Store<Model, Action>) throws(DispatchError) {
+    // Claimed first, under the store's lock: of two dispatchers registering it at once, one gets it.
+    let claim = store.state.withLock { state -> Bool? in
+      guard let owner = state.dispatcher else {
+        state.dispatcher = self
+        return true
+      }
+      return owner === self ? false : nil
+    }
+    guard let claimedNow = claim else { throw .registeredElsewhere(storeIdentifier: store.identifier) }
     let entry = StoreEntry(store)
     let mappedTypes = store.mappedActionTypes
     let added = registry.withLock { registry -> Bool in
@@ -118,11 +130,12 @@ public final class Dispatcher: Sendable {
       for type in mappedTypes { registry.routes.append(entry, for: type) }
       return true
     }
-    guard added else { throw .duplicateStoreIdentifier(store.identifier) }
-    store.state.withLock { state in
-      state.mainQueue = mainQueue
-      state.dispatcher = self
+    guard added else {
+      // Given back, unless the store was already registered here.
+      if claimedNow { store.state.withLock { state in if state.dispatcher === self { state.dispatcher = nil } } }
+      throw .duplicateStoreIdentifier(store.identifier)
     }
+    store.state.withLock { state in state.mainQueue = mainQueue }
   }
 
   /// Removes the store registered under `identifier`, and only that store.

@@ -40,7 +40,11 @@ public final class LoggerMiddleware: Middleware {
       let microseconds = Double(seconds) * 1e6 + Double(attoseconds) / 1e12
       line += " (\(String(format: "%.1f", microseconds)) µs)"
     }
-    if let error = transaction.error { line += " failed: \(error)" }
+    if transaction.wasCancelled {
+      line += " cancelled"
+    } else if let error = transaction.error {
+      line += " failed: \(error)"
+    }
     if let old, let new = Self.flatten(store.anyModel) {
       let changes = Self.changes(from: old, to: new)
       line += changes.isEmpty ? " no change" : ""

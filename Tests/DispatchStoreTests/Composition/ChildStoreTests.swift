@@ -50,7 +50,7 @@ struct ChildStoreTests {
     try dispatcher.dispatchSync(action: ShopAction.place(2))
     let second = shop.scope(\.orders, id: 2, action: ShopAction.order)
 
-    try await second.dispatch(.ship, mode: mode)
+    try await second.dispatch(action: .ship, mode: mode)
 
     #expect(second.model == Order(id: 2, status: "shipped"))
     #expect(shop.model.orders.map(\.status) == ["new", "shipped"])

@@ -26,11 +26,11 @@ struct ReadmeCompositionTests {
 
     let cart = shop.scope(\.cart, action: ShopAction.cart)
     let token = cart.observe { cart, _ in print(cart.items) }  // only when the cart changed
-    try await cart.dispatch(.add("milk"))  // a transaction of `shop`: middleware and the recorder see it
+    try await cart.dispatch(action: .add("milk"))  // a transaction of `shop`: middleware and the recorder see it
 
     try dispatcher.dispatchSync(action: ShopAction.place(1))
     let order = shop.scope(\.orders, id: 1, action: ShopAction.order)
-    try await order.dispatch(.ship)
+    try await order.dispatch(action: .ship)
     // README end
     await dispatcher.drain()
     #expect(shop.model.cart.items == ["milk"])

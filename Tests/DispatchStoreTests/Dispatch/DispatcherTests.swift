@@ -83,6 +83,49 @@ struct DispatcherTests {
     #expect(original.model.count == 1)
   }
 
+  /// A store belongs to one dispatcher at a time.
+  ///
+  /// Once unregistered there (or once that dispatcher is gone), another may take it. Registering it again where it
+  /// is registered is a duplicate, and leaves it registered.
+  @Test func aStoreRegisteredWithOneDispatcherIsRefusedByAnother() throws {
+    let first = Dispatcher()
+    let second = Dispatcher()
+    let store = makeCounterStore("shared")
+    try first.register(store: store)
+    #expect(throws: DispatchError.registeredElsewhere(storeIdentifier: "shared")) {
+      try second.register(store: store)
+    }
+    #expect(second.store(with: "shared") == nil)
+    #expect(throws: DispatchError.duplicateStoreIdentifier("shared")) { try first.register(store: store) }
+    #expect(dispatchSync(first, CounterAction.increase(1)).isSuccess)
+    #expect(store.model.count == 1)
+
+    first.unregister(storeIdentifier: "shared")
+    try second.register(store: store)
+    #expect(dispatchSync(second, CounterAction.increase(2)).isSuccess)
+    #expect(store.model.count == 3)
+
+    // A dispatcher that is gone holds no store.
+    var transient: Dispatcher? = Dispatcher()
+    let orphan = makeCounterStore("orphan")
+    try transient?.register(store: orphan)
+    transient = nil
+    try second.register(store: orphan)
+  }
+
+  /// Of two dispatchers registering one store at once, exactly one gets it.
+  @Test func twoDispatchersRegisteringOneStoreAtOnceOneGetsIt() async {
+    for _ in 0..<200 {
+      let dispatchers = [Dispatcher(), Dispatcher()]
+      let store = makeCounterStore("contended")
+      let registered = Locked(0)
+      await onThreads(2) { index in
+        if (try? dispatchers[index].register(store: store)) != nil { registered.withLock { $0 += 1 } }
+      }
+      #expect(registered.withLock { $0 } == 1)
+    }
+  }
+
   @Test func unregisterRemovesExactlyThatStore() throws {
     let dispatcher = Dispatcher()
     let kept = makeCounterStore("kept")

@@ -89,4 +89,21 @@ struct LoggerMiddlewareTests {
     #expect(logged[1].contains("opaque <- fail ("))
     #expect(logged[1].contains("failed: TestFailure(reason: \"no\")"))
   }
+
+  @Test func aCancelledTransactionIsLoggedAsCancelledNotFailed() async throws {
+    let dispatcher = Dispatcher()
+    let gate = Gate()
+    try dispatcher.register(store: Store(identifier: "gated", model: Counter(), reducer: GatedReducer(gate: gate)))
+    let lines = Locked<[String]>([])
+    dispatcher.register(middleware: LoggerMiddleware { line in lines.withLock { $0.append(line) } })
+    let handle = dispatcher.start(action: CounterAction.increase(1), mode: .async)
+    _ = await gate.waitForOperations(1)
+    handle.cancel()  // The gate finishes the operation with CancellationError.
+    _ = await handle.result
+    let logged = lines.withLock { $0 }
+    #expect(logged.count == 1)
+    #expect(logged.first?.contains("gated <- increase(1) (") == true)
+    #expect(logged.first?.contains(" cancelled") == true)
+    #expect(logged.first?.contains("failed") == false)
+  }
 }
