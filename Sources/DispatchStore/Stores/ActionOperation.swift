@@ -153,19 +153,7 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   public func updateModel<Value, Failure: Error>(
     _ body: (inout Model) throws(Failure) -> Value
   ) throws(Failure) -> Value {
-    guard store.registeredObservers.load(ordering: .relaxed) > 0 else {
-      // Nobody to tell: the version catches up at the next announcement.
-      return try store.state.withLock { state throws(Failure) -> Value in
-        defer {
-          state.version &+= 1
-          if recording != nil { fileChange(&state) }
-        }
-        return try body(&state.model)
-      }
-    }
-    let shouldNotify = store.reducer.shouldNotifyObservers(for: action, in: store)
-    return try store.change(by: action, shouldNotify: shouldNotify, operation: recording != nil ? self : nil, body)
-      .get()
+    try store.change(by: action, operation: recording != nil ? self : nil, body).get()
   }
 
   /// Files the record of the change just made to the store's model, in its critical section, while a recorder

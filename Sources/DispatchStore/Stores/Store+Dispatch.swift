@@ -92,59 +92,21 @@ extension Store {
 }
 
 extension Store {
-  /// Runs the ``SynchronousReducer``'s `reduce(_:into:)` on the model, under the lock, and announces the change;
-  /// returns the error it threw.
-  ///
-  /// The change is announced in the same critical section that made it: its notification carries the model this
-  /// reduction produced, even while other threads reduce the same store, and a synchronous observer hears it
-  /// before this returns (``deliverSynchronously(_:)``). Whether to notify is asked before the lock, since the
-  /// reducer is user code.
+  /// Runs the ``SynchronousReducer``'s `reduce(_:into:)` on the model and announces the change (``change(by:_:)``);
+  /// returns the error it threw, as the transaction fails with it.
   ///
   /// With `recording`, the transaction's record is filed in the same critical section, with the model and error the
   /// reduction produced.
   @inlinable
   func reduceInPlace(_ action: Action, recording: RecordingContext? = nil) -> (any Error)? {
-    // Nobody to tell: the version catches up at the next announcement.
-    if registeredObservers.load(ordering: .relaxed) > 0 { return reduceAnnouncing(action, recording: recording) }
-    if let recording { return reduceRecording(action, recording: recording) }
-    // Borrowed: the store holds its reducer.
-    let (failure, observed) = Unmanaged.passUnretained(reducer)._withUnsafeGuaranteedRef { reducer in
-      let reducer = unsafeDowncast(reducer, to: SynchronousReducer<Model, Action>.self)
-      return state.withLock { state -> ((any Error)?, Bool) in
-        defer { state.version &+= 1 }
-        do {
-          try reducer.reduce(action, into: &state.model)
-        } catch {
-          return (error, state.observers != nil)
-        }
-        return (nil, state.observers != nil)
-      }
-    }
-    // An observer registered between the look above and the critical section: once `observe` returned, a change
-    // its first read of the model did not show is announced to it (the version catches up to the model).
-    if observed { announceChange(for: action) }
-    return failure.map(reductionError)
-  }
-
-  /// ``reduceInPlace(_:recording:)`` for a recorded store nobody observes.
-  @inlinable
-  func reduceRecording(_ action: Action, recording: RecordingContext) -> (any Error)? {
     // Borrowed: the store holds its reducer.
     Unmanaged.passUnretained(reducer)._withUnsafeGuaranteedRef { reducer in
       let reducer = unsafeDowncast(reducer, to: SynchronousReducer<Model, Action>.self)
-      let (failure, observed) = state.withLock { state -> ((any Error)?, Bool) in
-        defer { state.version &+= 1 }
-        var failure: (any Error)?
-        do {
-          try reducer.reduce(action, into: &state.model)
-        } catch {
-          failure = reductionError(error)
-        }
-        state.recordedEvent = recording.file(store: identifier, action: action, model: state.model, error: failure)
-        return (failure, state.observers != nil)
+      let changed = change(by: action, recording: recording) { (model: inout Model) throws(any Error) in
+        try reducer.reduce(action, into: &model)
       }
-      if observed { announceChange(for: action) }  // An observer registered meanwhile (see reduceInPlace).
-      return failure
+      guard case .failure(let error) = changed else { return nil }
+      return reductionError(error)
     }
   }
 
@@ -160,61 +122,57 @@ extension Store {
     return error
   }
 
-  /// ``reduceInPlace(_:)`` for an observed store: the change is announced in the critical section that made it.
-  @inlinable
-  func reduceAnnouncing(_ action: Action, recording: RecordingContext?) -> (any Error)? {
-    // Borrowed: the store holds its reducer.
-    Unmanaged.passUnretained(reducer)._withUnsafeGuaranteedRef { reducer in
-      let reducer = unsafeDowncast(reducer, to: SynchronousReducer<Model, Action>.self)
-      let changed = change(
-        by: action, shouldNotify: reducer.shouldNotifyObservers(for: action, in: self), recording: recording
-      ) { (model: inout Model) throws(any Error) in try reducer.reduce(action, into: &model) }
-      guard case .failure(let error) = changed else { return nil }
-      return reductionError(error)
-    }
-  }
-
-  /// Runs `body` on the model, under the lock, and announces the change, which `action` made, in the same critical
-  /// section: its notification carries the model `body` produced, also while other threads change the store.
+  /// Reduce and announce, the one body of every change a dispatch makes (an in-place reduction, an operation's
+  /// ``ActionOperation/updateModel(_:)``): runs `body` on the model, under the lock, and announces the change, which
+  /// `action` made, in the same critical section, so that its notification carries the model `body` produced, also
+  /// while other threads change the store.
   ///
   /// A synchronous observer hears it before this returns (``deliverSynchronously(_:)``). Changes `body` made before
-  /// throwing are kept, and announced. `shouldNotify` is the reducer's answer, asked before the lock (user code).
+  /// throwing are kept, and announced. The reducer is asked whether to notify before the lock (it is user code), and
+  /// only if the store is observed. An observer registered between that look and the critical section hears the
+  /// change after it (``announceChange(for:)``): once `observe` returned, a change its first read of the model did
+  /// not show is announced to it. With nobody observing, the announced version is left behind, and catches up at the
+  /// next announcement.
   ///
   /// With `recording`, the transaction's record is filed in the same critical section too; with `operation`, a
-  /// recorded operation's, the record of its change (``ActionOperation/fileChange(_:)``). `origin` tells observers
-  /// whether a dispatch made the change or the recorder restored it.
+  /// recorded operation's, the record of its change (``ActionOperation/fileChange(_:)``).
   @inlinable
   @inline(__always)
   func change<Value, Failure: Error>(
-    by action: Action, shouldNotify: Bool, recording: RecordingContext? = nil,
-    operation: ActionOperation<Model, Action>? = nil, origin: ChangeOrigin = .dispatch,
+    by action: Action, recording: RecordingContext? = nil, operation: ActionOperation<Model, Action>? = nil,
     _ body: (inout Model) throws(Failure) -> Value
   ) -> Result<Value, Failure> {
-    let deliverer = ThreadContext.currentDeliverer
-    let (result, turn) = state.withLock { state -> (Result<Value, Failure>, SynchronousTurn<Model, Action>) in
+    let shouldNotify: Bool? =
+      registeredObservers.load(ordering: .relaxed) > 0 ? reducer.shouldNotifyObservers(for: action, in: self) : nil
+    let (result, turn, observedMeanwhile) = state.withLock {
+      state -> (Result<Value, Failure>, SynchronousTurn<Model, Action>, Bool) in
       let result: Result<Value, Failure>
       do throws(Failure) {
-        let value = try body(&state.model)
-        result = .success(value)
+        result = .success(try body(&state.model))
       } catch {
         result = .failure(error)
       }
       state.version &+= 1
-      state.announcedVersion = state.version
       if let recording {
         let failure: (any Error)?
         if case .failure(let error) = result { failure = reductionError(error) } else { failure = nil }
         state.recordedEvent = recording.file(store: identifier, action: action, model: state.model, error: failure)
       }
       operation?.fileChange(&state)
-      guard shouldNotify, let observers = state.observers else { return (result, .none) }
-      return (
-        result,
-        observers.changes(
-          of: state.model, by: action, origin: origin, store: self, mainQueue: state.mainQueue, deliverer: deliverer)
-      )
+      guard let observers = state.observers else { return (result, .none, false) }
+      guard let shouldNotify else { return (result, .none, true) }
+      state.announcedVersion = state.version
+      guard shouldNotify else { return (result, .none, false) }
+      let turn = observers.changes(
+        of: state.model, by: action, origin: .dispatch, store: self, mainQueue: state.mainQueue,
+        deliverer: ThreadContext.currentDeliverer)
+      return (result, turn, false)
     }
-    deliverSynchronously(turn)
+    if case .none = turn {
+      if observedMeanwhile { announceChange(for: action) }
+    } else {
+      deliverSynchronously(turn)
+    }
     return result
   }
 }
