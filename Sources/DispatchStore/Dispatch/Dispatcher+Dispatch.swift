@@ -58,7 +58,9 @@ extension Dispatcher {
       return report(DispatchReport(result: .success(()), actions: []))
     }
     if let chain = interceptorChain() {
-      return dispatch(action: action, to: storeIdentifier, mode: mode, through: chain, report: report)
+      return route(
+        storeIdentifier: storeIdentifier, action: action, mode: mode,
+        intercepted: Lane.InterceptedJob(chain: chain, report: report), then: nil)
     }
     route(storeIdentifier: storeIdentifier, action: action, mode: mode) { result in
       report(DispatchReport(result: result, actions: [action]))
@@ -331,40 +333,58 @@ extension Dispatcher {
     then completion: Completion?
   ) {
     if interceptorCount.load(ordering: .relaxed) > 0, let chain = interceptorChain() {
-      return dispatch(action: action, to: storeIdentifier, mode: mode, through: chain, handle: handle) { report in
+      let intercepted = Lane.InterceptedJob(chain: chain) { report in
         handle?.interceptorsDispatched(report.actions)
         completion?(report.result)
       }
+      return route(
+        storeIdentifier: storeIdentifier, action: action, mode: mode, handle: handle, intercepted: intercepted,
+        then: nil)
     }
     route(storeIdentifier: storeIdentifier, action: action, mode: mode, handle: handle, then: completion)
   }
 
-  /// Routes `action`, which interceptors passed on (or none saw), in `mode`.
+  /// Routes `action` in `mode`: the one place that decides where a dispatch runs.
   ///
-  /// `handle`: the dispatch's handle, if it has one; a cancelled one is not run when its turn comes.
+  /// With `intercepted`, its interceptors run first, where the dispatch runs, and its report hears what they made of
+  /// the action (`completion` is not used); without, `completion` hears the result. `handle`: the dispatch's handle,
+  /// if it has one; a cancelled one is not run when its turn comes.
   @inline(__always)
   private func route(
     storeIdentifier: String?, action: any ActionType, mode: Mode, handle: DispatchHandle? = nil,
-    then completion: Completion?
+    intercepted: Lane.InterceptedJob? = nil, then completion: Completion?
   ) {
     switch mode {
     case .sync:
       if let handle, !handle.markStarted() { return }
+      if let intercepted {
+        return intercepted.report(
+          dispatchSynchronously(
+            storeIdentifier: storeIdentifier, action: action, through: intercepted.chain, handle: handle))
+      }
+      // Run first: `completion?(…)` would not evaluate its argument without a completion.
       let result = dispatchSynchronously(storeIdentifier: storeIdentifier, action: action, handle: handle)
       completion?(result)
     case .async:
       DispatchQueue.global().async { [self] in
         if let handle, !handle.markStarted() { return }
-        runHere(storeIdentifier: storeIdentifier, action: action, handle: handle, then: completion)
+        guard let intercepted else {
+          return runHere(storeIdentifier: storeIdentifier, action: action, handle: handle, then: completion)
+        }
+        let progress = intercepted.chain.start(action, dispatcher: self) { [self] outcome in
+          DispatchQueue.global().async {
+            self.finishAsynchronously(outcome, storeIdentifier: storeIdentifier, handle: handle, intercepted.report)
+          }
+        }
+        if case .decided(let outcome) = progress {
+          finishAsynchronously(outcome, storeIdentifier: storeIdentifier, handle: handle, intercepted.report)
+        }
       }
-    case .serial:
-      serialLane.enqueue(
-        Lane.Job(storeIdentifier: storeIdentifier, action: action, completion: completion, handle: handle),
-        dispatcher: self)
-    case .mainThread:
-      mainLane.enqueue(
-        Lane.Job(storeIdentifier: storeIdentifier, action: action, completion: completion, handle: handle),
-        dispatcher: self)
+    case .serial, .mainThread:
+      let job = Lane.Job(
+        storeIdentifier: storeIdentifier, action: action, completion: intercepted == nil ? completion : nil,
+        intercepted: intercepted, handle: handle)
+      (mode == .serial ? serialLane : mainLane).enqueue(job, dispatcher: self)
     }
   }
 
@@ -379,35 +399,6 @@ extension Dispatcher {
       }
     }
     if case .finished(let result) = outcome { completion?(result) }
-  }
-
-  /// Runs the interceptors of `chain` on `action`, where `mode` runs a dispatch, then routes what they passed on.
-  private func dispatch(
-    action: any ActionType, to storeIdentifier: String?, mode: Mode, through chain: InterceptorChain,
-    handle: DispatchHandle? = nil, report: @escaping @Sendable (DispatchReport) -> Void
-  ) {
-    switch mode {
-    case .sync:
-      if let handle, !handle.markStarted() { return }
-      report(dispatchSynchronously(storeIdentifier: storeIdentifier, action: action, through: chain, handle: handle))
-    case .async:
-      DispatchQueue.global().async { [self] in
-        if let handle, !handle.markStarted() { return }
-        let progress = chain.start(action, dispatcher: self) { [self] outcome in
-          DispatchQueue.global().async {
-            self.finishAsynchronously(outcome, storeIdentifier: storeIdentifier, handle: handle, report)
-          }
-        }
-        if case .decided(let outcome) = progress {
-          finishAsynchronously(outcome, storeIdentifier: storeIdentifier, handle: handle, report)
-        }
-      }
-    case .serial, .mainThread:
-      let job = Lane.Job(
-        storeIdentifier: storeIdentifier, action: action, completion: nil,
-        intercepted: Lane.InterceptedJob(chain: chain, report: report), handle: handle)
-      (mode == .serial ? serialLane : mainLane).enqueue(job, dispatcher: self)
-    }
   }
 
   private func finishAsynchronously(
