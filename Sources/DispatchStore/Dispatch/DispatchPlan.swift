@@ -1,48 +1,37 @@
-// Preparing a dispatch and starting what was prepared: `Dispatcher.run` is where every dispatch path, once placed,
-// hands its action over.
+/// A run's stores, wait graph and middleware, checked and ready to start.
+struct DispatchPlan {
+  /// Asked, when a store is about to start, whether it is still registered; retained by the plan (``owner``),
+  /// read without retaining it again.
+  let dispatcher: Unmanaged<Dispatcher>
+  /// Keeps `dispatcher` alive while the run lasts.
+  let owner: Dispatcher
+  /// ``Dispatcher/unregistrations`` when the stores were looked up: while it is unchanged, every store is.
+  let unregistrations: UInt64
+  let dispatcherID: ObjectIdentifier
+  let action: any ActionType
+  /// Each store's action, where one maps the dispatched action to an action of its own; `nil` when none does.
+  let actions: [any ActionType]?
+  let middleware: MiddlewareList
+  let placement: DispatchRun.Placement
+  /// The responding stores, one per node: the registry's own array when the action's route is used whole.
+  let targets: [StoreEntry]
+  /// Moved into the run's state when it starts, so that counting down does not copy it.
+  var graph: WaitGraph?
+  /// The dispatch's handle, if it has one: a cancelled one starts no more stores.
+  let handle: DispatchHandle?
 
-extension Dispatcher {
-  /// How a started dispatch ended, as far as the thread that started it knows.
-  enum RunOutcome {
-    /// Finished with this result; no completion was called.
-    case finished(Result<Void, DispatchError>)
-    /// Finishes later; the completion `run` was given reports it.
-    case later
+  /// Calls `body` with the action as the store of node `index` handles it, borrowed: returning the existential
+  /// would copy it, and destroy the copy, once per store and use.
+  @inline(__always)
+  func withAction<Result>(of index: Int, _ body: (any ActionType) -> Result) -> Result {
+    guard let actions else { return body(action) }
+    return actions.withUnsafeBufferPointer { body($0[index]) }
   }
 
-  /// Starts a dispatch.
-  ///
-  /// A dispatch that finishes before its start returns (or fails to start) reports `.finished`; nothing else
-  /// hears about it. Otherwise `completion` is asked for what will: `nil` makes this wait and return `.finished`,
-  /// which `.sync` does. A completion is only made (allocated) when it is needed.
-  /// `context`: the calling thread's context. `handle`: the dispatch's handle, if it has one.
-  @inline(__always)
-  func run(
-    storeIdentifier: String?,
-    action: any ActionType,
-    placement: DispatchRun.Placement,
-    context: ThreadContext,
-    handle: DispatchHandle? = nil,
-    completion: () -> Completion?
-  ) -> RunOutcome {
-    let prepared: DispatchRun.Prepared
-    do {
-      prepared = try DispatchRun.prepare(
-        dispatcher: self, storeIdentifier: storeIdentifier, action: action, placement: placement, context: context,
-        handle: handle)
-    } catch {
-      return .finished(.failure(error))
-    }
-    switch consume prepared {
-    case .single(let dispatch, let middleware):
-      defer { withExtendedLifetime(middleware) {} }
-      return dispatch.run(context: context, handle: handle, completion: completion)
-    case .run(let plan):
-      let onComplete = completion()
-      let run = DispatchRun(plan: plan, onComplete: onComplete)
-      run.start()
-      return onComplete == nil ? .finished(run.waitForResult()) : .later
-    }
+  /// The dispatched action, if the store of node `index` handles an action it mapped that one to.
+  func dispatchedAction(ifMappedAt index: Int) -> (any ActionType)? {
+    guard actions != nil, withAction(of: index, { $0.routingType != action.routingType }) else { return nil }
+    return action
   }
 }
 
@@ -59,44 +48,7 @@ extension DispatchRun {
     /// dispatch returned (what outlives it takes an owned copy).
     case single(SingleStoreDispatch, middleware: MiddlewareList)
     /// Everything else: a run, once given its completion.
-    case run(Plan)
-  }
-
-  /// A run's stores, wait graph and middleware, checked and ready to start.
-  struct Plan {
-    /// Asked, when a store is about to start, whether it is still registered; retained by the plan (``owner``),
-    /// read without retaining it again.
-    let dispatcher: Unmanaged<Dispatcher>
-    /// Keeps `dispatcher` alive while the run lasts.
-    let owner: Dispatcher
-    /// ``Dispatcher/unregistrations`` when the stores were looked up: while it is unchanged, every store is.
-    let unregistrations: UInt64
-    let dispatcherID: ObjectIdentifier
-    let action: any ActionType
-    /// Each store's action, where one maps the dispatched action to an action of its own; `nil` when none does.
-    let actions: [any ActionType]?
-    let middleware: MiddlewareList
-    let placement: Placement
-    /// The responding stores, one per node: the registry's own array when the action's route is used whole.
-    let targets: [StoreEntry]
-    /// Moved into the run's state when it starts, so that counting down does not copy it.
-    var graph: WaitGraph?
-    /// The dispatch's handle, if it has one: a cancelled one starts no more stores.
-    let handle: DispatchHandle?
-
-    /// Calls `body` with the action as the store of node `index` handles it, borrowed: returning the existential
-    /// would copy it, and destroy the copy, once per store and use.
-    @inline(__always)
-    func withAction<Result>(of index: Int, _ body: (any ActionType) -> Result) -> Result {
-      guard let actions else { return body(action) }
-      return actions.withUnsafeBufferPointer { body($0[index]) }
-    }
-
-    /// The dispatched action, if the store of node `index` handles an action it mapped that one to.
-    func dispatchedAction(ifMappedAt index: Int) -> (any ActionType)? {
-      guard actions != nil, withAction(of: index, { $0.routingType != action.routingType }) else { return nil }
-      return action
-    }
+    case run(DispatchPlan)
   }
 
   /// Prepares a dispatch, or returns the error that forbids running any operation.
@@ -274,7 +226,7 @@ extension DispatchRun {
       graph = nil
     }
     return .run(
-      Plan(
+      DispatchPlan(
         dispatcher: Unmanaged.passUnretained(dispatcher), owner: dispatcher, unregistrations: unregistrations,
         dispatcherID: ObjectIdentifier(dispatcher),
         action: action, actions: actions, middleware: middleware,

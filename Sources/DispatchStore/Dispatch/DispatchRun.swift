@@ -210,7 +210,7 @@ final class DispatchRun: OperationCompletionHandler {
   /// The stores (one per node), action, middleware and placement; immutable, so read without the lock.
   ///
   /// Kept whole, as it was prepared, so that starting a run copies (and later releases) none of its parts.
-  private let plan: Plan
+  private let plan: DispatchPlan
   let onComplete: (@Sendable (Result<Void, DispatchError>) -> Void)?
   private let state: LockedValue<DispatchStateMachine>
   /// A node made ready by an operation that finished on the starting thread, inside its start: the starting thread
@@ -226,7 +226,7 @@ final class DispatchRun: OperationCompletionHandler {
   private let storeFailed = Atomic<Bool>(false)
 
   /// Makes the run of `plan`; `onComplete` hears its result (with none, call ``waitForResult()``).
-  init(plan: consuming Plan, onComplete: (@Sendable (Result<Void, DispatchError>) -> Void)?) {
+  init(plan: consuming DispatchPlan, onComplete: (@Sendable (Result<Void, DispatchError>) -> Void)?) {
     var graph: WaitGraph?
     swap(&graph, &plan.graph)
     self.onComplete = onComplete
@@ -540,6 +540,25 @@ final class DispatchRun: OperationCompletionHandler {
       mainQueue.schedule { onComplete(result) }
     } else {
       onComplete(result)
+    }
+  }
+}
+
+extension DispatchRun {
+  /// Where a dispatch's operations start and its completion runs: the one place that decides whether work hops to
+  /// the main queue.
+  enum Placement: Sendable {
+    /// On whichever thread makes them ready: the caller, or the thread that finished a store waited for.
+    case anyThread
+    /// On the main queue's thread.
+    case main(MainQueue)
+
+    /// The main queue that work placed here must be scheduled on first, or `nil` if it runs on the calling thread:
+    /// placed anywhere, or on the main queue while this thread runs its work.
+    @inline(__always)
+    var queueToHopTo: MainQueue? {
+      guard case .main(let mainQueue) = self, !mainQueue.isCurrent else { return nil }
+      return mainQueue
     }
   }
 }

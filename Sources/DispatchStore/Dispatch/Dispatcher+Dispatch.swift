@@ -527,3 +527,49 @@ extension Dispatcher {
     }
   }
 }
+
+// Where every dispatch path, once placed, hands its action over: prepared, then started.
+extension Dispatcher {
+  /// How a started dispatch ended, as far as the thread that started it knows.
+  enum RunOutcome {
+    /// Finished with this result; no completion was called.
+    case finished(Result<Void, DispatchError>)
+    /// Finishes later; the completion `run` was given reports it.
+    case later
+  }
+
+  /// Starts a dispatch.
+  ///
+  /// A dispatch that finishes before its start returns (or fails to start) reports `.finished`; nothing else
+  /// hears about it. Otherwise `completion` is asked for what will: `nil` makes this wait and return `.finished`,
+  /// which `.sync` does. A completion is only made (allocated) when it is needed.
+  /// `context`: the calling thread's context. `handle`: the dispatch's handle, if it has one.
+  @inline(__always)
+  func run(
+    storeIdentifier: String?,
+    action: any ActionType,
+    placement: DispatchRun.Placement,
+    context: ThreadContext,
+    handle: DispatchHandle? = nil,
+    completion: () -> Completion?
+  ) -> RunOutcome {
+    let prepared: DispatchRun.Prepared
+    do {
+      prepared = try DispatchRun.prepare(
+        dispatcher: self, storeIdentifier: storeIdentifier, action: action, placement: placement, context: context,
+        handle: handle)
+    } catch {
+      return .finished(.failure(error))
+    }
+    switch consume prepared {
+    case .single(let dispatch, let middleware):
+      defer { withExtendedLifetime(middleware) {} }
+      return dispatch.run(context: context, handle: handle, completion: completion)
+    case .run(let plan):
+      let onComplete = completion()
+      let run = DispatchRun(plan: plan, onComplete: onComplete)
+      run.start()
+      return onComplete == nil ? .finished(run.waitForResult()) : .later
+    }
+  }
+}

@@ -2,6 +2,28 @@ import Dispatch
 import Synchronization
 
 extension Store {
+  /// One change of a store's model, as observers (``Store/observe(synchronously:_:)``) and
+  /// ``Store/changes(bufferingNewest:)`` receive it.
+  public struct Change: Sendable {
+    /// The model right after the change.
+    public let model: Model
+    /// The action that made the change (for a restore, the action of the record restored or undone).
+    public let action: Action
+    /// Whether the recorder restored the model instead of a dispatch changing it; no reducer ran.
+    ///
+    /// Restores are ``RecorderMiddleware/undo(byRecord:)``, ``RecorderMiddleware/redo(byRecord:)``,
+    /// ``RecorderMiddleware/jump(to:byRecord:)`` and ``Session/restore(into:)``. An observer that starts side effects
+    /// skips them, so scrubbing through history repeats none.
+    public let isRestore: Bool
+
+    @usableFromInline
+    init(model: Model, action: Action, isRestore: Bool) {
+      self.model = model
+      self.action = action
+      self.isRestore = isRestore
+    }
+  }
+
   /// Calls `onChange` after every change of the model, for as long as the returned token lives.
   ///
   /// ```swift
