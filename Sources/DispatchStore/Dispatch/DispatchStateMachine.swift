@@ -3,19 +3,23 @@ import Dispatch
 /// The state of one ``DispatchRun``: which stores wait, which are ready, who is starting them, the failures and
 /// the result.
 ///
-/// A value type: each event decides under the run's lock and returns what to do, which the run does after the lock
-/// (starting stores, completing), as swift-async-algorithms' state machines do.
+/// A value type: each event decides, under the run's lock once the run is shared (on the dispatching thread alone
+/// before), and returns what to do, which the run does after the lock (starting stores, completing), as
+/// swift-async-algorithms' state machines do.
 ///
 /// No user code, no lock and no thread here, so that every decision of a run is made in one place. The fields are
 /// internal only so that Swift's memberwise initialiser builds the machine in place (an initialiser of its own
 /// copies the whole machine per dispatch; proposal 0008 has the measurements); the run changes them only through
 /// the events below.
 struct DispatchStateMachine: Sendable {
-  /// Each store's watched transaction, when there is middleware; otherwise empty.
-  var nodes: [StoreTransaction.Watch?]
+  /// How many stores the run has, one per node.
+  let nodeCount: Int
   /// Who waits for whom, counted down as stores finish; `nil` when nobody waits.
   var graph: WaitGraph?
   var unfinished: Int
+  /// The watched transactions of the stores still running after their start, by node, when middleware watches
+  /// the run; empty (not allocated) until one is.
+  var nodes: [StoreTransaction.Watch?] = []
   var failures: [(node: Int, failure: OperationFailure)] = []
   /// The nodes that must not start, each with the node it waits for that failed.
   ///
@@ -30,17 +34,18 @@ struct DispatchStateMachine: Sendable {
   var result: Result<Void, DispatchError>?
   var waiter: DispatchSemaphore?
 
-  /// A machine holding nothing, left behind while the starting thread holds the real one alone.
-  static var empty: DispatchStateMachine {
-    @inline(__always) get { DispatchStateMachine(nodes: [], graph: nil, unfinished: 0) }
+  /// Makes the state of a run of `count` stores, with `graph` if any store waits.
+  @inline(__always)
+  static func start(count: Int, graph: consuming WaitGraph?) -> DispatchStateMachine {
+    DispatchStateMachine(nodeCount: count, graph: graph, unfinished: count)
   }
 
   // MARK: - Events
 
   /// The run starts: every store that waits for nobody is ready, in node order.
   @inline(__always)
-  mutating func runStarted(count: Int) {
-    for index in 0..<count where (graph?.waitCount(of: index) ?? 0) == 0 { ready.append(index) }
+  mutating func runStarted() {
+    for index in 0..<nodeCount where (graph?.waitCount(of: index) ?? 0) == 0 { ready.append(index) }
   }
 
   /// A thread would start ready stores.
@@ -54,19 +59,20 @@ struct DispatchStateMachine: Sendable {
     return first
   }
 
-  /// Store `index` began its transaction, which middleware watches.
+  /// Store `index`, whose transaction middleware watches, is still running after its start.
   @inline(__always)
-  mutating func storeBegan(_ index: Int, watch: StoreTransaction.Watch) {
+  mutating func storeRunning(_ index: Int, watch: StoreTransaction.Watch) {
+    if nodes.isEmpty { nodes = Array(repeating: nil, count: nodeCount) }
     nodes[index] = watch
   }
 
-  /// The watched transaction of store `index`, if middleware watches the dispatch.
+  /// The watched transaction of store `index`, which is still running, if middleware watches the dispatch.
   @inline(__always)
   func watch(of index: Int) -> StoreTransaction.Watch? {
     nodes.isEmpty ? nil : nodes[index]
   }
 
-  /// The starter, holding the state alone, handed it back: it is still the starter.
+  /// The starter, which held the state alone, shares it: it is still the starter.
   @inline(__always)
   mutating func sharedByStarter(_ thread: ObjectIdentifier) {
     starter = thread
@@ -119,13 +125,6 @@ struct DispatchStateMachine: Sendable {
   @inline(__always)
   mutating func nextReadyAlone() -> Int? {
     ready.popFirst()
-  }
-
-  /// Every store finished while the starting thread held the state alone, with `result`: nobody waits yet, since
-  /// nobody else knew of the run.
-  @inline(__always)
-  mutating func completedAlone(with result: Result<Void, DispatchError>) {
-    self.result = result
   }
 
   /// What a caller waiting for the result does.

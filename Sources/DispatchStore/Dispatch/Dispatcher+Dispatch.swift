@@ -553,23 +553,12 @@ extension Dispatcher {
     handle: DispatchHandle? = nil,
     completion: () -> Completion?
   ) -> RunOutcome {
-    let prepared: DispatchRun.Prepared
     do {
-      prepared = try DispatchRun.prepare(
-        dispatcher: self, storeIdentifier: storeIdentifier, action: action, placement: placement, context: context,
-        handle: handle)
+      let (run, graph) = try DispatchRun.prepare(
+        dispatcher: self, storeIdentifier: storeIdentifier, action: action, placement: placement, handle: handle)
+      return run.start(graph: graph, context: context, completion: completion)
     } catch {
       return .finished(.failure(error))
-    }
-    switch consume prepared {
-    case .single(let dispatch, let middleware):
-      defer { withExtendedLifetime(middleware) {} }
-      return dispatch.run(context: context, handle: handle, completion: completion)
-    case .run(let plan):
-      let onComplete = completion()
-      let run = DispatchRun(plan: plan, onComplete: onComplete)
-      run.start()
-      return onComplete == nil ? .finished(run.waitForResult()) : .later
     }
   }
 }

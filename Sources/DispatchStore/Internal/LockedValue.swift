@@ -107,6 +107,9 @@ package struct LockedValue<Value>: ~Copyable, @unchecked Sendable {
       #if canImport(Darwin)
         try mutex.withLock(body)
       #else
+        // The two edges stay written out here and in `withLockIfAvailable`: a helper taking `value` `inout` begins
+        // the access before the first edge, where ThreadSanitizer reports it, and a closure capturing `value`
+        // cannot keep it `sending`.
         try mutex.withLock { (value: inout sending Value) throws(E) -> sending Result in
           edge.add(1, ordering: .acquiringAndReleasing)
           defer { edge.add(1, ordering: .acquiringAndReleasing) }

@@ -15,8 +15,8 @@ struct DispatchStateMachineTests {
   private func makeMachine(_ waits: [[String]] = [[], ["s0"], []]) throws -> DispatchStateMachine {
     let identifiers = waits.indices.map { "s\($0)" }
     let graph = try WaitGraph.make(identifiers: identifiers, waitLists: waits, isRegistered: { _ in false }).get()
-    var machine = DispatchStateMachine(nodes: [], graph: graph, unfinished: waits.count)
-    machine.runStarted(count: waits.count)
+    var machine = DispatchStateMachine.start(count: waits.count, graph: graph)
+    machine.runStarted()
     return machine
   }
 

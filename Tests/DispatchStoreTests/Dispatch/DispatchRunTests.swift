@@ -5,9 +5,10 @@ import Testing
 
 @testable import DispatchStore
 
-/// The path taken by a dispatch that reaches one store that waits for nobody, with no middleware.
-@Suite("Single-store dispatch", .timeLimit(.minutes(1)))
-struct SingleStoreDispatchTests {
+/// `DispatchRun` with one store that waits for nobody and no middleware: the run that keeps no state, and shares it
+/// only when the operation outlives its start.
+@Suite("DispatchRun, one store", .timeLimit(.minutes(1)))
+struct DispatchRunTests {
   @Test(arguments: Dispatcher.Mode.allCases)
   func lateFinishAnnouncesOnTheFinishingThreadBeforeTheCompletion(mode: Dispatcher.Mode) async throws {
     let dispatcher = Dispatcher()

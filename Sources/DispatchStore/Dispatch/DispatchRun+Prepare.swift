@@ -1,57 +1,11 @@
-/// A run's stores, wait graph and middleware, checked and ready to start.
-struct DispatchPlan {
-  /// Asked, when a store is about to start, whether it is still registered; retained by the plan (``owner``),
-  /// read without retaining it again.
-  let dispatcher: Unmanaged<Dispatcher>
-  /// Keeps `dispatcher` alive while the run lasts.
-  let owner: Dispatcher
-  /// ``Dispatcher/unregistrations`` when the stores were looked up: while it is unchanged, every store is.
-  let unregistrations: UInt64
-  let dispatcherID: ObjectIdentifier
-  let action: any ActionType
-  /// Each store's action, where one maps the dispatched action to an action of its own; `nil` when none does.
-  let actions: [any ActionType]?
-  let middleware: MiddlewareList
-  let placement: DispatchRun.Placement
-  /// The responding stores, one per node: the registry's own array when the action's route is used whole.
-  let targets: [StoreEntry]
-  /// Moved into the run's state when it starts, so that counting down does not copy it.
-  var graph: WaitGraph?
-  /// The dispatch's handle, if it has one: a cancelled one starts no more stores.
-  let handle: DispatchHandle?
-
-  /// Calls `body` with the action as the store of node `index` handles it, borrowed: returning the existential
-  /// would copy it, and destroy the copy, once per store and use.
-  @inline(__always)
-  func withAction<Result>(of index: Int, _ body: (any ActionType) -> Result) -> Result {
-    guard let actions else { return body(action) }
-    return actions.withUnsafeBufferPointer { body($0[index]) }
-  }
-
-  /// The dispatched action, if the store of node `index` handles an action it mapped that one to.
-  func dispatchedAction(ifMappedAt index: Int) -> (any ActionType)? {
-    guard actions != nil, withAction(of: index, { $0.routingType != action.routingType }) else { return nil }
-    return action
-  }
-}
-
 /// Preparing a dispatch: the stores that handle the action (its own type's and those that map it), each store's
 /// action, the wait graph, and the middleware the dispatch calls; or the error that forbids running anything.
 ///
 /// Everything here runs before the first store starts, on the dispatching thread. Reducers' wait lists and action
 /// mappings are user code: they are asked outside the registry's lock.
 extension DispatchRun {
-  /// What a prepared dispatch runs.
-  enum Prepared {
-    /// One store that waits for nobody: run by ``SingleStoreDispatch``, without a run object.
-    /// The dispatch calls its middleware through a borrowed view of `middleware`, which the caller keeps until the
-    /// dispatch returned (what outlives it takes an owned copy).
-    case single(SingleStoreDispatch, middleware: MiddlewareList)
-    /// Everything else: a run, once given its completion.
-    case run(DispatchPlan)
-  }
-
-  /// Prepares a dispatch, or returns the error that forbids running any operation.
+  /// Prepares a dispatch, or returns the error that forbids running any operation: the run, and its wait graph if
+  /// any store waits, apart so that the run's state can own it (``start(graph:context:completion:)``).
   ///
   /// The stores and their wait targets are decided against one state of the registry. If a store is registered or
   /// removed while the reducers' wait lists are being asked (user code, outside the lock), and a wait target is
@@ -62,12 +16,9 @@ extension DispatchRun {
     storeIdentifier: String?,
     action: any ActionType,
     placement: Placement,
-    context: ThreadContext,
     handle: DispatchHandle?
-  ) throws(DispatchError) -> Prepared {
+  ) throws(DispatchError) -> (run: DispatchRun, graph: WaitGraph?) {
     let actionType = action.routingType
-    // The registry's list as it is now, retained for this dispatch only: once `unregister(middleware:)` returned,
-    // only dispatches already running hold a middleware it removed.
     var middleware = MiddlewareList()
     var lookupGeneration: UInt64 = 0
     var unregistrations: UInt64 = 0
@@ -79,30 +30,58 @@ extension DispatchRun {
       guard let storeIdentifier else { return registry.routes.lookup(actionType, generation: registry.generation) }
       return StoreLookup(registry.stores[storeIdentifier])
     }
-    let targets: [StoreEntry]
-    // The wait list of the first store, once asked.
-    var firstWaits: [String]?
+    // The common case: one store of the action's own type, given `action` itself (no copy of the existential),
+    // which waits for nobody: no graph to make. Consumed, so that the store is moved out rather than retained again.
+    switch consume lookup {
+    case .one(let store):
+      var firstWaits: [String]?
+      if store.actionType == actionType {
+        let waits = store.withKind { $0.waitList(of: $1, for: action) }
+        if waits.isEmpty {
+          let run = DispatchRun(
+            dispatcher: Unmanaged.passUnretained(dispatcher), unregistrations: unregistrations, action: action,
+            actions: nil, middleware: middleware, placement: placement, targets: .one(store), handle: handle,
+            dispatchID: handle?.id)
+          return (run, nil)
+        }
+        firstWaits = waits
+      }
+      return try prepare(
+        .one(store), firstWaits: firstWaits, dispatcher: dispatcher, storeIdentifier: storeIdentifier, action: action,
+        placement: placement, handle: handle, middleware: middleware, lookupGeneration: lookupGeneration,
+        unregistrations: unregistrations)
+    case .several(let stores, let graph, let generation):
+      return try prepare(
+        .several(stores, waitGraph: graph, generation: generation), firstWaits: nil, dispatcher: dispatcher,
+        storeIdentifier: storeIdentifier, action: action, placement: placement, handle: handle, middleware: middleware,
+        lookupGeneration: lookupGeneration, unregistrations: unregistrations)
+    case .none:
+      if let storeIdentifier { throw .unknownStore(identifier: storeIdentifier) }
+      throw .noRespondingStore(actionType: String(reflecting: type(of: action)))
+    }
+  }
+
+  /// Prepares every dispatch but the common one: stores that map the action, several stores, or stores that wait.
+  ///
+  /// Out of line, so that ``prepare(dispatcher:storeIdentifier:action:placement:handle:)`` stays small.
+  /// - Parameter firstWaits: The wait list of the one store in `lookup`, if it was asked already.
+  @inline(never)
+  private static func prepare(
+    _ lookup: consuming StoreLookup, firstWaits: [String]?, dispatcher: Dispatcher, storeIdentifier: String?,
+    action: any ActionType, placement: Placement, handle: DispatchHandle?, middleware: MiddlewareList,
+    lookupGeneration: UInt64, unregistrations: UInt64
+  ) throws(DispatchError) -> (run: DispatchRun, graph: WaitGraph?) {
+    let actionType = action.routingType
+    let targets: Targets
+    var firstWaits = firstWaits
     // The route's cached wait graph, valid while the registry stays at `generation`.
     var cached: (graph: CachedWaitGraph?, generation: UInt64)?
     // Each store's action, where a store maps the dispatched action to one of its own (app-wide actions).
     var actions: [any ActionType]?
-    // Consumed, so that the stores are moved out rather than retained again.
     switch consume lookup {
     case .one(let store):
-      if store.actionType == actionType {
-        // The common case: one store of the action's own type, given `action` itself (no copy of the existential).
-        let waits = store.withKind { $0.waitList(of: $1, for: action) }
-        if waits.isEmpty {
-          return .single(
-            SingleStoreDispatch(
-              store: store, action: action, dispatcherID: ObjectIdentifier(dispatcher),
-              middleware: middleware.borrowed, placement: placement),
-            middleware: middleware)
-        }
-        firstWaits = waits
-      } else {
-        // The same as above with the store's own action. Written twice on purpose: a local function taking the
-        // action made the common case above slower.
+      // A store of the action's own type had its wait list asked above.
+      if store.actionType != actionType {
         guard let mapped = store.withKind({ $0.storeAction(for: action, in: $1) }) else {
           // The store maps the action's type, and its mapping declined this action: no store handles it.
           if store.withKind({ $0.mappedActionTypes(of: $1) }).contains(actionType) {
@@ -114,18 +93,19 @@ extension DispatchRun {
             dispatched: String(reflecting: type(of: action)))
         }
         let waits = store.withKind { $0.waitList(of: $1, for: mapped) }
-        // A recorded one runs as a plan, which keeps the dispatched action for the record.
+        // The same as the common case, given the store's own action: a recorder's record also needs the dispatched
+        // one, which `actions` keeps beside it.
         if waits.isEmpty, middleware.borrowed.recorder == nil {
-          return .single(
-            SingleStoreDispatch(
-              store: store, action: mapped, dispatcherID: ObjectIdentifier(dispatcher),
-              middleware: middleware.borrowed, placement: placement),
-            middleware: middleware)
+          let run = DispatchRun(
+            dispatcher: Unmanaged.passUnretained(dispatcher), unregistrations: unregistrations, action: mapped,
+            actions: nil, middleware: middleware, placement: placement, targets: .one(store), handle: handle,
+            dispatchID: handle?.id)
+          return (run, nil)
         }
         firstWaits = waits
         actions = [mapped]
       }
-      targets = [store]
+      targets = .one(store)
     case .several(let stores, let graph, let generation):
       // User code (the stores' mappings), outside the lock; nothing is made unless a store maps the action.
       var declined: [Int] = []
@@ -137,14 +117,14 @@ extension DispatchRun {
         }
       }
       if declined.isEmpty {
-        targets = stores
+        targets = .several(stores)
         cached = (graph, generation)
       } else {
         // Stores whose mapping declined the action take no part: without them the route's kept graph does not
         // apply, and the graph is made for this dispatch.
         let kept = stores.indices.filter { !declined.contains($0) }
         guard !kept.isEmpty else { throw .noRespondingStore(actionType: String(reflecting: type(of: action))) }
-        targets = kept.map { stores[$0] }
+        targets = kept.count == 1 ? .one(stores[kept[0]]) : .several(kept.map { stores[$0] })
         actions = actions.map { actions in kept.map { actions[$0] } }
       }
     case .none:
@@ -189,7 +169,7 @@ extension DispatchRun {
       // The same stores gave the same wait lists with the registry unchanged: the same graph.
       graph = kept.graph
     } else if let waitLists {
-      let identifiers = targets.map(\.identifier)
+      let identifiers = targets.identifiers
       // Asked only about identifiers that no responding store has: about the registry the stores came from.
       var registryChanged = false
       let isRegistered = { (identifier: String) -> Bool in
@@ -205,7 +185,7 @@ extension DispatchRun {
       if registryChanged {
         return try prepare(
           dispatcher: dispatcher, storeIdentifier: storeIdentifier, action: action, placement: placement,
-          context: context, handle: handle)
+          handle: handle)
       }
       let made: WaitGraph
       switch outcome {
@@ -225,11 +205,10 @@ extension DispatchRun {
     } else {
       graph = nil
     }
-    return .run(
-      DispatchPlan(
-        dispatcher: Unmanaged.passUnretained(dispatcher), owner: dispatcher, unregistrations: unregistrations,
-        dispatcherID: ObjectIdentifier(dispatcher),
-        action: action, actions: actions, middleware: middleware,
-        placement: placement, targets: targets, graph: graph, handle: handle))
+    let run = DispatchRun(
+      dispatcher: Unmanaged.passUnretained(dispatcher), unregistrations: unregistrations, action: action,
+      actions: actions, middleware: middleware, placement: placement, targets: targets, handle: handle,
+      dispatchID: middleware.isEmpty || targets.count == 1 ? handle?.id : handle?.id ?? TransactionID.next())
+    return (run, graph)
   }
 }
