@@ -38,11 +38,12 @@ extension DispatchRun {
       if store.actionType == actionType {
         let waits = store.withKind { $0.waitList(of: $1, for: action) }
         if waits.isEmpty {
-          let run = DispatchRun(
-            dispatcher: Unmanaged.passUnretained(dispatcher), unregistrations: unregistrations, action: action,
-            actions: nil, middleware: middleware, placement: placement, targets: .one(store), handle: handle,
-            dispatchID: handle?.id)
-          return (run, nil)
+          return (
+            alone(
+              store, action: action, dispatcher: dispatcher, unregistrations: unregistrations,
+              middleware: middleware, placement: placement, handle: handle),
+            nil
+          )
         }
         firstWaits = waits
       }
@@ -59,6 +60,18 @@ extension DispatchRun {
       if let storeIdentifier { throw .unknownStore(identifier: storeIdentifier) }
       throw .noRespondingStore(actionType: String(reflecting: type(of: action)))
     }
+  }
+
+  /// The run of one store that waits for nobody, given the action it handles: it needs no graph.
+  @inline(__always)
+  private static func alone(
+    _ store: consuming StoreEntry, action: any ActionType, dispatcher: Dispatcher, unregistrations: UInt64,
+    middleware: MiddlewareList, placement: Placement, handle: DispatchHandle?
+  ) -> DispatchRun {
+    DispatchRun(
+      dispatcher: Unmanaged.passUnretained(dispatcher), unregistrations: unregistrations, action: action,
+      actions: nil, middleware: middleware, placement: placement, targets: .one(store), handle: handle,
+      dispatchID: handle?.id)
   }
 
   /// Prepares every dispatch but the common one: stores that map the action, several stores, or stores that wait.
@@ -96,11 +109,12 @@ extension DispatchRun {
         // The same as the common case, given the store's own action: a recorder's record also needs the dispatched
         // one, which `actions` keeps beside it.
         if waits.isEmpty, middleware.borrowed.recorder == nil {
-          let run = DispatchRun(
-            dispatcher: Unmanaged.passUnretained(dispatcher), unregistrations: unregistrations, action: mapped,
-            actions: nil, middleware: middleware, placement: placement, targets: .one(store), handle: handle,
-            dispatchID: handle?.id)
-          return (run, nil)
+          return (
+            alone(
+              store, action: mapped, dispatcher: dispatcher, unregistrations: unregistrations,
+              middleware: middleware, placement: placement, handle: handle),
+            nil
+          )
         }
         firstWaits = waits
         actions = [mapped]

@@ -189,12 +189,14 @@ struct DispatchRun: Sendable {
       watch = began
     }
     var error: (any Error)?
+    var ranOperation = false
     let running = context.withRunning(dispatcherID) { () -> RunningStore? in
       switch withAction(of: index, { kind.handle($0, in: store, recording: recording) }) {
       case .reduced(let failed):
         error = failed
         return nil
       case .operation(let operation):
+        ranOperation = true
         switch operation.startUnobserved() {
         case .succeeded:
           return nil
@@ -208,7 +210,7 @@ struct DispatchRun: Sendable {
       }
     }
     if let running { return .running(running) }
-    return .finished(end(index, of: store, kind: kind, watch: watch, error: error))
+    return .finished(end(index, of: store, kind: kind, watch: watch, error: error, ranOperation: ranOperation))
   }
 
   /// Ends the transaction of the store of node `index` (``StoreTransaction``); returns its failure, if any.
@@ -216,12 +218,12 @@ struct DispatchRun: Sendable {
   @inline(__always)
   func end(
     _ index: Int, of store: AnyObject, kind: StoreKind, watch: StoreTransaction.Watch?, error: (any Error)?,
-    hidingRunningDispatchers: Bool = true
+    ranOperation: Bool, hidingRunningDispatchers: Bool = true
   ) -> OperationFailure? {
     withAction(of: index) { action in
       StoreTransaction.end(
         action, of: store, kind: kind, middleware: middleware.borrowed, watch: watch, error: error,
-        hidingRunningDispatchers: hidingRunningDispatchers, handle: handle)
+        ranOperation: ranOperation, hidingRunningDispatchers: hidingRunningDispatchers, handle: handle)
     }
   }
 
@@ -378,7 +380,9 @@ extension DispatchRun {
       ThreadContext.withoutRunning {
         let watch = run.middleware.isEmpty ? nil : state.withLock { $0.watch(of: index) }
         let failure = run.targets.withEntry(at: index) { kind, store in
-          run.end(index, of: store, kind: kind, watch: watch, error: error, hidingRunningDispatchers: false)
+          run.end(
+            index, of: store, kind: kind, watch: watch, error: error, ranOperation: true,
+            hidingRunningDispatchers: false)
         }
         storeFinished(index, failure: failure, onStartingThread: false)
       }

@@ -57,14 +57,20 @@ enum StoreTransaction {
 
   /// Announces the change to the store's observers, tells every middleware's `didDispatch` (if `begin` watched the
   /// transaction), and returns the failure the dispatch reports, if the store's handling failed.
-  /// - Parameter hidingRunningDispatchers: Hide the dispatchers running on this thread from the user code called
-  ///   here (observers and middleware may dispatch `.sync`); `false` where the caller already did.
+  ///
+  /// - Parameters:
+  ///   - ranOperation: Whether the store ran an operation, whose change is announced here; a reduction in place
+  ///     announced its own.
+  ///   - hidingRunningDispatchers: Hide the dispatchers running on this thread from the user code called here
+  ///     (observers and middleware may dispatch `.sync`); `false` where the caller already did.
   @inline(__always)
   static func end(
     _ action: any ActionType, of store: AnyObject, kind: StoreKind, middleware: MiddlewareList.Borrowed,
-    watch: Watch?, error: (any Error)?, hidingRunningDispatchers: Bool, handle: DispatchHandle? = nil
+    watch: Watch?, error: (any Error)?, ranOperation: Bool, hidingRunningDispatchers: Bool,
+    handle: DispatchHandle? = nil
   ) -> OperationFailure? {
-    let announces = kind.announcesWhenFinished(store)
+    // A reduction in place announced its change where it made it.
+    let announces = ranOperation && kind.announcesWhenFinished(store)
     if watch != nil || announces {
       if hidingRunningDispatchers {
         ThreadContext.withoutRunning {

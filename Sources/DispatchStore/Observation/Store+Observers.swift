@@ -131,23 +131,31 @@ extension Store {
   /// The notification carries the model as it is now: the operation's changes, and those of any operation of this
   /// store that ran at the same time and was not announced yet (its own announcement then finds nothing new).
   ///
+  /// The reducer is asked whether to notify (``Reducer/shouldNotifyObservers(for:in:)``) only if there is something
+  /// new to announce: an operation whose ``ActionOperation/updateModel(_:)`` announced its change is not asked again.
+  ///
   /// Inlinable, like everything it uses, so that ``specialised`` runs it specialised in the app's module.
   @inlinable
-  func announceChange(of action: Action, askingReducer: Bool = true) {
-    let shouldNotify = askingReducer ? reducer.shouldNotifyObservers(for: action, in: self) : true
+  func announceChange(of action: Action) {
     let deliverer = ThreadContext.currentDeliverer
-    let turn = state.withLock { state -> SynchronousTurn<Model, Action> in
-      guard state.version != state.announcedVersion else {
-        // Another operation's announcement took this one's change: wait until it was delivered.
-        return state.observers?.turnAfterCurrentDelivery(deliverer: deliverer) ?? .none
+    var shouldNotify: Bool?
+    while true {
+      let (turn, asks) = state.withLock { state -> (SynchronousTurn<Model, Action>, asks: Bool) in
+        guard state.version != state.announcedVersion else {
+          // Nothing new (another announcement took the change): wait until it was delivered.
+          return (state.observers?.turnAfterCurrentDelivery(deliverer: deliverer) ?? .none, false)
+        }
+        guard let shouldNotify else { return (.none, true) }
+        state.announcedVersion = state.version
+        guard shouldNotify else { return (.none, false) }
+        // Through optional chaining, which uses the lists in place: binding them would retain and release them.
+        let turn = state.observers?.changes(
+          of: state.model, by: action, store: self, mainQueue: state.mainQueue, deliverer: deliverer)
+        return (turn ?? .none, false)
       }
-      state.announcedVersion = state.version
-      guard shouldNotify else { return .none }
-      // Through optional chaining, which uses the lists in place: binding them would retain and release them.
-      return state.observers?.changes(
-        of: state.model, by: action, store: self, mainQueue: state.mainQueue, deliverer: deliverer) ?? .none
+      guard asks else { return deliverSynchronously(turn) }
+      shouldNotify = reducer.shouldNotifyObservers(for: action, in: self)  // User code, so outside the lock.
     }
-    deliverSynchronously(turn)
   }
 
   /// Delivers a synchronous notification when it is this thread's turn, then the ones this thread queued from

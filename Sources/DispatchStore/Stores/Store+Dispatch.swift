@@ -25,12 +25,12 @@ extension Store {
     return .operation(operation)
   }
 
-  /// Whether a dispatch announces the store's change once its transaction finished.
+  /// Whether a dispatch announces the change of the store's finished operation: not if nobody observes the store.
   ///
-  /// Not for a store nobody observes (there is nobody to tell), nor for one that reduces in place: it announced the
-  /// change in the critical section that made it (``reduceInPlace(_:)``).
+  /// Asked for operations only: a reduction in place announced its change in the critical section that made it
+  /// (``reduceInPlace(_:recording:)``).
   var announcesWhenFinished: Bool {
-    !reducesInPlace && registeredObservers.load(ordering: .relaxed) > 0
+    registeredObservers.load(ordering: .relaxed) > 0
   }
 
   /// Announces the change the finished operation made, if any.

@@ -11,6 +11,8 @@ struct OperationUpdateTests {
     let steps: Int
     let between: @Sendable (Int) -> Void
     let notify: Bool
+    /// How many times `shouldNotifyObservers` was asked.
+    let asked = Locked(0)
 
     init(steps: Int, notify: Bool = true, between: @escaping @Sendable (Int) -> Void = { _ in }) {
       self.steps = steps
@@ -19,7 +21,8 @@ struct OperationUpdateTests {
     }
 
     override func shouldNotifyObservers(for action: CounterAction, in store: Store<Counter, CounterAction>) -> Bool {
-      notify
+      asked.withLock { $0 += 1 }
+      return notify
     }
 
     override func operation(
@@ -55,6 +58,22 @@ struct OperationUpdateTests {
 
     #expect(heard.withLock { $0 } == [2, 4, 6])
     #expect(heardBeforeNextStep.withLock { $0 } == [1, 1, 1])
+    withExtendedLifetime(token) {}
+  }
+
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func theReducerIsAskedWhetherToNotifyOncePerUpdateNotAgainAtTheEnd(mode: Dispatcher.Mode) async throws {
+    let reducer = StepsReducer(steps: 3)
+    let dispatcher = Dispatcher()
+    let store = Store(identifier: "steps", model: Counter(), reducer: reducer)
+    try dispatcher.register(store: store)
+    let heard = Locked<[Int]>([])
+    let token = store.observe(synchronously: true) { change in heard.withLock { $0.append(change.model.count) } }
+
+    try await dispatcher.dispatch(action: CounterAction.increase(1), mode: mode)
+
+    #expect(heard.withLock { $0 } == [1, 2, 3])
+    #expect(reducer.asked.withLock { $0 } == 3)
     withExtendedLifetime(token) {}
   }
 
