@@ -57,7 +57,7 @@ func registerComposition() {
     let (dispatcher, mall) = makeMall()
     let cart = mall.scope(\.cart, action: MallAction.cart)
     let count = NotificationCount()
-    let tokens = (0..<10).map { _ in cart.observe(synchronously: true) { _, _ in count.value += 1 } }
+    let tokens = (0..<10).map { _ in cart.observe(synchronously: true) { _ in count.value += 1 } }
     benchmark.startMeasurement()
     for _ in benchmark.scaledIterations {
       try? dispatcher.dispatchSync(action: MallAction.visit)
@@ -72,7 +72,7 @@ func registerComposition() {
     let (dispatcher, mall) = makeMall()
     let cart = mall.scope(\.cart, action: MallAction.cart)
     let count = NotificationCount()
-    let tokens = (0..<10).map { _ in cart.observe(synchronously: true) { _, _ in count.value += 1 } }
+    let tokens = (0..<10).map { _ in cart.observe(synchronously: true) { _ in count.value += 1 } }
     benchmark.startMeasurement()
     for _ in benchmark.scaledIterations {
       try? await cart.dispatch(action: .increment, mode: .sync)

@@ -3,7 +3,7 @@
 /// ```swift
 /// let cart = shop.scope(\.cart, action: ShopAction.cart)
 /// try await cart.dispatch(action: .add("milk"))   // a transaction of `shop`: middleware and the recorder see it
-/// let token = cart.observe { cart, _ in print(cart.items) }  // only when the cart changed
+/// let token = cart.observe { change in print(change.model.items) }  // only when the cart changed
 /// ```
 ///
 /// A child store holds no model of its own: its ``model`` is read from the parent, and its actions are the parent's,
@@ -81,12 +81,13 @@ extension ChildStore where Model: Equatable {
   /// - Parameters:
   ///   - synchronously: `false` (the default) to call `onChange` on the dispatcher's main queue; `true` to call it
   ///     on the thread that changed the parent.
-  ///   - onChange: Called with the part after the change and the parent action that made it.
+  ///   - onChange: Called with a ``ModelChange`` whose model is the part after the change, whose action is the
+  ///     parent's action that made it, and whose ``ModelChange/isRestore`` says whether the recorder restored it.
   /// - Returns: The token that keeps the observation alive.
   ///
   /// > Important: As for the parent's observers, notifications never overlap and keep the order of the changes.
   public func observe(
-    synchronously: Bool = false, _ onChange: @escaping @Sendable (Model, ParentAction) -> Void
+    synchronously: Bool = false, _ onChange: @escaping @Sendable (ModelChange<Model, ParentAction>) -> Void
   ) -> ObservationToken {
     // The part as last delivered: only this observation's notifications, which never overlap, read and write it.
     let last = LockedValue<Model?>(nil)
@@ -100,7 +101,7 @@ extension ChildStore where Model: Equatable {
         return state
       }
       // Outside the lock: `==` is the app's code.
-      if previous != part { onChange(part, change.action) }
+      if previous != part { onChange(ModelChange(model: part, action: change.action, isRestore: change.isRestore)) }
     }
   }
 }

@@ -1,7 +1,8 @@
 /// The reasons a dispatch, or a change to a dispatcher's registry, can fail.
 ///
-/// Every failure reaches the dispatch's handle (and is thrown by the `async` forms); none is only logged. Two errors
-/// are equal when they are the same case with the same values; the errors inside ``operationsFailed(_:)`` compare by
+/// Every failure reaches the dispatch's handle (and is thrown by the `async` forms); a fire-and-forget dispatch's goes
+/// to the dispatcher's `onUnheardFailure` (``Dispatcher/init(mainQueue:clock:onUnheardFailure:)``). Two errors are
+/// equal when they are the same case with the same values; the errors inside ``operationsFailed(_:)`` compare by
 /// their descriptions.
 public enum DispatchError: Error, Sendable, Equatable, CustomStringConvertible {
   /// No registered store has the given identifier.

@@ -11,8 +11,10 @@ extension Dispatcher {
   /// dispatcher.dispatch(action: CounterAction.increase(by: 1))
   /// dispatcher.dispatch(action: CounterAction.reset, mode: .serial)
   /// ```
-  /// A failure reaches middleware and nobody else: to hear it, `try await` the dispatch from `async` code, or
-  /// ``start(action:to:mode:options:)`` it and observe its handle.
+  /// A failure reaches middleware (if a store's transaction began) and the dispatcher's `onUnheardFailure`
+  /// (``init(mainQueue:clock:onUnheardFailure:)``), which writes it to standard error unless you gave your own. To
+  /// hear it where you dispatch, `try await` the dispatch from `async` code, or ``start(action:to:mode:options:)`` it
+  /// and observe its handle.
   /// - Parameters:
   ///   - action: The action to dispatch.
   ///   - storeIdentifier: The one store to send the action to; `nil` (the default) sends it to every store that
@@ -311,13 +313,13 @@ extension Dispatcher {
       for action in actions {
         if isVerifying.load(ordering: .relaxed), absorbFollowUp(action, storeIdentifier: nil) { continue }
         let result = dispatchSynchronouslyIntercepted(storeIdentifier: nil, action: action)
-        guard case .success = result else { return completion?(result) ?? () }
+        guard case .success = result else { return complete(completion, result, action) }
       }
       completion?(.success(()))
       return
     }
     dispatchOne(first, mode: mode) { [self] result in
-      guard case .success = result else { return completion?(result) ?? () }
+      guard case .success = result else { return complete(completion, result, first) }
       dispatchSequence(rest, mode: mode, completion: completion)
     }
   }
@@ -333,9 +335,9 @@ extension Dispatcher {
     then completion: Completion?
   ) {
     if interceptorCount.load(ordering: .relaxed) > 0, let chain = interceptorChain() {
-      let intercepted = Lane.InterceptedJob(chain: chain) { report in
+      let intercepted = Lane.InterceptedJob(chain: chain) { [self] report in
         handle?.interceptorsDispatched(report.actions)
-        completion?(report.result)
+        complete(completion, report.result, action)
       }
       return route(
         storeIdentifier: storeIdentifier, action: action, mode: mode, handle: handle, intercepted: intercepted,
@@ -362,9 +364,8 @@ extension Dispatcher {
           dispatchSynchronously(
             storeIdentifier: storeIdentifier, action: action, through: intercepted.chain, handle: handle))
       }
-      // Run first: `completion?(…)` would not evaluate its argument without a completion.
-      let result = dispatchSynchronously(storeIdentifier: storeIdentifier, action: action, handle: handle)
-      completion?(result)
+      complete(
+        completion, dispatchSynchronously(storeIdentifier: storeIdentifier, action: action, handle: handle), action)
     case .async:
       DispatchQueue.global().async { [self] in
         if let handle, !handle.markStarted() { return }
@@ -395,10 +396,10 @@ extension Dispatcher {
     // Never `nil`: that would make this thread wait for an operation that finishes later.
     let outcome = ThreadContext.withCurrent { context in
       run(storeIdentifier: storeIdentifier, action: action, placement: .anyThread, context: context, handle: handle) {
-        completion ?? { _ in }
+        completion ?? { [self] result in complete(nil, result, action) }
       }
     }
-    if case .finished(let result) = outcome { completion?(result) }
+    if case .finished(let result) = outcome { complete(completion, result, action) }
   }
 
   private func finishAsynchronously(
@@ -494,14 +495,22 @@ extension Dispatcher {
         storeIdentifier: storeIdentifier, action: action, placement: lane.placement, context: context, handle: handle
       ) {
         { [self] result in
-          completion?(result)
+          complete(completion, result, action)
           lane.jobDone(dispatcher: self)
         }
       }
     }
     guard case .finished(let result) = outcome else { return false }
-    completion?(result)
+    complete(completion, result, action)
     return true
+  }
+
+  /// Tells `completion` the result of the dispatch of `action`; without one, nobody hears it, and a failure goes to
+  /// ``onUnheardFailure`` (``reportUnheard(_:of:)``).
+  @inline(__always)
+  func complete(_ completion: Completion?, _ result: Result<Void, DispatchError>, _ action: any ActionType) {
+    if let completion { return completion(result) }
+    if case .failure(let error) = result { reportUnheard(error, of: action) }
   }
 
   /// The error a `.sync` dispatch of `action` fails with at once on this thread, if it would be re-entrant.

@@ -87,16 +87,46 @@ public final class Dispatcher: Sendable {
   let dispatchFinishedObserver = LockedValue<(@Sendable () -> Void)?>(nil)
   let hasDispatchFinishedObserver = Atomic<Bool>(false)
 
+  /// Hears the failures of dispatches nobody awaits; `nil`: they are written to standard error.
+  let onUnheardFailure: (@Sendable (any ActionType, DispatchError) -> Void)?
+
   /// Creates an independent dispatcher with its own stores, middleware and lanes.
+  ///
+  /// ```swift
+  /// let dispatcher = Dispatcher(onUnheardFailure: { action, error in logger.error("\(action): \(error)") })
+  /// ```
   /// - Parameters:
   ///   - mainQueue: Where `.mainThread` work and main-thread notifications run: by default
   ///     ``MainQueue/processMainThread`` on Apple platforms and ``MainQueue/libraryThread`` elsewhere.
   ///   - clock: The time throttled and debounced dispatches count by; the system's unless a test gives its own.
-  public init(mainQueue: MainQueue = .default, clock: any DispatchClock = SystemDispatchClock()) {
+  ///   - onUnheardFailure: Called with the action and the error when a dispatch that nobody awaits fails: a
+  ///     fire-and-forget `dispatch(action:to:mode:)` or `dispatch(actions:mode:)` (also an operation's
+  ///     follow-up) that no store handles, that an interceptor blocked, or whose store failed. Not called for
+  ///     ``DispatchError/cancelled``, which someone asked for. `nil` (the default) writes one line to standard
+  ///     error; pass `{ _, _ in }` to ignore such failures.
+  ///
+  /// > Important: `onUnheardFailure` runs on the thread where the dispatch ended, with no lock of the library held.
+  public init(
+    mainQueue: MainQueue = .default, clock: any DispatchClock = SystemDispatchClock(),
+    onUnheardFailure: (@Sendable (any ActionType, DispatchError) -> Void)? = nil
+  ) {
     self.mainQueue = mainQueue
     self.clock = clock
+    self.onUnheardFailure = onUnheardFailure
     self.serialLane = Lane(executor: .queue(DispatchQueue(label: "DispatchStore.serial")), placement: .anyThread)
     self.mainLane = Lane(executor: .main(mainQueue), placement: .main(mainQueue))
+  }
+
+  /// Hands the failure of a dispatch nobody awaits to ``onUnheardFailure``, or writes it to standard error; not a
+  /// cancellation, which someone asked for.
+  @inline(never)
+  func reportUnheard(_ error: DispatchError, of action: any ActionType) {
+    if case .cancelled = error { return }
+    if let onUnheardFailure { return onUnheardFailure(action, error) }
+    let line =
+      "DispatchStore: a dispatch nobody awaited failed: \(String(reflecting: action)): \(error)"
+      + " (await it, or give Dispatcher(onUnheardFailure:) to handle such failures)\n"
+    FileHandle.standardError.write(Data(line.utf8))
   }
 
   // MARK: - Stores

@@ -1,7 +1,10 @@
 import Foundation
 
 /// Middleware that writes one line per transaction: id, store, action, duration, and, for `Codable` models, the
-/// fields that changed as flattened key paths (`user/name: "A" -> "B"`).
+/// fields that changed as key paths (`user.name: "A" -> "B"`).
+///
+/// Arrays are aligned before they are compared: an element inserted or removed is one line
+/// (`items[0]: (none) -> {"id":7}`), at its index in the model it is in, not a change of every element after it.
 ///
 /// ```swift
 /// dispatcher.register(middleware: LoggerMiddleware())                      // standard error
@@ -12,7 +15,7 @@ import Foundation
 public final class LoggerMiddleware: Middleware {
   private let sink: @Sendable (String) -> Void
   /// Encoded models before each running transaction, by transaction id.
-  private let before = LockedValue<[TransactionID: [String: String]]>([:])
+  private let before = LockedValue<[TransactionID: JSONValue]>([:])
 
   /// Creates a logger.
   /// - Parameter sink: Receives each line, without a trailing newline; writes it to standard error by default.
@@ -27,8 +30,8 @@ public final class LoggerMiddleware: Middleware {
 
   /// Keeps the store's model as it was before the transaction, flattened, to compare afterwards.
   public func willDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {
-    guard let fields = Self.flatten(store.anyModel) else { return }
-    before.withLock { $0[transaction.id] = fields }
+    guard let encoded = Self.encode(store.anyModel) else { return }
+    before.withLock { $0[transaction.id] = encoded }
   }
 
   /// Writes the transaction's line.
@@ -45,7 +48,7 @@ public final class LoggerMiddleware: Middleware {
     } else if let error = transaction.error {
       line += " failed: \(error)"
     }
-    if let old, let new = Self.flatten(store.anyModel) {
+    if let old, let new = Self.encode(store.anyModel) {
       let changes = Self.changes(from: old, to: new)
       line += changes.isEmpty ? " no change" : ""
       for change in changes { line += "\n  \(change)" }
@@ -53,45 +56,17 @@ public final class LoggerMiddleware: Middleware {
     sink(line)
   }
 
-  /// The model's fields as `key/path: JSON value`, or `nil` if the model is not `Encodable`.
-  static func flatten(_ model: any ModelType) -> [String: String]? {
+  /// The model's JSON tree, or `nil` if the model is not `Encodable`.
+  static func encode(_ model: any ModelType) -> JSONValue? {
     guard let encodable = model as? any Encodable else { return nil }
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-    guard let data = try? encoder.encode(encodable),
-      let object = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
-    else { return nil }
-    var fields: [String: String] = [:]
-    flatten(object, path: "", into: &fields)
-    return fields
+    return try? JSONValue(encoding: encodable)
   }
 
-  private static func flatten(_ value: Any, path: String, into fields: inout [String: String]) {
-    func child(_ key: String) -> String { path.isEmpty ? key : "\(path)/\(key)" }
-    if let dictionary = value as? [String: Any], !dictionary.isEmpty {
-      for (key, element) in dictionary { flatten(element, path: child(key), into: &fields) }
-    } else if let array = value as? [Any], !array.isEmpty {
-      for (index, element) in array.enumerated() { flatten(element, path: child(String(index)), into: &fields) }
-    } else {
-      fields[path.isEmpty ? "/" : path] = render(value)
-    }
-  }
-
-  private static func render(_ value: Any) -> String {
-    guard JSONSerialization.isValidJSONObject([value]),
-      let data = try? JSONSerialization.data(withJSONObject: [value], options: [.withoutEscapingSlashes]),
-      let text = String(data: data, encoding: .utf8)
-    else { return "\(value)" }
-    return String(text.dropFirst().dropLast())  // Unwrap the array used to encode a fragment.
-  }
-
-  /// `path: old -> new` for each field that changed, appeared (`(none) -> new`) or disappeared, sorted by path.
-  static func changes(from old: [String: String], to new: [String: String]) -> [String] {
-    Set(old.keys).union(new.keys).sorted().compactMap { path in
-      let before = old[path]
-      let after = new[path]
-      guard before != after else { return nil }
-      return "\(path): \(before ?? "(none)") -> \(after ?? "(none)")"
+  /// `path: old -> new` for each field that changed, appeared (`(none) -> new`) or disappeared, in key order.
+  static func changes(from old: JSONValue, to new: JSONValue) -> [String] {
+    JSONValue.differences(expected: old, actual: new, alignsArrays: true).map { difference in
+      let path = difference.path.isEmpty ? "(model)" : difference.path
+      return "\(path): \(difference.expected ?? "(none)") -> \(difference.actual ?? "(none)")"
     }
   }
 }

@@ -1,6 +1,6 @@
 /// What made a change that observers hear: a dispatch, or the recorder restoring recorded models (time travel).
 ///
-/// Observers see it as ``Store/Change/isRestore``.
+/// Observers see it as ``ModelChange/isRestore``.
 @usableFromInline
 enum ChangeOrigin: Sendable, Hashable {
   /// A reducer or an operation changed the model while handling a dispatched action.

@@ -14,9 +14,9 @@ extension Store {
   /// - Parameter bufferingNewest: How many changes wait for a consumer slower than the store (at least one); older
   ///   ones are dropped when a newer one arrives.
   /// - Returns: An async sequence of the store's changes.
-  public func changes(bufferingNewest: Int = 1) -> AsyncStream<Change> {
+  public func changes(bufferingNewest: Int = 1) -> AsyncStream<ModelChange<Model, Action>> {
     let (stream, continuation) = AsyncStream.makeStream(
-      of: Change.self, bufferingPolicy: .bufferingNewest(max(1, bufferingNewest)))
+      of: ModelChange<Model, Action>.self, bufferingPolicy: .bufferingNewest(max(1, bufferingNewest)))
     // The store's observer entry holds the finisher: releasing the store ends the sequence.
     let finisher = SequenceFinisher(continuation)
     let token = observe(synchronously: true) { change in finisher.continuation.yield(change) }

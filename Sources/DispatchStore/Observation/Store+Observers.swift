@@ -2,28 +2,6 @@ import Dispatch
 import Synchronization
 
 extension Store {
-  /// One change of a store's model, as observers (``Store/observe(synchronously:_:)``) and
-  /// ``Store/changes(bufferingNewest:)`` receive it.
-  public struct Change: Sendable {
-    /// The model right after the change.
-    public let model: Model
-    /// The action that made the change (for a restore, the action of the record restored or undone).
-    public let action: Action
-    /// Whether the recorder restored the model instead of a dispatch changing it; no reducer ran.
-    ///
-    /// Restores are ``RecorderMiddleware/undo(byRecord:)``, ``RecorderMiddleware/redo(byRecord:)``,
-    /// ``RecorderMiddleware/jump(to:byRecord:)`` and ``Session/restore(into:)``. An observer that starts side effects
-    /// skips them, so scrubbing through history repeats none.
-    public let isRestore: Bool
-
-    @usableFromInline
-    init(model: Model, action: Action, isRestore: Bool) {
-      self.model = model
-      self.action = action
-      self.isRestore = isRestore
-    }
-  }
-
   /// Calls `onChange` after every change of the model, for as long as the returned token lives.
   ///
   /// ```swift
@@ -40,7 +18,7 @@ extension Store {
   ///   - synchronously: `false` (the default) to call `onChange` on the dispatcher's main queue (see
   ///     ``MainQueue``); `true` to call it on the thread that made the change, before that change's dispatch
   ///     completes.
-  ///   - onChange: Called once per change with the ``Change``: the model after it, the action that made it, and
+  ///   - onChange: Called once per change with the ``ModelChange``: the model after it, the action that made it, and
   ///     whether the recorder restored it.
   /// - Returns: The token that keeps the observation alive; keep it for as long as you want to be notified.
   ///
@@ -50,7 +28,7 @@ extension Store {
   /// > main-queue notification already scheduled when the token is cancelled may still arrive; cancel on the main
   /// > queue to rule that out.
   public func observe(
-    synchronously: Bool = false, _ onChange: @escaping @Sendable (Change) -> Void
+    synchronously: Bool = false, _ onChange: @escaping @Sendable (ModelChange<Model, Action>) -> Void
   ) -> ObservationToken {
     let token = ObservationToken()
     return observe(
@@ -68,14 +46,14 @@ extension Store {
   /// }
   /// ```
   /// - Parameter onChange: Called on the main actor once per change, in the order of the changes, with the
-  ///   ``Change``.
+  ///   ``ModelChange``.
   /// - Returns: The token that keeps the observation alive; keep it for as long as you want to be notified.
   ///
   /// > Important: The main actor runs on the process main thread: in every app on Apple platforms, and in a process
   /// > with an `async` main or that calls `dispatchMain()`. In a tool whose main thread does neither, notifications
   /// > wait until the main thread calls `MainQueue.drain()` on ``MainQueue/processMainThread``.
   public func observeOnMainActor(
-    _ onChange: @escaping @MainActor @Sendable (Change) -> Void
+    _ onChange: @escaping @MainActor @Sendable (ModelChange<Model, Action>) -> Void
   ) -> ObservationToken {
     let token = ObservationToken()
     // Delivered synchronously, in the order of the changes, then queued on the main queue, which keeps that order.
@@ -362,9 +340,9 @@ struct StoreChange<Model: ModelType, Action: ActionType>: Sendable {
 final class ObserverEntry<Model: ModelType, Action: ActionType>: Sendable {
   /// The token's identifier.
   @usableFromInline let id: ObjectIdentifier
-  @usableFromInline let onChange: @Sendable (Store<Model, Action>.Change) -> Void
+  @usableFromInline let onChange: @Sendable (ModelChange<Model, Action>) -> Void
 
-  init(token: ObservationToken, onChange: @escaping @Sendable (Store<Model, Action>.Change) -> Void) {
+  init(token: ObservationToken, onChange: @escaping @Sendable (ModelChange<Model, Action>) -> Void) {
     self.id = ObjectIdentifier(token)
     self.onChange = onChange
   }
@@ -373,6 +351,6 @@ final class ObserverEntry<Model: ModelType, Action: ActionType>: Sendable {
   @inlinable
   func call(_ change: StoreChange<Model, Action>) {
     onChange(
-      Store<Model, Action>.Change(model: change.model, action: change.action, isRestore: change.origin == .restore))
+      ModelChange(model: change.model, action: change.action, isRestore: change.origin == .restore))
   }
 }

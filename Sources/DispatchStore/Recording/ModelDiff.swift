@@ -96,12 +96,22 @@ enum JSONValue: Sendable, Hashable, Codable {
   }
 
   /// The fields that differ from `expected` to `actual`, by key path, in key order; empty if the trees are equal.
-  static func differences(expected: JSONValue?, actual: JSONValue?, path: String = "") -> [FieldDifference] {
+  ///
+  /// - Parameters:
+  ///   - alignsArrays: `false` compares arrays index by index, as verify must (an element in another place is a
+  ///     divergence); `true` aligns them first, so that an element inserted or removed is one difference, at its
+  ///     index in the array it is in, rather than a change of every element after it.
+  static func differences(
+    expected: JSONValue?, actual: JSONValue?, path: String = "", alignsArrays: Bool = false
+  ) -> [FieldDifference] {
     switch (expected, actual) {
     case (.object(let lhs), .object(let rhs)):
       return Set(lhs.keys).union(rhs.keys).sorted().flatMap { key in
-        differences(expected: lhs[key], actual: rhs[key], path: path.isEmpty ? key : "\(path).\(key)")
+        differences(
+          expected: lhs[key], actual: rhs[key], path: path.isEmpty ? key : "\(path).\(key)", alignsArrays: alignsArrays)
       }
+    case (.array(let lhs), .array(let rhs)) where alignsArrays:
+      return alignedDifferences(lhs, rhs, path: path)
     case (.array(let lhs), .array(let rhs)):
       return (0..<max(lhs.count, rhs.count)).flatMap { index in
         differences(
@@ -112,5 +122,53 @@ enum JSONValue: Sendable, Hashable, Codable {
       guard expected != actual else { return [] }
       return [FieldDifference(path: path, expected: expected?.json, actual: actual?.json)]
     }
+  }
+
+  /// The differences from `lhs` to `rhs` once their equal elements are aligned (a longest common subsequence).
+  ///
+  /// Between two aligned elements, the elements removed and inserted there are paired in order and compared field
+  /// by field (an element changed in place); the rest are whole elements removed (at their index in `lhs`) or
+  /// inserted (at their index in `rhs`).
+  private static func alignedDifferences(_ lhs: [JSONValue], _ rhs: [JSONValue], path: String) -> [FieldDifference] {
+    var removed = Set<Int>()
+    var inserted = Set<Int>()
+    for change in rhs.difference(from: lhs) {
+      switch change {
+      case .remove(let offset, _, _): removed.insert(offset)
+      case .insert(let offset, _, _): inserted.insert(offset)
+      }
+    }
+    var result: [FieldDifference] = []
+    var old = 0
+    var new = 0
+    while old < lhs.count || new < rhs.count {
+      var gone: [Int] = []
+      var added: [Int] = []
+      while old < lhs.count, removed.contains(old) {
+        gone.append(old)
+        old += 1
+      }
+      while new < rhs.count, inserted.contains(new) {
+        added.append(new)
+        new += 1
+      }
+      if gone.isEmpty, added.isEmpty {  // An aligned pair: equal.
+        old += 1
+        new += 1
+        continue
+      }
+      let paired = min(gone.count, added.count)
+      for index in 0..<paired {
+        result += differences(
+          expected: lhs[gone[index]], actual: rhs[added[index]], path: "\(path)[\(added[index])]", alignsArrays: true)
+      }
+      for index in gone.dropFirst(paired) {
+        result.append(FieldDifference(path: "\(path)[\(index)]", expected: lhs[index].json, actual: nil))
+      }
+      for index in added.dropFirst(paired) {
+        result.append(FieldDifference(path: "\(path)[\(index)]", expected: nil, actual: rhs[index].json))
+      }
+    }
+    return result
   }
 }

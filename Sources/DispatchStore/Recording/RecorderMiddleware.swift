@@ -150,7 +150,7 @@ public final class RecorderMiddleware: Middleware {
   /// Moves to the record at `index`, or to the end of its dispatch, and restores each store's model to what it was
   /// right after it.
   ///
-  /// No reducer runs; observers hear each restored model with ``Store/Change/isRestore`` set and the action of the record
+  /// No reducer runs; observers hear each restored model with ``ModelChange/isRestore`` set and the action of the record
   /// it comes from (for a store restored to before its first record, the action being undone). Dispatching
   /// afterwards drops the records after the cursor.
   /// - Parameters:

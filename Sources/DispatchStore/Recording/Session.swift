@@ -204,7 +204,7 @@ public struct Session: Sendable {
 
   /// Puts every store of the session at its models at the session's cursor: no reducer runs, so no side effect repeats.
   ///
-  /// Observers hear each restored model with ``Store/Change/isRestore`` set. Stores the session has no model for keep
+  /// Observers hear each restored model with ``ModelChange/isRestore`` set. Stores the session has no model for keep
   /// theirs, and so do the stores whose models the recorder's ``SessionPrivacy`` redacted (a redacted model is not
   /// the app's): their identifiers are returned.
   /// - Parameter dispatcher: A dispatcher with the session's stores registered.

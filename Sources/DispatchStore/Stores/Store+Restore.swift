@@ -6,7 +6,7 @@ protocol ModelRestoring: AnyStore {
   /// Whether `model` and `action` are of the store's types, so that ``restore(model:action:event:)`` applies them.
   func canRestore(model: any ModelType, action: (any ActionType)?) -> Bool
 
-  /// Replaces the model with `model` and tells observers, with `action` and ``Store/Change/isRestore`` set; runs no
+  /// Replaces the model with `model` and tells observers, with `action` and ``ModelChange/isRestore`` set; runs no
   /// reducer. Without an action (a model no recorded action of the store produced: its initial one), observers are
   /// not told.
   ///

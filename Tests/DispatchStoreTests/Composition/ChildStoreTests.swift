@@ -30,7 +30,7 @@ struct ChildStoreTests {
     try dispatcher.register(store: shop)
     let cart = shop.scope(\.cart, action: ShopAction.cart)
     let heard = Locked<[[String]]>([])
-    let token = cart.observe(synchronously: true) { cart, _ in heard.withLock { $0.append(cart.items) } }
+    let token = cart.observe(synchronously: true) { change in heard.withLock { $0.append(change.model.items) } }
 
     try dispatcher.dispatchSync(action: ShopAction.visit)  // another part
     try cart.dispatchSync(.add("milk"))
@@ -38,6 +38,29 @@ struct ChildStoreTests {
     try cart.dispatchSync(.add("eggs"))
 
     #expect(heard.withLock { $0 } == [["milk"], ["milk", "eggs"]])
+    withExtendedLifetime(token) {}
+  }
+
+  @Test func aChildsObserversHearTheParentsActionAndWhetherTheRecorderRestoredThePart() throws {
+    let dispatcher = Dispatcher()
+    let shop = makeShop()
+    try dispatcher.register(store: shop)
+    let recorder = RecorderMiddleware()
+    dispatcher.register(middleware: recorder)
+    let cart = shop.scope(\.cart, action: ShopAction.cart)
+    let heard = Locked<[(items: [String], action: ShopAction, isRestore: Bool)]>([])
+    let token = cart.observe(synchronously: true) { change in
+      heard.withLock { $0.append((change.model.items, change.action, change.isRestore)) }
+    }
+
+    try cart.dispatchSync(.add("milk"))
+    try cart.dispatchSync(.add("eggs"))
+    try recorder.undo(byRecord: true)
+
+    let changes = heard.withLock { $0 }
+    #expect(changes.map(\.items) == [["milk"], ["milk", "eggs"], ["milk"]])
+    #expect(changes.map(\.isRestore) == [false, false, true])
+    #expect(changes.first?.action == .cart(.add("milk")))
     withExtendedLifetime(token) {}
   }
 
@@ -84,7 +107,7 @@ struct ChildStoreTests {
     try dispatcher.register(store: shop)
     let cart = shop.scope(\.cart, action: ShopAction.cart)
     let heard = Locked<[Int]>([])
-    let token = cart.observe(synchronously: true) { cart, _ in heard.withLock { $0.append(cart.items.count) } }
+    let token = cart.observe(synchronously: true) { change in heard.withLock { $0.append(change.model.items.count) } }
 
     await onThreads(8) { thread in
       for index in 0..<100 {

@@ -25,7 +25,7 @@ struct ReadmeCompositionTests {
     try dispatcher.register(store: shop)
 
     let cart = shop.scope(\.cart, action: ShopAction.cart)
-    let token = cart.observe { cart, _ in print(cart.items) }  // only when the cart changed
+    let token = cart.observe { change in print(change.model.items) }  // only when the cart changed
     try await cart.dispatch(action: .add("milk"))  // a transaction of `shop`: middleware and the recorder see it
 
     try dispatcher.dispatchSync(action: ShopAction.place(1))

@@ -57,9 +57,72 @@ struct LoggerMiddlewareTests {
     let first = logged[0].split(separator: "\n").map(String.init)
     #expect(first[0].hasPrefix("[\(ids[0])] profile <- rename(\"B\") ("))
     #expect(first[0].hasSuffix(" µs)"))
-    #expect(first.dropFirst() == ["  user/name: \"A\" -> \"B\""])
-    #expect(logged[1].hasSuffix("\n  user/tags/0: (none) -> \"x\""))
+    #expect(first.dropFirst() == ["  user.name: \"A\" -> \"B\""])
+    #expect(logged[1].hasSuffix("\n  user.tags[0]: (none) -> \"x\""))
     #expect(logged[2].hasSuffix(" no change"))
+  }
+
+  @Test func anElementInsertedOrRemovedIsOneLineNotAChangeOfEveryElementAfterIt() throws {
+    struct Item: Codable, Equatable {
+      var id: Int
+      var done = false
+    }
+    struct List: ModelType, Codable {
+      var items = (1...5).map { Item(id: $0) }
+    }
+    enum ListAction: ActionType {
+      case insertFirst(Int)
+      case removeFirst
+      case finish(Int)
+      case replaceLast(Int)
+    }
+    let lines = Locked<[String]>([])
+    let dispatcher = Dispatcher()
+    let store = Store(identifier: "list", model: List()) { (action: ListAction, list: inout List) in
+      switch action {
+      case .insertFirst(let id): list.items.insert(Item(id: id), at: 0)
+      case .removeFirst: list.items.removeFirst()
+      case .finish(let id): list.items[list.items.firstIndex { $0.id == id }!].done = true
+      case .replaceLast(let id): list.items[list.items.count - 1] = Item(id: id)
+      }
+    }
+    try dispatcher.register(store: store)
+    dispatcher.register(middleware: LoggerMiddleware { line in lines.withLock { $0.append(line) } })
+
+    for action in [ListAction.insertFirst(0), .removeFirst, .finish(3), .replaceLast(9)] {
+      #expect(dispatchSync(dispatcher, action).isSuccess)
+    }
+
+    let fields = lines.withLock { $0 }.map { Array($0.split(separator: "\n").dropFirst().map(String.init)) }
+    #expect(
+      fields == [
+        ["  items[0]: (none) -> {\"done\":false,\"id\":0}"],
+        ["  items[0]: {\"done\":false,\"id\":0} -> (none)"],
+        ["  items[2].done: false -> true"],
+        ["  items[4].id: 5 -> 9"],
+      ])
+  }
+
+  @Test func alignedArraysReportEachGapOnceAtItsIndex() {
+    func array(_ values: [Int64]) -> JSONValue { .array(values.map(JSONValue.integer)) }
+
+    let aligned = JSONValue.differences(
+      expected: array([1, 2, 3, 4]), actual: array([0, 1, 3, 4, 5]), alignsArrays: true)
+    let byIndex = JSONValue.differences(expected: array([1, 2, 3, 4]), actual: array([0, 1, 3, 4, 5]))
+
+    #expect(
+      aligned == [
+        FieldDifference(path: "[0]", expected: nil, actual: "0"),
+        FieldDifference(path: "[1]", expected: "2", actual: nil),
+        FieldDifference(path: "[4]", expected: nil, actual: "5"),
+      ])
+    // Verify's comparison stays index by index: each position whose values differ.
+    #expect(
+      byIndex == [
+        FieldDifference(path: "[0]", expected: "1", actual: "0"),
+        FieldDifference(path: "[1]", expected: "2", actual: "1"),
+        FieldDifference(path: "[4]", expected: nil, actual: "5"),
+      ])
   }
 
   @Test func failuresAreLoggedWithTheirErrorAndOpaqueModelsWithoutFields() throws {

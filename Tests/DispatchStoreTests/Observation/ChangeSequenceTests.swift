@@ -86,7 +86,7 @@ struct ChangeSequenceTests {
 
   @Test func releasingAnUnconsumedSequenceEndsTheObservation() throws {
     let store = makeCounterStore("counter")
-    var changes: AsyncStream<Store<Counter, CounterAction>.Change>? = store.changes()
+    var changes: AsyncStream<ModelChange<Counter, CounterAction>>? = store.changes()
     #expect(store.observerCount == 1)
     changes = nil
     #expect(store.observerCount == 0)

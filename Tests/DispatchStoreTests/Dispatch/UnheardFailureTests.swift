@@ -1,0 +1,132 @@
+import Testing
+
+@testable import DispatchStore
+
+/// A fire-and-forget dispatch that fails, which nobody awaits, reaches the dispatcher's `onUnheardFailure`.
+@Suite("Failures nobody awaits", .timeLimit(.minutes(1)))
+struct UnheardFailureTests {
+  enum Unhandled: ActionType {
+    case ping
+  }
+
+  struct Refused: Error {}
+
+  /// What `onUnheardFailure` heard: the action, as text, and the error.
+  typealias Heard = (action: String, error: DispatchError)
+
+  /// A dispatcher whose `onUnheardFailure` appends to `heard`, with a counter store whose reducer throws `Refused`
+  /// for `.fail`.
+  private func makeDispatcher(_ heard: Collector<Heard>) throws -> (Dispatcher, Store<Counter, CounterAction>) {
+    let dispatcher = Dispatcher(onUnheardFailure: { action, error in heard.append(("\(action)", error)) })
+    let counter = Store(identifier: "counter", model: Counter()) { (action: CounterAction, model: inout Counter) in
+      switch action {
+      case .increase(let amount): model.count += amount
+      case .fail: throw Refused()
+      default: break
+      }
+    }
+    try dispatcher.register(store: counter)
+    return (dispatcher, counter)
+  }
+
+  /// Fires and forgets, as synchronous code does (the form is unavailable from `async` code).
+  private func fire(_ dispatcher: Dispatcher, _ action: some ActionType, to store: String? = nil, mode: Dispatcher.Mode)
+  {
+    dispatcher.dispatch(action: action, to: store, mode: mode)
+  }
+
+  private func fire(_ dispatcher: Dispatcher, actions: [any ActionType], mode: Dispatcher.Mode) {
+    dispatcher.dispatch(actions: actions, mode: mode)
+  }
+
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func anActionNoStoreHandlesIsHeard(mode: Dispatcher.Mode) async throws {
+    let heard = Collector<Heard>()
+    let (dispatcher, _) = try makeDispatcher(heard)
+
+    fire(dispatcher, Unhandled.ping, mode: mode)
+    fire(dispatcher, CounterAction.increase(1), to: "nobody", mode: mode)
+
+    let values = await heard.wait(for: 2)
+    #expect(values.count == 2)
+    let noStore = DispatchError.noRespondingStore(actionType: String(reflecting: Unhandled.self))
+    #expect(values.contains { $0.action == "ping" && $0.error == noStore })
+    #expect(values.contains { $0.action == "increase(1)" && $0.error == .unknownStore(identifier: "nobody") })
+  }
+
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func aReducerThatThrowsIsHeardAndASuccessIsNot(mode: Dispatcher.Mode) async throws {
+    let heard = Collector<Heard>()
+    let (dispatcher, counter) = try makeDispatcher(heard)
+
+    fire(dispatcher, CounterAction.increase(2), mode: mode)
+    fire(dispatcher, CounterAction.fail, mode: mode)
+
+    let values = await heard.wait(for: 1)
+    #expect(await waitForModel(of: counter, where: { $0.count == 2 }) != nil)
+    #expect(heard.values.count == 1)
+    #expect(values.first?.action == "fail")
+    guard case .operationsFailed(let failures) = values.first?.error else {
+      Issue.record("expected operationsFailed, heard \(String(describing: values.first?.error))")
+      return
+    }
+    #expect(failures.map(\.storeIdentifier) == ["counter"])
+    #expect(failures.first?.error is Refused)
+  }
+
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func anActionAnInterceptorBlockedIsHeard(mode: Dispatcher.Mode) async throws {
+    let heard = Collector<Heard>()
+    let (dispatcher, counter) = try makeDispatcher(heard)
+    dispatcher.register(interceptor: BlockingInterceptor())
+
+    fire(dispatcher, CounterAction.increase(5), mode: mode)
+
+    let values = await heard.wait(for: 1)
+    #expect(values.first?.action == "increase(5)")
+    #expect(
+      values.first?.error == .blocked(interceptor: String(reflecting: BlockingInterceptor.self), reason: "closed"))
+    #expect(counter.model.count == 0)
+  }
+
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func aSequenceIsHeardNamingTheActionThatFailed(mode: Dispatcher.Mode) async throws {
+    let heard = Collector<Heard>()
+    let (dispatcher, counter) = try makeDispatcher(heard)
+
+    fire(dispatcher, actions: [CounterAction.increase(1), CounterAction.fail, CounterAction.increase(4)], mode: mode)
+
+    let values = await heard.wait(for: 1)
+    #expect(values.map(\.action) == ["fail"])
+    // The sequence stopped at the failure.
+    #expect(counter.model.count == 1)
+  }
+
+  @Test func aCancellationIsNotReported() throws {
+    let heard = Collector<Heard>()
+    let (dispatcher, _) = try makeDispatcher(heard)
+
+    dispatcher.reportUnheard(.cancelled, of: CounterAction.increase(1))
+    dispatcher.reportUnheard(.throttled, of: CounterAction.increase(2))
+
+    #expect(heard.values.map(\.action) == ["increase(2)"])
+  }
+
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func aDispatchThatIsAwaitedIsNotReported(mode: Dispatcher.Mode) async throws {
+    let heard = Collector<Heard>()
+    let (dispatcher, _) = try makeDispatcher(heard)
+
+    await #expect(throws: DispatchError.unknownStore(identifier: "nobody")) {
+      try await dispatcher.dispatch(action: CounterAction.increase(1), to: "nobody", mode: mode)
+    }
+    // A later failure nobody awaits is the only one heard.
+    fire(dispatcher, Unhandled.ping, mode: mode)
+    #expect(await heard.wait(for: 1).map(\.action) == ["ping"])
+  }
+}
+
+/// Blocks every action, giving "closed" as its reason.
+private final class BlockingInterceptor: Interceptor {
+  func intercept(_ action: any ActionType, dispatcher: Dispatcher) -> Interception { .block(reason: "closed") }
+}
