@@ -162,15 +162,17 @@ public final class TestDispatcher: Sendable {
         "Sending \(action) while follow-up actions were not received: \(describe(unreceived)). Receive them first.",
         at: site)
     }
-    monitor.state.withLock { $0.passing += 1 }
     // `.async`: `.sync` would block a cooperative-pool thread until every store finished.
-    let handle = dispatcher.start(action: action, mode: .async)
+    let handle = dispatcher.prepare(action: action, mode: .async)
     let id = handle.id
+    // Known to the monitor before it can be intercepted: the test's own, not a follow-up.
+    monitor.state.withLock { _ = $0.own.insert(id) }
     // Told outside the handle's lock, so that the monitor's lock is never taken inside it.
     let token = handle.observe { [monitor] state in
       if state.isFinished { monitor.dispatchFinished(id) }
     }
     defer { token.cancel() }
+    handle.start()
     let finished = await within(until: { $0.finishedDispatches.contains(id) }, "Sending \(action)", at: site)
     monitor.state.withLock { _ = $0.finishedDispatches.remove(id) }
     guard finished else {
@@ -245,7 +247,6 @@ public final class TestDispatcher: Sendable {
     guard await within(until: settled, "Receiving \(action)", at: site) else { return }
     let next = monitor.state.withLock { state -> DispatchMonitor.Held? in
       guard !state.held.isEmpty else { return nil }
-      state.startedSinceRelease = 0
       return state.held.removeFirst()
     }
     guard let next else {
@@ -255,12 +256,15 @@ public final class TestDispatcher: Sendable {
     if (next.action as? Action) != action {
       TestReporter.fail("Received \(next.action), expected \(action).", at: site)
     }
-    let handlers = dispatcher.storeIdentifiers(handling: next.action).count
+    // Waits for the follow-up itself, whichever stores it reaches, and for the transactions it started.
+    let released = next.dispatch
+    let key = ObjectIdentifier(released)
+    released.whenFinished { [monitor] _ in monitor.followUpFinished(released) }
     next.decision.decide(.proceed)
-    guard
-      await within(
-        until: { $0.startedSinceRelease >= handlers && $0.running.isEmpty }, "Receiving \(next.action)", at: site)
-    else { return }
+    let finished = await within(
+      until: { $0.finishedFollowUps.contains(key) && $0.running.isEmpty }, "Receiving \(next.action)", at: site)
+    monitor.state.withLock { _ = $0.finishedFollowUps.remove(key) }
+    guard finished else { return }
     check(expectations, after: "receiving \(next.action)", at: site)
   }
 

@@ -324,6 +324,49 @@ struct TestDispatcherTests {
     handle.cancel()
   }
 
+  /// Dispatches `LogAction.write("relayed")` as a follow-up to the store named in the action.
+  enum Relay: ActionType, Equatable {
+    case write(to: String)
+  }
+
+  /// A relay store, and two log stores ("log" and "audit") that both handle `LogAction`, on a test dispatcher whose
+  /// steps wait at most 10 seconds.
+  private func makeRelayTest() throws -> (TestDispatcher, log: Store<Log, LogAction>) {
+    let test = TestDispatcher(exhaustive: true, timeLimit: .seconds(10), holdLimit: .seconds(3_600))
+    try test.register(
+      Store(identifier: "relay", model: Count()) { (action: Relay, context) in
+        guard case .write(let target) = action else { return }
+        context.dispatcher?.start(action: LogAction.write("relayed"), to: target)
+      })
+    let log = try test.register(makeLog())
+    try test.register(
+      Store(identifier: "audit", model: Log()) { (action: LogAction, model) in
+        guard case .write(let line) = action else { return }
+        model.lines.append(line)
+      })
+    return (test, log)
+  }
+
+  @Test func aFollowUpToOneOfTheStoresThatHandleItsTypeIsReceivedWhenItFinished() async throws {
+    let (test, log) = try makeRelayTest()
+
+    await test.send(Relay.write(to: "log"))
+    // Two stores handle `LogAction`; the follow-up reaches one. The receive waits for that dispatch, not for two
+    // transactions (which never come: it used to wait out the time limit).
+    await test.receive(LogAction.write("relayed"), .store(log) { $0.lines = ["relayed"] })
+    await test.finish()
+  }
+
+  @Test func aFollowUpThatFailsBeforeAnyStoreStartsIsReceivedWithNothingChanged() async throws {
+    let (test, log) = try makeRelayTest()
+
+    await test.send(Relay.write(to: "nobody"))
+    // It fails with `unknownStore` before any transaction: the receive returns when it ended.
+    await test.receive(LogAction.write("relayed"))
+    await test.finish()
+    #expect(log.model.lines.isEmpty)
+  }
+
   @Test func nonExhaustiveTestsCheckOnlyTheStoresTheyName() async throws {
     let test = patientTest(exhaustive: false)
     try test.register(makeCounter())

@@ -16,7 +16,8 @@ extension Reducer {
   ///
   /// The parts run in the order given, under the store's lock, as one reduction: observers hear one change, with the
   /// model after every part ran; the recorder files one record. A part that throws fails the transaction; the
-  /// changes made before are kept, and the parts after it do not run.
+  /// parts after it do not run, and no observer is told; the changes made before are kept, and heard with the
+  /// store's next change.
   ///
   /// - Parameters:
   ///   - parts: The reducers of parts of the model or subsets of the actions, in the order they run.

@@ -62,7 +62,7 @@ extension Dispatcher {
     if let chain = interceptorChain() {
       return route(
         storeIdentifier: storeIdentifier, action: action, mode: mode,
-        intercepted: Lane.InterceptedJob(chain: chain, report: report), then: nil)
+        intercepted: Lane.InterceptedJob(chain: chain, dispatchID: nil, report: report), then: nil)
     }
     route(storeIdentifier: storeIdentifier, action: action, mode: mode) { result in
       report(DispatchReport(result: result, actions: [action]))
@@ -335,7 +335,7 @@ extension Dispatcher {
     then completion: Completion?
   ) {
     if interceptorCount.load(ordering: .relaxed) > 0, let chain = interceptorChain() {
-      let intercepted = Lane.InterceptedJob(chain: chain) { [self] report in
+      let intercepted = Lane.InterceptedJob(chain: chain, dispatchID: handle?.id) { [self] report in
         handle?.interceptorsDispatched(report.actions)
         complete(completion, report.result, action)
       }
@@ -361,8 +361,7 @@ extension Dispatcher {
       if let handle, !handle.markStarted() { return }
       if let intercepted {
         return intercepted.report(
-          dispatchSynchronously(
-            storeIdentifier: storeIdentifier, action: action, through: intercepted.chain, handle: handle))
+          dispatchSynchronously(storeIdentifier: storeIdentifier, action: action, through: intercepted, handle: handle))
       }
       complete(
         completion, dispatchSynchronously(storeIdentifier: storeIdentifier, action: action, handle: handle), action)
@@ -372,7 +371,8 @@ extension Dispatcher {
         guard let intercepted else {
           return runHere(storeIdentifier: storeIdentifier, action: action, handle: handle, then: completion)
         }
-        let progress = intercepted.chain.start(action, dispatcher: self) { [self] outcome in
+        let progress = intercepted.chain.start(action, dispatcher: self, followed: intercepted.followed) {
+          [self] outcome in
           DispatchQueue.global().async {
             self.finishAsynchronously(outcome, storeIdentifier: storeIdentifier, handle: handle, intercepted.report)
           }
@@ -423,17 +423,23 @@ extension Dispatcher {
     guard let chain = interceptorChain() else {
       return dispatchSynchronously(storeIdentifier: storeIdentifier, action: action)
     }
-    return dispatchSynchronously(storeIdentifier: storeIdentifier, action: action, through: chain).result
+    let intercepted = Lane.InterceptedJob(chain: chain, dispatchID: nil) { _ in }
+    let report = dispatchSynchronously(storeIdentifier: storeIdentifier, action: action, through: intercepted)
+    intercepted.report(report)  // For the interceptors that follow the dispatch.
+    return report.result
   }
 
   /// Runs the interceptors on the calling thread, waiting for a decision made later, then the dispatch.
   private func dispatchSynchronously(
-    storeIdentifier: String?, action: any ActionType, through chain: InterceptorChain, handle: DispatchHandle? = nil
+    storeIdentifier: String?, action: any ActionType, through intercepted: Lane.InterceptedJob,
+    handle: DispatchHandle? = nil
   ) -> DispatchReport {
     if let refused = refusedAsReentrant(action) { return DispatchReport(result: .failure(refused), actions: []) }
     let later = LaterDecision()
     let outcome: InterceptorChain.Outcome
-    switch chain.start(action, dispatcher: self, whenDecidedLater: later.deliver) {
+    switch intercepted.chain.start(
+      action, dispatcher: self, followed: intercepted.followed, whenDecidedLater: later.deliver)
+    {
     case .decided(let decided): outcome = decided
     case .pending: outcome = later.wait()
     }
@@ -458,7 +464,8 @@ extension Dispatcher {
       return runRouted(
         storeIdentifier: job.storeIdentifier, action: job.action, on: lane, handle: job.handle, then: job.completion)
     }
-    let progress = intercepted.chain.start(job.action, dispatcher: self) { [self] outcome in
+    let progress = intercepted.chain.start(job.action, dispatcher: self, followed: intercepted.followed) {
+      [self] outcome in
       lane.executor.schedule { [self] in
         if finish(intercepted, outcome, storeIdentifier: job.storeIdentifier, handle: job.handle, on: lane) {
           lane.jobDone(dispatcher: self)

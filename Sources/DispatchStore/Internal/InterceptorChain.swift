@@ -22,11 +22,14 @@ struct InterceptorChain: Sendable {
 
   /// Runs the chain on `action`: its outcome is returned if every interceptor decided before this returns,
   /// otherwise passed to `whenDecidedLater`, exactly once either way.
+  ///
+  /// `followed`: the dispatch, as ``FollowingInterceptor``s see it.
   func start(
-    _ action: any ActionType, dispatcher: Dispatcher, whenDecidedLater: @escaping @Sendable (Outcome) -> Void
+    _ action: any ActionType, dispatcher: Dispatcher, followed: InterceptedDispatch,
+    whenDecidedLater: @escaping @Sendable (Outcome) -> Void
   ) -> Progress {
     let handoff = Handoff()
-    run(action, dispatcher: dispatcher) { outcome in
+    run(action, dispatcher: dispatcher, followed: followed) { outcome in
       if let late = handoff.decide(outcome) { whenDecidedLater(late) }
     }
     return handoff.endStart()
@@ -37,14 +40,19 @@ struct InterceptorChain: Sendable {
   ///
   /// Interceptors are user code: called with the running dispatchers hidden, as observers are.
   func run(
-    _ action: any ActionType, from index: Int = 0, dispatcher: Dispatcher,
+    _ action: any ActionType, from index: Int = 0, dispatcher: Dispatcher, followed: InterceptedDispatch,
     done: @escaping @Sendable (Outcome) -> Void
   ) {
     var action = action
     var index = index
     while index < interceptors.count {
       let interceptor = interceptors[index]
-      let interception = ThreadContext.withoutRunning { interceptor.intercept(action, dispatcher: dispatcher) }
+      let interception = ThreadContext.withoutRunning {
+        if let following = interceptor as? any FollowingInterceptor {
+          return following.intercept(action, dispatcher: dispatcher, dispatch: followed)
+        }
+        return interceptor.intercept(action, dispatcher: dispatcher)
+      }
       switch step(interception, on: action, by: interceptor) {
       case .next(let passed):
         action = passed
@@ -52,7 +60,7 @@ struct InterceptorChain: Sendable {
       case .stop(let outcome):
         return done(outcome)
       case .later(let decide):
-        return awaitDecision(decide, on: action, at: index, dispatcher: dispatcher, done: done)
+        return awaitDecision(decide, on: action, at: index, dispatcher: dispatcher, followed: followed, done: done)
       }
     }
     done(.proceed(action))
@@ -61,17 +69,17 @@ struct InterceptorChain: Sendable {
   /// Hands interceptor `index` the decision to make later; the chain goes on when it is made.
   private func awaitDecision(
     _ decide: @escaping @Sendable (InterceptionDecision) -> Void, on action: any ActionType, at index: Int,
-    dispatcher: Dispatcher, done: @escaping @Sendable (Outcome) -> Void
+    dispatcher: Dispatcher, followed: InterceptedDispatch, done: @escaping @Sendable (Outcome) -> Void
   ) {
     let interceptor = interceptors[index]
     let decision = InterceptionDecision { [self] interception in
       switch step(interception, on: action, by: interceptor) {
       case .next(let passed):
-        run(passed, from: index + 1, dispatcher: dispatcher, done: done)
+        run(passed, from: index + 1, dispatcher: dispatcher, followed: followed, done: done)
       case .stop(let outcome):
         done(outcome)
       case .later(let again):
-        awaitDecision(again, on: action, at: index, dispatcher: dispatcher, done: done)
+        awaitDecision(again, on: action, at: index, dispatcher: dispatcher, followed: followed, done: done)
       }
     }
     ThreadContext.withoutRunning { decide(decision) }

@@ -18,7 +18,8 @@ extension Store {
   ///   - also: Actions of other types the store handles as its own (app-wide actions), as
   ///     ``Reducer/additionalActions``.
   ///   - reduce: Changes the model for an action, as ``SynchronousReducer/reduce(_:into:)`` does; what it throws
-  ///     fails the transaction, keeping the changes made before.
+  ///     fails the transaction and notifies no observer (throw before changing the model: a change made before is
+  ///     kept, and heard with the store's next change).
   ///
   /// > Important: `reduce` runs under the store's lock, from whichever thread dispatches: do not read or update
   /// > this store from inside it.

@@ -102,7 +102,9 @@ extension Store {
     // Borrowed: the store holds its reducer.
     Unmanaged.passUnretained(reducer)._withUnsafeGuaranteedRef { reducer in
       let reducer = unsafeDowncast(reducer, to: SynchronousReducer<Model, Action>.self)
-      let changed = change(by: action, recording: recording) { (model: inout Model) throws(any Error) in
+      // A reducer that throws notifies nobody.
+      let changed = change(by: action, recording: recording, announcesFailure: false) {
+        (model: inout Model) throws(any Error) in
         try reducer.reduce(action, into: &model)
       }
       guard case .failure(let error) = changed else { return nil }
@@ -128,7 +130,9 @@ extension Store {
   /// while other threads change the store.
   ///
   /// A synchronous observer hears it before this returns (``deliverSynchronously(_:)``). Changes `body` made before
-  /// throwing are kept, and announced. The reducer is asked whether to notify before the lock (it is user code), and
+  /// throwing are kept, and announced unless `announcesFailure` is `false` (an in-place reduction: a reducer that
+  /// throws notifies nobody; what it changed is heard with the next announcement, as when nobody observed the
+  /// store). The reducer is asked whether to notify before the lock (it is user code), and
   /// only if the store is observed. An observer registered between that look and the critical section hears the
   /// change after it (``announceChange(for:)``): once `observe` returned, a change its first read of the model did
   /// not show is announced to it. With nobody observing, the announced version is left behind, and catches up at the
@@ -140,7 +144,7 @@ extension Store {
   @inline(__always)
   func change<Value, Failure: Error>(
     by action: Action, recording: RecordingContext? = nil, operation: ActionOperation<Model, Action>? = nil,
-    _ body: (inout Model) throws(Failure) -> Value
+    announcesFailure: Bool = true, _ body: (inout Model) throws(Failure) -> Value
   ) -> Result<Value, Failure> {
     let shouldNotify: Bool? =
       registeredObservers.load(ordering: .relaxed) > 0 ? reducer.shouldNotifyObservers(for: action, in: self) : nil
@@ -160,6 +164,7 @@ extension Store {
       }
       operation?.fileChange(&state)
       guard let observers = state.observers else { return (result, .none, false) }
+      if !announcesFailure, case .failure = result { return (result, .none, false) }
       guard let shouldNotify else { return (result, .none, true) }
       state.announcedVersion = state.version
       guard shouldNotify else { return (result, .none, false) }

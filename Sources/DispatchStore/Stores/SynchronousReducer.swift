@@ -17,10 +17,10 @@
 /// recording.
 /// For work that finishes later, subclass ``Reducer`` and return operations.
 ///
-/// Every call of `reduce(_:into:)` counts as a change of the model, as every ``ActionOperation/updateModel(_:)`` does:
-/// observers hear about it even if nothing changed, with the model this call produced. Override
-/// ``Reducer/shouldNotifyObservers(for:in:)`` to keep some actions quiet; for a synchronous reducer it is asked
-/// before `reduce(_:into:)` runs.
+/// Every call of `reduce(_:into:)` that returns counts as a change of the model, as every
+/// ``ActionOperation/updateModel(_:)`` does: observers hear about it even if nothing changed, with the model this call
+/// produced. A call that throws notifies no observer. Override ``Reducer/shouldNotifyObservers(for:in:)`` to keep
+/// some actions quiet; for a synchronous reducer it is asked before `reduce(_:into:)` runs.
 ///
 /// > Important: `reduce(_:into:)` runs under the store's lock: do not read or update this store from inside it
 /// > (that traps: the lock is not recursive). A `.sync` dispatch from inside it fails with
@@ -38,8 +38,9 @@ open class SynchronousReducer<Model: ModelType, Action: ActionType>: Reducer<Mod
   /// - Parameters:
   ///   - action: The dispatched action.
   ///   - model: The store's model, changed in place.
-  /// - Throws: An error to fail the transaction with; changes made to `model` before throwing are kept, as with
-  ///   ``ActionOperation/updateModel(_:)``.
+  /// - Throws: An error to fail the transaction with. Throw before changing `model`: a reduction that throws notifies
+  ///   no observer. A change made before the throw is kept (the model is not rolled back), and observers hear it with
+  ///   the store's next change.
   open func reduce(_ action: Action, into model: inout Model) throws {
     throw NotImplemented()
   }

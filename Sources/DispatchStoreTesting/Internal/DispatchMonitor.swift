@@ -4,15 +4,18 @@ import DispatchStore
 /// What the test dispatcher watches: the actions dispatched by the app's code while a test runs (held until the
 /// test receives them, when exhaustive), and the transactions running.
 ///
-/// An interceptor, to hold follow-up actions before any store sees them, and a middleware, to know which
-/// transactions run.
+/// An interceptor, to hold follow-up actions before any store sees them (following each dispatch, to tell the test's
+/// own from follow-ups by their handles, and to know when a follow-up let through finished), and a middleware, to
+/// know which transactions run.
 ///
 /// A follow-up held longer than `holdLimit` is blocked, so that code awaiting it (a test awaiting a dispatch it made
 /// on the test dispatcher itself) ends with an error that names it; the test's `finish` reports it too.
-final class DispatchMonitor: Interceptor, Middleware {
+final class DispatchMonitor: FollowingInterceptor, Middleware {
   struct Held: Sendable {
     let action: any ActionType
     let decision: InterceptionDecision
+    /// The follow-up's dispatch, whose end `receive` waits for.
+    let dispatch: InterceptedDispatch
   }
 
   struct Running: Sendable {
@@ -24,16 +27,16 @@ final class DispatchMonitor: Interceptor, Middleware {
   struct State {
     /// Whether follow-ups are held until received.
     var holding: Bool
-    /// Actions the test itself dispatches next: let through.
-    var passing = 0
+    /// The handles of the test's own dispatches (`send`) not intercepted yet: let through.
+    var own: Set<TransactionID> = []
     var held: [Held] = []
     /// Follow-ups blocked after being held longer than the limit, for `finish` to report.
     var expired: [any ActionType] = []
     /// The test's own dispatches that finished, until the test takes them.
     var finishedDispatches: Set<TransactionID> = []
     var running: [TransactionID: Running] = [:]
-    /// Transactions started since the last follow-up was released.
-    var startedSinceRelease = 0
+    /// Follow-ups let through by `receive` that finished, until `receive` takes them.
+    var finishedFollowUps: Set<ObjectIdentifier> = []
     /// The actions of finished transactions not yet received, when follow-ups are not held.
     var finished: [any ActionType] = []
     /// Woken when a follow-up is held or a transaction ends.
@@ -48,18 +51,18 @@ final class DispatchMonitor: Interceptor, Middleware {
     self.holdLimit = holdLimit
   }
 
-  func intercept(_ action: any ActionType, dispatcher: Dispatcher) -> Interception {
+  /// Not called: the chain calls ``intercept(_:dispatcher:dispatch:)``, which sees the dispatch.
+  func intercept(_ action: any ActionType, dispatcher: Dispatcher) -> Interception { .proceed }
+
+  func intercept(_ action: any ActionType, dispatcher: Dispatcher, dispatch: InterceptedDispatch) -> Interception {
     let hold = state.withLock { state -> Bool in
-      if state.passing > 0 {
-        state.passing -= 1
-        return false
-      }
+      if let id = dispatch.id, state.own.remove(id) != nil { return false }
       return state.holding
     }
     guard hold else { return .proceed }
     return .laterDeciding({ [self] decision in
       let waiters = state.withLock { state in
-        state.held.append(Held(action: action, decision: decision))
+        state.held.append(Held(action: action, decision: decision, dispatch: dispatch))
         return state.takeWaiters()
       }
       for waiter in waiters { waiter.resume(returning: nil) }
@@ -92,7 +95,6 @@ final class DispatchMonitor: Interceptor, Middleware {
     state.withLock { state in
       state.running[transaction.id] = Running(
         id: transaction.id, storeIdentifier: transaction.storeIdentifier, action: action)
-      state.startedSinceRelease += 1
     }
   }
 
@@ -109,6 +111,15 @@ final class DispatchMonitor: Interceptor, Middleware {
   func dispatchFinished(_ id: TransactionID) {
     let waiters = state.withLock { state in
       state.finishedDispatches.insert(id)
+      return state.takeWaiters()
+    }
+    for waiter in waiters { waiter.resume(returning: nil) }
+  }
+
+  /// The follow-up `dispatch`, let through by `receive`, finished.
+  func followUpFinished(_ dispatch: InterceptedDispatch) {
+    let waiters = state.withLock { state in
+      state.finishedFollowUps.insert(ObjectIdentifier(dispatch))
       return state.takeWaiters()
     }
     for waiter in waiters { waiter.resume(returning: nil) }

@@ -38,15 +38,22 @@ struct CombinedReducerTests {
     #expect(shop.model.log.isEmpty)
   }
 
-  @Test func aThrowingPartKeepsItsChangesAndStopsTheLaterParts() throws {
+  @Test func aThrowingPartKeepsItsChangesStopsTheLaterPartsAndNotifiesNobody() throws {
     let dispatcher = Dispatcher()
     let shop = makeShop()
     try dispatcher.register(store: shop)
     try dispatcher.dispatchSync(action: ShopAction.place(1))
+    let heard = Locked<[Shop]>([])
+    let token = shop.observe(synchronously: true) { change in heard.withLock { $0.append(change.model) } }
 
     #expect(throws: DispatchError.self) { try dispatcher.dispatchSync(action: ShopAction.order(id: 1, .fail)) }
 
     #expect(shop.model.orders == [Order(id: 1, status: "failing")])
     #expect(shop.model.log == ["last"])  // from `place`, not from the failed order action
+    #expect(heard.withLock { $0 }.isEmpty)
+    // Heard with the next change.
+    try dispatcher.dispatchSync(action: ShopAction.visit)
+    #expect(heard.withLock { $0.map(\.orders) } == [[Order(id: 1, status: "failing")]])
+    withExtendedLifetime(token) {}
   }
 }

@@ -71,7 +71,7 @@ struct SynchronousReducerTests {
   }
 
   @Test(arguments: Dispatcher.Mode.allCases)
-  func thrownErrorFailsTheTransactionAndKeepsTheChangesMadeBefore(mode: Dispatcher.Mode) async throws {
+  func thrownErrorFailsTheTransactionNotifiesNobodyAndKeepsTheChangesMadeBefore(mode: Dispatcher.Mode) async throws {
     let dispatcher = Dispatcher()
     let store = Store(identifier: "counter", model: Counter(), reducer: CounterSynchronousReducer())
     try dispatcher.register(store: store)
@@ -89,9 +89,38 @@ struct SynchronousReducerTests {
     #expect(failures.map(\.storeIdentifier) == ["counter"])
     #expect(failures.first?.error as? TestFailure == TestFailure(reason: "reduce failed"))
     #expect(store.model.log == ["before failing"])
-    // The model changed, so observers heard about it, as with an operation that updated it and then failed.
-    #expect(heard.withLock { $0 } == [["before failing"]])
+    // A reduction that throws notifies nobody; what it changed before is heard with the next change.
+    #expect(heard.withLock { $0 }.isEmpty)
+    try dispatcher.dispatchSync(action: CounterAction.increase(1))
+    #expect(heard.withLock { $0 } == [["before failing", "reduced+1"]])
     withExtendedLifetime(token) {}
+  }
+
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func aReducerThatThrowsWithoutChangingTheModelNotifiesNoObserver(mode: Dispatcher.Mode) async throws {
+    let dispatcher = Dispatcher()
+    let store = Store(identifier: "counter", model: Counter()) { (action: CounterAction, model: inout Counter) in
+      guard case .increase(let amount) = action, amount > 0 else { throw TestFailure(reason: "refused") }
+      model.count += amount
+    }
+    try dispatcher.register(store: store)
+    let synchronous = Locked<[Int]>([])
+    let onMain = Collector<Int>()
+    let tokens = [
+      store.observe(synchronously: true) { change in synchronous.withLock { $0.append(change.model.count) } },
+      store.observe { change in onMain.append(change.model.count) },
+    ]
+
+    await #expect(throws: DispatchError.self) {
+      try await dispatcher.dispatch(action: CounterAction.increase(-1), mode: mode)
+    }
+    try await dispatcher.dispatch(action: CounterAction.increase(2), mode: mode)
+
+    // Only the change: main-thread notifications keep the order of changes, so the first heard is the second
+    // dispatch's.
+    #expect(await onMain.wait(for: 1) == [2])
+    #expect(synchronous.withLock { $0 } == [2])
+    withExtendedLifetime(tokens) {}
   }
 
   @Test func reducerThatOverridesNothingFailsWithNotImplemented() throws {
