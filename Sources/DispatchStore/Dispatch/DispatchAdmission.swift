@@ -95,7 +95,7 @@ extension Dispatcher {
   /// Cancels the unfinished dispatches made before `handle` with its cancellation id, if its options say so, and
   /// submits it; nothing, if it was cancelled while it waited (it neither runs nor cancels others).
   private func proceed(_ handle: DispatchHandle, options: DispatchOptions, submit: @Sendable () -> Void) {
-    guard !handle.state.isFinished else { return }
+    guard !handle.currentState.isFinished else { return }
     if let id = options.cancellationID, options.cancelsInFlight {
       let older = admission.withLock { $0.started(handle, id: id) }
       for previous in older { previous.cancel() }

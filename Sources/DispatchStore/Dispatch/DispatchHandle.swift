@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 
 /// A dispatch you can hold: its identifier and action, its ``DispatchState`` at any time, and ways to observe it,
@@ -37,6 +38,12 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
   private let machine = LockedValue(HandleStateMachine())
   /// Whether the dispatch was cancelled, readable without the lock: a run loads it before starting each store.
   private let cancelledFlag = Atomic<Bool>(false)
+  /// Whether someone reads the dispatch's outcome (its state, value, observers, a dispatch depending on it): if not,
+  /// a failure is reported to the dispatcher's `onUnheardFailure` when the handle is released.
+  private let isHeard = Atomic<Bool>(false)
+  /// Whether the dispatch finished with a failure (not a cancellation): set before its state says so, read by
+  /// `deinit` without the lock.
+  private let failed = Atomic<Bool>(false)
   init(
     action: any ActionType, storeIdentifier: String? = nil, mode: Dispatcher.Mode,
     options: DispatchOptions? = nil, dispatcher: Dispatcher? = nil
@@ -52,7 +59,23 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
 
   /// The dispatch's state now.
   public var state: DispatchState {
+    isHeard.store(true, ordering: .relaxed)
+    return currentState
+  }
+
+  /// The state, read by the library: it does not count as hearing the outcome.
+  var currentState: DispatchState {
     machine.withLock { $0.state }
+  }
+
+  deinit {
+    // Released with a failure nobody read: a fire-and-forget `start`, such as an operation's follow-up.
+    guard failed.load(ordering: .relaxed), !isHeard.load(ordering: .relaxed), let dispatcher,
+      case .failure(let error)? = machine.withLock({ $0.state }).result
+    else { return }
+    let action = action
+    // Not here: the last release may come from inside a lock of the library.
+    DispatchQueue.global().async { dispatcher.reportUnheard(error, of: action) }
   }
 
   /// Whether the dispatch was cancelled.
@@ -74,7 +97,8 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
   /// The dispatch's result, once it finished.
   var result: Result<Void, DispatchError> {
     get async {
-      await withCheckedContinuation { continuation in
+      isHeard.store(true, ordering: .relaxed)
+      return await withCheckedContinuation { continuation in
         if let result = machine.withLock({ $0.awaited(by: continuation) }) {
           continuation.resume(returning: result)
         }
@@ -87,6 +111,7 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
   /// - Parameter onChange: Called once per state, in order, never while the handle's lock is held.
   /// - Returns: The token that keeps the observation alive.
   public func observe(_ onChange: @escaping @Sendable (DispatchState) -> Void) -> ObservationToken {
+    isHeard.store(true, ordering: .relaxed)
     let token = ObservationToken()
     let (id, effects) = machine.withLock { $0.observerAdded(onChange) }
     token.setCancellation { [weak self] in
@@ -183,7 +208,7 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
 
   /// The identifier, action and state.
   public var description: String {
-    "[\(id)] \(action): \(state)"
+    "[\(id)] \(action): \(currentState)"
   }
 
   // MARK: - The dispatcher's side
@@ -197,6 +222,7 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
 
   /// The dispatch finished; ignored if it was cancelled before.
   func finish(_ result: Result<Void, DispatchError>) {
+    if case .failure = result { failed.store(true, ordering: .relaxed) }
     perform(machine.withLock { $0.finished(result) })
   }
 
@@ -219,6 +245,7 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
 
   /// Calls `body` with the final result: at once if the dispatch finished, otherwise when it does.
   func whenFinished(_ body: @escaping @Sendable (Result<Void, DispatchError>) -> Void) {
+    isHeard.store(true, ordering: .relaxed)
     if let result = machine.withLock({ $0.dependentAdded(body) }) { body(result) }
   }
 

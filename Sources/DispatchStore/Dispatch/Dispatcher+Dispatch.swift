@@ -84,7 +84,7 @@ extension Dispatcher {
   ///
   /// The dispatch runs as `dispatch(action:to:mode:)` runs it, once `options` admit it
   /// (throttled, debounced, cancelling the dispatches in flight with its id). Ignore the handle to fire and
-  /// forget: failures still happen (and reach middleware), nobody hears them.
+  /// forget: a failure then goes to the dispatcher's `onUnheardFailure` once the handle is released unread.
   /// - Parameters:
   ///   - action: The action to dispatch.
   ///   - storeIdentifier: The one store to send the action to; `nil` (the default) sends it to every store that
@@ -135,7 +135,7 @@ extension Dispatcher {
     if let id = options.cancellationID {
       admission.withLock { $0.made(handle, id: id) }
       // Cancelled between the two (a `cancelAll()` on another thread): its end found it in neither yet.
-      if handle.state.isFinished { admission.withLock { $0.finished(handle, id: id) } }
+      if handle.currentState.isFinished { admission.withLock { $0.finished(handle, id: id) } }
     }
     return handle
   }
@@ -144,7 +144,7 @@ extension Dispatcher {
   func submit(_ handle: DispatchHandle) {
     // Cancelled before it started (by its handle, `cancelAll()`, its id): it neither runs nor throttles, debounces
     // or cancels others.
-    if handle.options != nil, handle.state.isFinished { return }
+    if handle.options != nil, handle.currentState.isFinished { return }
     if isVerifying.load(ordering: .relaxed),
       absorbFollowUp(handle.action, storeIdentifier: handle.storeIdentifier, checked: handle.options == nil)
     {

@@ -100,10 +100,11 @@ public final class Dispatcher: Sendable {
   ///     ``MainQueue/processMainThread`` on Apple platforms and ``MainQueue/libraryThread`` elsewhere.
   ///   - clock: The time throttled and debounced dispatches count by; the system's unless a test gives its own.
   ///   - onUnheardFailure: Called with the action and the error when a dispatch that nobody awaits fails: a
-  ///     fire-and-forget `dispatch(action:to:mode:)` or `dispatch(actions:mode:)` (also an operation's
-  ///     follow-up) that no store handles, that an interceptor blocked, or whose store failed. Not called for
-  ///     ``DispatchError/cancelled``, which someone asked for. `nil` (the default) writes one line to standard
-  ///     error; pass `{ _, _ in }` to ignore such failures.
+  ///     fire-and-forget `dispatch(action:to:mode:)` or `dispatch(actions:mode:)`, or a ``start(action:to:mode:options:)``
+  ///     whose handle was released without its outcome being read (such as an operation's follow-up), that no store
+  ///     handles, that an interceptor blocked, or whose store failed. Not called for ``DispatchError/cancelled``,
+  ///     ``DispatchError/throttled`` or ``DispatchError/superseded``, which someone asked for. `nil` (the default)
+  ///     writes one line to standard error; pass `{ _, _ in }` to ignore such failures.
   ///
   /// > Important: `onUnheardFailure` runs on the thread where the dispatch ended, with no lock of the library held.
   public init(
@@ -118,11 +119,19 @@ public final class Dispatcher: Sendable {
   }
 
   /// Hands the failure of a dispatch nobody awaits to ``onUnheardFailure``, or writes it to standard error; not a
-  /// cancellation, which someone asked for.
+  /// cancellation, a throttled or a superseded dispatch, which someone asked for.
   @inline(never)
   func reportUnheard(_ error: DispatchError, of action: any ActionType) {
-    if case .cancelled = error { return }
+    switch error {
+    case .cancelled, .throttled, .superseded: return
+    default: break
+    }
     if let onUnheardFailure { return onUnheardFailure(action, error) }
+    Self.writeUnheard(error, of: action)
+  }
+
+  /// What a dispatcher without `onUnheardFailure` does with a failure nobody heard: one line on standard error.
+  package static func writeUnheard(_ error: DispatchError, of action: any ActionType) {
     let line =
       "DispatchStore: a dispatch nobody awaited failed: \(String(reflecting: action)): \(error)"
       + " (await it, or give Dispatcher(onUnheardFailure:) to handle such failures)\n"
@@ -250,6 +259,7 @@ extension Dispatcher {
     registry.withLock { registry in
       guard !registry.interceptors.contains(where: { $0 === interceptor }) else { return }
       registry.interceptors.append(interceptor)
+      registry.interceptorsFollow = registry.interceptors.contains { $0 is any FollowingInterceptor }
       interceptorCount.store(registry.interceptors.count, ordering: .relaxed)
     }
   }
@@ -260,6 +270,7 @@ extension Dispatcher {
     let removed = registry.withLock { registry -> [any Interceptor] in
       let removed = registry.interceptors.filter { $0 === interceptor }
       registry.interceptors.removeAll { $0 === interceptor }
+      registry.interceptorsFollow = registry.interceptors.contains { $0 is any FollowingInterceptor }
       interceptorCount.store(registry.interceptors.count, ordering: .relaxed)
       return removed
     }
@@ -269,8 +280,8 @@ extension Dispatcher {
   /// The interceptors a dispatch starting now runs, or `nil` if there are none.
   func interceptorChain() -> InterceptorChain? {
     guard interceptorCount.load(ordering: .relaxed) > 0 else { return nil }
-    let interceptors = registry.withLock { $0.interceptors }
-    return interceptors.isEmpty ? nil : InterceptorChain(interceptors: interceptors)
+    let (interceptors, follow) = registry.withLock { ($0.interceptors, $0.interceptorsFollow) }
+    return interceptors.isEmpty ? nil : InterceptorChain(interceptors: interceptors, follow: follow)
   }
 }
 
@@ -281,6 +292,9 @@ struct Registry {
   var routes = RouteTable()
   var middleware = MiddlewareList()
   var interceptors: [any Interceptor] = []
+  /// Whether one of the interceptors follows the dispatches it intercepts (``FollowingInterceptor``): decided when
+  /// they change, so that dispatches without one make no ``InterceptedDispatch``.
+  var interceptorsFollow = false
   /// Changes whenever a store is registered or removed, so that cached wait graphs are rebuilt.
   var generation: UInt64 = 0
 }

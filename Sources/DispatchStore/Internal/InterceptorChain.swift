@@ -5,6 +5,8 @@ import Dispatch
 /// Continuation-passing, so that a decision made later resumes the chain where it stopped, on the deciding thread.
 struct InterceptorChain: Sendable {
   let interceptors: [any Interceptor]
+  /// Whether one of them is a ``FollowingInterceptor``: only then does a dispatch carry an ``InterceptedDispatch``.
+  let follow: Bool
 
   /// How the chain ended.
   enum Outcome: Sendable {
@@ -23,9 +25,9 @@ struct InterceptorChain: Sendable {
   /// Runs the chain on `action`: its outcome is returned if every interceptor decided before this returns,
   /// otherwise passed to `whenDecidedLater`, exactly once either way.
   ///
-  /// `followed`: the dispatch, as ``FollowingInterceptor``s see it.
+  /// `followed`: the dispatch, as ``FollowingInterceptor``s see it; `nil` when none is registered.
   func start(
-    _ action: any ActionType, dispatcher: Dispatcher, followed: InterceptedDispatch,
+    _ action: any ActionType, dispatcher: Dispatcher, followed: InterceptedDispatch?,
     whenDecidedLater: @escaping @Sendable (Outcome) -> Void
   ) -> Progress {
     let handoff = Handoff()
@@ -40,7 +42,7 @@ struct InterceptorChain: Sendable {
   ///
   /// Interceptors are user code: called with the running dispatchers hidden, as observers are.
   func run(
-    _ action: any ActionType, from index: Int = 0, dispatcher: Dispatcher, followed: InterceptedDispatch,
+    _ action: any ActionType, from index: Int = 0, dispatcher: Dispatcher, followed: InterceptedDispatch?,
     done: @escaping @Sendable (Outcome) -> Void
   ) {
     var action = action
@@ -48,7 +50,7 @@ struct InterceptorChain: Sendable {
     while index < interceptors.count {
       let interceptor = interceptors[index]
       let interception = ThreadContext.withoutRunning {
-        if let following = interceptor as? any FollowingInterceptor {
+        if let followed, let following = interceptor as? any FollowingInterceptor {
           return following.intercept(action, dispatcher: dispatcher, dispatch: followed)
         }
         return interceptor.intercept(action, dispatcher: dispatcher)
@@ -69,7 +71,7 @@ struct InterceptorChain: Sendable {
   /// Hands interceptor `index` the decision to make later; the chain goes on when it is made.
   private func awaitDecision(
     _ decide: @escaping @Sendable (InterceptionDecision) -> Void, on action: any ActionType, at index: Int,
-    dispatcher: Dispatcher, followed: InterceptedDispatch, done: @escaping @Sendable (Outcome) -> Void
+    dispatcher: Dispatcher, followed: InterceptedDispatch?, done: @escaping @Sendable (Outcome) -> Void
   ) {
     let interceptor = interceptors[index]
     let decision = InterceptionDecision { [self] interception in

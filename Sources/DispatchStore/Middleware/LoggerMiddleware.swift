@@ -1,7 +1,7 @@
 import Foundation
 
-/// Middleware that writes one line per transaction: id, store, action, duration, and, for `Codable` models, the
-/// fields that changed as key paths (`user.name: "A" -> "B"`).
+/// Middleware that writes one entry per transaction: a line with the id, store, action, duration and outcome, then,
+/// for `Codable` models, one indented line per field that changed, as a key path (`user.name: "A" -> "B"`).
 ///
 /// Arrays are aligned before they are compared: an element inserted or removed is one line
 /// (`items[0]: (none) -> {"id":7}`), at its index in the model it is in, not a change of every element after it.
@@ -18,7 +18,8 @@ public final class LoggerMiddleware: Middleware {
   private let before = LockedValue<[TransactionID: JSONValue]>([:])
 
   /// Creates a logger.
-  /// - Parameter sink: Receives each line, without a trailing newline; writes it to standard error by default.
+  /// - Parameter sink: Receives each entry (its lines joined by newlines, without a trailing one); writes it to
+  ///   standard error by default.
   public init(sink: @escaping @Sendable (String) -> Void = LoggerMiddleware.standardError) {
     self.sink = sink
   }

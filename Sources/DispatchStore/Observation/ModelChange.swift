@@ -8,6 +8,8 @@ public struct ModelChange<Model: Sendable, Action: Sendable>: Sendable {
   /// The model right after the change.
   public let model: Model
   /// The action that made the change (for a restore, the action of the record restored or undone).
+  ///
+  /// What a reducer changed before it threw is heard with the store's next change, under that change's action.
   public let action: Action
   /// Whether the recorder restored the model instead of a dispatch changing it; no reducer ran.
   ///

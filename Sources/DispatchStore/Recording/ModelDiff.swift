@@ -95,6 +95,10 @@ enum JSONValue: Sendable, Hashable, Codable {
     return String(decoding: data, as: UTF8.self)
   }
 
+  /// The most elements, removed and inserted together, that ``differences(expected:actual:path:alignsArrays:)``
+  /// aligns in one array, after equal elements at both ends.
+  static let alignmentLimit = 1_000
+
   /// The fields that differ from `expected` to `actual`, by key path, in key order; empty if the trees are equal.
   ///
   /// - Parameters:
@@ -128,27 +132,44 @@ enum JSONValue: Sendable, Hashable, Codable {
   ///
   /// Between two aligned elements, the elements removed and inserted there are paired in order and compared field
   /// by field (an element changed in place); the rest are whole elements removed (at their index in `lhs`) or
-  /// inserted (at their index in `rhs`).
+  /// inserted (at their index in `rhs`). Equal elements at both ends are skipped first; if what remains between
+  /// them is longer than ``alignmentLimit`` elements, it is compared index by index instead (the alignment's time
+  /// and memory grow with the product of its size and the number of edits).
   private static func alignedDifferences(_ lhs: [JSONValue], _ rhs: [JSONValue], path: String) -> [FieldDifference] {
+    var first = 0
+    while first < lhs.count, first < rhs.count, lhs[first] == rhs[first] { first += 1 }
+    var oldEnd = lhs.count
+    var newEnd = rhs.count
+    while oldEnd > first, newEnd > first, lhs[oldEnd - 1] == rhs[newEnd - 1] {
+      oldEnd -= 1
+      newEnd -= 1
+    }
+    if (oldEnd - first) + (newEnd - first) > alignmentLimit {
+      return (first..<max(oldEnd, newEnd)).flatMap { index in
+        differences(
+          expected: index < oldEnd ? lhs[index] : nil, actual: index < newEnd ? rhs[index] : nil,
+          path: "\(path)[\(index)]", alignsArrays: true)
+      }
+    }
     var removed = Set<Int>()
     var inserted = Set<Int>()
-    for change in rhs.difference(from: lhs) {
+    for change in rhs[first..<newEnd].difference(from: lhs[first..<oldEnd]) {
       switch change {
-      case .remove(let offset, _, _): removed.insert(offset)
-      case .insert(let offset, _, _): inserted.insert(offset)
+      case .remove(let offset, _, _): removed.insert(first + offset)
+      case .insert(let offset, _, _): inserted.insert(first + offset)
       }
     }
     var result: [FieldDifference] = []
-    var old = 0
-    var new = 0
-    while old < lhs.count || new < rhs.count {
+    var old = first
+    var new = first
+    while old < oldEnd || new < newEnd {
       var gone: [Int] = []
       var added: [Int] = []
-      while old < lhs.count, removed.contains(old) {
+      while old < oldEnd, removed.contains(old) {
         gone.append(old)
         old += 1
       }
-      while new < rhs.count, inserted.contains(new) {
+      while new < newEnd, inserted.contains(new) {
         added.append(new)
         new += 1
       }

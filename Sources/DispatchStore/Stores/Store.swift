@@ -27,8 +27,8 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
   /// under the lock; read without it.
   @usableFromInline let registeredObservers: Atomic<Int>
   /// Runs the store's dispatch work that must be specialised for its types: announcing a finished operation's change
-  /// (``announceChange(of:askingReducer:)``), and reducing an action in place with a ``SynchronousReducer``
-  /// (``reduceInPlace(_:)``).
+  /// (``announceChange(of:)``), and reducing an action in place with a ``SynchronousReducer``
+  /// (``reduceInPlace(_:recording:)``).
   ///
   /// The dispatcher is not generic, so code it calls on a store runs unspecialised, and unspecialised generic code
   /// looks up the metadata of every generic type it touches at run time (proposal 0004 has the measurements). This

@@ -24,14 +24,20 @@ final class Lane: Sendable {
   /// A job's interceptors, and where its report goes.
   struct InterceptedJob: Sendable {
     let chain: InterceptorChain
-    /// The dispatch as a ``FollowingInterceptor`` follows it: told its result after `report`.
-    let followed: InterceptedDispatch
+    /// The dispatch as a ``FollowingInterceptor`` follows it, told its result after `report`; `nil` when no such
+    /// interceptor is registered.
+    let followed: InterceptedDispatch?
     let report: @Sendable (DispatchReport) -> Void
 
     /// - Parameter dispatchID: The id of the dispatch's handle, if it has one.
     init(chain: InterceptorChain, dispatchID: TransactionID?, report: @escaping @Sendable (DispatchReport) -> Void) {
-      let followed = InterceptedDispatch(id: dispatchID)
       self.chain = chain
+      guard chain.follow else {
+        followed = nil
+        self.report = report
+        return
+      }
+      let followed = InterceptedDispatch(id: dispatchID)
       self.followed = followed
       self.report = { outcome in
         report(outcome)

@@ -35,8 +35,10 @@ final class DispatchMonitor: FollowingInterceptor, Middleware {
     /// The test's own dispatches that finished, until the test takes them.
     var finishedDispatches: Set<TransactionID> = []
     var running: [TransactionID: Running] = [:]
-    /// Follow-ups let through by `receive` that finished, until `receive` takes them.
-    var finishedFollowUps: Set<ObjectIdentifier> = []
+    /// Follow-ups let through by `receive` that finished, by the number `receive` gave them, until it takes them.
+    var finishedFollowUps: Set<UInt64> = []
+    /// The number of the last follow-up `receive` let through.
+    var lastReleased: UInt64 = 0
     /// The actions of finished transactions not yet received, when follow-ups are not held.
     var finished: [any ActionType] = []
     /// Woken when a follow-up is held or a transaction ends.
@@ -116,10 +118,10 @@ final class DispatchMonitor: FollowingInterceptor, Middleware {
     for waiter in waiters { waiter.resume(returning: nil) }
   }
 
-  /// The follow-up `dispatch`, let through by `receive`, finished.
-  func followUpFinished(_ dispatch: InterceptedDispatch) {
+  /// The follow-up `receive` let through as `number` finished.
+  func followUpFinished(_ number: UInt64) {
     let waiters = state.withLock { state in
-      state.finishedFollowUps.insert(ObjectIdentifier(dispatch))
+      state.finishedFollowUps.insert(number)
       return state.takeWaiters()
     }
     for waiter in waiters { waiter.resume(returning: nil) }

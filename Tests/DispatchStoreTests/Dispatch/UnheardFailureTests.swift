@@ -7,6 +7,8 @@ import Testing
 struct UnheardFailureTests {
   enum Unhandled: ActionType {
     case ping
+    /// Fired after the failures a test expects, to see that nothing more came before it.
+    case sentinel
   }
 
   struct Refused: Error {}
@@ -47,7 +49,8 @@ struct UnheardFailureTests {
     fire(dispatcher, Unhandled.ping, mode: mode)
     fire(dispatcher, CounterAction.increase(1), to: "nobody", mode: mode)
 
-    let values = await heard.wait(for: 2)
+    _ = await heard.wait(for: 2)
+    let values = await exactly(2, heard, dispatcher, mode: mode)
     #expect(values.count == 2)
     let noStore = DispatchError.noRespondingStore(actionType: String(reflecting: Unhandled.self))
     #expect(values.contains { $0.action == "ping" && $0.error == noStore })
@@ -62,9 +65,9 @@ struct UnheardFailureTests {
     fire(dispatcher, CounterAction.increase(2), mode: mode)
     fire(dispatcher, CounterAction.fail, mode: mode)
 
-    let values = await heard.wait(for: 1)
+    _ = await heard.wait(for: 1)
     #expect(await waitForModel(of: counter, where: { $0.count == 2 }) != nil)
-    #expect(heard.values.count == 1)
+    let values = await exactly(1, heard, dispatcher, mode: mode)
     #expect(values.first?.action == "fail")
     guard case .operationsFailed(let failures) = values.first?.error else {
       Issue.record("expected operationsFailed, heard \(String(describing: values.first?.error))")
@@ -82,7 +85,8 @@ struct UnheardFailureTests {
 
     fire(dispatcher, CounterAction.increase(5), mode: mode)
 
-    let values = await heard.wait(for: 1)
+    _ = await heard.wait(for: 1)
+    let values = await exactly(1, heard, dispatcher, mode: mode)
     #expect(values.first?.action == "increase(5)")
     #expect(
       values.first?.error == .blocked(interceptor: String(reflecting: BlockingInterceptor.self), reason: "closed"))
@@ -96,20 +100,70 @@ struct UnheardFailureTests {
 
     fire(dispatcher, actions: [CounterAction.increase(1), CounterAction.fail, CounterAction.increase(4)], mode: mode)
 
-    let values = await heard.wait(for: 1)
+    _ = await heard.wait(for: 1)
+    let values = await exactly(1, heard, dispatcher, mode: mode)
     #expect(values.map(\.action) == ["fail"])
     // The sequence stopped at the failure.
     #expect(counter.model.count == 1)
   }
 
-  @Test func aCancellationIsNotReported() throws {
+  @Test func whatSomeoneAskedForIsNotReported() throws {
     let heard = Collector<Heard>()
     let (dispatcher, _) = try makeDispatcher(heard)
 
     dispatcher.reportUnheard(.cancelled, of: CounterAction.increase(1))
     dispatcher.reportUnheard(.throttled, of: CounterAction.increase(2))
+    dispatcher.reportUnheard(.superseded, of: CounterAction.increase(3))
+    dispatcher.reportUnheard(.unknownStore(identifier: "x"), of: CounterAction.increase(4))
 
-    #expect(heard.values.map(\.action) == ["increase(2)"])
+    #expect(heard.values.map(\.action) == ["increase(4)"])
+  }
+
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func aStartedDispatchWhoseHandleIsReleasedUnreadIsHeardOnce(mode: Dispatcher.Mode) async throws {
+    let heard = Collector<Heard>()
+    let (dispatcher, _) = try makeDispatcher(heard)
+
+    start(dispatcher, CounterAction.fail, mode: mode)  // the handle is dropped, as an operation's follow-up's is
+
+    _ = await heard.wait(for: 1)
+    let values = await exactly(1, heard, dispatcher, mode: mode)
+    #expect(values.map(\.action) == ["fail"])
+  }
+
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func aStartedDispatchWhoseOutcomeWasReadIsNotReported(mode: Dispatcher.Mode) async throws {
+    let heard = Collector<Heard>()
+    let (dispatcher, _) = try makeDispatcher(heard)
+
+    do {
+      let handle = dispatcher.start(action: CounterAction.fail, mode: mode)
+      await #expect(throws: DispatchError.self) { try await handle.value }
+    }
+    do {
+      let handle = dispatcher.start(action: CounterAction.fail, mode: mode)
+      let token = handle.observe { _ in }
+      _ = await handle.result
+      token.cancel()
+    }
+
+    #expect(await exactly(0, heard, dispatcher, mode: mode).isEmpty)
+  }
+
+  /// Fires and forgets with `start`, dropping the handle.
+  private func start(_ dispatcher: Dispatcher, _ action: some ActionType, mode: Dispatcher.Mode) {
+    dispatcher.start(action: action, mode: mode)
+  }
+
+  /// The failures heard before a sentinel failure, fired and forgotten in `mode` after the `count` expected ones
+  /// were heard: a duplicate report, or a sequence that went on, shows among them (in the lanes and in `.sync`, the
+  /// sentinel comes after everything dispatched before it).
+  private func exactly(
+    _ count: Int, _ heard: Collector<Heard>, _ dispatcher: Dispatcher, mode: Dispatcher.Mode = .sync
+  ) async -> [Heard] {
+    fire(dispatcher, Unhandled.sentinel, mode: mode)
+    let values = await heard.wait(for: count + 1)
+    return Array(values.prefix { $0.action != "sentinel" })
   }
 
   @Test(arguments: Dispatcher.Mode.allCases)

@@ -125,6 +125,21 @@ struct LoggerMiddlewareTests {
       ])
   }
 
+  @Test func largeArraysAreAlignedAfterTheirEqualEndsOrComparedIndexByIndexPastTheLimit() {
+    let large = (0..<20_000).map { JSONValue.integer(Int64($0)) }
+    var inserted = large
+    inserted.insert(.integer(-1), at: 10_000)
+
+    let one = JSONValue.differences(expected: .array(large), actual: .array(inserted), alignsArrays: true)
+    let reversed = JSONValue.differences(
+      expected: .array(large), actual: .array(large.reversed()), alignsArrays: true)
+
+    #expect(one == [FieldDifference(path: "[10000]", expected: nil, actual: "-1")])
+    // Nothing equal at the ends and 40,000 elements between them: index by index, every position differs.
+    #expect(reversed.count == 20_000)
+    #expect(reversed.first == FieldDifference(path: "[0]", expected: "0", actual: "19999"))
+  }
+
   @Test func failuresAreLoggedWithTheirErrorAndOpaqueModelsWithoutFields() throws {
     struct Opaque: ModelType { var count = 0 }
     final class OpaqueReducer: Reducer<Opaque, CounterAction>, @unchecked Sendable {
