@@ -126,7 +126,18 @@ public final class Dispatcher: Sendable {
     case .cancelled, .throttled, .superseded: return
     default: break
     }
-    if let onUnheardFailure { return onUnheardFailure(action, error) }
+    if let onUnheardFailure {
+      // A failure of a dispatch the handler made itself is written, not handed back to it: no recursion.
+      let nested = ThreadContext.withCurrent { context in
+        defer { context.reportingUnheard = true }
+        return context.reportingUnheard
+      }
+      if !nested {
+        defer { ThreadContext.withCurrent { $0.reportingUnheard = false } }
+        // User code: it may dispatch, also `.sync`, as an observer may.
+        return ThreadContext.withoutRunning { onUnheardFailure(action, error) }
+      }
+    }
     Self.writeUnheard(error, of: action)
   }
 

@@ -28,6 +28,8 @@ final class ThreadContext {
   @exclusivity(unchecked) var transactionIDs = TransactionIDBlock()
   /// The run-loop thread this thread is, if it is one.
   @exclusivity(unchecked) var mainRunLoopThread: RunLoopThreadCore?
+  /// Whether this thread is inside a dispatcher's `onUnheardFailure` (``Dispatcher/reportUnheard(_:of:)``).
+  @exclusivity(unchecked) var reportingUnheard = false
   /// Marks the start of user code that is not an operation in `runningDispatchers`; no dispatcher has this
   /// identifier.
   private static var barrier: ObjectIdentifier {

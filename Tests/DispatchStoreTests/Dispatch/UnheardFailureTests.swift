@@ -119,6 +119,23 @@ struct UnheardFailureTests {
     #expect(heard.values.map(\.action) == ["increase(4)"])
   }
 
+  @Test func aHandlerWhoseOwnDispatchFailsIsNotCalledAgainForIt() throws {
+    let calls = Locked<[String]>([])
+    let box = Locked<Dispatcher?>(nil)
+    let dispatcher = Dispatcher(onUnheardFailure: { action, _ in
+      calls.withLock { $0.append("\(action)") }
+      // Logging through a store that is not there: this dispatch fails too, and nobody awaits it.
+      box.withLock { $0 }?.dispatch(action: Unhandled.sentinel, mode: .sync)
+    })
+    box.withLock { $0 = dispatcher }
+
+    fire(dispatcher, Unhandled.ping, mode: .sync)
+
+    // Called once, for `ping`; the handler's own failure went to standard error, not back to it (no recursion).
+    #expect(calls.withLock { $0 } == ["ping"])
+    box.withLock { $0 = nil }
+  }
+
   @Test(arguments: Dispatcher.Mode.allCases)
   func aStartedDispatchWhoseHandleIsReleasedUnreadIsHeardOnce(mode: Dispatcher.Mode) async throws {
     let heard = Collector<Heard>()
