@@ -44,6 +44,8 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
   /// Whether the dispatch finished with a failure (not a cancellation): set before its state says so, read by
   /// `deinit` without the lock.
   private let failed = Atomic<Bool>(false)
+  /// Made inside a dispatcher's `onUnheardFailure`: an unheard failure goes to standard error, not to the handler.
+  private let writesUnheard: Bool
   init(
     action: any ActionType, storeIdentifier: String? = nil, mode: Dispatcher.Mode,
     options: DispatchOptions? = nil, dispatcher: Dispatcher? = nil
@@ -55,6 +57,7 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
     self.options = options
     self.cancellationID = options?.cancellationID
     self.dispatcher = dispatcher
+    self.writesUnheard = Dispatcher.isInsideUnheardHandler
   }
 
   /// The dispatch's state now.
@@ -70,10 +73,11 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
 
   deinit {
     // Released with a failure nobody read: a fire-and-forget `start`, such as an operation's follow-up.
-    guard failed.load(ordering: .relaxed), !isHeard.load(ordering: .relaxed), let dispatcher,
-      case .failure(let error)? = machine.withLock({ $0.state }).result
+    guard failed.load(ordering: .relaxed), !isHeard.load(ordering: .relaxed),
+      case .failure(let error)? = machine.withLock({ $0.state }).result, Dispatcher.isReported(error)
     else { return }
     let action = action
+    guard !writesUnheard, let dispatcher else { return Dispatcher.writeUnheard(error, of: action) }
     // Not here: the last release may come from inside a lock of the library.
     DispatchQueue.global().async { dispatcher.reportUnheard(error, of: action) }
   }
@@ -194,7 +198,7 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
     guard !dependencies.isEmpty else { return dispatcher?.submit(self) ?? () }
     let countdown = DependencyCountdown(count: dependencies.count)
     for dependency in dependencies {
-      dependency.whenFinished { [self] result in
+      dependency.whenFinished(hearing: false) { [self] result in
         if case .failure = result { countdown.failed(dependency.id) }
         guard countdown.finishedOne() else { return }
         if let failed = countdown.firstFailure {
@@ -226,7 +230,7 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
     perform(machine.withLock { $0.finished(result) })
   }
 
-  /// `operation` is still running after its start returned: tell it if the dispatch is cancelled.
+  /// `operation` is about to start: tell it if the dispatch is cancelled, now or later.
   func operationRunning(_ operation: any OperationStarting) {
     let running = machine.withLock { $0.operationRunning(operation) }
     if !running { operation.cancel() }
@@ -244,8 +248,11 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
   }
 
   /// Calls `body` with the final result: at once if the dispatch finished, otherwise when it does.
-  func whenFinished(_ body: @escaping @Sendable (Result<Void, DispatchError>) -> Void) {
-    isHeard.store(true, ordering: .relaxed)
+  ///
+  /// - Parameter hearing: Whether the caller hears the outcome (`false` for a dispatch depending on this one: a
+  ///   failure of this one nobody read is still reported).
+  func whenFinished(hearing: Bool = true, _ body: @escaping @Sendable (Result<Void, DispatchError>) -> Void) {
+    if hearing { isHeard.store(true, ordering: .relaxed) }
     if let result = machine.withLock({ $0.dependentAdded(body) }) { body(result) }
   }
 

@@ -197,6 +197,8 @@ struct DispatchRun: Sendable {
         return nil
       case .operation(let operation):
         ranOperation = true
+        // Known to the handle before it starts: a `cancel()` from the moment the operation runs tells it.
+        handle?.operationRunning(operation)
         switch operation.startUnobserved() {
         case .succeeded:
           return nil
@@ -204,7 +206,6 @@ struct DispatchRun: Sendable {
           error = failed
           return nil
         case .unfinished:
-          handle?.operationRunning(operation)
           return RunningStore(index: index, operation: operation, watch: watch)
         }
       }

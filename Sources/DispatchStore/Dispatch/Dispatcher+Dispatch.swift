@@ -31,7 +31,15 @@ extension Dispatcher {
   )
   public func dispatch<Action: ActionType>(action: Action, to storeIdentifier: String? = nil, mode: Mode = .async) {
     if isVerifying.load(ordering: .relaxed), absorbFollowUp(action, storeIdentifier: storeIdentifier) { return }
-    routeIntercepted(storeIdentifier: storeIdentifier, action: action, mode: mode, then: nil)
+    routeIntercepted(storeIdentifier: storeIdentifier, action: action, mode: mode, then: Self.unheardCompletion(action))
+  }
+
+  /// `nil`, so that a failure goes to ``onUnheardFailure``; inside that handler, a completion that writes it to
+  /// standard error instead.
+  @inline(__always)
+  static func unheardCompletion(_ action: any ActionType) -> Completion? {
+    guard isInsideUnheardHandler else { return nil }
+    return { result in if case .failure(let error) = result, isReported(error) { writeUnheard(error, of: action) } }
   }
 
   /// Dispatches `action` to every registered store that handles its type, or to one store; what the public forms
@@ -259,7 +267,9 @@ extension Dispatcher {
     message: "it does not wait, and top-level code picks it even under 'await': dispatch from an async function"
   )
   public func dispatch(actions: [any ActionType], mode: Mode = .async) {
-    dispatchSequence(actions[...], mode: mode, completion: nil)
+    // Inside `onUnheardFailure`, a failure is written to standard error (naming the sequence's first action).
+    let unheard = actions.first.flatMap { Self.unheardCompletion($0) }
+    dispatchSequence(actions[...], mode: mode, completion: unheard)
   }
 
   /// Dispatches `actions` one after another, and calls `completion` once, after the last action finished or the

@@ -103,10 +103,14 @@ public final class Dispatcher: Sendable {
   ///     fire-and-forget `dispatch(action:to:mode:)` or `dispatch(actions:mode:)`, or a ``start(action:to:mode:options:)``
   ///     whose handle was released without its outcome being read (such as an operation's follow-up), that no store
   ///     handles, that an interceptor blocked, or whose store failed. Not called for ``DispatchError/cancelled``,
-  ///     ``DispatchError/throttled`` or ``DispatchError/superseded``, which someone asked for. `nil` (the default)
+  ///     ``DispatchError/throttled`` or ``DispatchError/superseded``, which someone asked for, nor for
+  ///     ``DispatchError/dependencyFailed(_:)`` (the dependency's own failure is reported). `nil` (the default)
   ///     writes one line to standard error; pass `{ _, _ in }` to ignore such failures.
   ///
-  /// > Important: `onUnheardFailure` runs on the thread where the dispatch ended, with no lock of the library held.
+  /// > Important: `onUnheardFailure` runs with no lock of the library held: on the thread where the dispatch ended,
+  /// > or on a background thread (for a released handle, or a dispatch that ended inside a reducer). It may dispatch;
+  /// > the failures of the dispatches it makes on its own thread are written to standard error, not handed back to
+  /// > it.
   public init(
     mainQueue: MainQueue = .default, clock: any DispatchClock = SystemDispatchClock(),
     onUnheardFailure: (@Sendable (any ActionType, DispatchError) -> Void)? = nil
@@ -118,15 +122,16 @@ public final class Dispatcher: Sendable {
     self.mainLane = Lane(executor: .main(mainQueue), placement: .main(mainQueue))
   }
 
-  /// Hands the failure of a dispatch nobody awaits to ``onUnheardFailure``, or writes it to standard error; not a
-  /// cancellation, a throttled or a superseded dispatch, which someone asked for.
+  /// Hands the failure of a dispatch nobody awaits to ``onUnheardFailure``, or writes it to standard error, if it is
+  /// reported (``isReported(_:)``).
   @inline(never)
   func reportUnheard(_ error: DispatchError, of action: any ActionType) {
-    switch error {
-    case .cancelled, .throttled, .superseded: return
-    default: break
-    }
+    guard Self.isReported(error) else { return }
     if let onUnheardFailure {
+      // Refused as re-entrant inside a reducer, this runs under the store's lock: the handler runs after it.
+      if ThreadContext.withCurrent({ $0.isRunning(ObjectIdentifier(self)) }) {
+        return DispatchQueue.global().async { self.reportUnheard(error, of: action) }
+      }
       // A failure of a dispatch the handler made itself is written, not handed back to it: no recursion.
       let nested = ThreadContext.withCurrent { context in
         defer { context.reportingUnheard = true }
@@ -139,6 +144,21 @@ public final class Dispatcher: Sendable {
       }
     }
     Self.writeUnheard(error, of: action)
+  }
+
+  /// Whether an unheard `error` is reported: not a cancelled, throttled or superseded dispatch, which someone asked
+  /// for, nor one whose dependency failed (the dependency's own failure is reported, if nobody heard it).
+  static func isReported(_ error: DispatchError) -> Bool {
+    switch error {
+    case .cancelled, .throttled, .superseded, .dependencyFailed: false
+    default: true
+    }
+  }
+
+  /// A dispatch made inside this thread's `onUnheardFailure`: its own failure goes to standard error, so that a
+  /// handler whose dispatches fail, in any mode, is not called for ever.
+  static var isInsideUnheardHandler: Bool {
+    ThreadContext.withCurrent { $0.reportingUnheard }
   }
 
   /// What a dispatcher without `onUnheardFailure` does with a failure nobody heard: one line on standard error.
@@ -329,7 +349,7 @@ extension Dispatcher {
   /// The dispatches made with ``start(action:to:mode:options:)`` that have not started (waiting in a lane, or for a
   /// debounce or throttle interval): for the test kit, which names them when a test ends with timers pending.
   package var pendingDispatches: [DispatchHandle] {
-    handles.withLock { Array($0.values) }.filter { if case .pending = $0.state { true } else { false } }
+    handles.withLock { Array($0.values) }.filter { if case .pending = $0.currentState { true } else { false } }
   }
 
   /// Calls `observer` after each dispatch made with ``start(action:to:mode:options:)`` finished.

@@ -96,8 +96,8 @@ struct HandleStateMachine {
     return effects
   }
 
-  /// An operation of the dispatch is still running when its start returned; returns `false` if the dispatch was
-  /// cancelled meanwhile (tell the operation at once).
+  /// An operation of the dispatch is about to start; returns `false` if the dispatch was cancelled meanwhile (tell
+  /// the operation at once).
   mutating func operationRunning(_ operation: any OperationStarting) -> Bool {
     if case .cancelled = state { return false }
     if !state.isFinished { running.append(operation) }

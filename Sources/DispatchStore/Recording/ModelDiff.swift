@@ -98,6 +98,8 @@ enum JSONValue: Sendable, Hashable, Codable {
   /// The most elements, removed and inserted together, that ``differences(expected:actual:path:alignsArrays:)``
   /// aligns in one array, after equal elements at both ends.
   static let alignmentLimit = 1_000
+  /// The most elements it aligns in all the arrays of one comparison together.
+  static let alignmentBudget = 4_000
 
   /// The fields that differ from `expected` to `actual`, by key path, in key order; empty if the trees are equal.
   ///
@@ -108,19 +110,28 @@ enum JSONValue: Sendable, Hashable, Codable {
   static func differences(
     expected: JSONValue?, actual: JSONValue?, path: String = "", alignsArrays: Bool = false
   ) -> [FieldDifference] {
+    var budget = alignsArrays ? alignmentBudget : 0
+    return differences(expected: expected, actual: actual, path: path, alignsArrays: alignsArrays, budget: &budget)
+  }
+
+  /// `budget`: how many more elements may be aligned; arrays past it are compared index by index.
+  private static func differences(
+    expected: JSONValue?, actual: JSONValue?, path: String, alignsArrays: Bool, budget: inout Int
+  ) -> [FieldDifference] {
     switch (expected, actual) {
     case (.object(let lhs), .object(let rhs)):
       return Set(lhs.keys).union(rhs.keys).sorted().flatMap { key in
         differences(
-          expected: lhs[key], actual: rhs[key], path: path.isEmpty ? key : "\(path).\(key)", alignsArrays: alignsArrays)
+          expected: lhs[key], actual: rhs[key], path: path.isEmpty ? key : "\(path).\(key)", alignsArrays: alignsArrays,
+          budget: &budget)
       }
     case (.array(let lhs), .array(let rhs)) where alignsArrays:
-      return alignedDifferences(lhs, rhs, path: path)
+      return alignedDifferences(lhs, rhs, path: path, budget: &budget)
     case (.array(let lhs), .array(let rhs)):
       return (0..<max(lhs.count, rhs.count)).flatMap { index in
         differences(
           expected: index < lhs.count ? lhs[index] : nil, actual: index < rhs.count ? rhs[index] : nil,
-          path: "\(path)[\(index)]")
+          path: "\(path)[\(index)]", alignsArrays: false, budget: &budget)
       }
     default:
       guard expected != actual else { return [] }
@@ -133,9 +144,13 @@ enum JSONValue: Sendable, Hashable, Codable {
   /// Between two aligned elements, the elements removed and inserted there are paired in order and compared field
   /// by field (an element changed in place); the rest are whole elements removed (at their index in `lhs`) or
   /// inserted (at their index in `rhs`). Equal elements at both ends are skipped first; if what remains between
-  /// them is longer than ``alignmentLimit`` elements, it is compared index by index instead (the alignment's time
-  /// and memory grow with the product of its size and the number of edits).
-  private static func alignedDifferences(_ lhs: [JSONValue], _ rhs: [JSONValue], path: String) -> [FieldDifference] {
+  /// them is longer than ``alignmentLimit`` elements, or than what is left of `budget`, it is compared index by
+  /// index instead (the alignment's time and memory grow with the product of its size and the number of edits).
+  /// Elements are aligned by their hashes, so that each comparison of the alignment is one of integers; an aligned
+  /// pair is still compared, in case two hashes collide.
+  private static func alignedDifferences(
+    _ lhs: [JSONValue], _ rhs: [JSONValue], path: String, budget: inout Int
+  ) -> [FieldDifference] {
     var first = 0
     while first < lhs.count, first < rhs.count, lhs[first] == rhs[first] { first += 1 }
     var oldEnd = lhs.count
@@ -144,16 +159,20 @@ enum JSONValue: Sendable, Hashable, Codable {
       oldEnd -= 1
       newEnd -= 1
     }
-    if (oldEnd - first) + (newEnd - first) > alignmentLimit {
+    let size = (oldEnd - first) + (newEnd - first)
+    if size > alignmentLimit || size > budget {
+      budget = 0  // What is left is compared index by index too.
       return (first..<max(oldEnd, newEnd)).flatMap { index in
         differences(
           expected: index < oldEnd ? lhs[index] : nil, actual: index < newEnd ? rhs[index] : nil,
-          path: "\(path)[\(index)]", alignsArrays: true)
+          path: "\(path)[\(index)]", alignsArrays: true, budget: &budget)
       }
     }
+    budget -= size
     var removed = Set<Int>()
     var inserted = Set<Int>()
-    for change in rhs[first..<newEnd].difference(from: lhs[first..<oldEnd]) {
+    let newHashes = rhs[first..<newEnd].map(\.hashValue)
+    for change in newHashes.difference(from: lhs[first..<oldEnd].map(\.hashValue)) {
       switch change {
       case .remove(let offset, _, _): removed.insert(first + offset)
       case .insert(let offset, _, _): inserted.insert(first + offset)
@@ -173,7 +192,11 @@ enum JSONValue: Sendable, Hashable, Codable {
         added.append(new)
         new += 1
       }
-      if gone.isEmpty, added.isEmpty {  // An aligned pair: equal.
+      if gone.isEmpty, added.isEmpty {  // An aligned pair: equal hashes.
+        if old < oldEnd, new < newEnd, lhs[old] != rhs[new] {
+          result += differences(
+            expected: lhs[old], actual: rhs[new], path: "\(path)[\(new)]", alignsArrays: true, budget: &budget)
+        }
         old += 1
         new += 1
         continue
@@ -181,7 +204,8 @@ enum JSONValue: Sendable, Hashable, Codable {
       let paired = min(gone.count, added.count)
       for index in 0..<paired {
         result += differences(
-          expected: lhs[gone[index]], actual: rhs[added[index]], path: "\(path)[\(added[index])]", alignsArrays: true)
+          expected: lhs[gone[index]], actual: rhs[added[index]], path: "\(path)[\(added[index])]", alignsArrays: true,
+          budget: &budget)
       }
       for index in gone.dropFirst(paired) {
         result.append(FieldDifference(path: "\(path)[\(index)]", expected: lhs[index].json, actual: nil))

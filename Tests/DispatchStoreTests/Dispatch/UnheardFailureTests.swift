@@ -119,21 +119,47 @@ struct UnheardFailureTests {
     #expect(heard.values.map(\.action) == ["increase(4)"])
   }
 
-  @Test func aHandlerWhoseOwnDispatchFailsIsNotCalledAgainForIt() throws {
-    let calls = Locked<[String]>([])
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func aHandlerWhoseOwnDispatchFailsIsNotCalledAgainForIt(mode: Dispatcher.Mode) async throws {
+    let calls = Collector<String>()
     let box = Locked<Dispatcher?>(nil)
     let dispatcher = Dispatcher(onUnheardFailure: { action, _ in
-      calls.withLock { $0.append("\(action)") }
+      calls.append("\(action)")
       // Logging through a store that is not there: this dispatch fails too, and nobody awaits it.
-      box.withLock { $0 }?.dispatch(action: Unhandled.sentinel, mode: .sync)
+      guard let dispatcher = box.withLock({ $0 }) else { return }
+      dispatcher.dispatch(action: Unhandled.sentinel, mode: mode)
+      dispatcher.start(action: Unhandled.sentinel, mode: mode)
     })
     box.withLock { $0 = dispatcher }
 
-    fire(dispatcher, Unhandled.ping, mode: .sync)
+    fire(dispatcher, Unhandled.ping, mode: mode)
+    _ = await calls.wait(for: 1)
+    // Both of the handler's dispatches have failed once this one, made after them in the same mode, ran.
+    try? await dispatcher.start(action: Unhandled.sentinel, mode: mode).value
+    await dispatcher.drain()
 
-    // Called once, for `ping`; the handler's own failure went to standard error, not back to it (no recursion).
-    #expect(calls.withLock { $0 } == ["ping"])
+    // Called once, for `ping`; its own dispatches' failures went to standard error, not back to it: no loop.
+    #expect(calls.values == ["ping"])
     box.withLock { $0 = nil }
+  }
+
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func aDependencysFailureIsReportedAndItsDependentsIsNot(mode: Dispatcher.Mode) async throws {
+    let heard = Collector<Heard>()
+    let (dispatcher, _) = try makeDispatcher(heard)
+
+    do {
+      let load = dispatcher.prepare(action: CounterAction.fail, mode: mode)
+      let show = dispatcher.prepare(action: CounterAction.increase(1), mode: mode)
+      try show.depend(on: load)
+      show.start()
+      load.start()
+    }
+
+    _ = await heard.wait(for: 1)
+    let values = await exactly(1, heard, dispatcher, mode: mode)
+    // The cause, `load`'s failure; not `show`'s `dependencyFailed`, which says only that `load` failed.
+    #expect(values.map(\.action) == ["fail"])
   }
 
   @Test(arguments: Dispatcher.Mode.allCases)
