@@ -48,7 +48,7 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
   private let writesUnheard: Bool
   init(
     action: any ActionType, storeIdentifier: String? = nil, mode: Dispatcher.Mode,
-    options: DispatchOptions? = nil, dispatcher: Dispatcher? = nil
+    options: DispatchOptions? = nil, dispatcher: Dispatcher? = nil, writesUnheard: Bool = false
   ) {
     self.id = TransactionID.next()
     self.action = action
@@ -57,7 +57,7 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
     self.options = options
     self.cancellationID = options?.cancellationID
     self.dispatcher = dispatcher
-    self.writesUnheard = Dispatcher.isInsideUnheardHandler
+    self.writesUnheard = writesUnheard
   }
 
   /// The dispatch's state now.

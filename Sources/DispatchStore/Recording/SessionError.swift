@@ -32,8 +32,6 @@ public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
   case invalidIndex(Int, line: Int)
   /// A record could not be encoded for writing.
   case encodingFailed(storeIdentifier: String, reason: String)
-  /// Older records were dropped by the recorder's bound, so the saved session could not be replayed exactly.
-  case historyIncomplete(droppedRecords: Int)
   /// A line's hash does not follow from the lines before it: this line, or the one before, was edited, deleted,
   /// duplicated or moved since the recorder wrote them.
   case integrityCheckFailed(line: Int)
@@ -104,8 +102,6 @@ public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
       return "Line \(line): store \"\(store)\" was recorded as \(recorded) but is registered as \(registered)"
     case .invalidIndex(let index, let line): return "Line \(line): position \(index) is outside the history"
     case .encodingFailed(let store, let reason): return "Cannot encode a record of store \"\(store)\": \(reason)"
-    case .historyIncomplete(let dropped):
-      return "\(dropped) older records were dropped by maxNumberOfRecords; the session could not be replayed exactly"
     case .integrityCheckFailed(let line):
       return "Line \(line) fails the integrity check: it or the line before it was changed after it was written"
     case .historyMismatch(let file, let recorder):
