@@ -49,7 +49,6 @@ struct UnheardFailureTests {
     fire(dispatcher, Unhandled.ping, mode: mode)
     fire(dispatcher, CounterAction.increase(1), to: "nobody", mode: mode)
 
-    _ = await heard.wait(for: 2)
     let values = await exactly(2, heard, dispatcher, mode: mode)
     #expect(values.count == 2)
     let noStore = DispatchError.noRespondingStore(actionType: String(reflecting: Unhandled.self))
@@ -65,7 +64,6 @@ struct UnheardFailureTests {
     fire(dispatcher, CounterAction.increase(2), mode: mode)
     fire(dispatcher, CounterAction.fail, mode: mode)
 
-    _ = await heard.wait(for: 1)
     #expect(await waitForModel(of: counter, where: { $0.count == 2 }) != nil)
     let values = await exactly(1, heard, dispatcher, mode: mode)
     #expect(values.first?.action == "fail")
@@ -85,7 +83,6 @@ struct UnheardFailureTests {
 
     fire(dispatcher, CounterAction.increase(5), mode: mode)
 
-    _ = await heard.wait(for: 1)
     let values = await exactly(1, heard, dispatcher, mode: mode)
     #expect(values.first?.action == "increase(5)")
     #expect(
@@ -100,7 +97,6 @@ struct UnheardFailureTests {
 
     fire(dispatcher, actions: [CounterAction.increase(1), CounterAction.fail, CounterAction.increase(4)], mode: mode)
 
-    _ = await heard.wait(for: 1)
     let values = await exactly(1, heard, dispatcher, mode: mode)
     #expect(values.map(\.action) == ["fail"])
     // The sequence stopped at the failure.
@@ -156,7 +152,6 @@ struct UnheardFailureTests {
       load.start()
     }
 
-    _ = await heard.wait(for: 1)
     let values = await exactly(1, heard, dispatcher, mode: mode)
     // The cause, `load`'s failure; not `show`'s `dependencyFailed`, which says only that `load` failed.
     #expect(values.map(\.action) == ["fail"])
@@ -169,7 +164,6 @@ struct UnheardFailureTests {
 
     start(dispatcher, CounterAction.fail, mode: mode)  // the handle is dropped, as an operation's follow-up's is
 
-    _ = await heard.wait(for: 1)
     let values = await exactly(1, heard, dispatcher, mode: mode)
     #expect(values.map(\.action) == ["fail"])
   }
@@ -204,6 +198,7 @@ struct UnheardFailureTests {
   private func exactly(
     _ count: Int, _ heard: Collector<Heard>, _ dispatcher: Dispatcher, mode: Dispatcher.Mode = .sync
   ) async -> [Heard] {
+    _ = await heard.wait(for: count)
     fire(dispatcher, Unhandled.sentinel, mode: mode)
     let values = await heard.wait(for: count + 1)
     return Array(values.prefix { $0.action != "sentinel" })
