@@ -152,7 +152,8 @@ public final class RecorderMiddleware: Middleware {
   ///
   /// No reducer runs; observers hear each restored model with ``ModelChange/isRestore`` set and the action of the record
   /// it comes from (for a store restored to before its first record, the action being undone). Dispatching
-  /// afterwards drops the records after the cursor.
+  /// afterwards drops the records after the cursor. A dispatch that changed no model is a position like any other:
+  /// jumping to it shows the models of the change before it.
   /// - Parameters:
   ///   - index: A record's ``Record/index``, or one less than the first record's to go before it.
   ///   - byRecord: `false` (the default) goes on to the last record of the dispatch `index` belongs to (of the

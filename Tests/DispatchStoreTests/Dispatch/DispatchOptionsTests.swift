@@ -271,8 +271,9 @@ struct DispatchOptionsTests {
   /// Eight threads start, debounce, throttle and cancel dispatches by three shared ids at once, on the test clock.
   ///
   /// The threads also advance the clock. A cancel by id leaves none of its dispatches waiting, every handle ends
-  /// exactly once, and no dispatch cancelled before it started ran a reducer.
-  @Test func eightThreadsUsingCancellationIdsEndEveryDispatchOnceAndRunNoCancelledOne() async throws {
+  /// exactly once, and no dispatch cancelled before it started ran a reducer. Twenty schedules, one per `run`.
+  @Test(arguments: 0..<20)
+  func eightThreadsUsingCancellationIdsEndEveryDispatchOnceAndRunNoCancelledOne(run: Int) async throws {
     let clock = TestClock()
     let dispatcher = Dispatcher(clock: clock)
     let reducer = CounterReducer()
@@ -290,8 +291,8 @@ struct DispatchOptionsTests {
     }
     let tracked = Locked<[Tracked]>([])
     await onThreads(8) { thread in
-      // A generator of its own per thread, seeded: the same schedule of calls each run.
-      var seed = UInt64(thread + 1) &* 0x9E37_79B9_7F4A_7C15
+      // A generator of its own per thread and run, seeded: the same schedule of calls each time.
+      var seed = UInt64(run * 8 + thread + 1) &* 0x9E37_79B9_7F4A_7C15
       func next() -> Int {
         seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
         return Int(truncatingIfNeeded: seed >> 33)

@@ -125,6 +125,14 @@ struct FailedEffectTests {
       #expect(store.model == recorded)
       #expect(offline.fetches.withLock { $0 } == 0)
     }
+    // Restored: the same model, with no reducer run and no fetch.
+    let offline = RateReducer { _ in throw TestFailure(reason: "the network was used while restoring") }
+    let dispatcher = Dispatcher()
+    let store = Store(identifier: "rates", model: Rates(), reducer: offline)
+    try dispatcher.register(store: store)
+    try session.restore(into: dispatcher)
+    #expect(store.model == recorded)
+    #expect(offline.fetches.withLock { $0 } == 0)
   }
 
   @Test func aReplayedFailureThrowsTheRecordedDescription() async throws {

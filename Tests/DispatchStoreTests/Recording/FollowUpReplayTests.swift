@@ -127,6 +127,12 @@ struct FollowUpReplayTests {
       try await app.dispatcher.dispatch(action: PurchaseAction.place(99, .fireAndForget))
       try await app.waitForNotes(13)
     }
+    // Restored: the same models, with no operation run and no follow-up sent.
+    let restored = try PurchaseApp()
+    try session.restore(into: restored.dispatcher)
+    #expect(restored.log.model == recorded)
+    #expect(restored.orders.model.placed == Array(0..<10))
+    #expect(restored.runs.withLock { $0 } == 0)
   }
 
   @Test func aFollowUpTheSessionDidNotRecordIsATypedErrorNamingIt() async throws {
