@@ -26,6 +26,9 @@ public enum DispatchError: Error, Sendable, Equatable, CustomStringConvertible {
   case reentrantSynchronousDispatch(actionType: String)
   /// One or more operations failed; every other store of the dispatch still completed.
   case operationsFailed([OperationFailure])
+  /// An all-or-nothing dispatch failed: the stores it changed were put back to their models from before it, named
+  /// in `storeIdentifiers`; `failures` are the operations that failed.
+  case rolledBack(storeIdentifiers: [String], failures: [OperationFailure])
   /// A store's ``ActionOperation`` was released before it finished; its transaction fails with this error instead of
   /// hanging the dispatch.
   case releasedWithoutFinishing(storeIdentifier: String)
@@ -108,6 +111,9 @@ public enum DispatchError: Error, Sendable, Equatable, CustomStringConvertible {
       return "The reducer of store \"\(storeIdentifier)\" does not override operation(for:in:) or reduce(_:into:)."
     case .operationsFailed(let failures):
       return "\(failures.count) operation(s) failed: "
+        + failures.map { "\"\($0.storeIdentifier)\": \($0.error)" }.joined(separator: "; ")
+    case .rolledBack(let identifiers, let failures):
+      return "\(failures.count) operation(s) failed, and the stores \(identifiers) were put back: "
         + failures.map { "\"\($0.storeIdentifier)\": \($0.error)" }.joined(separator: "; ")
     }
   }

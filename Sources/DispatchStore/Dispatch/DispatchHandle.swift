@@ -29,6 +29,8 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
   let storeIdentifier: String?
   /// `nil` for the default options, which admit the dispatch at once.
   let options: DispatchOptions?
+  /// Whether the dispatch holds its stores and puts them back if it fails (``DispatchOptions/allOrNothing``).
+  let allOrNothing: Bool
   /// The dispatcher that made it, which routes it and forgets it when it finished.
   ///
   /// Weak, since a handle may outlive it. `nonisolated(unsafe)`: assigned once, in `init`, and only read after (a
@@ -48,9 +50,11 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
   private let writesUnheard: Bool
   init(
     action: any ActionType, storeIdentifier: String? = nil, mode: Dispatcher.Mode,
-    options: DispatchOptions? = nil, dispatcher: Dispatcher? = nil, writesUnheard: Bool = false
+    options: DispatchOptions? = nil, allOrNothing: Bool = false, dispatcher: Dispatcher? = nil,
+    writesUnheard: Bool = false
   ) {
     self.id = TransactionID.next()
+    self.allOrNothing = allOrNothing
     self.action = action
     self.storeIdentifier = storeIdentifier
     self.mode = mode

@@ -22,6 +22,11 @@ public struct DispatchOptions: Sendable {
   /// Runs a dispatch only after a quiet interval: each one waits (``DispatchState/pending``), and one made
   /// meanwhile replaces it, which then fails with ``DispatchError/superseded``.
   let debounce: Duration?
+  /// Whether the dispatch holds its stores, and puts them back if any fails.
+  ///
+  /// It holds every store it reaches while it runs, and puts back each store it changed if any of them fails
+  /// (``Reservation``). Internal until its rollback is recorded (proposal 0016, section 3).
+  var allOrNothing = false
 
   /// Creates options; the defaults admit a dispatch at once, as ``Dispatcher/start(action:to:mode:options:)`` without
   /// options does.

@@ -69,6 +69,7 @@ struct DispatchRun: Sendable {
   func start(
     graph: consuming WaitGraph?, context: ThreadContext, completion makeCompletion: () -> Dispatcher.Completion?
   ) -> Dispatcher.RunOutcome {
+    if let handle, handle.allOrNothing { return startHolding(graph: graph, completion: makeCompletion) }
     if let mainQueue = placement.queueToHopTo {
       var state = DispatchStateMachine.start(count: targets.count, graph: graph)
       state.runStarted()
@@ -80,6 +81,21 @@ struct DispatchRun: Sendable {
       return runOne(context: context, makeCompletion: makeCompletion)
     }
     return runSeveral(graph: graph, context: context, makeCompletion: makeCompletion)
+  }
+
+  /// Runs an all-or-nothing dispatch: it takes every store first (``Reservation``), then starts them as a shared
+  /// run, where its work is placed; if any fails, the run puts back each store it changed before it completes.
+  @inline(never)
+  private func startHolding(
+    graph: consuming WaitGraph?, completion makeCompletion: () -> Dispatcher.Completion?
+  ) -> Dispatcher.RunOutcome {
+    let reservation = Reservation(targets: targets)
+    var state = DispatchStateMachine.start(count: targets.count, graph: graph)
+    state.endsLater = true
+    state.runStarted()
+    let shared = Shared(run: self, state: state, onComplete: makeCompletion(), reservation: reservation)
+    if reservation.acquire(then: { shared.startReadyWhenPlaced() }) { shared.startReadyWhenPlaced() }
+    return shared.outcome()
   }
 
   /// Runs a dispatch of one store that waits for nobody (most dispatches): no state to keep but the result.
@@ -188,30 +204,70 @@ struct DispatchRun: Sendable {
       recording = began.recording(middleware.borrowed, dispatched: dispatchedAction(ifMappedAt: index))
       watch = began
     }
-    var error: (any Error)?
-    var ranOperation = false
-    let running = context.withRunning(dispatcherID) { () -> RunningStore? in
+    switch handleStore(index, of: store, kind: kind, context: context, recording: recording) {
+    case .done(let error, let ranOperation):
+      return .finished(end(index, of: store, kind: kind, watch: watch, error: error, ranOperation: ranOperation))
+    case .running(let operation):
+      return .running(RunningStore(index: index, operation: operation, watch: watch))
+    }
+  }
+
+  /// How a store handled its action (``handleStore(_:of:kind:context:recording:)``).
+  enum Handled {
+    /// It reduced the action, or its operation finished within its start; with the error, if it failed.
+    case done(error: (any Error)?, ranOperation: Bool)
+    /// Its operation is still running, or its start waits for an all-or-nothing dispatch holding the store.
+    case running(any OperationStarting)
+  }
+
+  /// Has the store of node `index` handle its action, with this dispatcher marked as running on this thread: the
+  /// store reduces it in place, or its operation starts with nobody to tell.
+  @inline(__always)
+  func handleStore(
+    _ index: Int, of store: AnyObject, kind: StoreKind, context: ThreadContext, recording: RecordingContext?
+  ) -> Handled {
+    context.withRunning(dispatcherID) { () -> Handled in
       switch withAction(of: index, { kind.handle($0, in: store, recording: recording) }) {
       case .reduced(let failed):
-        error = failed
-        return nil
+        if let failed, let parked = failed as? ParkedStart.Parked {
+          return park(parked.start, index, recording: recording)
+        }
+        return .done(error: failed, ranOperation: false)
       case .operation(let operation):
-        ranOperation = true
         // Known to the handle before it starts: a `cancel()` from the moment the operation runs tells it.
         handle?.operationRunning(operation)
         switch operation.startUnobserved() {
-        case .succeeded:
-          return nil
-        case .failed(let failed):
-          error = failed
-          return nil
-        case .unfinished:
-          return RunningStore(index: index, operation: operation, watch: watch)
+        case .succeeded: return .done(error: nil, ranOperation: true)
+        case .failed(let failed): return .done(error: failed, ranOperation: true)
+        case .unfinished: return .running(operation)
         }
       }
     }
-    if let running { return .running(running) }
-    return .finished(end(index, of: store, kind: kind, watch: watch, error: error, ranOperation: ranOperation))
+  }
+
+  /// The start of node `index` waits for the all-or-nothing dispatch holding its store.
+  ///
+  /// It runs as an operation that finishes later (``ParkedStart``). Out of line, off the path where no store is
+  /// held.
+  @inline(never)
+  private func park(_ start: ParkedStart, _ index: Int, recording: RecordingContext?) -> Handled {
+    start.setUp(run: self, index: index, recording: recording)
+    handle?.operationRunning(start)
+    return .running(start)
+  }
+
+  /// Runs the start of node `index` that waited for an all-or-nothing dispatch (``ParkedStart``), on the thread its
+  /// run places work on; `handler` hears it finish, as it hears an operation that finishes later.
+  func resume(_ index: Int, recording: RecordingContext?, notifying handler: any OperationCompletionHandler) {
+    let handled = ThreadContext.withCurrent { context in
+      targets.withEntry(at: index) { kind, store in
+        handleStore(index, of: store, kind: kind, context: context, recording: recording)
+      }
+    }
+    switch handled {
+    case .done(let error, _): handler.operationFinished(token: index, error: error)
+    case .running(let operation): operation.start(notifying: handler, token: index)
+    }
   }
 
   /// Ends the transaction of the store of node `index` (``StoreTransaction``); returns its failure, if any.
@@ -282,12 +338,18 @@ extension DispatchRun {
     /// Set, under the state's lock, once a store failed: from then on a node is checked for a failed wait target
     /// before it starts (``DispatchStateMachine/failedTarget(of:)``).
     private let storeFailed: Atomic<Bool>
+    /// The stores an all-or-nothing dispatch holds, released when its last store finished.
+    private let reservation: Reservation?
 
     /// Shares `state`, which the thread that made it held alone until now.
-    init(run: DispatchRun, state: consuming DispatchStateMachine, onComplete: Dispatcher.Completion?) {
+    init(
+      run: DispatchRun, state: consuming DispatchStateMachine, onComplete: Dispatcher.Completion?,
+      reservation: Reservation? = nil
+    ) {
       self.run = run
       self.owner = run.dispatcher.takeUnretainedValue()
       self.onComplete = onComplete
+      self.reservation = reservation
       self.storeFailed = Atomic(!state.failures.isEmpty)
       self.state = LockedValue(state)
     }
@@ -334,6 +396,10 @@ extension DispatchRun {
 
     /// Starts `first`, then every store that becomes ready, until none is; the calling thread is the starter.
     private func keepStarting(from first: Int, context: ThreadContext) {
+      // The stores an all-or-nothing dispatch holds let the starts of this thread through.
+      let outer = context.reserving
+      if let reservation { context.reserving = ObjectIdentifier(reservation) }
+      defer { context.reserving = outer }
       var next: Int? = first
       run.targets.withUnsafeBufferPointer { targets in
         while let node = next {
@@ -364,7 +430,7 @@ extension DispatchRun {
       }
     }
 
-    private func startReadyWhenPlaced() {
+    func startReadyWhenPlaced() {
       if let mainQueue = run.placement.queueToHopTo {
         mainQueue.schedule { [self] in startReady() }
       } else {
@@ -403,6 +469,17 @@ extension DispatchRun {
         return after
       }
       if after.startsReady { startReadyWhenPlaced() }
+      if let ending = after.ending, let reservation {
+        // An all-or-nothing dispatch: its stores are put back if it failed, and released, before anyone hears it.
+        let result = ThreadContext.withCurrent { context in
+          let outer = context.reserving
+          context.reserving = nil
+          defer { context.reserving = outer }
+          return context.withoutRunningDispatchers { reservation.end(with: ending, run: run) }
+        }
+        let waiter = state.withLock { $0.ended(with: result) }
+        return ThreadContext.withoutRunning { complete(with: result, waking: waiter) }
+      }
       // Once per run: the result is final, and whoever waits for it registered under the lock.
       guard let (result, waiter) = after.completion else { return }
       if onStartingThread {

@@ -30,9 +30,12 @@ struct DispatchStateMachine: Sendable {
   var ready = ReadyQueue()
   /// The thread starting nodes, by its ``ThreadContext``; `nil` when none is.
   var starter: ObjectIdentifier?
-  /// Set once, when the last store finished.
+  /// Set once, when the last store finished (for a run that ``endsLater``, once it ended).
   var result: Result<Void, DispatchError>?
   var waiter: DispatchSemaphore?
+  /// Whether the run does more after its last store finished (an all-or-nothing dispatch releases its stores):
+  /// the result is then set by ``ended(with:)``.
+  var endsLater = false
 
   /// Makes the state of a run of `count` stores, with `graph` if any store waits.
   @inline(__always)
@@ -96,6 +99,8 @@ struct DispatchStateMachine: Sendable {
     var startsReady = false
     /// The run completed: its result, and the thread waiting for it, to wake.
     var completion: (result: Result<Void, DispatchError>, waiter: DispatchSemaphore?)?
+    /// The last store of a run that ``endsLater`` finished: what the stores' results make, for it to end with.
+    var ending: Result<Void, DispatchError>?
   }
 
   /// A store finished, with its failure if it failed.
@@ -110,8 +115,16 @@ struct DispatchStateMachine: Sendable {
     let isStarter = thread == nil || starter == thread
     let finished = finish(index, failure: failure, takeFirstReady: isStarter && mayHandOff)
     var after = AfterStoreFinished(handedOff: finished.handedOff, startsReady: finished.madeReady && starter == nil)
-    if finished.completed, let result { after.completion = (result, waiter) }
+    if finished.completed {
+      if let result { after.completion = (result, waiter) } else { after.ending = finished.outcome }
+    }
     return after
+  }
+
+  /// A run that ``endsLater`` ended with `result`: sets it; returns the thread waiting for it, to wake.
+  mutating func ended(with result: Result<Void, DispatchError>) -> DispatchSemaphore? {
+    self.result = result
+    return waiter
   }
 
   /// Store `index` finished while the starting thread holds the state alone: as ``storeFinished(_:failure:on:mayHandOff:)``
@@ -170,14 +183,15 @@ struct DispatchStateMachine: Sendable {
   @inline(__always)
   private mutating func finish(
     _ index: Int, failure: OperationFailure?, takeFirstReady: Bool
-  ) -> (handedOff: Int?, madeReady: Bool, completed: Bool) {
+  ) -> (handedOff: Int?, madeReady: Bool, completed: Bool, outcome: Result<Void, DispatchError>?) {
     if let failure { failed(index, with: failure) }
     let (handedOff, madeReady) = graph?.nodeFinished(index, into: &ready, takeFirst: takeFirstReady) ?? (nil, false)
     unfinished -= 1
-    guard unfinished == 0 else { return (handedOff, madeReady, false) }
-    result =
+    guard unfinished == 0 else { return (handedOff, madeReady, false, nil) }
+    let outcome: Result<Void, DispatchError> =
       failures.isEmpty
       ? .success(()) : .failure(.operationsFailed(failures.sorted { $0.node < $1.node }.map(\.failure)))
-    return (handedOff, madeReady, true)
+    if !endsLater { result = outcome }
+    return (handedOff, madeReady, true, outcome)
   }
 }

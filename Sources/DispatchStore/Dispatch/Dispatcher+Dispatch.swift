@@ -136,8 +136,8 @@ extension Dispatcher {
   ) -> DispatchHandle {
     let admits = options.cancellationID != nil || options.throttle != nil || options.debounce != nil
     let handle = DispatchHandle(
-      action: action, storeIdentifier: storeIdentifier, mode: mode, options: admits ? options : nil, dispatcher: self,
-      writesUnheard: Self.isInsideUnheardHandler)
+      action: action, storeIdentifier: storeIdentifier, mode: mode, options: admits ? options : nil,
+      allOrNothing: options.allOrNothing, dispatcher: self, writesUnheard: Self.isInsideUnheardHandler)
     // Known before it can finish, so that `cancelAll()` reaches it and its end forgets it; and, from now on, to its
     // cancellation id.
     handles.withLock { $0[ObjectIdentifier(handle)] = handle }

@@ -30,6 +30,9 @@ final class ThreadContext {
   @exclusivity(unchecked) var mainRunLoopThread: RunLoopThreadCore?
   /// Whether this thread is inside a dispatcher's `onUnheardFailure` (``Dispatcher/reportUnheard(_:of:)``).
   @exclusivity(unchecked) var reportingUnheard = false
+  /// The all-or-nothing dispatch (its ``Reservation``) whose stores this thread is starting, if any: the stores it
+  /// holds let its starts through (``StoreGate/stop()``).
+  @exclusivity(unchecked) var reserving: ObjectIdentifier?
   /// Marks the start of user code that is not an operation in `runningDispatchers`; no dispatcher has this
   /// identifier.
   private static var barrier: ObjectIdentifier {

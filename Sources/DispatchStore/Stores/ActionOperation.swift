@@ -132,6 +132,7 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
     let error = DispatchError.releasedWithoutFinishing(storeIdentifier: store.identifier)
     fileRecord(error: error, cancelled: current & OperationStatus.cancelled != 0)
     status.store(OperationStatus.finished(current, failed: true), ordering: .releasing)
+    store.leaveForOperation()
     let handlers = state.withLock { $0.takeHandlers() }
     handlers.notify(error)
   }
@@ -249,7 +250,10 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
         let (exchanged, original) = status.compareExchange(
           expected: current, desired: OperationStatus.finished(current, failed: false),
           ordering: .acquiringAndReleasing)
-        if exchanged { return }
+        if exchanged {
+          store.leaveForOperation()
+          return
+        }
         current = original
       }
     }
@@ -264,6 +268,7 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
     }
     // Consumed, not copied: a copy would retain and release every handler.
     guard case .some(let handlers) = consume handlers else { return }
+    store.leaveForOperation()
     handlers.notify(error)
   }
 

@@ -20,6 +20,10 @@ extension Store {
     if reducesInPlace, case .reduced(let error) = specialised(self, action, .reduce(recording)) {
       return .reduced(error: error)
     }
+    // Counted from before the reducer is asked: a reservation that takes the store after this waits for it.
+    if let stopped = enterForOperation() { return .reduced(error: stopped) }
+    // Started right after this returns (``DispatchRun/handleStore(_:of:kind:context:recording:)``): the store counts
+    // it as running from its start until it finishes (``ActionOperation/finish()``).
     let operation = reducer.operation(for: action, in: self)
     if let recording { operation.record(with: recording) }
     return .operation(operation)
@@ -103,7 +107,7 @@ extension Store {
     Unmanaged.passUnretained(reducer)._withUnsafeGuaranteedRef { reducer in
       let reducer = unsafeDowncast(reducer, to: SynchronousReducer<Model, Action>.self)
       // A reducer that throws notifies nobody.
-      let changed = change(by: action, recording: recording, announcesFailure: false) {
+      let changed = change(by: action, recording: recording, announcesFailure: false, gated: true) {
         (model: inout Model) throws(any Error) in
         try reducer.reduce(action, into: &model)
       }
@@ -144,12 +148,17 @@ extension Store {
   @inline(__always)
   func change<Value, Failure: Error>(
     by action: Action, recording: RecordingContext? = nil, operation: ActionOperation<Model, Action>? = nil,
-    announcesFailure: Bool = true, _ body: (inout Model) throws(Failure) -> Value
+    announcesFailure: Bool = true, gated: Bool = false, _ body: (inout Model) throws(Failure) -> Value
   ) -> Result<Value, Failure> {
     let shouldNotify: Bool? =
       registeredObservers.load(ordering: .relaxed) > 0 ? reducer.shouldNotifyObservers(for: action, in: self) : nil
     let (result, turn, observedMeanwhile) = state.withLock {
       state -> (Result<Value, Failure>, SynchronousTurn<Model, Action>, Bool) in
+      // A reduction of another dispatch while an all-or-nothing dispatch holds the store: parked, changing nothing.
+      if gated, let gate = state.gate, let stopped = gate.stop() {
+        // `gated` is only passed where `Failure` is `any Error`.
+        return (.failure(stopped as! Failure), .none, false)
+      }
       let result: Result<Value, Failure>
       do throws(Failure) {
         result = .success(try body(&state.model))
@@ -250,6 +259,16 @@ class StoreKind: @unchecked Sendable {
   /// Forgets `dispatcher` as the store's, if it is: the store was removed from it.
   func detach(_ store: AnyObject, from dispatcher: Dispatcher) { preconditionFailure("StoreKind is abstract") }
   func announceChange(of store: AnyObject, for action: any ActionType) { preconditionFailure("StoreKind is abstract") }
+  /// ``Store/reserve(for:)``.
+  func reserve(_ store: AnyObject, for reservation: Reservation) -> Bool {
+    preconditionFailure("StoreKind is abstract")
+  }
+  /// ``Store/release(from:restoringWith:)``.
+  func release(
+    _ store: AnyObject, from reservation: Reservation, restoringWith action: (any ActionType)?
+  ) -> (restored: Bool, parked: [ParkedStart], waiting: [Reservation]) {
+    preconditionFailure("StoreKind is abstract")
+  }
 
   /// The kind of `Store<Model, Action>`, made on first use and never released.
   static func of<Model, Action>(_ type: Store<Model, Action>.Type) -> Unmanaged<StoreKind> {
@@ -297,6 +316,14 @@ private final class TypedStoreKind<Model: ModelType, Action: ActionType>: StoreK
   }
   override func announceChange(of store: AnyObject, for action: any ActionType) {
     typed(store).announceChange(for: action)
+  }
+  override func reserve(_ store: AnyObject, for reservation: Reservation) -> Bool {
+    typed(store).reserve(for: reservation)
+  }
+  override func release(
+    _ store: AnyObject, from reservation: Reservation, restoringWith action: (any ActionType)?
+  ) -> (restored: Bool, parked: [ParkedStart], waiting: [Reservation]) {
+    typed(store).release(from: reservation, restoringWith: action)
   }
 }
 

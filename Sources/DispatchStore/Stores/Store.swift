@@ -26,6 +26,11 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
   /// Kept beside the state so that a store nobody observes skips the lock when an operation finishes. Written
   /// under the lock; read without it.
   @usableFromInline let registeredObservers: Atomic<Int>
+  /// The operations running on the store, and whether an all-or-nothing dispatch holds it (``StoreGate/Word``).
+  ///
+  /// An atomic word beside the state, so that an operation enters and leaves without the lock; a reservation
+  /// changes it under the lock.
+  @usableFromInline let gateWord: Atomic<UInt64>
   /// Runs the store's dispatch work that must be specialised for its types: announcing a finished operation's change
   /// (``announceChange(of:)``), and reducing an action in place with a ``SynchronousReducer``
   /// (``reduceInPlace(_:recording:)``).
@@ -51,6 +56,7 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
     self.reducer = reducer
     self.state = LockedValue(StoreState(model: model))
     self.registeredObservers = Atomic(0)
+    self.gateWord = Atomic(0)
     self.reducesInPlace = type(of: reducer).reducesInPlace
     self.mappings = ActionMappings(reducer.additionalActions)
     self.specialised = Self.specialisedWork
@@ -89,6 +95,8 @@ struct StoreState<Model: ModelType, Action: ActionType> {
   /// `version` when an operation's record was last filed here (at a change, or at its finish): a record filed at an
   /// operation's finish counts as a change if the version moved since.
   @usableFromInline var recordedVersion: UInt64 = 0
+  /// The all-or-nothing dispatch holding the store, and the dispatches waiting for it; `nil` while none is.
+  @usableFromInline var gate: StoreGate?
 
   @inlinable
   init(model: Model) {

@@ -1,0 +1,227 @@
+import Dispatch
+import Synchronization
+
+/// What an all-or-nothing dispatch (``Reservation``) keeps on a store it holds, and who waits for it.
+///
+/// Kept in the store's state (``StoreState/gate``), and read and changed only under the store's lock; `nil` while no
+/// reservation holds the store or waits for it. While a reservation holds the store:
+/// - a reduction in place by another dispatch does not run: its start is parked (``ParkedStart``) in the critical
+///   section where it would have changed the model (``Store/change(by:recording:operation:announcesFailure:gated:_:)``);
+/// - an operation of another dispatch does not start: it is parked where it enters the store
+///   (``Store/enterForOperation()``);
+/// - recorder moves fail with ``SessionError/storeBusy(storeIdentifier:)``.
+/// The holder's own starts pass: they run on a thread marked with its reservation (``ThreadContext/reserving``).
+///
+/// `@unchecked Sendable`: every property is read and written under the lock of the one store whose state holds it.
+@usableFromInline
+final class StoreGate: @unchecked Sendable {
+  /// The reservation holding the store; `nil` while reservations only wait for its operations to finish.
+  var owner: Reservation?
+  /// The model when the owner took the store, to put back if the owner fails.
+  var original: (any ModelType)?
+  /// The store's version when the owner took it: the owner changed the store if it moved.
+  var version: UInt64 = 0
+  /// Starts of other dispatches waiting for the owner to end, in arrival order.
+  var parked: [ParkedStart] = []
+  /// Reservations waiting for the owner to end, or for the store's operations to finish.
+  var waiting: [Reservation] = []
+
+  /// The bits of ``Store/gateWord``: how many operations of the store are running (the low 32 bits), whether a
+  /// reservation holds the store, and whether one waits for the count to reach zero.
+  enum Word {
+    static let count: UInt64 = 0xFFFF_FFFF
+    static let held: UInt64 = 1 << 32
+    static let waiter: UInt64 = 1 << 33
+  }
+
+  /// What a start does here while `owner` holds the store.
+  ///
+  /// `nil` to go on (it is the owner's, or nobody holds the store), otherwise the error that stops it
+  /// (``ParkedStart/Parked``). Called under the store's lock.
+  @usableFromInline
+  func stop() -> (any Error)? {
+    guard let owner else { return nil }
+    // The owner's own start, or a `.sync` dispatch its observers, middleware or operation blocks made on its thread:
+    // it runs inside the owner (waiting would wait for the owner, which waits for it), and is put back with it.
+    if ThreadContext.withCurrent({ $0.reserving }) == ObjectIdentifier(owner) { return nil }
+    let parked = ParkedStart()
+    self.parked.append(parked)
+    return ParkedStart.Parked(start: parked)
+  }
+}
+
+/// A start of a store, in a dispatch that found the store held by an all-or-nothing dispatch: it runs when that one
+/// ends, where its dispatch runs, and tells its run as an operation that finished later does.
+///
+/// Three events, in any order, make it run: its gate's release, its run's setup (``setUp(run:index:recording:)``),
+/// and the run registering to hear it (``start(notifying:token:)``).
+final class ParkedStart: OperationStarting {
+  /// The error a parked start reports up to its run, carrying it.
+  struct Parked: Error {
+    let start: ParkedStart
+  }
+
+  private struct State {
+    var released = false
+    var cancelled = false
+    var scheduled = false
+    var run: (run: DispatchRun, index: Int, recording: RecordingContext?)?
+    var handler: (any OperationCompletionHandler)?
+  }
+
+  private let state = LockedValue(State())
+
+  /// Sets what the start needs to run: its run, its node, and its recording.
+  func setUp(run: DispatchRun, index: Int, recording: RecordingContext?) {
+    runIfReady { $0.run = (run, index, recording) }
+  }
+
+  /// The gate it waited at opened.
+  func release() {
+    runIfReady { $0.released = true }
+  }
+
+  func start(notifying handler: any OperationCompletionHandler, token: Int) {
+    runIfReady { $0.handler = handler }
+  }
+
+  func startUnobserved() -> OperationOutcome { .unfinished }
+
+  func record(with context: RecordingContext) {}
+
+  /// Its dispatch was cancelled: when its gate opens, it ends as cancelled without starting the store.
+  func cancel() {
+    state.withLock { $0.cancelled = true }
+  }
+
+  /// Applies `event`, then, once the start has everything, schedules it where its run places work.
+  private func runIfReady(_ event: (inout State) -> Void) {
+    let ready = state.withLock {
+      state -> (DispatchRun, Int, RecordingContext?, any OperationCompletionHandler, Bool)? in
+      event(&state)
+      guard state.released, !state.scheduled, let run = state.run, let handler = state.handler else { return nil }
+      state.scheduled = true
+      return (run.run, run.index, run.recording, handler, state.cancelled)
+    }
+    guard let (run, index, recording, handler, cancelled) = ready else { return }
+    let resume: @Sendable () -> Void = {
+      if cancelled || run.handle?.isCancelled == true {
+        return handler.operationFinished(token: index, error: DispatchError.cancelled)
+      }
+      run.resume(index, recording: recording, notifying: handler)
+    }
+    if case .main(let mainQueue) = run.placement {
+      mainQueue.schedule(resume)
+    } else {
+      DispatchQueue.global().async(execute: resume)
+    }
+  }
+}
+
+extension Store {
+  /// Counts an operation of this store as running, unless a reservation holds the store for another dispatch:
+  /// returns `nil` to start it, or the error that stops it (``StoreGate/stop()``), leaving the count as it was.
+  @inline(__always)
+  func enterForOperation() -> (any Error)? {
+    let word = gateWord.wrappingAdd(1, ordering: .acquiringAndReleasing).oldValue
+    guard word & StoreGate.Word.held != 0 else { return nil }
+    return enterHeld()
+  }
+
+  @inline(never)
+  private func enterHeld() -> (any Error)? {
+    state.withLock { state in
+      guard let stopped = state.gate?.stop() else { return nil }
+      // Not started: not counted. (No reservation waits for the count while one holds the store.)
+      gateWord.wrappingSubtract(1, ordering: .acquiringAndReleasing)
+      return stopped
+    }
+  }
+
+  /// An operation counted by ``enterForOperation()`` finished: wakes the reservations waiting for the last one.
+  ///
+  /// Every operation a dispatch starts was counted: its store made it right after counting it.
+  @inline(__always)
+  func leaveForOperation() {
+    let word = gateWord.wrappingSubtract(1, ordering: .acquiringAndReleasing).oldValue
+    guard word & StoreGate.Word.waiter != 0, word & StoreGate.Word.count == 1 else { return }
+    wakeWaitingReservations()
+  }
+
+  /// The last running operation finished while reservations waited for it: wakes them.
+  @inline(never)
+  private func wakeWaitingReservations() {
+    let woken = state.withLock { state -> [Reservation] in
+      guard let gate = state.gate, gate.owner == nil, gateWord.load(ordering: .acquiring) & StoreGate.Word.count == 0
+      else { return [] }
+      gateWord.bitwiseAnd(~StoreGate.Word.waiter, ordering: .acquiringAndReleasing)
+      state.gate = nil
+      return gate.waiting
+    }
+    for reservation in woken { reservation.wake() }
+  }
+
+  /// Takes the store for `reservation` if nobody holds it and no operation runs; otherwise queues `reservation`
+  /// to be woken when that changes, and returns `false`.
+  func reserve(for reservation: Reservation) -> Bool {
+    state.withLock { state in
+      let gate = state.gate ?? StoreGate()
+      state.gate = gate
+      if gate.owner != nil {
+        gate.waiting.append(reservation)
+        return false
+      }
+      var word = gateWord.load(ordering: .acquiring)
+      while true {
+        let desired = word & StoreGate.Word.count == 0 ? StoreGate.Word.held : word | StoreGate.Word.waiter
+        let (exchanged, original) = gateWord.compareExchange(
+          expected: word, desired: desired, ordering: .acquiringAndReleasing)
+        if exchanged { break }
+        word = original
+      }
+      guard word & StoreGate.Word.count == 0 else {
+        gate.waiting.append(reservation)
+        return false
+      }
+      gate.owner = reservation
+      gate.original = state.model
+      gate.version = state.version
+      return true
+    }
+  }
+
+  /// Ends `reservation`'s hold on the store; with `action`, first puts back the model it had when taken, if it
+  /// changed since, and tells observers of the restore with `action`.
+  /// - Returns: Whether the model was put back; the starts and reservations that waited, to resume and wake.
+  func release(
+    from reservation: Reservation, restoringWith action: (any ActionType)?
+  ) -> (restored: Bool, parked: [ParkedStart], waiting: [Reservation]) {
+    let deliverer = ThreadContext.currentDeliverer
+    let (restored, parked, waiting, turn) = state.withLock {
+      state -> (Bool, [ParkedStart], [Reservation], SynchronousTurn<Model, Action>) in
+      guard let gate = state.gate, gate.owner === reservation else { return (false, [], [], .none) }
+      var restored = false
+      var turn = SynchronousTurn<Model, Action>.none
+      if let action = action as? Action, state.version != gate.version, let original = gate.original as? Model {
+        state.model = original
+        state.version &+= 1
+        state.announcedVersion = state.version
+        restored = true
+        if let observers = state.observers {
+          turn = observers.changes(
+            of: original, by: action, origin: .restore, store: self, mainQueue: state.mainQueue, deliverer: deliverer)
+        }
+      }
+      gateWord.bitwiseAnd(~StoreGate.Word.held, ordering: .acquiringAndReleasing)
+      state.gate = nil
+      return (restored, gate.parked, gate.waiting, turn)
+    }
+    deliverSynchronously(turn)
+    return (restored, parked, waiting)
+  }
+
+  /// Whether an all-or-nothing dispatch holds the store; under its lock, for recorder moves.
+  func isHeld(_ state: borrowing StoreState<Model, Action>) -> Bool {
+    state.gate?.owner != nil
+  }
+}
