@@ -9,7 +9,7 @@ import Synchronization
 ///   section where it would have changed the model (``Store/change(by:recording:operation:announcesFailure:gated:_:)``);
 /// - an operation of another dispatch does not start: it is parked where it enters the store
 ///   (``Store/enterForOperation()``);
-/// - recorder moves fail with ``SessionError/storeBusy(storeIdentifier:)``.
+/// - recorder moves do not check it yet (proposal 0016, section 3: they are to fail with a typed error).
 /// The holder's own starts pass: they run on a thread marked with its reservation (``ThreadContext/reserving``).
 ///
 /// `@unchecked Sendable`: every property is read and written under the lock of the one store whose state holds it.
@@ -218,10 +218,5 @@ extension Store {
     }
     deliverSynchronously(turn)
     return (restored, parked, waiting)
-  }
-
-  /// Whether an all-or-nothing dispatch holds the store; under its lock, for recorder moves.
-  func isHeld(_ state: borrowing StoreState<Model, Action>) -> Bool {
-    state.gate?.owner != nil
   }
 }
