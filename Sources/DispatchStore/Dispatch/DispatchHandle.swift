@@ -19,7 +19,7 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
   /// The dispatch's identifier.
   public let id: TransactionID
   /// The dispatched action, as it was given to ``Dispatcher/start(action:to:mode:options:)``.
-  public let action: any ActionType
+  package let action: any ActionType
   /// The mode the dispatch runs in.
   let mode: Dispatcher.Mode
   /// The cancellation id it was made with, if any.

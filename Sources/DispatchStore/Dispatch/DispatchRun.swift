@@ -89,7 +89,7 @@ struct DispatchRun: Sendable {
   private func startHolding(
     graph: consuming WaitGraph?, completion makeCompletion: () -> Dispatcher.Completion?
   ) -> Dispatcher.RunOutcome {
-    let reservation = Reservation(targets: targets)
+    let reservation = Reservation(targets: targets, placement: placement)
     var state = DispatchStateMachine.start(count: targets.count, graph: graph)
     state.endsLater = true
     state.runStarted()
@@ -230,7 +230,7 @@ struct DispatchRun: Sendable {
       switch withAction(of: index, { kind.handle($0, in: store, recording: recording) }) {
       case .reduced(let failed):
         if let failed, let parked = failed as? ParkedStart.Parked {
-          return park(parked.start, index, recording: recording)
+          return park(parked, index, recording: recording)
         }
         return .done(error: failed, ranOperation: false)
       case .operation(let operation):
@@ -249,8 +249,17 @@ struct DispatchRun: Sendable {
   ///
   /// It runs as an operation that finishes later (``ParkedStart``). Out of line, off the path where no store is
   /// held.
+  ///
+  /// A `.sync` dispatch's start on the main queue's thread, behind a dispatch placed on the main queue, fails at once
+  /// with ``DispatchError/reentrantSynchronousDispatch(actionType:)``: its caller would block the thread the holder
+  /// needs to end. (The parked start is then never set up, so it never runs.)
   @inline(never)
-  private func park(_ start: ParkedStart, _ index: Int, recording: RecordingContext?) -> Handled {
+  private func park(_ parked: ParkedStart.Parked, _ index: Int, recording: RecordingContext?) -> Handled {
+    if case .waitingCaller = placement, let holderQueue = parked.holder.mainQueue, holderQueue.isCurrent {
+      let actionType = withAction(of: index) { String(reflecting: type(of: $0)) }
+      return .done(error: DispatchError.reentrantSynchronousDispatch(actionType: actionType), ranOperation: false)
+    }
+    let start = parked.start
     start.setUp(run: self, index: index, recording: recording)
     handle?.operationRunning(start)
     return .running(start)
@@ -258,10 +267,13 @@ struct DispatchRun: Sendable {
 
   /// Runs the start of node `index` that waited for an all-or-nothing dispatch (``ParkedStart``), on the thread its
   /// run places work on; `handler` hears it finish, as it hears an operation that finishes later.
+  ///
+  /// A store removed from the dispatcher while its start waited does not start (``skips(_:kind:)``).
   func resume(_ index: Int, recording: RecordingContext?, notifying handler: any OperationCompletionHandler) {
     let handled = ThreadContext.withCurrent { context in
-      targets.withEntry(at: index) { kind, store in
-        handleStore(index, of: store, kind: kind, context: context, recording: recording)
+      targets.withEntry(at: index) { kind, store -> Handled in
+        if skips(store, kind: kind) { return .done(error: nil, ranOperation: false) }
+        return handleStore(index, of: store, kind: kind, context: context, recording: recording)
       }
     }
     switch handled {
@@ -340,6 +352,9 @@ extension DispatchRun {
     private let storeFailed: Atomic<Bool>
     /// The stores an all-or-nothing dispatch holds, released when its last store finished.
     private let reservation: Reservation?
+    /// The all-or-nothing dispatch whose held stores this run's starts pass: its own, or the one it was dispatched
+    /// from (``Reservation/admission()``), taken from the thread that shared the run.
+    private let reserving: ObjectIdentifier?
 
     /// Shares `state`, which the thread that made it held alone until now.
     init(
@@ -350,6 +365,7 @@ extension DispatchRun {
       self.owner = run.dispatcher.takeUnretainedValue()
       self.onComplete = onComplete
       self.reservation = reservation
+      self.reserving = reservation.map(ObjectIdentifier.init) ?? Reservation.admission()
       self.storeFailed = Atomic(!state.failures.isEmpty)
       self.state = LockedValue(state)
     }
@@ -398,7 +414,7 @@ extension DispatchRun {
     private func keepStarting(from first: Int, context: ThreadContext) {
       // The stores an all-or-nothing dispatch holds let the starts of this thread through.
       let outer = context.reserving
-      if let reservation { context.reserving = ObjectIdentifier(reservation) }
+      if let reserving { context.reserving = reserving }
       defer { context.reserving = outer }
       var next: Int? = first
       run.targets.withUnsafeBufferPointer { targets in
@@ -548,6 +564,9 @@ extension DispatchRun {
   enum Placement: Sendable {
     /// On whichever thread makes them ready: the caller, or the thread that finished a store waited for.
     case anyThread
+    /// As `anyThread`, for a caller that waits until the run ended (a `.sync` dispatch): a start that would wait on
+    /// the caller's thread for an all-or-nothing dispatch that needs that thread fails at once instead.
+    case waitingCaller
     /// On the main queue's thread.
     case main(MainQueue)
 

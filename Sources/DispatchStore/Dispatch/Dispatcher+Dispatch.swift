@@ -377,26 +377,38 @@ extension Dispatcher {
       complete(
         completion, dispatchSynchronously(storeIdentifier: storeIdentifier, action: action, handle: handle), action)
     case .async:
+      // Made inside an all-or-nothing dispatch, it passes the stores that one holds, on whichever thread it runs.
+      let admitted = Reservation.admission()
       DispatchQueue.global().async { [self] in
-        if let handle, !handle.markStarted() { return }
-        guard let intercepted else {
-          return runHere(storeIdentifier: storeIdentifier, action: action, handle: handle, then: completion)
-        }
-        let progress = intercepted.chain.start(action, dispatcher: self, followed: intercepted.followed) {
-          [self] outcome in
-          DispatchQueue.global().async {
-            self.finishAsynchronously(outcome, storeIdentifier: storeIdentifier, handle: handle, intercepted.report)
-          }
-        }
-        if case .decided(let outcome) = progress {
-          finishAsynchronously(outcome, storeIdentifier: storeIdentifier, handle: handle, intercepted.report)
+        ThreadContext.withReserving(admitted) {
+          runAsynchronously(storeIdentifier, action, handle, intercepted, completion)
         }
       }
     case .serial, .mainThread:
       let job = Lane.Job(
         storeIdentifier: storeIdentifier, action: action, completion: intercepted == nil ? completion : nil,
-        intercepted: intercepted, handle: handle)
+        intercepted: intercepted, handle: handle, admitted: Reservation.admission())
       (mode == .serial ? serialLane : mainLane).enqueue(job, dispatcher: self)
+    }
+  }
+
+  /// Runs an `.async` dispatch on this thread, a background one: its interceptors first, if any.
+  private func runAsynchronously(
+    _ storeIdentifier: String?, _ action: any ActionType, _ handle: DispatchHandle?,
+    _ intercepted: Lane.InterceptedJob?, _ completion: Completion?
+  ) {
+    if let handle, !handle.markStarted() { return }
+    guard let intercepted else {
+      return runHere(storeIdentifier: storeIdentifier, action: action, handle: handle, then: completion)
+    }
+    let progress = intercepted.chain.start(action, dispatcher: self, followed: intercepted.followed) {
+      [self] outcome in
+      DispatchQueue.global().async {
+        self.finishAsynchronously(outcome, storeIdentifier: storeIdentifier, handle: handle, intercepted.report)
+      }
+    }
+    if case .decided(let outcome) = progress {
+      finishAsynchronously(outcome, storeIdentifier: storeIdentifier, handle: handle, intercepted.report)
     }
   }
 
@@ -469,6 +481,14 @@ extension Dispatcher {
   /// Otherwise its completion tells the lane when it finished. A job whose interceptors decide later waits for them
   /// in the lane, so that the jobs after it keep their order; what they passed on then runs on the lane's executor.
   func runLaneJob(_ job: Lane.Job, on lane: Lane) -> Bool {
+    // Made inside an all-or-nothing dispatch: it passes the stores that one holds.
+    if job.admitted != nil { return ThreadContext.withReserving(job.admitted) { runAdmittedLaneJob(job, on: lane) } }
+    return runAdmittedLaneJob(job, on: lane)
+  }
+
+  /// ``runLaneJob(_:on:)``, with this thread's admission set.
+  @inline(__always)
+  private func runAdmittedLaneJob(_ job: Lane.Job, on lane: Lane) -> Bool {
     // Cancelled while it waited: its handle already reported it.
     if let handle = job.handle, !handle.markStarted() { return true }
     guard let intercepted = job.intercepted else {
@@ -547,8 +567,8 @@ extension Dispatcher {
       }
       guard
         case .finished(let result) = run(
-          storeIdentifier: storeIdentifier, action: action, placement: .anyThread, context: context, handle: handle,
-          completion: { nil })
+          storeIdentifier: storeIdentifier, action: action, placement: .waitingCaller, context: context,
+          handle: handle, completion: { nil })
       else { preconditionFailure("DispatchStore: a dispatch without completion must finish before returning") }
       return result
     }

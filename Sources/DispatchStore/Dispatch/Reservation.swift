@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 
 /// An all-or-nothing dispatch's hold on every store it reaches (``DispatchOptions/allOrNothing``).
 ///
@@ -15,6 +16,8 @@ final class Reservation: Sendable {
   /// The dispatch's stores in identifier order, with their nodes in the run.
   private let stores: [(entry: StoreEntry, node: Int)]
   private let phase = LockedValue(Phase.idle)
+  /// The main queue the dispatch's work runs on, for a `.mainThread` dispatch.
+  let mainQueue: MainQueue?
 
   private enum Phase {
     case idle
@@ -25,7 +28,22 @@ final class Reservation: Sendable {
     case held
   }
 
-  init(targets: DispatchRun.Targets) {
+  /// How many all-or-nothing dispatches hold their stores, in every dispatcher: while none is, no dispatch looks for an
+  /// admission (``admission()``).
+  private static let running = Atomic<Int>(0)
+
+  /// The all-or-nothing dispatch that a dispatch made here is part of, if any.
+  ///
+  /// A dispatch is part of one when its observers, middleware or operations make it, on a thread starting its stores
+  /// (``ThreadContext/reserving``) or inside an operation's task (``ReservationScope``). Such a dispatch passes the stores it holds, as its own starts do, and is put back with
+  /// them: waiting for it would wait for itself.
+  static func admission() -> ObjectIdentifier? {
+    guard running.load(ordering: .relaxed) > 0 else { return nil }
+    return ThreadContext.withCurrent { $0.reserving } ?? ReservationScope.reserving
+  }
+
+  init(targets: DispatchRun.Targets, placement: DispatchRun.Placement) {
+    if case .main(let mainQueue) = placement { self.mainQueue = mainQueue } else { self.mainQueue = nil }
     var stores: [(entry: StoreEntry, node: Int)] = []
     targets.withUnsafeBufferPointer { entries in
       for node in entries.indices { stores.append((entries[node], node)) }
@@ -49,6 +67,7 @@ final class Reservation: Sendable {
     while true {
       if takeAll() {
         phase.withLock { $0 = .held }
+        Self.running.wrappingAdd(1, ordering: .relaxed)
         onHeld?()
         return true
       }
@@ -71,7 +90,7 @@ final class Reservation: Sendable {
   private func takeAll() -> Bool {
     for (position, store) in stores.enumerated() {
       if store.entry.withKind({ $0.reserve($1, for: self) }) { continue }
-      for taken in stores[..<position] { release(taken, restoringWith: nil) }
+      for taken in stores[..<position] { release(taken, rollingBack: nil) }
       return false
     }
     return true
@@ -97,28 +116,48 @@ final class Reservation: Sendable {
 
   /// Releases every store once the dispatch ended with `result`.
   ///
-  /// If it failed, each store it changed is put back first. Returns the dispatch's result: a failure becomes
-  /// ``DispatchError/rolledBack(storeIdentifiers:failures:)``.
+  /// If it failed, each store it changed is put back first, with a rollback record if a recorder is registered.
+  /// Returns the dispatch's result: a failure becomes ``DispatchError/rolledBack(storeIdentifiers:failures:)``.
   func end(with result: Result<Void, DispatchError>, run: DispatchRun) -> Result<Void, DispatchError> {
     let failed: Bool
     if case .failure = result { failed = true } else { failed = false }
+    let recorder = failed ? run.middleware.borrowed.recorder : nil
+    // Every all-or-nothing dispatch has a handle, whose identifier its transactions share.
+    let dispatchID = run.dispatchID ?? TransactionID.next()
     var restored: [String] = []
     for store in stores {
-      let action = failed ? run.withAction(of: store.node) { $0 } : nil
-      if release(store, restoringWith: action) { restored.append(store.entry.identifier) }
+      let rollback =
+        failed
+        ? run.withAction(of: store.node) { Rollback(action: $0, recorder: recorder, dispatchID: dispatchID) } : nil
+      if release(store, rollingBack: rollback) { restored.append(store.entry.identifier) }
     }
+    Self.running.wrappingSubtract(1, ordering: .relaxed)
     guard case .failure(let error) = result, case .operationsFailed(let failures) = error else { return result }
     return .failure(.rolledBack(storeIdentifiers: restored, failures: failures))
   }
 
-  /// Releases `store`, putting its model back with `action`, if any.
+  /// Releases `store`, putting its model back with `rollback`, if any.
   ///
   /// Resumes the starts parked there and wakes the reservations waiting. Returns whether the model was put back.
   @discardableResult
-  private func release(_ store: (entry: StoreEntry, node: Int), restoringWith action: (any ActionType)?) -> Bool {
-    let released = store.entry.withKind { $0.release($1, from: self, restoringWith: action) }
+  private func release(_ store: (entry: StoreEntry, node: Int), rollingBack rollback: Rollback?) -> Bool {
+    let released = store.entry.withKind { $0.release($1, from: self, rollingBack: rollback) }
     for parked in released.parked { parked.release() }
     for reservation in released.waiting { reservation.wake() }
     return released.restored
   }
+}
+
+/// The all-or-nothing dispatch whose operation's task this is (``Reservation/admission()``): set for the task of an
+/// operation with an `async` body that one of its stores started.
+enum ReservationScope {
+  @TaskLocal static var reserving: ObjectIdentifier?
+}
+
+/// How a failed all-or-nothing dispatch puts a store back: announced with the action the store handled, and filed
+/// as a rollback record (``Record/isRollback``) if a recorder is registered.
+struct Rollback {
+  let action: any ActionType
+  let recorder: RecorderMiddleware?
+  let dispatchID: TransactionID
 }

@@ -161,7 +161,7 @@ enum InspectorPage {
     </header>
     <main>
       <section id="timeline">
-        <input id="filter" type="search" placeholder="Filter: store, action, error, or failed, cancelled, undone, replaced, move"
+        <input id="filter" type="search" placeholder="Filter: store, action, error, or failed, cancelled, rolled back, undone, replaced, move"
           aria-label="Filter">
         <div id="count"></div>
         <div id="rows" tabindex="0"><div id="spacer"></div></div>
@@ -256,6 +256,7 @@ enum InspectorPage {
       if (line.c) group.cancelled = true;
       if (!line.u) group.unchanged = false;
       if (line.p) group.redacted = true;
+      if (line.b) group.rolledBack = true;
       group.longest = Math.max(group.longest, Number(line.f || 0));
     }
     let moveNumber = 0;
@@ -394,6 +395,7 @@ enum InspectorPage {
         } else {
           entry.text = [entry.stores.join(" "), actionText(entry.first.a), JSON.stringify(entry.first.a),
             ...entry.records.map((r) => r.e === undefined ? "" : r.e), statusOf(entry), entry.cancelled ? "cancelled" : "",
+            entry.rolledBack ? "rolled back" : "",
             entry.undone ? "undone" : "", entry.replaced ? "replaced undone" : "", entry.diverged ? "diverged" : "",
             entry.current ? "cursor" : ""].join(" ").toLowerCase();
         }
@@ -468,6 +470,9 @@ enum InspectorPage {
         if (entry.longest) tags.append(el("span", { class: "tag" }, duration(entry.longest)));
         if (entry.failed) tags.append(el("span", { class: "tag fail" }, "failed"));
         if (entry.cancelled) tags.append(el("span", { class: "tag cancel" }, "cancelled"));
+        if (entry.rolledBack) {
+          tags.append(el("span", { class: "tag fail", title: "An all-or-nothing dispatch that failed: every store it changed was put back" }, "rolled back"));
+        }
         if (entry.redacted) {
           tags.append(el("span", { class: "tag", title: "Values redacted by the recorder's privacy settings" }, "redacted"));
         }
@@ -636,6 +641,7 @@ enum InspectorPage {
           el("span", { class: "tag" }, "record #" + r.i));
         if (r.f) title.append(el("span", { class: "tag" }, duration(Number(r.f))));
         if (r.c) title.append(el("span", { class: "tag cancel" }, "cancelled"));
+        if (r.b) title.append(el("span", { class: "tag fail" }, "rolled back"));
         if (r.e !== undefined && !r.c) title.append(el("span", { class: "tag fail" }, "failed"));
         card.append(title);
         const body = el("div", { class: "body" });

@@ -33,6 +33,17 @@ final class ThreadContext {
   /// The all-or-nothing dispatch (its ``Reservation``) whose stores this thread is starting, if any: the stores it
   /// holds let its starts through (``StoreGate/stop()``).
   @exclusivity(unchecked) var reserving: ObjectIdentifier?
+
+  /// Runs `body` with this thread's starts passing the stores `reserving` holds, if any (``Reservation/admission()``).
+  static func withReserving<R>(_ reserving: ObjectIdentifier?, _ body: () -> R) -> R {
+    guard let reserving else { return body() }
+    return withCurrent { context in
+      let outer = context.reserving
+      context.reserving = reserving
+      defer { context.reserving = outer }
+      return body()
+    }
+  }
   /// Marks the start of user code that is not an operation in `runningDispatchers`; no dispatcher has this
   /// identifier.
   private static var barrier: ObjectIdentifier {

@@ -82,14 +82,15 @@ public struct Record: Sendable, CustomStringConvertible {
   init(
     index: Int, dispatchID: TransactionID, transactionID: TransactionID, storeIdentifier: String,
     action: any ActionType, model: any ModelType, error: (any Error)?, wasCancelled: Bool, elapsed: UInt64,
-    changedModel: Bool = true, redaction: RedactionMark = RedactionMark(), change: UInt32 = 0
+    changedModel: Bool = true, redaction: RedactionMark = RedactionMark(), change: UInt32 = 0,
+    isRollback: Bool = false
   ) {
     let chunk = RecordChunk(capacity: 1)
     self = chunk.append(
       RecordChunk.Fields(
         index: index, dispatchID: dispatchID, transactionID: transactionID, storeIdentifier: storeIdentifier,
         action: action, model: model, error: error, wasCancelled: wasCancelled, changedModel: changedModel,
-        redaction: redaction, change: change, elapsed: elapsed))
+        redaction: redaction, isRollback: isRollback, change: change, elapsed: elapsed))
   }
 
   /// The record in `slot` of `chunk`, which is filled.
@@ -108,8 +109,9 @@ public struct Record: Sendable, CustomStringConvertible {
     return RecordChunk.Fields(
       index: fields.index, dispatchID: fields.dispatchID, transactionID: fields.transactionID,
       storeIdentifier: fields.storeIdentifier, action: fields.action, model: fields.model, error: error,
-      wasCancelled: cancelled, changedModel: fields.changedModel, redaction: fields.redaction, change: fields.change,
-      elapsed: fields.elapsed, dispatched: fields.dispatched)
+      wasCancelled: cancelled, changedModel: fields.changedModel, redaction: fields.redaction,
+      isRollback: fields.isRollback,
+      change: fields.change, elapsed: fields.elapsed, dispatched: fields.dispatched)
   }
 
   /// This record, in a chunk of its own, with the outcome of its operation (a session file's outcome line).
@@ -126,12 +128,19 @@ public struct Record: Sendable, CustomStringConvertible {
   /// The record's number among its transaction's: 0 for the first (or only) one; an operation files one per change.
   var change: Int { Int(fields.change) }
 
+  /// Whether the record puts the store back where it was before its dispatch.
+  ///
+  /// An all-or-nothing dispatch (``DispatchOptions/allOrNothing``) failed after changing the store. The record's model
+  /// is the one put back; no reducer made it.
+  var isRollback: Bool { fields.isRollback }
+
   /// The action the app dispatched, if the store mapped it (``dispatchedAction``).
   var dispatched: DispatchedAction? { fields.dispatched }
 
-  /// `#index [dispatch/transaction] store <- action`, and how it failed.
+  /// `#index [dispatch/transaction] store <- action`, and how it failed or that it rolled the store back.
   public var description: String {
     var text = "#\(index) [\(dispatchID)/\(transactionID)] \(storeIdentifier) <- \(action)"
+    if isRollback { text += " (rolled back)" }
     if let error { text += " failed: \(error)" }
     if wasCancelled { text += " (cancelled)" }
     return text
@@ -167,6 +176,8 @@ final class RecordChunk: @unchecked Sendable {
     var changedModel = true
     /// What a recorder's privacy settings replaced in the record, as a session file marks it.
     var redaction = RedactionMark()
+    /// Whether the record puts the store back after its all-or-nothing dispatch failed (``Record/isRollback``).
+    var isRollback = false
     /// The record's number among its transaction's (``Record/change``).
     var change: UInt32 = 0
     let elapsed: UInt64

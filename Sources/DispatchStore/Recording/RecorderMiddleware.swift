@@ -117,8 +117,8 @@ public final class RecorderMiddleware: Middleware {
   ///   record, one store's transaction.
   /// - Returns: The record now current, or `nil` if the cursor is now before the first record.
   /// - Throws: ``SessionError/atStartOfHistory`` if nothing before the cursor changed a model, or
-  ///   ``SessionError/storeUnavailable(storeIdentifier:)`` if a store to restore is no longer registered; nothing
-  ///   is changed then.
+  ///   ``SessionError/storeUnavailable(storeIdentifier:)`` if a store to restore is no longer registered, or
+  ///   ``SessionError/storeBusy(storeIdentifier:)`` if an all-or-nothing dispatch holds one; nothing is changed then.
   @discardableResult
   public func undo(byRecord: Bool = false) throws(SessionError) -> Record? {
     try move { state throws(SessionError) in
@@ -135,8 +135,9 @@ public final class RecorderMiddleware: Middleware {
   /// land on the same positions.
   /// - Parameter byRecord: `false` (the default) to move by a whole dispatch; `true` to move by one record.
   /// - Returns: The record now current.
-  /// - Throws: ``SessionError/atEndOfHistory``, or ``SessionError/storeUnavailable(storeIdentifier:)`` if a
-  ///   store to restore is no longer registered; nothing is changed then.
+  /// - Throws: ``SessionError/atEndOfHistory``, ``SessionError/storeUnavailable(storeIdentifier:)`` if a store to
+  ///   restore is no longer registered, or ``SessionError/storeBusy(storeIdentifier:)`` if an all-or-nothing dispatch
+  ///   holds one; nothing is changed then.
   @discardableResult
   public func redo(byRecord: Bool = false) throws(SessionError) -> Record? {
     try move { state throws(SessionError) in
@@ -159,8 +160,8 @@ public final class RecorderMiddleware: Middleware {
   ///   - byRecord: `false` (the default) goes on to the last record of the dispatch `index` belongs to (of the
   ///     dispatches running at the same time), so that no store shows half a dispatch; `true` stops at `index`.
   /// - Returns: The record now current, or `nil` before the first record.
-  /// - Throws: ``SessionError`` if `index` is outside the history or a store to restore is no longer registered;
-  ///   nothing is changed then.
+  /// - Throws: ``SessionError`` if `index` is outside the history, a store to restore is no longer registered, or an
+  ///   all-or-nothing dispatch holds one (``SessionError/storeBusy(storeIdentifier:)``); nothing is changed then.
   @discardableResult
   public func jump(to index: Int, byRecord: Bool = false) throws(SessionError) -> Record? {
     try move { state throws(SessionError) in
@@ -274,13 +275,16 @@ public final class RecorderMiddleware: Middleware {
   ///   - dispatcher: A dispatcher with the session's stores registered.
   /// - Throws: ``SessionError`` if a store is missing or the session does not decode, or
   ///   ``SessionError/redacted(storeIdentifiers:)`` if it holds redacted models (``SessionPrivacy``), which undo
-  ///   would put back in the app; nothing is changed then.
+  ///   would put back in the app; nothing is changed then. ``SessionError/storeBusy(storeIdentifier:)`` if an
+  ///   all-or-nothing dispatch holds a store (nothing is changed), or took one while this ran (the history is taken
+  ///   over and the stores before it, in identifier order, are restored). Try again once that dispatch ended.
   public func resume(_ session: Session, in dispatcher: Dispatcher) throws(SessionError) {
     // Redacted models, which undo would put back; and stores this recorder leaves out, which it would write again.
     let redacted = Set(session.index.redactions.filter(\.value.model).keys)
       .union(session.index.records.map(\.store).filter(privacy.excluded.contains))
     guard redacted.isEmpty else { throw .redacted(storeIdentifiers: redacted.sorted()) }
     let plan = try session.restorePlan(in: dispatcher, at: session.cursor)
+    if let held = plan.first(where: { $0.0.isHeld }) { throw .storeBusy(storeIdentifier: held.0.identifier) }
     let records: [Record]
     let base: [String: Session.PositionedModel]
     records = try session.records
@@ -300,7 +304,7 @@ public final class RecorderMiddleware: Middleware {
         stores: stores, bound: maxNumberOfRecords)
     }
     withExtendedLifetime(replaced) {}  // The previous history is released here, after the lock.
-    for (store, model) in plan { store.restore(model: model.model, action: model.action, event: event) }
+    try Session.apply(plan, event: event)
   }
 
   // MARK: - Files
@@ -454,12 +458,24 @@ public final class RecorderMiddleware: Middleware {
       cancelled: false, elapsed: elapsed, changedModel: true, change: change, first: first)
   }
 
+  /// Files the record of a store put back after its all-or-nothing dispatch failed (``Record/isRollback``); returns
+  /// the recorder's event number, which the store keeps.
+  ///
+  /// Called by the store under its lock, with the model it was put back to (``Store/release(from:restoringWith:)``).
+  func fileRollback(dispatchID: TransactionID, store: String, action: any ActionType, model: any ModelType) -> UInt64 {
+    let transactionID = TransactionID.next()
+    let filed = fileRecord(
+      dispatchID: dispatchID, transactionID: transactionID, store: store, action: action, model: model, error: nil,
+      cancelled: false, elapsed: 0, changedModel: true, change: 0, first: -1, isRollback: true)
+    return filed?.event ?? 0
+  }
+
   /// Files a record; `change` is its number among its transaction's, `first` the index of the transaction's first
   /// (-1 for none), whose dispatched action it keeps.
   private func fileRecord(
     dispatchID: TransactionID, transactionID: TransactionID, store: String, action: any ActionType,
     model: any ModelType, error: (any Error)?, cancelled: Bool, elapsed: UInt64, changedModel: Bool, change: UInt32,
-    first: Int
+    first: Int, isRollback: Bool = false
   ) -> (index: Int, event: UInt64)? {
     // Left out (``SessionPrivacy/exclude(storeIdentifier:)``): nothing is kept; no move restores the store.
     if excludesStores, privacy.excluded.contains(store) {
@@ -475,8 +491,8 @@ public final class RecorderMiddleware: Middleware {
       let (event, afterLock) = state.file { index in
         RecordChunk.Fields(
           index: index, dispatchID: dispatchID, transactionID: transactionID, storeIdentifier: store, action: action,
-          model: model, error: error, wasCancelled: cancelled, changedModel: changedModel, change: change,
-          elapsed: elapsed, dispatched: dispatched)
+          model: model, error: error, wasCancelled: cancelled, changedModel: changedModel, isRollback: isRollback,
+          change: change, elapsed: elapsed, dispatched: dispatched)
       }
       return (state.cursor, event, afterLock)
     }

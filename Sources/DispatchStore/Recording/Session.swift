@@ -210,12 +210,25 @@ public struct Session: Sendable {
   /// - Parameter dispatcher: A dispatcher with the session's stores registered.
   /// - Returns: The stores left as they were because the session holds redacted models of them; sorted.
   /// - Throws: ``SessionError`` if a store is not registered or has other types, or the session does not decode;
-  ///   nothing is changed then.
+  ///   nothing is changed then. ``SessionError/storeBusy(storeIdentifier:)`` if an all-or-nothing dispatch holds a
+  ///   store: nothing is changed if it held the store when this was called; if it took the store while this ran,
+  ///   the stores before it (in identifier order) were restored. Try again once that dispatch ended.
   @discardableResult
   public func restore(into dispatcher: Dispatcher) throws(SessionError) -> [String] {
     let plan = try restorePlan(in: dispatcher, at: cursor)
-    for (store, model) in plan { store.restore(model: model.model, action: model.action, event: nil) }
+    try Self.apply(plan, event: nil)
     return index.redactions.filter(\.value.model).keys.sorted()
+  }
+
+  /// Restores each store of `plan`, first checking that no all-or-nothing dispatch holds one.
+  /// - Throws: ``SessionError/storeBusy(storeIdentifier:)`` if one does, or took one while this ran.
+  static func apply(
+    _ plan: [(any ModelRestoring, (model: any ModelType, action: (any ActionType)?))], event: UInt64?
+  ) throws(SessionError) {
+    if let held = plan.first(where: { $0.0.isHeld }) { throw .storeBusy(storeIdentifier: held.0.identifier) }
+    for (store, model) in plan where !store.restore(model: model.model, action: model.action, event: event) {
+      throw .storeBusy(storeIdentifier: store.identifier)
+    }
   }
 
   /// The stores whose models or actions the recorder's privacy settings redacted somewhere in the session
@@ -257,7 +270,9 @@ public struct Session: Sendable {
   /// compared with its last record; one whose earlier changes are before the history (a compacted file) is not
   /// re-run, and its last record's model is put back instead. Operations read the effects they fetched from the session
   /// (`ActionOperation.effect(_:_:)`). The follow-up actions re-run operations dispatch are absorbed (they complete
-  /// at once, without running) and matched to the session's records of them, which are replayed in their turn.
+  /// at once, without running) and matched to the session's records of them, which are replayed in their turn. A
+  /// failed all-or-nothing dispatch's records are re-run, then each store it put back is put back again, to the
+  /// model its rollback record holds (``DispatchOptions/allOrNothing``).
   /// - Parameters:
   ///   - dispatcher: The dispatcher to replay into.
   ///   - mode: How each action is dispatched; `.sync` by default.
@@ -301,7 +316,8 @@ public struct Session: Sendable {
     }
     // A follow-up matches a transaction's record once, however many changes it recorded.
     let followUps = FollowUpMatcher(
-      steps: steps.indices.filter { !continues[$0] }.map { (steps[$0].store, steps[$0].action) }, codecs: codecs,
+      steps: steps.indices.filter { !continues[$0] && !steps[$0].rollback }.map { (steps[$0].store, steps[$0].action) },
+      codecs: codecs,
       unchecked: Set(index.redactions.keys))
     dispatcher.effectPlayback.withLock { $0 = playback }
     dispatcher.followUps.withLock { $0 = followUps }
@@ -344,6 +360,17 @@ public struct Session: Sendable {
         // would apply them again. Its last record's model is put back instead, unchecked, as a snapshot would be.
         try restoreUnchecked(last, in: dispatcher)
         partial.insert(step.dispatchID)
+        continue
+      }
+      if step.rollback {
+        // A failed all-or-nothing dispatch put the store back (no reducer ran): its model is put back as recorded,
+        // the model before the dispatch, which the records before it checked.
+        if lastOfDispatch[step.dispatchID] == step.index, !partial.contains(step.dispatchID),
+          let unused = playback.unused(in: step.dispatchID)
+        {
+          throw unused
+        }
+        try restoreUnchecked(step, in: dispatcher)
         continue
       }
       let store: any AnyStore
@@ -434,6 +461,8 @@ public struct Session: Sendable {
     let failed: Bool
     /// Whether the dispatch was cancelled while the transaction ran.
     let cancelled: Bool
+    /// Whether the record puts its store back after its all-or-nothing dispatch failed (``Record/isRollback``).
+    let rollback: Bool
     let modelBytes: Range<Int>?
     let record: Record?
   }
@@ -444,8 +473,7 @@ public struct Session: Sendable {
         VerifyStep(
           index: record.index, dispatchID: record.dispatchID, transactionID: record.transactionID,
           change: record.change, store: record.storeIdentifier, action: record.action, failed: record.error != nil,
-          cancelled: record.wasCancelled, modelBytes: nil,
-          record: record)
+          cancelled: record.wasCancelled, rollback: record.isRollback, modelBytes: nil, record: record)
       }
     }
     let decoder = JSONDecoder()
@@ -488,6 +516,7 @@ public struct Session: Sendable {
           failed: fields.error != nil || index.outcomes[TransactionID(rawValue: transaction)]?.e != nil,
           cancelled: index.data.withUnsafeBytes { RecordFields.isTrue($0, fields.cancelled) }
             || index.outcomes[TransactionID(rawValue: transaction)]?.c == true,
+          rollback: index.data.withUnsafeBytes { RecordFields.isTrue($0, fields.rollback) },
           modelBytes: modelRange, record: nil))
     }
     return steps

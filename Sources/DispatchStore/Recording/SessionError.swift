@@ -76,6 +76,9 @@ public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
   /// A recorded model could not be restored: no store is registered under its identifier in the dispatcher it was
   /// recorded in any more, or the one registered there has other types.
   case storeUnavailable(storeIdentifier: String)
+  /// A store to restore is held by an all-or-nothing dispatch that is still running (``DispatchOptions/allOrNothing``):
+  /// nothing was changed. Try again once that dispatch ended.
+  case storeBusy(storeIdentifier: String)
   /// There is nothing to undo: the cursor is before the first record kept.
   case atStartOfHistory
   /// There is nothing to redo: the cursor is at the last record.
@@ -135,6 +138,8 @@ public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
     case .indexOutOfRange(let index, let valid):
       return "Position \(index) is outside the recorded history (\(valid.lowerBound)...\(valid.upperBound))"
     case .storeUnavailable(let store): return "Store \"\(store)\" is no longer available to restore"
+    case .storeBusy(let store):
+      return "Store \"\(store)\" is held by an all-or-nothing dispatch still running: try again once it ended"
     case .atStartOfHistory: return "Nothing to undo: the cursor is before the first record kept"
     case .atEndOfHistory: return "Nothing to redo: the cursor is at the last record"
     }

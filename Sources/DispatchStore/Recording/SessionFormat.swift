@@ -10,7 +10,8 @@ import Foundation
 //   record    {"k":"r","i":N,"t":<transaction>,"d":<dispatch, if not t>,"s":store,"a":action,"m":model,
 //              "e":"<error>"?,"c":true?,"f":<nanoseconds from t to the record, if not 0>?,
 //              "u":true if the model did not change (an operation that made no change: undo steps over it)?,
-//              "n":<the record's number among its transaction's, if not 0: an operation files one per change>?}
+//              "n":<the record's number among its transaction's, if not 0: an operation files one per change>?,
+//              "b":true if the record puts the store back after its all-or-nothing dispatch failed (a rollback)?}
 //              with "p":"m"|"a"|"am" right after "s" when the model, the action or both were redacted (SessionPrivacy)
 //   snapshot  with "p":{store: "m"|"a"|"am"} right after "i" when some of its models or actions were redacted
 //   move      {"k":"m","i":N}                      the cursor moved to record N (-1: before the first record)
@@ -27,7 +28,7 @@ import Foundation
 enum SessionLineKey: String, CodingKey {
   case format, version, stores
   // Version 2.
-  case k, i, t, d, s, a, m, e, c, f, u, p, n, key, v
+  case k, i, t, d, s, a, m, e, c, f, u, p, n, b, key, v
   // Version 1.
   case kind, index, transaction, timestamp, store, action, model, cursor
 }
@@ -185,6 +186,7 @@ enum SessionFormat {
         }
         if record.wasCancelled { bytes.append(contentsOf: ",\"c\":true".utf8) }
         if !record.changedModel { bytes.append(contentsOf: ",\"u\":true".utf8) }
+        if record.isRollback { bytes.append(contentsOf: ",\"b\":true".utf8) }
         if record.change > 0 {
           bytes.append(contentsOf: #","n":"#.utf8)
           JSONText.append(record.change, to: &bytes)
@@ -362,7 +364,8 @@ enum SessionFormat {
             changedModel: !(try container.decodeIfPresent(Bool.self, forKey: .u) ?? false),
             redaction: try container.decodeIfPresent(String.self, forKey: .p).flatMap(RedactionMark.init(text:))
               ?? RedactionMark(),
-            change: try container.decodeIfPresent(UInt32.self, forKey: .n) ?? 0))
+            change: try container.decodeIfPresent(UInt32.self, forKey: .n) ?? 0,
+            isRollback: try container.decodeIfPresent(Bool.self, forKey: .b) ?? false))
       case "s":
         let nested = try container.nestedContainer(keyedBy: StoreKey.self, forKey: .m)
         var models: [String: any ModelType] = [:]

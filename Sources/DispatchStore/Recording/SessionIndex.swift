@@ -457,6 +457,8 @@ struct RecordFields {
   var change: Range<Int>?
   /// `"c"`: the dispatch was cancelled while the transaction ran.
   var cancelled: Range<Int>?
+  /// `"b"`: the record puts the store back after its all-or-nothing dispatch failed.
+  var rollback: Range<Int>?
 
   /// Scans the object in `bytes[range]`; `nil` if it is not a flat JSON object as a writer makes it.
   init?(_ bytes: UnsafeRawBufferPointer, range: Range<Int>) {
@@ -509,6 +511,7 @@ struct RecordFields {
       case UInt8(ascii: "e"): error = value
       case UInt8(ascii: "n"): change = value
       case UInt8(ascii: "c"): cancelled = value
+      case UInt8(ascii: "b"): rollback = value
       default: break
       }
       guard position < end else { return nil }
@@ -570,9 +573,9 @@ struct LineCheck {
   }
 
   /// The fields of version 2 lines; the raw value is a bit in a set of them.
-  private enum Field: UInt16 {
+  private enum Field: UInt32 {
     case k = 1, i = 2, t = 4, d = 8, s = 16, a = 32, m = 64, e = 128, c = 256, f = 512, key = 1024, v = 2048
-    case h = 4096, u = 8192, p = 16384, n = 32768
+    case h = 4096, u = 8192, p = 16384, n = 32768, b = 65536
 
     init?(_ name: UnsafeRawBufferPointer) {
       if name.count == 3 {
@@ -599,6 +602,7 @@ struct LineCheck {
       case UInt8(ascii: "u"): self = .u
       case UInt8(ascii: "p"): self = .p
       case UInt8(ascii: "n"): self = .n
+      case UInt8(ascii: "b"): self = .b
       default: return nil
       }
     }
@@ -621,6 +625,7 @@ struct LineCheck {
       case .u: "u"
       case .p: "p"
       case .n: "n"
+      case .b: "b"
       }
     }
   }
@@ -645,7 +650,7 @@ struct LineCheck {
   mutating func checkObject(kind: UInt8, stores: [String]) throws(SessionError) {
     guard bytes.first == UInt8(ascii: "{") else { throw notJSON("expected \"{\"") }
     position = 1
-    let required: UInt16
+    let required: UInt32
     switch kind {
     case UInt8(ascii: "r"):
       required = Field.i.rawValue | Field.t.rawValue | Field.s.rawValue | Field.a.rawValue | Field.m.rawValue
@@ -655,7 +660,7 @@ struct LineCheck {
     case UInt8(ascii: "o"): required = Field.t.rawValue
     default: required = 0
     }
-    var seen: UInt16 = 0
+    var seen: UInt32 = 0
     var storeMaps: [Range<Int>] = []
     // The members, up to the end of the bytes, where the hash suffix continues the object.
     while true {
@@ -751,7 +756,7 @@ struct LineCheck {
       (UInt8(ascii: "o"), .e):
       .string
     case (UInt8(ascii: "r"), .a), (UInt8(ascii: "r"), .m), (UInt8(ascii: "e"), .v): .any
-    case (UInt8(ascii: "r"), .c), (UInt8(ascii: "r"), .u), (UInt8(ascii: "o"), .c): .boolean
+    case (UInt8(ascii: "r"), .c), (UInt8(ascii: "r"), .u), (UInt8(ascii: "r"), .b), (UInt8(ascii: "o"), .c): .boolean
     case (UInt8(ascii: "s"), .m), (UInt8(ascii: "s"), .a), (UInt8(ascii: "s"), .p): .object
     case (UInt8(ascii: "r"), .p): .string
     default: nil

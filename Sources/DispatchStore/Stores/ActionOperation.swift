@@ -74,9 +74,15 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
     body: @escaping @Sendable (ActionOperation<Model, Action>) async throws -> Void
   ) {
     self.init(action: action, store: store) { operation, _, _ in
+      // Started by an all-or-nothing dispatch: dispatches made in the task are part of it (``Reservation``).
+      let reserving = Reservation.admission()
       let task = Task(executorPreference: OperationTaskExecutor.shared) {
         do {
-          try await body(operation)
+          if let reserving {
+            try await ReservationScope.$reserving.withValue(reserving) { try await body(operation) }
+          } else {
+            try await body(operation)
+          }
           operation.finish()
         } catch {
           operation.finish(throwing: error)

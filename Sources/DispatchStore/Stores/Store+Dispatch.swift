@@ -263,9 +263,9 @@ class StoreKind: @unchecked Sendable {
   func reserve(_ store: AnyObject, for reservation: Reservation) -> Bool {
     preconditionFailure("StoreKind is abstract")
   }
-  /// ``Store/release(from:restoringWith:)``.
+  /// ``Store/release(from:rollingBack:)``.
   func release(
-    _ store: AnyObject, from reservation: Reservation, restoringWith action: (any ActionType)?
+    _ store: AnyObject, from reservation: Reservation, rollingBack rollback: Rollback?
   ) -> (restored: Bool, parked: [ParkedStart], waiting: [Reservation]) {
     preconditionFailure("StoreKind is abstract")
   }
@@ -321,9 +321,9 @@ private final class TypedStoreKind<Model: ModelType, Action: ActionType>: StoreK
     typed(store).reserve(for: reservation)
   }
   override func release(
-    _ store: AnyObject, from reservation: Reservation, restoringWith action: (any ActionType)?
+    _ store: AnyObject, from reservation: Reservation, rollingBack rollback: Rollback?
   ) -> (restored: Bool, parked: [ParkedStart], waiting: [Reservation]) {
-    typed(store).release(from: reservation, restoringWith: action)
+    typed(store).release(from: reservation, rollingBack: rollback)
   }
 }
 

@@ -3,6 +3,9 @@ protocol ModelRestoring: AnyStore {
   /// The dispatcher the store is registered with, if it is.
   var dispatcher: Dispatcher? { get }
 
+  /// Whether an all-or-nothing dispatch holds the store (``Reservation``): restores refuse it.
+  var isHeld: Bool { get }
+
   /// Whether `model` and `action` are of the store's types, so that ``restore(model:action:event:)`` applies them.
   func canRestore(model: any ModelType, action: (any ActionType)?) -> Bool
 
@@ -12,7 +15,8 @@ protocol ModelRestoring: AnyStore {
   ///
   /// `event` is the recorder's number for the move: the model is not replaced if a record filed, or a model
   /// restored, with a later number already changed the store (a dispatch that ran after the move was planned).
-  /// - Returns: `false`, changing nothing, if `model` or `action` is not of the store's types.
+  /// - Returns: `false`, changing nothing, if `model` or `action` is not of the store's types, or an all-or-nothing
+  ///   dispatch holds the store (whose rollback would put back its own model over this one).
   @discardableResult
   func restore(model: any ModelType, action: (any ActionType)?, event: UInt64?) -> Bool
 
@@ -20,7 +24,8 @@ protocol ModelRestoring: AnyStore {
   /// from it in the same critical section.
   ///
   /// With `waiting`, waits for the lock (call it holding no other lock); otherwise returns `.busy` at once, running
-  /// nothing, if the lock is taken. The notification observers hear goes to `deliveries`, for the caller to deliver
+  /// nothing, if the lock is taken. Fails with ``SessionError/storeBusy(storeIdentifier:)``, running nothing, if an
+  /// all-or-nothing dispatch holds the store. The notification observers hear goes to `deliveries`, for the caller to deliver
   /// once every lock is released.
   func restoreLocked(waiting: Bool, _ inner: () -> MoveAttempt, deliveries: MoveDeliveries) -> MoveAttempt
 }
@@ -51,20 +56,22 @@ extension Store: ModelRestoring {
     let action = action as? Action
     let deliverer = ThreadContext.currentDeliverer
     // One critical section, as a dispatch's change: observers hear the restored model in the order of the changes.
-    let turn = state.withLock { state -> SynchronousTurn<Model, Action> in
+    let turn = state.withLock { state -> SynchronousTurn<Model, Action>? in
+      if state.gate?.owner != nil { return nil }
       if let event {
-        guard event > state.recordedEvent else { return .none }
+        guard event > state.recordedEvent else { return SynchronousTurn.none }
         state.recordedEvent = event
       }
       state.model = model
       state.version &+= 1
       state.announcedVersion = state.version
       state.recordedVersion = state.version  // A restore is not a change of the next operation's.
-      guard let action else { return .none }
+      guard let action else { return SynchronousTurn.none }
       return state.observers?.changes(
         of: model, by: action, origin: .restore, store: self, mainQueue: state.mainQueue, deliverer: deliverer)
-        ?? .none
+        ?? SynchronousTurn.none
     }
+    guard let turn else { return false }
     deliverSynchronously(turn)
     return true
   }
@@ -72,10 +79,16 @@ extension Store: ModelRestoring {
   func restoreLocked(waiting: Bool, _ inner: () -> MoveAttempt, deliveries: MoveDeliveries) -> MoveAttempt {
     let deliverer = ThreadContext.currentDeliverer
     let outcome: (MoveAttempt, SynchronousTurn<Model, Action>)?
+    // Checked before `inner` commits the move: a held store's holder would put back its own model over the restore.
+    let busy = MoveAttempt.failed(.storeBusy(storeIdentifier: identifier))
     if waiting {
-      outcome = state.withLock { state in applying(inner(), to: &state, deliverer: deliverer) }
+      outcome = state.withLock { state in
+        state.gate?.owner != nil ? (busy, SynchronousTurn.none) : applying(inner(), to: &state, deliverer: deliverer)
+      }
     } else {
-      outcome = state.withLockIfAvailable { state in applying(inner(), to: &state, deliverer: deliverer) }
+      outcome = state.withLockIfAvailable { state in
+        state.gate?.owner != nil ? (busy, SynchronousTurn.none) : applying(inner(), to: &state, deliverer: deliverer)
+      }
     }
     guard let (attempt, turn) = outcome else { return .busy(identifier) }
     if case .none = turn {} else { deliveries.pending.append { [self] in deliverSynchronously(turn) } }

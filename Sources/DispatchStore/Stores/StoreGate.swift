@@ -9,7 +9,8 @@ import Synchronization
 ///   section where it would have changed the model (``Store/change(by:recording:operation:announcesFailure:gated:_:)``);
 /// - an operation of another dispatch does not start: it is parked where it enters the store
 ///   (``Store/enterForOperation()``);
-/// - recorder moves do not check it yet (proposal 0016, section 3: they are to fail with a typed error).
+/// - recorder moves and restores fail with ``SessionError/storeBusy(storeIdentifier:)``, changing nothing: they are
+///   the user's, who can try again (``ModelRestoring/restoreLocked(waiting:_:deliveries:)``).
 /// The holder's own starts pass: they run on a thread marked with its reservation (``ThreadContext/reserving``).
 ///
 /// `@unchecked Sendable`: every property is read and written under the lock of the one store whose state holds it.
@@ -43,10 +44,11 @@ final class StoreGate: @unchecked Sendable {
     guard let owner else { return nil }
     // The owner's own start, or a `.sync` dispatch its observers, middleware or operation blocks made on its thread:
     // it runs inside the owner (waiting would wait for the owner, which waits for it), and is put back with it.
-    if ThreadContext.withCurrent({ $0.reserving }) == ObjectIdentifier(owner) { return nil }
+    let mine = ThreadContext.withCurrent { $0.reserving } ?? ReservationScope.reserving
+    if mine == ObjectIdentifier(owner) { return nil }
     let parked = ParkedStart()
     self.parked.append(parked)
-    return ParkedStart.Parked(start: parked)
+    return ParkedStart.Parked(start: parked, holder: owner)
   }
 }
 
@@ -59,6 +61,8 @@ final class ParkedStart: OperationStarting {
   /// The error a parked start reports up to its run, carrying it.
   struct Parked: Error {
     let start: ParkedStart
+    /// The all-or-nothing dispatch holding the store.
+    let holder: Reservation
   }
 
   private struct State {
@@ -138,6 +142,9 @@ extension Store {
     }
   }
 
+  /// Whether an all-or-nothing dispatch holds the store: one atomic load, for a check before taking its lock.
+  var isHeld: Bool { gateWord.load(ordering: .acquiring) & StoreGate.Word.held != 0 }
+
   /// An operation counted by ``enterForOperation()`` finished: wakes the reservations waiting for the last one.
   ///
   /// Every operation a dispatch starts was counted: its store made it right after counting it.
@@ -190,11 +197,11 @@ extension Store {
     }
   }
 
-  /// Ends `reservation`'s hold on the store; with `action`, first puts back the model it had when taken, if it
-  /// changed since, and tells observers of the restore with `action`.
+  /// Ends `reservation`'s hold on the store; with `rollback`, first puts back the model it had when taken, if it
+  /// changed since, tells observers of the restore with the rollback's action, and files a rollback record.
   /// - Returns: Whether the model was put back; the starts and reservations that waited, to resume and wake.
   func release(
-    from reservation: Reservation, restoringWith action: (any ActionType)?
+    from reservation: Reservation, rollingBack rollback: Rollback?
   ) -> (restored: Bool, parked: [ParkedStart], waiting: [Reservation]) {
     let deliverer = ThreadContext.currentDeliverer
     let (restored, parked, waiting, turn) = state.withLock {
@@ -202,11 +209,19 @@ extension Store {
       guard let gate = state.gate, gate.owner === reservation else { return (false, [], [], .none) }
       var restored = false
       var turn = SynchronousTurn<Model, Action>.none
-      if let action = action as? Action, state.version != gate.version, let original = gate.original as? Model {
+      if let rollback, let action = rollback.action as? Action, state.version != gate.version,
+        let original = gate.original as? Model
+      {
         state.model = original
         state.version &+= 1
         state.announcedVersion = state.version
         restored = true
+        if let recorder = rollback.recorder {
+          // Filed in the critical section that put the model back, as a reduction files its record.
+          state.recordedVersion = state.version
+          state.recordedEvent = recorder.fileRollback(
+            dispatchID: rollback.dispatchID, store: identifier, action: action, model: original)
+        }
         if let observers = state.observers {
           turn = observers.changes(
             of: original, by: action, origin: .restore, store: self, mainQueue: state.mainQueue, deliverer: deliverer)

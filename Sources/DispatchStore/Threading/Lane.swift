@@ -19,6 +19,8 @@ final class Lane: Sendable {
     var intercepted: InterceptedJob? = nil
     /// The dispatch's handle, if it was made with ``Dispatcher/start(action:to:mode:options:)``.
     var handle: DispatchHandle? = nil
+    /// The all-or-nothing dispatch it was made inside, whose held stores it passes (``Reservation/admission()``).
+    var admitted: ObjectIdentifier? = nil
   }
 
   /// A job's interceptors, and where its report goes.

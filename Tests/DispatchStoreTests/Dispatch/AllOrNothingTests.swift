@@ -5,15 +5,27 @@ import Testing
 @testable import DispatchStore
 
 /// The ids of the dispatches a ledger store applied.
-struct Ledger: ModelType, Equatable {
+struct Ledger: ModelType, Equatable, Codable {
   var applied: Set<Int> = []
+
+  init() {}
+
+  // Sorted, so that equal ledgers encode alike: verify then compares the bytes, not decoded sets.
+  init(from decoder: any Decoder) throws {
+    applied = Set(try decoder.singleValueContainer().decode([Int].self))
+  }
+
+  func encode(to encoder: any Encoder) throws {
+    var container = encoder.singleValueContainer()
+    try container.encode(applied.sorted())
+  }
 }
 
 /// Adds `id` to the stores in `stores`, by number.
 ///
 /// The one numbered `failIn`, if any, fails instead. With `later`, an operation store changes and finishes on
 /// another thread, after its start returned.
-struct LedgerAction: ActionType, Equatable {
+struct LedgerAction: ActionType, Equatable, Codable {
   let id: Int
   var stores: Set<Int> = [0, 1, 2, 3]
   var failIn: Int?
@@ -72,11 +84,15 @@ struct LedgerApp {
 
 @Suite("All-or-nothing dispatches", .timeLimit(.minutes(3)))
 struct AllOrNothingTests {
-  static var allOrNothing: DispatchOptions {
-    var options = DispatchOptions()
-    options.allOrNothing = true
-    return options
-  }
+  static let allOrNothing = DispatchOptions(allOrNothing: true)
+
+  static let codecs: SessionCodecs = {
+    var codecs = SessionCodecs()
+    for number in 0..<4 {
+      codecs.register(storeIdentifier: "s\(number)", model: Ledger.self, action: LedgerAction.self)
+    }
+    return codecs
+  }()
 
   @Test(arguments: Dispatcher.Mode.allCases, [false, true])
   func aFailingStorePutsBackEveryStoreTheDispatchChanged(mode: Dispatcher.Mode, later: Bool) async throws {
@@ -110,6 +126,169 @@ struct AllOrNothingTests {
       .value
     #expect(app.applied == Array(repeating: [1, 3], count: 4))
     withExtendedLifetime(tokens) {}
+  }
+
+  /// A rollback is recorded: its records put the stores back, undo and redo step over it whole, and the saved
+  /// session verifies (which fails if verify does not put the stores back: the next dispatch's models differ) and
+  /// restores.
+  @Test(arguments: Dispatcher.Mode.allCases, [false, true])
+  func aRollbackIsRecordedAndTheSessionVerifiesUndoesAndRestores(mode: Dispatcher.Mode, later: Bool) async throws {
+    let app = LedgerApp()
+    let recorder = RecorderMiddleware()
+    app.dispatcher.register(middleware: recorder)
+    try await app.dispatcher.start(action: LedgerAction(id: 1, later: later), mode: mode).value
+    let failed = await app.dispatcher.start(
+      action: LedgerAction(id: 2, failIn: 2, later: later), mode: mode, options: Self.allOrNothing
+    ).result
+    #expect(failed.isSuccess == false)
+    try await app.dispatcher.start(action: LedgerAction(id: 3, later: later), mode: mode, options: Self.allOrNothing)
+      .value
+    let records = recorder.records
+    let rollbacks = records.filter(\.isRollback)
+    #expect(rollbacks.map(\.storeIdentifier).sorted() == ["s0", "s1", "s3"])
+    #expect(rollbacks.allSatisfy { ($0.model as? Ledger)?.applied == [1] && $0.description.hasSuffix("(rolled back)") })
+    // The failed dispatch's records: each store's change (s2's failure), then the rollbacks, all of one dispatch.
+    let second = records.filter { ($0.transaction.action as? LedgerAction)?.id == 2 }
+    #expect(Set(second.map(\.transaction.dispatchID)).count == 1)
+    #expect(second.suffix(3).allSatisfy { $0.isRollback })
+
+    let file = TemporaryFile()
+    try recorder.save(to: file.url, codecs: Self.codecs)
+    #expect(file.lines.filter { $0.contains(#""b":true"#) }.count == 3)
+    let session = try Session.load(from: file.url, codecs: Self.codecs)
+    let verified = LedgerApp()
+    try session.verify(against: verified.dispatcher, mode: mode)
+    #expect(verified.applied == Array(repeating: [1, 3], count: 4))
+    let restored = LedgerApp()
+    try session.restore(into: restored.dispatcher)
+    #expect(restored.applied == Array(repeating: [1, 3], count: 4))
+
+    // Undo: the third dispatch, then the rolled-back one (which shows the same models), then the first.
+    try recorder.undo()
+    #expect(app.applied == Array(repeating: [1], count: 4))
+    try recorder.undo()
+    #expect(app.applied == Array(repeating: [1], count: 4))
+    try recorder.undo()
+    #expect(app.applied == Array(repeating: [], count: 4))
+    try recorder.redo()
+    try recorder.redo()
+    #expect(app.applied == Array(repeating: [1], count: 4))
+    try recorder.redo()
+    #expect(app.applied == Array(repeating: [1, 3], count: 4))
+  }
+
+  /// Undo, redo, jump, resume and restores refuse a store an all-or-nothing dispatch holds, changing nothing, and
+  /// work once it ended.
+  @Test func movesAndRestoresRefuseAHeldStore() async throws {
+    let gate = Gate()
+    let dispatcher = Dispatcher()
+    let plain = Store(identifier: "a", model: Counter(), reducer: CounterSynchronousReducer())
+    let held = Store(identifier: "b", model: Counter(), reducer: GatedReducer(gate: gate))
+    try dispatcher.register(store: plain)
+    try dispatcher.register(store: held)
+    let recorder = RecorderMiddleware()
+    dispatcher.register(middleware: recorder)
+    var codecs = SessionCodecs()
+    codecs.register(storeIdentifier: "a", model: Counter.self, action: CounterAction.self)
+    codecs.register(storeIdentifier: "b", model: Counter.self, action: CounterAction.self)
+    dispatcher.dispatch(action: CounterAction.increase(1), to: "a", mode: .sync) { _ in }
+    let file = TemporaryFile()
+    try recorder.save(to: file.url, codecs: codecs)
+    let session = try Session.load(from: file.url, codecs: codecs)
+
+    let holding = dispatcher.start(action: CounterAction.increase(2), mode: .async, options: Self.allOrNothing)
+    let operations = await gate.waitForOperations(1)
+    #expect(plain.model.count == 3)
+    let before = recorder.records.count
+    let busy = SessionError.storeBusy(storeIdentifier: "a")
+    #expect(throws: busy) { try recorder.undo() }
+    #expect(throws: busy) { try recorder.jump(to: -1) }
+    #expect(throws: busy) { try session.restore(into: dispatcher) }
+    #expect(throws: busy) { try RecorderMiddleware().resume(session, in: dispatcher) }
+    #expect(plain.model.count == 3)
+    #expect(recorder.records.count == before)
+
+    operations[0].finish()
+    try await holding.value
+    try recorder.undo()
+    #expect(plain.model.count == 1)
+    try recorder.redo()
+    #expect(plain.model.count == 3)
+    try session.restore(into: dispatcher)
+    #expect(plain.model.count == 1)
+  }
+
+  /// A `.sync` dispatch on the main thread to a store a `.mainThread` all-or-nothing dispatch holds fails at once:
+  /// waiting would block the thread that dispatch needs to end.
+  @Test func aSyncDispatchOnTheMainThreadBehindAMainThreadHolderFailsAtOnce() async throws {
+    let gate = Gate()
+    let dispatcher = Dispatcher(mainQueue: .libraryThread)
+    let plain = Store(identifier: "a", model: Counter(), reducer: CounterSynchronousReducer())
+    let held = Store(identifier: "b", model: Counter(), reducer: GatedReducer(gate: gate))
+    try dispatcher.register(store: plain)
+    try dispatcher.register(store: held)
+    let holding = dispatcher.start(action: CounterAction.increase(1), mode: .mainThread, options: Self.allOrNothing)
+    let operations = await gate.waitForOperations(1)
+    let results = Collector<Result<Void, DispatchError>>()
+    MainQueue.libraryThread.schedule {
+      dispatcher.dispatch(action: CounterAction.increase(10), to: "a", mode: .sync) { results.append($0) }
+    }
+    let result = try #require(await results.wait(for: 1).first)
+    guard case .failure(.operationsFailed(let failures)) = result,
+      case .reentrantSynchronousDispatch = failures.first?.error as? DispatchError
+    else {
+      Issue.record("expected a re-entrant failure, got \(result)")
+      return
+    }
+    #expect(plain.model.count == 1)
+    // The holder was not disturbed: it ends, and the store is free again.
+    operations[0].finish()
+    try await holding.value
+    dispatcher.dispatch(action: CounterAction.increase(10), to: "a", mode: .sync) { _ in }
+    #expect(plain.model.count == 11)
+  }
+
+  /// An operation of an all-or-nothing dispatch that awaits a dispatch to its own store, in any mode, finishes: the
+  /// dispatch runs inside it, and is put back with it if it fails.
+  @Test(arguments: Dispatcher.Mode.allCases, [false, true])
+  func anOperationAwaitingAFollowUpToItsOwnStoreFinishes(mode: Dispatcher.Mode, fails: Bool) async throws {
+    let dispatcher = Dispatcher(mainQueue: .libraryThread)
+    let store = Store(identifier: "f", model: Ledger(), reducer: FollowUpLedger())
+    try dispatcher.register(store: store)
+    let result = await dispatcher.start(
+      action: FollowUpAction.outer(mode: mode, fails: fails), mode: .async, options: Self.allOrNothing
+    ).result
+    if fails {
+      guard case .failure(.rolledBack(let restored, _)) = result else {
+        Issue.record("expected rolledBack, got \(result)")
+        return
+      }
+      #expect(restored == ["f"])
+      #expect(store.model.applied == [])
+    } else {
+      #expect(result.isSuccess)
+      #expect(store.model.applied == [1, 2])
+    }
+  }
+
+  /// A start that waited at a held store that was then removed from the dispatcher does not run.
+  @Test func aParkedStartOfARemovedStoreDoesNotRun() async throws {
+    let gate = Gate()
+    let dispatcher = Dispatcher()
+    let plain = Store(identifier: "a", model: Counter(), reducer: CounterSynchronousReducer())
+    let held = Store(identifier: "b", model: Counter(), reducer: GatedReducer(gate: gate))
+    try dispatcher.register(store: plain)
+    try dispatcher.register(store: held)
+    let holding = dispatcher.start(action: CounterAction.increase(1), mode: .async, options: Self.allOrNothing)
+    let operations = await gate.waitForOperations(1)
+    let parked = dispatcher.start(action: CounterAction.increase(10), to: "a", mode: .async)
+    // Parked: it runs when "a" is released.
+    while plain.state.withLock({ $0.gate?.parked.count ?? 0 }) == 0 { await Task.yield() }
+    _ = dispatcher.unregister(storeIdentifier: "a")
+    operations[0].finish()
+    try await holding.value
+    _ = await parked.result
+    #expect(plain.model.count == 1)
   }
 
   /// A plain dispatch to a store that an all-or-nothing dispatch holds waits for it to end, so that putting the
@@ -150,11 +329,15 @@ struct AllOrNothingTests {
   }
 
   /// Eight threads dispatch plain and all-or-nothing actions to overlapping stores, one in five all-or-nothing ones
-  /// failing: every store ends with exactly the dispatches that succeeded, and every plain one.
+  /// failing: every store ends with exactly the dispatches that succeeded, and every plain one; the recorded session
+  /// verifies, rollbacks included, and ends at the same models.
   @Test(.serialized, arguments: Dispatcher.Mode.allCases)
   func eightThreadsKeepExactlyTheSucceededDispatches(mode: Dispatcher.Mode) async throws {
     let app = LedgerApp()
-    let steps = isSanitized ? 60 : 300
+    let recorder = RecorderMiddleware(maxNumberOfRecords: 1_000_000)
+    app.dispatcher.register(middleware: recorder)
+    // Models grow with the steps, and each record holds one: the session's size grows with the square of the steps.
+    let steps = isSanitized ? 60 : 120
     let outcomes = Locked<[Int: (stores: Set<Int>, succeeded: Bool)]>([:])
     await onThreads(8) { thread in
       var seed = UInt64(thread + 1) &* 0x9E37_79B9_7F4A_7C15
@@ -200,6 +383,36 @@ struct AllOrNothingTests {
       #expect(
         applied == expected,
         "s\(number): \(applied.subtracting(expected).count) extra, \(expected.subtracting(applied).count) missing")
+    }
+    #expect(recorder.records.contains { $0.isRollback })
+    let file = TemporaryFile()
+    try recorder.save(to: file.url, codecs: Self.codecs)
+    let verified = LedgerApp()
+    try Session.load(from: file.url, codecs: Self.codecs).verify(against: verified.dispatcher, mode: mode)
+    #expect(verified.applied == app.applied)
+  }
+}
+
+/// `outer` changes its store, then awaits `inner` to the same store in `mode`, then fails if `fails`.
+enum FollowUpAction: ActionType {
+  case outer(mode: Dispatcher.Mode, fails: Bool)
+  case inner(Int)
+}
+
+/// Runs ``FollowUpAction``s with `async` bodies.
+final class FollowUpLedger: Reducer<Ledger, FollowUpAction>, @unchecked Sendable {
+  override func operation(
+    for action: FollowUpAction, in store: Store<Ledger, FollowUpAction>
+  ) -> ActionOperation<Ledger, FollowUpAction> {
+    ActionOperation(action: action, store: store) { operation in
+      switch action {
+      case .inner(let id):
+        operation.updateModel { $0.applied.insert(id) }
+      case .outer(let mode, let fails):
+        operation.updateModel { $0.applied.insert(1) }
+        try await operation.dispatcher?.start(action: FollowUpAction.inner(2), to: "f", mode: mode).value
+        if fails { throw TestFailure(reason: "outer failed") }
+      }
     }
   }
 }
