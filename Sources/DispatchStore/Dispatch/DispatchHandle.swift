@@ -133,7 +133,7 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
 
   /// The actions that reached the stores, once the dispatch finished; `nil` before.
   ///
-  /// The dispatched ``action``, unless an ``Interceptor`` replaced it (its replacement), or blocked it, or the
+  /// The action given to ``Dispatcher/start(action:to:mode:options:)``, unless an ``Interceptor`` replaced it (its replacement), or blocked it, or the
   /// dispatch was cancelled or failed before it was routed (none).
   public var dispatchedActions: [any ActionType]? {
     machine.withLock { machine in

@@ -272,7 +272,7 @@ public struct Session: Sendable {
   /// (`ActionOperation.effect(_:_:)`). The follow-up actions re-run operations dispatch are absorbed (they complete
   /// at once, without running) and matched to the session's records of them, which are replayed in their turn. A
   /// failed all-or-nothing dispatch's records are re-run, then each store it put back is put back again, to the
-  /// model its rollback record holds (``DispatchOptions/allOrNothing``).
+  /// model its rollback record holds (`DispatchOptions(allOrNothing: true)`).
   /// - Parameters:
   ///   - dispatcher: The dispatcher to replay into.
   ///   - mode: How each action is dispatched; `.sync` by default.

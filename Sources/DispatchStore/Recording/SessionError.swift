@@ -76,8 +76,8 @@ public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
   /// A recorded model could not be restored: no store is registered under its identifier in the dispatcher it was
   /// recorded in any more, or the one registered there has other types.
   case storeUnavailable(storeIdentifier: String)
-  /// A store to restore is held by an all-or-nothing dispatch that is still running (``DispatchOptions/allOrNothing``):
-  /// nothing was changed. Try again once that dispatch ended.
+  /// A store to restore is held by an all-or-nothing dispatch that is still running
+  /// (`DispatchOptions(allOrNothing: true)`): nothing was changed. Try again once that dispatch ended.
   case storeBusy(storeIdentifier: String)
   /// There is nothing to undo: the cursor is before the first record kept.
   case atStartOfHistory
