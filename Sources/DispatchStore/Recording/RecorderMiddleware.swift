@@ -284,7 +284,7 @@ public final class RecorderMiddleware: Middleware {
       .union(session.index.records.map(\.store).filter(privacy.excluded.contains))
     guard redacted.isEmpty else { throw .redacted(storeIdentifiers: redacted.sorted()) }
     let plan = try session.restorePlan(in: dispatcher, at: session.cursor)
-    if let held = plan.first(where: { $0.0.isHeld }) { throw .storeBusy(storeIdentifier: held.0.identifier) }
+    try Session.requireFree(plan)
     let records: [Record]
     let base: [String: Session.PositionedModel]
     records = try session.records
@@ -461,7 +461,7 @@ public final class RecorderMiddleware: Middleware {
   /// Files the record of a store put back after its all-or-nothing dispatch failed (``Record/isRollback``); returns
   /// the recorder's event number, which the store keeps.
   ///
-  /// Called by the store under its lock, with the model it was put back to (``Store/release(from:restoringWith:)``).
+  /// Called by the store under its lock, with the model it was put back to (``Store/release(from:rollingBack:)``).
   func fileRollback(dispatchID: TransactionID, store: String, action: any ActionType, model: any ModelType) -> UInt64 {
     let transactionID = TransactionID.next()
     let filed = fileRecord(

@@ -216,16 +216,24 @@ public struct Session: Sendable {
   @discardableResult
   public func restore(into dispatcher: Dispatcher) throws(SessionError) -> [String] {
     let plan = try restorePlan(in: dispatcher, at: cursor)
+    try Self.requireFree(plan)
     try Self.apply(plan, event: nil)
     return index.redactions.filter(\.value.model).keys.sorted()
   }
 
-  /// Restores each store of `plan`, first checking that no all-or-nothing dispatch holds one.
-  /// - Throws: ``SessionError/storeBusy(storeIdentifier:)`` if one does, or took one while this ran.
+  /// Checks that no all-or-nothing dispatch holds a store of `plan`, before anything changes.
+  /// - Throws: ``SessionError/storeBusy(storeIdentifier:)`` if one does.
+  static func requireFree(
+    _ plan: [(any ModelRestoring, (model: any ModelType, action: (any ActionType)?))]
+  ) throws(SessionError) {
+    if let held = plan.first(where: { $0.0.isHeld }) { throw .storeBusy(storeIdentifier: held.0.identifier) }
+  }
+
+  /// Restores each store of `plan` (after ``requireFree(_:)``).
+  /// - Throws: ``SessionError/storeBusy(storeIdentifier:)`` if an all-or-nothing dispatch took a store since.
   static func apply(
     _ plan: [(any ModelRestoring, (model: any ModelType, action: (any ActionType)?))], event: UInt64?
   ) throws(SessionError) {
-    if let held = plan.first(where: { $0.0.isHeld }) { throw .storeBusy(storeIdentifier: held.0.identifier) }
     for (store, model) in plan where !store.restore(model: model.model, action: model.action, event: event) {
       throw .storeBusy(storeIdentifier: store.identifier)
     }

@@ -25,8 +25,8 @@ protocol ModelRestoring: AnyStore {
   ///
   /// With `waiting`, waits for the lock (call it holding no other lock); otherwise returns `.busy` at once, running
   /// nothing, if the lock is taken. Fails with ``SessionError/storeBusy(storeIdentifier:)``, running nothing, if an
-  /// all-or-nothing dispatch holds the store. The notification observers hear goes to `deliveries`, for the caller to deliver
-  /// once every lock is released.
+  /// all-or-nothing dispatch holds the store. The notification observers hear goes to `deliveries`, for the caller to
+  /// deliver once every lock is released.
   func restoreLocked(waiting: Bool, _ inner: () -> MoveAttempt, deliveries: MoveDeliveries) -> MoveAttempt
 }
 
@@ -80,6 +80,7 @@ extension Store: ModelRestoring {
     let deliverer = ThreadContext.currentDeliverer
     let outcome: (MoveAttempt, SynchronousTurn<Model, Action>)?
     // Checked before `inner` commits the move: a held store's holder would put back its own model over the restore.
+    // (Inline closures: a local function capturing `inner` cannot be passed where the lock sends the state.)
     let busy = MoveAttempt.failed(.storeBusy(storeIdentifier: identifier))
     if waiting {
       outcome = state.withLock { state in

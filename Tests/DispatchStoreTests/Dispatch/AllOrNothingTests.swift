@@ -65,6 +65,31 @@ final class OperationLedger: Reducer<Ledger, LedgerAction>, @unchecked Sendable 
   }
 }
 
+/// Store "a" reduces in place; store "b"'s operations wait at `gate` until the test finishes them.
+struct HeldStores {
+  let gate = Gate()
+  let dispatcher: Dispatcher
+  let plain = Store(identifier: "a", model: Counter(), reducer: CounterSynchronousReducer())
+  let held: Store<Counter, CounterAction>
+
+  init(mainQueue: MainQueue = .default) throws {
+    dispatcher = Dispatcher(mainQueue: mainQueue)
+    held = Store(identifier: "b", model: Counter(), reducer: GatedReducer(gate: gate))
+    try dispatcher.register(store: plain)
+    try dispatcher.register(store: held)
+  }
+
+  /// Starts an all-or-nothing dispatch of `.increase(amount)` to both stores in `mode`, and waits until "b"'s
+  /// operation runs: "a" is held until the test finishes that operation.
+  func hold(
+    _ amount: Int, mode: Dispatcher.Mode
+  ) async -> (handle: DispatchHandle, operation: ActionOperation<Counter, CounterAction>) {
+    let handle = dispatcher.start(
+      action: CounterAction.increase(amount), mode: mode, options: DispatchOptions(allOrNothing: true))
+    return (handle, await gate.waitForOperations(1)[0])
+  }
+}
+
 /// Four ledger stores: `s0` and `s1` reduce in place, `s2` and `s3` through operations.
 struct LedgerApp {
   let dispatcher = Dispatcher()
@@ -180,12 +205,8 @@ struct AllOrNothingTests {
   /// Undo, redo, jump, resume and restores refuse a store an all-or-nothing dispatch holds, changing nothing, and
   /// work once it ended.
   @Test func movesAndRestoresRefuseAHeldStore() async throws {
-    let gate = Gate()
-    let dispatcher = Dispatcher()
-    let plain = Store(identifier: "a", model: Counter(), reducer: CounterSynchronousReducer())
-    let held = Store(identifier: "b", model: Counter(), reducer: GatedReducer(gate: gate))
-    try dispatcher.register(store: plain)
-    try dispatcher.register(store: held)
+    let app = try HeldStores()
+    let (dispatcher, plain) = (app.dispatcher, app.plain)
     let recorder = RecorderMiddleware()
     dispatcher.register(middleware: recorder)
     var codecs = SessionCodecs()
@@ -196,8 +217,7 @@ struct AllOrNothingTests {
     try recorder.save(to: file.url, codecs: codecs)
     let session = try Session.load(from: file.url, codecs: codecs)
 
-    let holding = dispatcher.start(action: CounterAction.increase(2), mode: .async, options: Self.allOrNothing)
-    let operations = await gate.waitForOperations(1)
+    let (holding, operation) = await app.hold(2, mode: .async)
     #expect(plain.model.count == 3)
     let before = recorder.records.count
     let busy = SessionError.storeBusy(storeIdentifier: "a")
@@ -208,7 +228,7 @@ struct AllOrNothingTests {
     #expect(plain.model.count == 3)
     #expect(recorder.records.count == before)
 
-    operations[0].finish()
+    operation.finish()
     try await holding.value
     try recorder.undo()
     #expect(plain.model.count == 1)
@@ -221,14 +241,9 @@ struct AllOrNothingTests {
   /// A `.sync` dispatch on the main thread to a store a `.mainThread` all-or-nothing dispatch holds fails at once:
   /// waiting would block the thread that dispatch needs to end.
   @Test func aSyncDispatchOnTheMainThreadBehindAMainThreadHolderFailsAtOnce() async throws {
-    let gate = Gate()
-    let dispatcher = Dispatcher(mainQueue: .libraryThread)
-    let plain = Store(identifier: "a", model: Counter(), reducer: CounterSynchronousReducer())
-    let held = Store(identifier: "b", model: Counter(), reducer: GatedReducer(gate: gate))
-    try dispatcher.register(store: plain)
-    try dispatcher.register(store: held)
-    let holding = dispatcher.start(action: CounterAction.increase(1), mode: .mainThread, options: Self.allOrNothing)
-    let operations = await gate.waitForOperations(1)
+    let app = try HeldStores(mainQueue: .libraryThread)
+    let (dispatcher, plain) = (app.dispatcher, app.plain)
+    let (holding, operation) = await app.hold(1, mode: .mainThread)
     let results = Collector<Result<Void, DispatchError>>()
     MainQueue.libraryThread.schedule {
       dispatcher.dispatch(action: CounterAction.increase(10), to: "a", mode: .sync) { results.append($0) }
@@ -242,7 +257,7 @@ struct AllOrNothingTests {
     }
     #expect(plain.model.count == 1)
     // The holder was not disturbed: it ends, and the store is free again.
-    operations[0].finish()
+    operation.finish()
     try await holding.value
     dispatcher.dispatch(action: CounterAction.increase(10), to: "a", mode: .sync) { _ in }
     #expect(plain.model.count == 11)
@@ -273,19 +288,14 @@ struct AllOrNothingTests {
 
   /// A start that waited at a held store that was then removed from the dispatcher does not run.
   @Test func aParkedStartOfARemovedStoreDoesNotRun() async throws {
-    let gate = Gate()
-    let dispatcher = Dispatcher()
-    let plain = Store(identifier: "a", model: Counter(), reducer: CounterSynchronousReducer())
-    let held = Store(identifier: "b", model: Counter(), reducer: GatedReducer(gate: gate))
-    try dispatcher.register(store: plain)
-    try dispatcher.register(store: held)
-    let holding = dispatcher.start(action: CounterAction.increase(1), mode: .async, options: Self.allOrNothing)
-    let operations = await gate.waitForOperations(1)
+    let app = try HeldStores()
+    let (dispatcher, plain) = (app.dispatcher, app.plain)
+    let (holding, operation) = await app.hold(1, mode: .async)
     let parked = dispatcher.start(action: CounterAction.increase(10), to: "a", mode: .async)
     // Parked: it runs when "a" is released.
     while plain.state.withLock({ $0.gate?.parked.count ?? 0 }) == 0 { await Task.yield() }
     _ = dispatcher.unregister(storeIdentifier: "a")
-    operations[0].finish()
+    operation.finish()
     try await holding.value
     _ = await parked.result
     #expect(plain.model.count == 1)
@@ -295,15 +305,9 @@ struct AllOrNothingTests {
   /// store back overwrites nothing it made.
   @Test(arguments: Dispatcher.Mode.allCases)
   func aDispatchToAHeldStoreWaitsAndIsNotOverwritten(mode: Dispatcher.Mode) async throws {
-    let gate = Gate()
-    let dispatcher = Dispatcher()
-    let plain = Store(identifier: "a", model: Counter(), reducer: CounterSynchronousReducer())
-    let held = Store(identifier: "b", model: Counter(), reducer: GatedReducer(gate: gate))
-    try dispatcher.register(store: plain)
-    try dispatcher.register(store: held)
-    // Both stores handle it; "b" holds its operation until the gate opens.
-    let holding = dispatcher.start(action: CounterAction.increase(1), mode: .async, options: Self.allOrNothing)
-    let operations = await gate.waitForOperations(1)
+    let app = try HeldStores()
+    let (dispatcher, plain) = (app.dispatcher, app.plain)
+    let (holding, operation) = await app.hold(1, mode: .async)
     #expect(plain.model.count == 1)
     // From a thread of its own: a `.sync` dispatch blocks its thread until "a" is released.
     let finished = Collector<Result<Void, DispatchError>>()
@@ -316,7 +320,7 @@ struct AllOrNothingTests {
     // It cannot run while "a" is held.
     #expect(finished.values.isEmpty)
     #expect(plain.model.count == 1)
-    operations[0].finish(throwing: TestFailure(reason: "b failed"))
+    operation.finish(throwing: TestFailure(reason: "b failed"))
     let result = await holding.result
     guard case .failure(.rolledBack(let restored, _)) = result else {
       Issue.record("expected rolledBack, got \(result)")
@@ -325,7 +329,7 @@ struct AllOrNothingTests {
     #expect(restored == ["a"])
     #expect(await finished.wait(for: 1).first?.isSuccess == true)
     #expect(plain.model.count == 10)
-    #expect(held.model.count == 0)
+    #expect(app.held.model.count == 0)
   }
 
   /// Eight threads dispatch plain and all-or-nothing actions to overlapping stores, one in five all-or-nothing ones
