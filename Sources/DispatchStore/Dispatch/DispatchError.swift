@@ -56,7 +56,11 @@ public enum DispatchError: Error, Sendable, Equatable, CustomStringConvertible {
   /// The identifier is the dependency's.
   case dependencyFailed(TransactionID)
 
-  /// The dependency would make dispatches wait for each other; the identifiers go around the cycle.
+  /// The dispatch would wait for a dispatch that waits for it; the identifiers go around the cycle.
+  ///
+  /// A dependency (``DispatchHandle/depend(on:)``) that closes a cycle, or an all-or-nothing dispatch
+  /// (``DispatchOptions``) made inside another that holds a store it needs: its identifier, the other's, and its own
+  /// again. No store started.
   case dependencyCycle([TransactionID])
 
   /// A dependency was added to the dispatch with this identifier after it was started.
@@ -97,7 +101,7 @@ public enum DispatchError: Error, Sendable, Equatable, CustomStringConvertible {
     case .dependencyFailed(let id):
       return "The dispatch \(id) it depended on did not complete, so it did not run."
     case .dependencyCycle(let ids):
-      return "The dependency would make dispatches wait for each other: "
+      return "The dispatches would wait for each other: "
         + ids.map(\.description).joined(separator: " -> ") + "."
     case .dependencyAfterStart(let id):
       return "A dependency was added to the dispatch \(id) after it was started."

@@ -89,13 +89,38 @@ struct DispatchRun: Sendable {
   private func startHolding(
     graph: consuming WaitGraph?, completion makeCompletion: () -> Dispatcher.Completion?
   ) -> Dispatcher.RunOutcome {
-    let reservation = Reservation(targets: targets, placement: placement)
+    // Every all-or-nothing dispatch has a handle, whose identifier its transactions share.
+    let reservation = Reservation(
+      targets: targets, placement: placement, dispatchID: dispatchID ?? TransactionID.next(),
+      dispatcherQueue: dispatcher._withUnsafeGuaranteedRef { $0.mainQueue })
     var state = DispatchStateMachine.start(count: targets.count, graph: graph)
     state.endsLater = true
     state.runStarted()
     let shared = Shared(run: self, state: state, onComplete: makeCompletion(), reservation: reservation)
-    if reservation.acquire(then: { shared.startReadyWhenPlaced() }) { shared.startReadyWhenPlaced() }
+    let acquisition = reservation.acquire { refusal in
+      if let refusal {
+        shared.giveUp(self.failure(refusing: refusal, reservation))
+      } else {
+        shared.startReadyWhenPlaced()
+      }
+    }
+    switch acquisition {
+    case .held: shared.startReadyWhenPlaced()
+    case .waiting: break
+    case .refused(let refusal): return .finished(.failure(failure(refusing: refusal, reservation)))
+    }
     return shared.outcome()
+  }
+
+  /// What an all-or-nothing dispatch whose reservation gave up fails with: no store started.
+  private func failure(refusing refusal: Reservation.Refusal, _ reservation: Reservation) -> DispatchError {
+    switch refusal {
+    case .enclosing(let holder):
+      // It would wait for the dispatch it was made inside, which may be waiting for it.
+      return .dependencyCycle([reservation.dispatchID, holder.dispatchID, reservation.dispatchID])
+    case .blocksMainQueue:
+      return .reentrantSynchronousDispatch(actionType: withAction(of: 0) { String(reflecting: type(of: $0)) })
+    }
   }
 
   /// Runs a dispatch of one store that waits for nobody (most dispatches): no state to keep but the result.
@@ -250,12 +275,14 @@ struct DispatchRun: Sendable {
   /// It runs as an operation that finishes later (``ParkedStart``). Out of line, off the path where no store is
   /// held.
   ///
-  /// A `.sync` dispatch's start on the main queue's thread, behind a dispatch placed on the main queue, fails at once
-  /// with ``DispatchError/reentrantSynchronousDispatch(actionType:)``: its caller would block the thread the holder
-  /// needs to end. (The parked start is then never set up, so it never runs.)
+  /// The start of a `.sync` dispatch made on the main queue's thread, behind a dispatch placed on that queue, fails
+  /// at once with ``DispatchError/reentrantSynchronousDispatch(actionType:)``, on whichever thread it starts: its
+  /// caller blocks the thread the holder needs to end. (The parked start is then never set up, so it never runs.)
   @inline(never)
   private func park(_ parked: ParkedStart.Parked, _ index: Int, recording: RecordingContext?) -> Handled {
-    if case .waitingCaller = placement, let holderQueue = parked.holder.mainQueue, holderQueue.isCurrent {
+    if case .waitingMainQueue = placement, let holderQueue = parked.holder.mainQueue,
+      holderQueue.runsOnThread(of: dispatcher._withUnsafeGuaranteedRef { $0.mainQueue })
+    {
       let actionType = withAction(of: index) { String(reflecting: type(of: $0)) }
       return .done(error: DispatchError.reentrantSynchronousDispatch(actionType: actionType), ranOperation: false)
     }
@@ -268,11 +295,17 @@ struct DispatchRun: Sendable {
   /// Runs the start of node `index` that waited for an all-or-nothing dispatch (``ParkedStart``), on the thread its
   /// run places work on; `handler` hears it finish, as it hears an operation that finishes later.
   ///
-  /// A store removed from the dispatcher while its start waited does not start (``skips(_:kind:)``).
+  /// A store removed from the dispatcher while its start waited does not start (``skips(_:kind:)``): its transaction,
+  /// which middleware saw begin, fails with ``DispatchError/unknownStore(identifier:)``; a cancelled dispatch's, with
+  /// ``DispatchError/cancelled``.
   func resume(_ index: Int, recording: RecordingContext?, notifying handler: any OperationCompletionHandler) {
     let handled = ThreadContext.withCurrent { context in
       targets.withEntry(at: index) { kind, store -> Handled in
-        if skips(store, kind: kind) { return .done(error: nil, ranOperation: false) }
+        if skips(store, kind: kind) {
+          let cancelled = handle?.isCancelled == true
+          let error = cancelled ? DispatchError.cancelled : .unknownStore(identifier: kind.identifier(of: store))
+          return .done(error: error, ranOperation: false)
+        }
         return handleStore(index, of: store, kind: kind, context: context, recording: recording)
       }
     }
@@ -353,8 +386,8 @@ extension DispatchRun {
     /// The stores an all-or-nothing dispatch holds, released when its last store finished.
     private let reservation: Reservation?
     /// The all-or-nothing dispatch whose held stores this run's starts pass: its own, or the one it was dispatched
-    /// from (``Reservation/admission()``), taken from the thread that shared the run.
-    private let reserving: ObjectIdentifier?
+    /// from (``Reservation/admission()``), taken from the thread that shared the run; `nil` for neither.
+    private let reserving: Reservation?
 
     /// Shares `state`, which the thread that made it held alone until now.
     init(
@@ -365,7 +398,7 @@ extension DispatchRun {
       self.owner = run.dispatcher.takeUnretainedValue()
       self.onComplete = onComplete
       self.reservation = reservation
-      self.reserving = reservation.map(ObjectIdentifier.init) ?? Reservation.admission()
+      self.reserving = reservation ?? Reservation.admission()
       self.storeFailed = Atomic(!state.failures.isEmpty)
       self.state = LockedValue(state)
     }
@@ -412,9 +445,10 @@ extension DispatchRun {
 
     /// Starts `first`, then every store that becomes ready, until none is; the calling thread is the starter.
     private func keepStarting(from first: Int, context: ThreadContext) {
-      // The stores an all-or-nothing dispatch holds let the starts of this thread through.
+      // The stores an all-or-nothing dispatch holds let the starts of this thread through; this run's only: a run
+      // started here by another's operation, which finished on this thread, is not part of that one.
       let outer = context.reserving
-      if let reserving { context.reserving = reserving }
+      context.reserving = reserving
       defer { context.reserving = outer }
       var next: Int? = first
       run.targets.withUnsafeBufferPointer { targets in
@@ -505,6 +539,14 @@ extension DispatchRun {
       }
     }
 
+    /// An all-or-nothing dispatch's reservation gave up, on a background thread, before any store started: the run
+    /// ends with `error`.
+    func giveUp(_ error: DispatchError) {
+      let result = Result<Void, DispatchError>.failure(error)
+      let waiter = state.withLock { $0.ended(with: result) }
+      ThreadContext.withoutRunning { complete(with: result, waking: waiter) }
+    }
+
     private func complete(with result: Result<Void, DispatchError>, waking waiter: DispatchSemaphore?) {
       waiter?.signal()
       guard let onComplete else { return }
@@ -564,9 +606,12 @@ extension DispatchRun {
   enum Placement: Sendable {
     /// On whichever thread makes them ready: the caller, or the thread that finished a store waited for.
     case anyThread
-    /// As `anyThread`, for a caller that waits until the run ended (a `.sync` dispatch): a start that would wait on
-    /// the caller's thread for an all-or-nothing dispatch that needs that thread fails at once instead.
+    /// As `anyThread`, for a caller that waits until the run ended (a `.sync` dispatch).
     case waitingCaller
+    /// As `waitingCaller`, for a caller that runs the dispatcher's main queue: a start that would wait for an
+    /// all-or-nothing dispatch placed on that queue fails at once instead. (A case of its own, not a payload: the
+    /// placement stays one word.)
+    case waitingMainQueue
     /// On the main queue's thread.
     case main(MainQueue)
 

@@ -381,7 +381,7 @@ extension Dispatcher {
       let admitted = Reservation.admission()
       DispatchQueue.global().async { [self] in
         ThreadContext.withReserving(admitted) {
-          runAsynchronously(storeIdentifier, action, handle, intercepted, completion)
+          runAsynchronously(storeIdentifier, action, handle, intercepted, admitted: admitted, completion)
         }
       }
     case .serial, .mainThread:
@@ -393,9 +393,12 @@ extension Dispatcher {
   }
 
   /// Runs an `.async` dispatch on this thread, a background one: its interceptors first, if any.
+  ///
+  /// `admitted`: the all-or-nothing dispatch it was made inside, if any, whose stores it still passes when its
+  /// interceptors decide later, on another thread.
   private func runAsynchronously(
     _ storeIdentifier: String?, _ action: any ActionType, _ handle: DispatchHandle?,
-    _ intercepted: Lane.InterceptedJob?, _ completion: Completion?
+    _ intercepted: Lane.InterceptedJob?, admitted: Reservation?, _ completion: Completion?
   ) {
     if let handle, !handle.markStarted() { return }
     guard let intercepted else {
@@ -404,7 +407,9 @@ extension Dispatcher {
     let progress = intercepted.chain.start(action, dispatcher: self, followed: intercepted.followed) {
       [self] outcome in
       DispatchQueue.global().async {
-        self.finishAsynchronously(outcome, storeIdentifier: storeIdentifier, handle: handle, intercepted.report)
+        ThreadContext.withReserving(admitted) {
+          self.finishAsynchronously(outcome, storeIdentifier: storeIdentifier, handle: handle, intercepted.report)
+        }
       }
     }
     if case .decided(let outcome) = progress {
@@ -498,9 +503,10 @@ extension Dispatcher {
     let progress = intercepted.chain.start(job.action, dispatcher: self, followed: intercepted.followed) {
       [self] outcome in
       lane.executor.schedule { [self] in
-        if finish(intercepted, outcome, storeIdentifier: job.storeIdentifier, handle: job.handle, on: lane) {
-          lane.jobDone(dispatcher: self)
+        let finished = ThreadContext.withReserving(job.admitted) {
+          finish(intercepted, outcome, storeIdentifier: job.storeIdentifier, handle: job.handle, on: lane)
         }
+        if finished { lane.jobDone(dispatcher: self) }
       }
     }
     guard case .decided(let outcome) = progress else { return false }
@@ -567,7 +573,8 @@ extension Dispatcher {
       }
       guard
         case .finished(let result) = run(
-          storeIdentifier: storeIdentifier, action: action, placement: .waitingCaller, context: context,
+          storeIdentifier: storeIdentifier, action: action,
+          placement: isMainQueueCurrent(in: context) ? .waitingMainQueue : .waitingCaller, context: context,
           handle: handle, completion: { nil })
       else { preconditionFailure("DispatchStore: a dispatch without completion must finish before returning") }
       return result

@@ -34,6 +34,17 @@ public final class Dispatcher: Sendable {
 
   /// The thread `.mainThread` dispatches and main-thread observer notifications run on.
   public let mainQueue: MainQueue
+  /// `mainQueue`'s run-loop thread, by identity, if it is one (``isMainQueueCurrent(in:)``).
+  private let mainRunLoopCore: ObjectIdentifier?
+
+  /// Whether the calling thread, whose context is `context`, runs `mainQueue`'s work: for a run-loop thread, one
+  /// comparison.
+  @inline(__always)
+  func isMainQueueCurrent(in context: ThreadContext) -> Bool {
+    guard let mainRunLoopCore else { return mainQueue.isCurrent }
+    guard let thread = context.mainRunLoopThread else { return false }
+    return ObjectIdentifier(thread) == mainRunLoopCore
+  }
 
   /// Awaits until the `.mainThread` work and main-thread notifications scheduled so far were delivered, and what
   /// they scheduled in turn (``MainQueue/drain()``): await it before a command-line tool exits.
@@ -116,6 +127,7 @@ public final class Dispatcher: Sendable {
     onUnheardFailure: (@Sendable (any ActionType, DispatchError) -> Void)? = nil
   ) {
     self.mainQueue = mainQueue
+    self.mainRunLoopCore = mainQueue.runLoopCore.map(ObjectIdentifier.init)
     self.clock = clock
     self.onUnheardFailure = onUnheardFailure
     self.serialLane = Lane(executor: .queue(DispatchQueue(label: "DispatchStore.serial")), placement: .anyThread)

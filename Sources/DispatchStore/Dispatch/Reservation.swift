@@ -18,14 +18,46 @@ final class Reservation: Sendable {
   private let phase = LockedValue(Phase.idle)
   /// The main queue the dispatch's work runs on, for a `.mainThread` dispatch.
   let mainQueue: MainQueue?
+  /// The main queue whose thread the dispatch's caller blocks until it ends: a `.sync` dispatch made on it.
+  private let blockedQueue: MainQueue?
+  /// The all-or-nothing dispatch this one was made inside (``admission()``), which waits for it if it awaits it.
+  let enclosing: Reservation?
+  /// The dispatch's identifier, which its transactions and rollback records share.
+  let dispatchID: TransactionID
 
   private enum Phase {
     case idle
     /// Trying to take the stores; `woken` if a store it waited for freed meanwhile.
-    case trying(then: @Sendable () -> Void, woken: Bool)
+    case trying(then: @Sendable (Refusal?) -> Void, woken: Bool)
     /// Waiting for a store to wake it.
-    case waiting(then: @Sendable () -> Void)
+    case waiting(then: @Sendable (Refusal?) -> Void)
     case held
+  }
+
+  /// Why a reservation gives up a store rather than wait for it: waiting would never end.
+  enum Refusal {
+    /// The store is held by this all-or-nothing dispatch, inside which this one was made: it may be waiting for
+    /// this one.
+    case enclosing(Reservation)
+    /// The store is held by a dispatch that runs on the main queue whose thread this dispatch's caller blocks.
+    case blocksMainQueue
+  }
+
+  /// What asking one store for the reservation did (``Store/reserve(for:)``).
+  enum Taking {
+    case taken
+    /// The store is busy; it wakes the reservation when it frees.
+    case queued
+    case refused(Refusal)
+  }
+
+  /// How an attempt to take every store ended.
+  enum Acquisition {
+    case held
+    /// It waits; it calls its `then` once it holds them, or gave up.
+    case waiting
+    /// It gave up, holding none.
+    case refused(Refusal)
   }
 
   /// How many all-or-nothing dispatches hold their stores, in every dispatcher: while none is, no dispatch looks for an
@@ -35,15 +67,25 @@ final class Reservation: Sendable {
   /// The all-or-nothing dispatch that a dispatch made here is part of, if any.
   ///
   /// A dispatch is part of one when its observers, middleware or operations make it, on a thread starting its stores
-  /// (``ThreadContext/reserving``) or inside an operation's task (``ReservationScope``). Such a dispatch passes the stores it holds, as its own starts do, and is put back with
-  /// them: waiting for it would wait for itself.
-  static func admission() -> ObjectIdentifier? {
+  /// (``ThreadContext/reserving``) or inside an operation's task (``ReservationScope``). Such a dispatch passes the
+  /// stores it holds, as its own starts do, and is put back with them: waiting for it would wait for itself.
+  static func admission() -> Reservation? {
     guard running.load(ordering: .relaxed) > 0 else { return nil }
     return ThreadContext.withCurrent { $0.reserving } ?? ReservationScope.reserving
   }
 
-  init(targets: DispatchRun.Targets, placement: DispatchRun.Placement) {
-    if case .main(let mainQueue) = placement { self.mainQueue = mainQueue } else { self.mainQueue = nil }
+  /// - Parameter dispatcherQueue: The dispatcher's main queue.
+  init(
+    targets: DispatchRun.Targets, placement: DispatchRun.Placement, dispatchID: TransactionID,
+    dispatcherQueue: MainQueue
+  ) {
+    switch placement {
+    case .main(let mainQueue): (self.mainQueue, blockedQueue) = (mainQueue, nil)
+    case .waitingMainQueue: (mainQueue, blockedQueue) = (nil, dispatcherQueue)
+    case .waitingCaller, .anyThread: (mainQueue, blockedQueue) = (nil, nil)
+    }
+    enclosing = Self.admission()
+    self.dispatchID = dispatchID
     var stores: [(entry: StoreEntry, node: Int)] = []
     targets.withUnsafeBufferPointer { entries in
       for node in entries.indices { stores.append((entries[node], node)) }
@@ -54,51 +96,80 @@ final class Reservation: Sendable {
 
   /// Takes every store, or waits for them.
   ///
-  /// Returns `true` if it holds them now. Otherwise it waits, and calls `then` once it holds them, on a background
-  /// thread.
-  func acquire(then: @escaping @Sendable () -> Void) -> Bool {
+  /// If it waits, it calls `then` on a background thread once it holds them (with `nil`), or gave up (with why).
+  func acquire(then: @escaping @Sendable (Refusal?) -> Void) -> Acquisition {
     phase.withLock { $0 = .trying(then: then, woken: false) }
     return attempt(calling: nil)
   }
 
   /// One attempt to take every store, and another for each wake that came during it.
-  /// - Parameter onHeld: Called once the stores are held, if this attempt is a retry.
-  private func attempt(calling onHeld: (@Sendable () -> Void)?) -> Bool {
+  /// - Parameter onDone: Called once the stores are held or refused, if this attempt is a retry.
+  private func attempt(calling onDone: (@Sendable (Refusal?) -> Void)?) -> Acquisition {
     while true {
-      if takeAll() {
+      switch takeAll() {
+      case .taken:
         phase.withLock { $0 = .held }
         Self.running.wrappingAdd(1, ordering: .relaxed)
-        onHeld?()
-        return true
-      }
-      let again = phase.withLock { phase -> Bool in
-        guard case .trying(let then, let woken) = phase else {
-          preconditionFailure("DispatchStore: a reservation attempt ended in another phase")
+        onDone?(nil)
+        return .held
+      case .refused(let refusal):
+        phase.withLock { $0 = .idle }
+        onDone?(refusal)
+        return .refused(refusal)
+      case .queued:
+        let again = phase.withLock { phase -> Bool in
+          guard case .trying(let then, let woken) = phase else {
+            preconditionFailure("DispatchStore: a reservation attempt ended in another phase")
+          }
+          if woken {
+            phase = .trying(then: then, woken: false)
+            return true
+          }
+          phase = .waiting(then: then)
+          return false
         }
-        if woken {
-          phase = .trying(then: then, woken: false)
-          return true
-        }
-        phase = .waiting(then: then)
-        return false
+        if !again { return .waiting }
       }
-      if !again { return false }
     }
   }
 
-  /// Takes the stores in order; if one is busy (it then queued this reservation), gives back those taken.
-  private func takeAll() -> Bool {
+  /// Takes the stores in order; if one is busy (it then queued this reservation) or refused, gives back those taken.
+  private func takeAll() -> Taking {
     for (position, store) in stores.enumerated() {
-      if store.entry.withKind({ $0.reserve($1, for: self) }) { continue }
-      for taken in stores[..<position] { release(taken, rollingBack: nil) }
-      return false
+      let taking = store.entry.withKind { $0.reserve($1, for: self) }
+      if case .taken = taking { continue }
+      let deliveries = PendingDeliveries()
+      let given = stores[..<position].map { taken in
+        taken.entry.withKind { $0.release($1, from: self, rollingBack: nil, deliveries: deliveries) }
+      }
+      Self.resume(given)
+      return taking
     }
-    return true
+    return .taken
+  }
+
+  /// Whether this dispatch was made inside `other`, or inside one made inside it: it then passes `other`'s stores.
+  func isInside(_ other: Reservation) -> Bool {
+    var outer = enclosing
+    while let reservation = outer {
+      if reservation === other { return true }
+      outer = reservation.enclosing
+    }
+    return false
+  }
+
+  /// Why this reservation must not wait for `owner`, which holds a store it needs: called under that store's lock.
+  func refusal(behind owner: Reservation) -> Refusal? {
+    if isInside(owner) { return .enclosing(owner) }
+    if let blockedQueue, let holderQueue = owner.mainQueue, holderQueue.runsOnThread(of: blockedQueue) {
+      return .blocksMainQueue
+    }
+    return nil
   }
 
   /// A store this reservation waited for freed: it tries again, on a background thread.
   func wake() {
-    let retry = phase.withLock { phase -> (@Sendable () -> Void)? in
+    let retry = phase.withLock { phase -> (@Sendable (Refusal?) -> Void)? in
       switch phase {
       case .trying(let then, _):
         phase = .trying(then: then, woken: true)
@@ -117,41 +188,45 @@ final class Reservation: Sendable {
   /// Releases every store once the dispatch ended with `result`.
   ///
   /// If it failed, each store it changed is put back first, with a rollback record if a recorder is registered.
-  /// Returns the dispatch's result: a failure becomes ``DispatchError/rolledBack(storeIdentifiers:failures:)``.
+  /// Observers hear the rollback once every store is released: they may dispatch to any of them. Returns the
+  /// dispatch's result: a failure becomes ``DispatchError/rolledBack(storeIdentifiers:failures:)``.
   func end(with result: Result<Void, DispatchError>, run: DispatchRun) -> Result<Void, DispatchError> {
     let failed: Bool
     if case .failure = result { failed = true } else { failed = false }
     let recorder = failed ? run.middleware.borrowed.recorder : nil
-    // Every all-or-nothing dispatch has a handle, whose identifier its transactions share.
-    let dispatchID = run.dispatchID ?? TransactionID.next()
+    let deliveries = PendingDeliveries()
     var restored: [String] = []
-    for store in stores {
+    let released = stores.map { store in
       let rollback =
         failed
         ? run.withAction(of: store.node) { Rollback(action: $0, recorder: recorder, dispatchID: dispatchID) } : nil
-      if release(store, rollingBack: rollback) { restored.append(store.entry.identifier) }
+      let released = store.entry.withKind { $0.release($1, from: self, rollingBack: rollback, deliveries: deliveries) }
+      if released.restored { restored.append(store.entry.identifier) }
+      return released
     }
     Self.running.wrappingSubtract(1, ordering: .relaxed)
+    deliveries.deliver()
+    // The rollback records were filed under the stores' locks: the writer is woken (and, syncing each record, waited
+    // for) before the dispatch completes.
+    recorder?.didRecord()
+    Self.resume(released)
     guard case .failure(let error) = result, case .operationsFailed(let failures) = error else { return result }
     return .failure(.rolledBack(storeIdentifiers: restored, failures: failures))
   }
 
-  /// Releases `store`, putting its model back with `rollback`, if any.
-  ///
-  /// Resumes the starts parked there and wakes the reservations waiting. Returns whether the model was put back.
-  @discardableResult
-  private func release(_ store: (entry: StoreEntry, node: Int), rollingBack rollback: Rollback?) -> Bool {
-    let released = store.entry.withKind { $0.release($1, from: self, rollingBack: rollback) }
-    for parked in released.parked { parked.release() }
-    for reservation in released.waiting { reservation.wake() }
-    return released.restored
+  /// Resumes the starts parked at stores just released, and wakes the reservations that waited for them.
+  private static func resume(_ released: [StoreGate.Released]) {
+    for store in released {
+      for parked in store.parked { parked.release() }
+      for reservation in store.waiting { reservation.wake() }
+    }
   }
 }
 
 /// The all-or-nothing dispatch whose operation's task this is (``Reservation/admission()``): set for the task of an
 /// operation with an `async` body that one of its stores started.
 enum ReservationScope {
-  @TaskLocal static var reserving: ObjectIdentifier?
+  @TaskLocal static var reserving: Reservation?
 }
 
 /// How a failed all-or-nothing dispatch puts a store back: announced with the action the store handled, and filed

@@ -11,7 +11,8 @@
 ///
 /// It records the running dispatchers (to refuse re-entrant `.sync` dispatch), the transaction identifiers the
 /// thread hands out, and whether the thread is one of the library's run-loop threads. It retains nothing a user
-/// registered (the recorded operation whose block runs here is held by the block's caller).
+/// registered beyond the call that set it (the recorded operation whose block runs here is held by the block's caller;
+/// the all-or-nothing dispatch whose stores the thread passes is cleared when its scope ends).
 ///
 /// Each instance is reachable only from its own thread through a pthread key, so it needs no lock; it is not
 /// `Sendable` and never leaves its thread. For the same reason its properties skip the runtime's dynamic exclusivity
@@ -32,10 +33,10 @@ final class ThreadContext {
   @exclusivity(unchecked) var reportingUnheard = false
   /// The all-or-nothing dispatch (its ``Reservation``) whose stores this thread is starting, if any: the stores it
   /// holds let its starts through (``StoreGate/stop()``).
-  @exclusivity(unchecked) var reserving: ObjectIdentifier?
+  @exclusivity(unchecked) var reserving: Reservation?
 
   /// Runs `body` with this thread's starts passing the stores `reserving` holds, if any (``Reservation/admission()``).
-  static func withReserving<R>(_ reserving: ObjectIdentifier?, _ body: () -> R) -> R {
+  static func withReserving<R>(_ reserving: Reservation?, _ body: () -> R) -> R {
     guard let reserving else { return body() }
     return withCurrent { context in
       let outer = context.reserving

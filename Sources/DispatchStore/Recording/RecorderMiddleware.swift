@@ -202,7 +202,7 @@ public final class RecorderMiddleware: Middleware {
         }
         resolved[step.storeIdentifier] = store
       }
-      let deliveries = MoveDeliveries()
+      let deliveries = PendingDeliveries()
       var stores = Array(resolved.values)
       if let first, let index = stores.firstIndex(where: { $0.identifier == first }) { stores.swapAt(0, index) }
       let attempt = Self.locking(stores[...], deliveries: deliveries) { () -> MoveAttempt in
@@ -226,7 +226,7 @@ public final class RecorderMiddleware: Middleware {
       }
       switch attempt {
       case .committed(let committed):
-        for deliver in deliveries.pending { deliver() }
+        deliveries.deliver()
         afterLock()
         return committed.current
       case .failed(let error):
@@ -243,7 +243,7 @@ public final class RecorderMiddleware: Middleware {
   /// Takes the lock of each of `stores`, waiting only for the first one's (holding none), trying the others'; then
   /// runs `innermost` with all of them held.
   private static func locking(
-    _ stores: ArraySlice<any ModelRestoring>, deliveries: MoveDeliveries, _ innermost: () -> MoveAttempt,
+    _ stores: ArraySlice<any ModelRestoring>, deliveries: PendingDeliveries, _ innermost: () -> MoveAttempt,
     waiting: Bool = true
   ) -> MoveAttempt {
     guard let first = stores.first else { return innermost() }
@@ -461,7 +461,7 @@ public final class RecorderMiddleware: Middleware {
   /// Files the record of a store put back after its all-or-nothing dispatch failed (``Record/isRollback``); returns
   /// the recorder's event number, which the store keeps.
   ///
-  /// Called by the store under its lock, with the model it was put back to (``Store/release(from:rollingBack:)``).
+  /// Called by the store under its lock, with the model it was put back to (``Store/release(from:rollingBack:deliveries:)``).
   func fileRollback(dispatchID: TransactionID, store: String, action: any ActionType, model: any ModelType) -> UInt64 {
     let transactionID = TransactionID.next()
     let filed = fileRecord(

@@ -286,7 +286,9 @@ public struct Session: Sendable {
   ///   - mode: How each action is dispatched; `.sync` by default.
   /// - Throws: ``SessionError`` at the first divergence, naming the dispatch, the store, the action and the fields
   ///   that differ; ``SessionError/interleavedChanges(index:dispatchID:storeIdentifier:action:otherIndex:)`` for an
-  ///   operation whose changes interleaved with another transaction's, which re-running cannot reproduce.
+  ///   operation whose changes interleaved with another transaction's, which re-running cannot reproduce;
+  ///   ``SessionError/storeBusy(storeIdentifier:)`` if an all-or-nothing dispatch of the app holds a store a rollback
+  ///   step puts back.
   ///
   /// The stores whose models or actions the recorder's ``SessionPrivacy`` redacted cannot be checked: their records
   /// are neither re-run nor compared, and their identifiers are returned.
@@ -553,7 +555,10 @@ public struct Session: Sendable {
     else {
       throw .unregisteredStore(index: step.index, storeIdentifier: step.store)
     }
-    store.restore(model: recorded.model, action: recorded.action, event: nil)
+    // Refused only while an all-or-nothing dispatch of the app's holds the store.
+    guard store.restore(model: recorded.model, action: recorded.action, event: nil) else {
+      throw .storeBusy(storeIdentifier: step.store)
+    }
   }
 
   /// Dispatches a record's action and waits for it.

@@ -260,13 +260,13 @@ class StoreKind: @unchecked Sendable {
   func detach(_ store: AnyObject, from dispatcher: Dispatcher) { preconditionFailure("StoreKind is abstract") }
   func announceChange(of store: AnyObject, for action: any ActionType) { preconditionFailure("StoreKind is abstract") }
   /// ``Store/reserve(for:)``.
-  func reserve(_ store: AnyObject, for reservation: Reservation) -> Bool {
+  func reserve(_ store: AnyObject, for reservation: Reservation) -> Reservation.Taking {
     preconditionFailure("StoreKind is abstract")
   }
-  /// ``Store/release(from:rollingBack:)``.
+  /// ``Store/release(from:rollingBack:deliveries:)``.
   func release(
-    _ store: AnyObject, from reservation: Reservation, rollingBack rollback: Rollback?
-  ) -> (restored: Bool, parked: [ParkedStart], waiting: [Reservation]) {
+    _ store: AnyObject, from reservation: Reservation, rollingBack rollback: Rollback?, deliveries: PendingDeliveries
+  ) -> StoreGate.Released {
     preconditionFailure("StoreKind is abstract")
   }
 
@@ -317,13 +317,13 @@ private final class TypedStoreKind<Model: ModelType, Action: ActionType>: StoreK
   override func announceChange(of store: AnyObject, for action: any ActionType) {
     typed(store).announceChange(for: action)
   }
-  override func reserve(_ store: AnyObject, for reservation: Reservation) -> Bool {
+  override func reserve(_ store: AnyObject, for reservation: Reservation) -> Reservation.Taking {
     typed(store).reserve(for: reservation)
   }
   override func release(
-    _ store: AnyObject, from reservation: Reservation, rollingBack rollback: Rollback?
-  ) -> (restored: Bool, parked: [ParkedStart], waiting: [Reservation]) {
-    typed(store).release(from: reservation, rollingBack: rollback)
+    _ store: AnyObject, from reservation: Reservation, rollingBack rollback: Rollback?, deliveries: PendingDeliveries
+  ) -> StoreGate.Released {
+    typed(store).release(from: reservation, rollingBack: rollback, deliveries: deliveries)
   }
 }
 

@@ -27,7 +27,7 @@ protocol ModelRestoring: AnyStore {
   /// nothing, if the lock is taken. Fails with ``SessionError/storeBusy(storeIdentifier:)``, running nothing, if an
   /// all-or-nothing dispatch holds the store. The notification observers hear goes to `deliveries`, for the caller to
   /// deliver once every lock is released.
-  func restoreLocked(waiting: Bool, _ inner: () -> MoveAttempt, deliveries: MoveDeliveries) -> MoveAttempt
+  func restoreLocked(waiting: Bool, _ inner: () -> MoveAttempt, deliveries: PendingDeliveries) -> MoveAttempt
 }
 
 /// How an attempt to move the recorder's cursor with every store to restore locked ended
@@ -41,9 +41,15 @@ enum MoveAttempt {
   case failed(SessionError)
 }
 
-/// The notifications a move's restores leave for observers, delivered after every lock is released.
-final class MoveDeliveries {
+/// The notifications restores leave for observers (a move's, a rollback's), delivered once every lock is released.
+final class PendingDeliveries {
   var pending: [() -> Void] = []
+
+  /// Delivers them, in the order they were left.
+  func deliver() {
+    for delivery in pending { delivery() }
+    pending = []
+  }
 }
 
 extension Store: ModelRestoring {
@@ -76,7 +82,7 @@ extension Store: ModelRestoring {
     return true
   }
 
-  func restoreLocked(waiting: Bool, _ inner: () -> MoveAttempt, deliveries: MoveDeliveries) -> MoveAttempt {
+  func restoreLocked(waiting: Bool, _ inner: () -> MoveAttempt, deliveries: PendingDeliveries) -> MoveAttempt {
     let deliverer = ThreadContext.currentDeliverer
     let outcome: (MoveAttempt, SynchronousTurn<Model, Action>)?
     // Checked before `inner` commits the move: a held store's holder would put back its own model over the restore.

@@ -35,6 +35,16 @@ final class StoreGate: @unchecked Sendable {
     static let waiter: UInt64 = 1 << 33
   }
 
+  /// What ending a reservation's hold on a store left to do (``Store/release(from:rollingBack:deliveries:)``).
+  struct Released {
+    /// Whether the model was put back.
+    var restored = false
+    /// The starts that waited, to resume.
+    var parked: [ParkedStart] = []
+    /// The reservations that waited, to wake.
+    var waiting: [Reservation] = []
+  }
+
   /// What a start does here while `owner` holds the store.
   ///
   /// `nil` to go on (it is the owner's, or nobody holds the store), otherwise the error that stops it
@@ -44,8 +54,12 @@ final class StoreGate: @unchecked Sendable {
     guard let owner else { return nil }
     // The owner's own start, or a `.sync` dispatch its observers, middleware or operation blocks made on its thread:
     // it runs inside the owner (waiting would wait for the owner, which waits for it), and is put back with it.
-    let mine = ThreadContext.withCurrent { $0.reserving } ?? ReservationScope.reserving
-    if mine == ObjectIdentifier(owner) { return nil }
+    // So does a dispatch made inside an all-or-nothing dispatch made inside the owner: the owner may await it.
+    if let mine = ThreadContext.withCurrent({ $0.reserving }) ?? ReservationScope.reserving,
+      mine === owner || mine.isInside(owner)
+    {
+      return nil
+    }
     let parked = ParkedStart()
     self.parked.append(parked)
     return ParkedStart.Parked(start: parked, holder: owner)
@@ -169,14 +183,15 @@ extension Store {
   }
 
   /// Takes the store for `reservation` if nobody holds it and no operation runs; otherwise queues `reservation`
-  /// to be woken when that changes, and returns `false`.
-  func reserve(for reservation: Reservation) -> Bool {
+  /// to be woken when that changes, or refuses it if its wait would never end (``Reservation/refusal(behind:)``).
+  func reserve(for reservation: Reservation) -> Reservation.Taking {
     state.withLock { state in
       let gate = state.gate ?? StoreGate()
       state.gate = gate
-      if gate.owner != nil {
+      if let owner = gate.owner {
+        if let refusal = reservation.refusal(behind: owner) { return .refused(refusal) }
         gate.waiting.append(reservation)
-        return false
+        return .queued
       }
       var word = gateWord.load(ordering: .acquiring)
       while true {
@@ -188,26 +203,27 @@ extension Store {
       }
       guard word & StoreGate.Word.count == 0 else {
         gate.waiting.append(reservation)
-        return false
+        return .queued
       }
       gate.owner = reservation
       gate.original = state.model
       gate.version = state.version
-      return true
+      return .taken
     }
   }
 
-  /// Ends `reservation`'s hold on the store; with `rollback`, first puts back the model it had when taken, if it
-  /// changed since, tells observers of the restore with the rollback's action, and files a rollback record.
+  /// Ends `reservation`'s hold on the store, first putting back the model it had when taken with `rollback`.
+  ///
+  /// The model is put back, and a rollback record filed, only if it changed since. Observers hear of the restore,
+  /// with the rollback's action, through `deliveries`, once the caller released every store.
   /// - Returns: Whether the model was put back; the starts and reservations that waited, to resume and wake.
   func release(
-    from reservation: Reservation, rollingBack rollback: Rollback?
-  ) -> (restored: Bool, parked: [ParkedStart], waiting: [Reservation]) {
+    from reservation: Reservation, rollingBack rollback: Rollback?, deliveries: PendingDeliveries
+  ) -> StoreGate.Released {
     let deliverer = ThreadContext.currentDeliverer
-    let (restored, parked, waiting, turn) = state.withLock {
-      state -> (Bool, [ParkedStart], [Reservation], SynchronousTurn<Model, Action>) in
-      guard let gate = state.gate, gate.owner === reservation else { return (false, [], [], .none) }
-      var restored = false
+    let (released, turn) = state.withLock { state -> (StoreGate.Released, SynchronousTurn<Model, Action>) in
+      guard let gate = state.gate, gate.owner === reservation else { return (StoreGate.Released(), .none) }
+      var released = StoreGate.Released(parked: gate.parked, waiting: gate.waiting)
       var turn = SynchronousTurn<Model, Action>.none
       if let rollback, let action = rollback.action as? Action, state.version != gate.version,
         let original = gate.original as? Model
@@ -215,7 +231,7 @@ extension Store {
         state.model = original
         state.version &+= 1
         state.announcedVersion = state.version
-        restored = true
+        released.restored = true
         if let recorder = rollback.recorder {
           // Filed in the critical section that put the model back, as a reduction files its record.
           state.recordedVersion = state.version
@@ -229,9 +245,9 @@ extension Store {
       }
       gateWord.bitwiseAnd(~StoreGate.Word.held, ordering: .acquiringAndReleasing)
       state.gate = nil
-      return (restored, gate.parked, gate.waiting, turn)
+      return (released, turn)
     }
-    deliverSynchronously(turn)
-    return (restored, parked, waiting)
+    if case .none = turn {} else { deliveries.pending.append { [self] in deliverSynchronously(turn) } }
+    return released
   }
 }

@@ -20,7 +20,7 @@ final class Lane: Sendable {
     /// The dispatch's handle, if it was made with ``Dispatcher/start(action:to:mode:options:)``.
     var handle: DispatchHandle? = nil
     /// The all-or-nothing dispatch it was made inside, whose held stores it passes (``Reservation/admission()``).
-    var admitted: ObjectIdentifier? = nil
+    var admitted: Reservation? = nil
   }
 
   /// A job's interceptors, and where its report goes.

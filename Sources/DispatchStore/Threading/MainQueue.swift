@@ -56,6 +56,22 @@ public struct MainQueue: Sendable {
     }
   }
 
+  /// The run-loop thread's core; `nil` for the process main thread.
+  var runLoopCore: RunLoopThreadCore? {
+    guard case .runLoopThread(let thread) = kind else { return nil }
+    return thread.core
+  }
+
+  /// Whether this queue's work runs on the thread `other`'s does: both are the same run-loop thread, or both the
+  /// process main thread.
+  func runsOnThread(of other: MainQueue) -> Bool {
+    switch (kind, other.kind) {
+    case (.runLoopThread(let mine), .runLoopThread(let theirs)): return mine.core === theirs.core
+    case (.dispatchMain, .dispatchMain): return true
+    default: return false
+    }
+  }
+
   /// Schedules `work` after the work scheduled before it.
   /// - Parameter work: The closure to run on this queue's thread.
   public func schedule(_ work: @escaping @Sendable () -> Void) {

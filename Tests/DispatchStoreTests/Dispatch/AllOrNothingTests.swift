@@ -265,14 +265,25 @@ struct AllOrNothingTests {
 
   /// An operation of an all-or-nothing dispatch that awaits a dispatch to its own store, in any mode, finishes: the
   /// dispatch runs inside it, and is put back with it if it fails.
-  @Test(arguments: Dispatcher.Mode.allCases, [false, true])
-  func anOperationAwaitingAFollowUpToItsOwnStoreFinishes(mode: Dispatcher.Mode, fails: Bool) async throws {
+  ///
+  /// Also when an interceptor decides about each dispatch later, on another thread.
+  @Test(arguments: Dispatcher.Mode.allCases, [(false, false), (true, false), (false, true), (true, true)])
+  func anOperationAwaitingAFollowUpToItsOwnStoreFinishes(
+    mode: Dispatcher.Mode, outcome: (fails: Bool, intercepted: Bool)
+  )
+    async throws
+  {
+    let (fails, intercepted) = outcome
     let dispatcher = Dispatcher(mainQueue: .libraryThread)
     let store = Store(identifier: "f", model: Ledger(), reducer: FollowUpLedger())
     try dispatcher.register(store: store)
-    let result = await dispatcher.start(
-      action: FollowUpAction.outer(mode: mode, fails: fails), mode: .async, options: Self.allOrNothing
-    ).result
+    if intercepted { dispatcher.register(interceptor: DecidesLater()) }
+    let outer = dispatcher.start(
+      action: FollowUpAction.outer(mode: mode, fails: fails), mode: .async, options: Self.allOrNothing)
+    guard let result = await firstValue(within: .seconds(30), { outer.whenFinished($0) }) else {
+      Issue.record("the dispatch did not finish within 30 s")
+      return
+    }
     if fails {
       guard case .failure(.rolledBack(let restored, _)) = result else {
         Issue.record("expected rolledBack, got \(result)")
@@ -297,7 +308,13 @@ struct AllOrNothingTests {
     _ = dispatcher.unregister(storeIdentifier: "a")
     operation.finish()
     try await holding.value
-    _ = await parked.result
+    // Middleware saw its transaction begin: it ends, failed, naming the store.
+    guard case .failure(.operationsFailed(let failures)) = await parked.result,
+      case .unknownStore("a") = failures.first?.error as? DispatchError
+    else {
+      Issue.record("expected the parked start to fail with unknownStore(\"a\"), got \(await parked.result)")
+      return
+    }
     #expect(plain.model.count == 1)
   }
 
@@ -330,6 +347,196 @@ struct AllOrNothingTests {
     #expect(await finished.wait(for: 1).first?.isSuccess == true)
     #expect(plain.model.count == 10)
     #expect(app.held.model.count == 0)
+  }
+
+  /// Observers hear a rollback once every store of the dispatch is released: one may dispatch, `.sync`, to another
+  /// store the dispatch held, and its change stays.
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func observersOfARollbackMayDispatchToAnyStoreItHeld(mode: Dispatcher.Mode) async throws {
+    let app = LedgerApp()
+    let followUp = Collector<Result<Void, DispatchError>>()
+    let token = app.stores[0].observe(synchronously: true) { change in
+      guard change.isRestore else { return }
+      app.dispatcher.dispatch(action: LedgerAction(id: 9, stores: [1]), to: "s1", mode: .sync) { followUp.append($0) }
+    }
+    // The other store's observers hear its change, its restore, then the follow-up, in order.
+    let heard = Locked<[Set<Int>]>([])
+    let other = app.stores[1].observe(synchronously: true) { change in
+      heard.withLock { $0.append(change.model.applied) }
+    }
+    // From a thread of its own: a `.sync` dispatch blocks its caller until it ends.
+    let result = await firstValue { deliver in
+      Thread {
+        app.dispatcher.start(
+          action: LedgerAction(id: 2, stores: [0, 1, 2], failIn: 2), mode: mode, options: Self.allOrNothing
+        ).whenFinished(deliver)
+      }.start()
+    }
+    guard let result else {
+      Issue.record("the rollback's observer was left waiting for a store its dispatch still held")
+      return
+    }
+    guard case .failure(.rolledBack(let restored, _)) = result else {
+      Issue.record("expected rolledBack, got \(result)")
+      return
+    }
+    #expect(restored == ["s0", "s1"])
+    #expect(await followUp.wait(for: 1).first?.isSuccess == true)
+    #expect(app.applied == [[], [9], [], []])
+    #expect(heard.withLock { $0 } == [[2], [], [9]])
+    withExtendedLifetime((token, other)) {}
+  }
+
+  /// An all-or-nothing dispatch made inside another that holds a store it needs fails at once, naming both: it would
+  /// wait for the dispatch that awaits it.
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func aNestedAllOrNothingDispatchToAHeldStoreFailsAtOnce(mode: Dispatcher.Mode) async throws {
+    let dispatcher = Dispatcher(mainQueue: .libraryThread)
+    let store = Store(identifier: "f", model: Ledger(), reducer: FollowUpLedger())
+    try dispatcher.register(store: store)
+    let outer = dispatcher.start(
+      action: FollowUpAction.outer(mode: mode, fails: false, nested: true), mode: .async, options: Self.allOrNothing)
+    guard let result = await firstValue(within: .seconds(30), { outer.whenFinished($0) }) else {
+      Issue.record("the nested all-or-nothing dispatch waited for the one that awaited it")
+      return
+    }
+    guard case .failure(.rolledBack(let restored, let failures)) = result,
+      case .dependencyCycle(let cycle) = failures.first?.error as? DispatchError
+    else {
+      Issue.record("expected the outer dispatch to roll back after a dependency cycle, got \(result)")
+      return
+    }
+    #expect(restored == ["f"])
+    #expect(cycle.count == 3 && cycle[1] == outer.id && cycle[0] == cycle[2] && cycle[0] != outer.id)
+    #expect(store.model.applied == [])
+  }
+
+  /// A follow-up made inside an all-or-nothing dispatch that was made inside another passes the stores of both:
+  /// the outer one awaits the inner one, which awaits the follow-up to the outer one's store.
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func aFollowUpOfANestedAllOrNothingDispatchPassesTheOuterOnesStores(mode: Dispatcher.Mode) async throws {
+    let dispatcher = Dispatcher(mainQueue: .libraryThread)
+    let outerStore = Store(identifier: "f", model: Ledger(), reducer: NestingLedger(mode: mode))
+    let innerStore = Store(identifier: "g", model: Ledger(), reducer: NestingLedger(mode: mode))
+    try dispatcher.register(store: outerStore)
+    try dispatcher.register(store: innerStore)
+    let outer = dispatcher.start(action: NestingAction.outer, to: "f", mode: .async, options: Self.allOrNothing)
+    guard let result = await firstValue(within: .seconds(30), { outer.whenFinished($0) }) else {
+      Issue.record("the follow-up waited for the outer dispatch, which waited for it")
+      return
+    }
+    #expect(result.isSuccess)
+    #expect(outerStore.model.applied == [1, 3])
+    #expect(innerStore.model.applied == [2])
+  }
+
+  /// A `.sync` dispatch made on the main thread fails at once when one of its stores, started later on another
+  /// thread, is held by a `.mainThread` all-or-nothing dispatch: its caller blocks the thread that one needs.
+  @Test func aSyncDispatchFromTheMainThreadFailsWhereverItsStoreParks() async throws {
+    let holding = Gate()
+    let first = Gate()
+    let dispatcher = Dispatcher(mainQueue: .libraryThread)
+    // "a" waits for "x": its start comes on the thread that finishes x's operation.
+    let held = Store(identifier: "a", model: Counter(), reducer: GatedReducer(gate: holding, waits: ["x"]))
+    let waited = Store(identifier: "x", model: Counter(), reducer: GatedReducer(gate: first))
+    try dispatcher.register(store: held)
+    try dispatcher.register(store: waited)
+    let holder = dispatcher.start(
+      action: CounterAction.increase(1), to: "a", mode: .mainThread, options: Self.allOrNothing)
+    _ = await holding.waitForOperations(1)
+    let results = Collector<Result<Void, DispatchError>>()
+    MainQueue.libraryThread.schedule {
+      dispatcher.dispatch(action: CounterAction.increase(5), mode: .sync) { results.append($0) }
+    }
+    _ = await first.waitForOperations(1)
+    // The holder ends only once the main thread is free: it finishes there.
+    MainQueue.libraryThread.schedule { holding.open() }
+    first.open()
+    guard let result = await firstValue({ deliver in Task { deliver(await results.wait(for: 1)[0]) } }) else {
+      Issue.record("the .sync dispatch blocked the main thread behind a .mainThread holder")
+      return
+    }
+    guard case .failure(.operationsFailed(let failures)) = result,
+      case .reentrantSynchronousDispatch = failures.first?.error as? DispatchError
+    else {
+      Issue.record("expected a re-entrant failure, got \(result)")
+      return
+    }
+    #expect(failures.map(\.storeIdentifier) == ["a"])
+    #expect(waited.model.count == 5)
+    try await holder.value
+    #expect(held.model.count == 1)
+  }
+
+  /// A `.sync` all-or-nothing dispatch made on the main thread fails at once when a `.mainThread` all-or-nothing
+  /// dispatch holds one of its stores, changing nothing.
+  @Test func aSyncAllOrNothingDispatchFromTheMainThreadBehindAMainThreadHolderFailsAtOnce() async throws {
+    let app = try HeldStores(mainQueue: .libraryThread)
+    let (holding, operation) = await app.hold(1, mode: .mainThread)
+    let results = Collector<Result<Void, DispatchError>>()
+    MainQueue.libraryThread.schedule {
+      app.dispatcher.start(
+        action: CounterAction.increase(10), to: "a", mode: .sync, options: Self.allOrNothing
+      ).whenFinished { results.append($0) }
+    }
+    // The holder ends only once the main thread is free.
+    MainQueue.libraryThread.schedule { operation.finish() }
+    guard let result = await firstValue({ deliver in Task { deliver(await results.wait(for: 1)[0]) } }) else {
+      Issue.record("the .sync all-or-nothing dispatch blocked the main thread behind a .mainThread holder")
+      return
+    }
+    guard case .failure(.reentrantSynchronousDispatch) = result else {
+      Issue.record("expected a re-entrant failure, got \(result)")
+      return
+    }
+    try await holding.value
+    #expect(app.plain.model.count == 1)
+  }
+
+  /// A dispatch whose store starts on the thread of an all-or-nothing dispatch (an operation of that one finished
+  /// the operation it waited for) is not part of that one: it waits for it, and is not put back with it.
+  @Test func aDispatchStartedOnAHoldersThreadIsNotPartOfIt() async throws {
+    let waitedFor = Gate()
+    let dispatcher = Dispatcher()
+    let first = Store(identifier: "p", model: Counter(), reducer: GatedReducer(gate: waitedFor))
+    // The holder's operation on "a" finishes p's operation, on its own thread, then fails.
+    let held = makeCounterStore(
+      "a", waits: { _ in ["p"] },
+      onStart: { action, _ in
+        if action == .fail { waitedFor.open() }
+      })
+    try dispatcher.register(store: first)
+    try dispatcher.register(store: held)
+    let plain = dispatcher.start(action: CounterAction.increase(10), mode: .async)
+    _ = await waitedFor.waitForOperations(1)
+    let holder = dispatcher.start(action: CounterAction.fail, to: "a", mode: .async, options: Self.allOrNothing)
+    guard let result = await firstValue({ holder.whenFinished($0) }) else {
+      Issue.record("the holder did not finish")
+      return
+    }
+    guard case .failure(.rolledBack(let restored, _)) = result else {
+      Issue.record("expected rolledBack, got \(result)")
+      return
+    }
+    // The plain dispatch's change to "a" came after the holder ended: nothing of it was put back.
+    #expect(restored == [])
+    try await plain.value
+    #expect(held.model.count == 10)
+  }
+
+  /// Syncing each record, a failed all-or-nothing dispatch's rollback records are on disk before it completes.
+  @Test func rollbackRecordsAreWrittenBeforeTheDispatchCompletes() async throws {
+    let app = LedgerApp()
+    let recorder = RecorderMiddleware()
+    app.dispatcher.register(middleware: recorder)
+    let file = TemporaryFile()
+    try recorder.attach(appendingTo: file.url, codecs: Self.codecs, syncEachRecord: true)
+    for id in 1...5 {
+      _ = await app.dispatcher.start(
+        action: LedgerAction(id: id, failIn: 3), mode: .async, options: Self.allOrNothing
+      ).result
+      #expect(file.lines.filter { $0.contains(#""b":true"#) }.count == 3 * id)
+    }
   }
 
   /// Eight threads dispatch plain and all-or-nothing actions to overlapping stores, one in five all-or-nothing ones
@@ -397,9 +604,10 @@ struct AllOrNothingTests {
   }
 }
 
-/// `outer` changes its store, then awaits `inner` to the same store in `mode`, then fails if `fails`.
+/// `outer` changes its store, then awaits `inner` to the same store in `mode` (all or nothing if `nested`), then fails
+/// if `fails`.
 enum FollowUpAction: ActionType {
-  case outer(mode: Dispatcher.Mode, fails: Bool)
+  case outer(mode: Dispatcher.Mode, fails: Bool, nested: Bool = false)
   case inner(Int)
 }
 
@@ -412,10 +620,51 @@ final class FollowUpLedger: Reducer<Ledger, FollowUpAction>, @unchecked Sendable
       switch action {
       case .inner(let id):
         operation.updateModel { $0.applied.insert(id) }
-      case .outer(let mode, let fails):
+      case .outer(let mode, let fails, let nested):
         operation.updateModel { $0.applied.insert(1) }
-        try await operation.dispatcher?.start(action: FollowUpAction.inner(2), to: "f", mode: mode).value
+        try await operation.dispatcher?.start(
+          action: FollowUpAction.inner(2), to: "f", mode: mode, options: DispatchOptions(allOrNothing: nested)
+        ).value
         if fails { throw TestFailure(reason: "outer failed") }
+      }
+    }
+  }
+}
+
+/// Passes every action on, deciding later on another thread.
+final class DecidesLater: Interceptor {
+  func intercept(_ action: any ActionType, dispatcher: Dispatcher) -> Interception {
+    .later { decide in DispatchQueue.global().async { decide(.proceed) } }
+  }
+}
+
+/// `outer` (to "f") awaits the all-or-nothing `middle` (to "g"), which awaits `inner` (to "f") in the ledger's mode.
+///
+/// `middle` runs `.async`: an operation of a lane's dispatch that awaits a dispatch in the same lane waits for ever.
+enum NestingAction: ActionType {
+  case outer, middle, inner
+}
+
+/// Runs ``NestingAction``s with `async` bodies, adding 1, 2 and 3.
+final class NestingLedger: Reducer<Ledger, NestingAction>, @unchecked Sendable {
+  let mode: Dispatcher.Mode
+  init(mode: Dispatcher.Mode) { self.mode = mode }
+
+  override func operation(
+    for action: NestingAction, in store: Store<Ledger, NestingAction>
+  ) -> ActionOperation<Ledger, NestingAction> {
+    ActionOperation(action: action, store: store) { [mode] operation in
+      switch action {
+      case .outer:
+        operation.updateModel { $0.applied.insert(1) }
+        try await operation.dispatcher?.start(
+          action: NestingAction.middle, to: "g", mode: .async, options: DispatchOptions(allOrNothing: true)
+        ).value
+      case .middle:
+        operation.updateModel { $0.applied.insert(2) }
+        try await operation.dispatcher?.start(action: NestingAction.inner, to: "f", mode: mode).value
+      case .inner:
+        operation.updateModel { $0.applied.insert(3) }
       }
     }
   }
