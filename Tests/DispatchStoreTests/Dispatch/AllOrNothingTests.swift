@@ -434,24 +434,22 @@ struct AllOrNothingTests {
   /// thread, is held by a `.mainThread` all-or-nothing dispatch: its caller blocks the thread that one needs.
   @Test func aSyncDispatchFromTheMainThreadFailsWhereverItsStoreParks() async throws {
     let holding = Gate()
-    let first = Gate()
     let dispatcher = Dispatcher(mainQueue: .libraryThread)
-    // "a" waits for "x": its start comes on the thread that finishes x's operation.
+    // "a" waits for "x", whose operation finishes on a background thread: "a" usually starts there.
     let held = Store(identifier: "a", model: Counter(), reducer: GatedReducer(gate: holding, waits: ["x"]))
-    let waited = Store(identifier: "x", model: Counter(), reducer: GatedReducer(gate: first))
+    let waited = makeCounterStore("x")
     try dispatcher.register(store: held)
     try dispatcher.register(store: waited)
     let holder = dispatcher.start(
       action: CounterAction.increase(1), to: "a", mode: .mainThread, options: Self.allOrNothing)
     _ = await holding.waitForOperations(1)
     let results = Collector<Result<Void, DispatchError>>()
+    // Nothing here needs a thread of Swift's pool while the main thread waits: the holder ends on the main thread,
+    // once the dispatch there returned.
     MainQueue.libraryThread.schedule {
-      dispatcher.dispatch(action: CounterAction.increase(5), mode: .sync) { results.append($0) }
+      dispatcher.dispatch(action: CounterAction.increaseLater(5), mode: .sync) { results.append($0) }
     }
-    _ = await first.waitForOperations(1)
-    // The holder ends only once the main thread is free: it finishes there.
     MainQueue.libraryThread.schedule { holding.open() }
-    first.open()
     guard let result = await firstValue({ deliver in Task { deliver(await results.wait(for: 1)[0]) } }) else {
       Issue.record("the .sync dispatch blocked the main thread behind a .mainThread holder")
       return

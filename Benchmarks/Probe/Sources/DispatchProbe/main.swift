@@ -34,6 +34,7 @@ final class ThroughOperation: Reducer<Tally, TallyAction>, @unchecked Sendable {
 let shapes = [
   "inplace", "op", "chain", "tokensinplace", "tokensop", "handle", "recorder",
   "recorderfile", "oprecorder", "oprecorderfile", "verify", "restore",
+  "handle10", "allornothing", "allornothing10", "contended", "contendedallornothing",
 ]
 let arguments = CommandLine.arguments
 guard arguments.count == 3, let count = Int(arguments[1]),
@@ -45,8 +46,8 @@ else {
 let shape = arguments[2]
 let dispatcher = Dispatcher()
 let inPlace =
-  shape == "inplace" || shape == "chain" || shape == "tokensinplace" || shape == "handle"
-  || shape.hasPrefix("recorder")
+  shape == "inplace" || shape == "chain" || shape == "tokensinplace" || shape.hasPrefix("handle")
+  || shape.hasPrefix("recorder") || shape.hasPrefix("allornothing") || shape.hasPrefix("contended")
 let reducer: Reducer<Tally, TallyAction> =
   inPlace ? InPlace() : ThroughOperation()
 let store = Store(identifier: "s0", model: Tally(), reducer: reducer)
@@ -58,6 +59,13 @@ if shape == "chain" {
       store: Store(identifier: "s\(index)", model: Tally(), reducer: InPlace(waits: ["s\(index - 1)"])))
   }
 }
+// Ten stores (or four, contended) that every dispatch reaches, none waiting: a held handle per dispatch, plain or
+// all or nothing.
+let storeCount = shape.hasSuffix("10") ? 10 : shape.hasPrefix("contended") ? 4 : 1
+for index in 1..<storeCount {
+  try dispatcher.register(store: Store(identifier: "s\(index)", model: Tally(), reducer: InPlace()))
+}
+let allOrNothing = DispatchOptions(allOrNothing: shape.contains("allornothing"))
 var tokens: [ObservationToken] = []
 if shape.hasPrefix("tokens") {
   for _ in 0..<10 {
@@ -107,8 +115,36 @@ if shape == "restore", let recorder {
   print("load+restore: \((ContinuousClock.now - start) / 10)")
   exit(0)
 }
+if shape.hasPrefix("contended") {
+  // Eight threads (more than the machine's cores), COUNT / 8 `.sync` dispatches each, released together: the time
+  // for the whole batch.
+  let threads = 8
+  let ready = DispatchSemaphore(value: 0)
+  let go = DispatchSemaphore(value: 0)
+  let done = DispatchGroup()
+  for _ in 0..<threads {
+    done.enter()
+    Thread {
+      ready.signal()
+      go.wait()
+      for _ in 0..<(count / threads) {
+        _ = dispatcher.start(action: TallyAction.increment, mode: .sync, options: allOrNothing)
+      }
+      done.leave()
+    }.start()
+  }
+  for _ in 0..<threads { ready.wait() }
+  let start = ContinuousClock.now
+  for _ in 0..<threads { go.signal() }
+  done.wait()
+  print("\(shape): \(ContinuousClock.now - start) for \(count / threads * threads) dispatches on \(threads) threads")
+  precondition(store.model.count == count / threads * threads, "the probe's store counted \(store.model.count)")
+  exit(0)
+}
 let started = ContinuousClock.now
-if shape == "handle" {
+if shape == "handle10" || shape.hasPrefix("allornothing") {
+  for _ in 0..<count { _ = dispatcher.start(action: TallyAction.increment, mode: .sync, options: allOrNothing) }
+} else if shape == "handle" {
   // A held handle per action (proposal 0009). Two loops, so that the others compare no string per dispatch.
   for _ in 0..<count { _ = dispatcher.start(action: TallyAction.increment, mode: .sync) }
 } else {
