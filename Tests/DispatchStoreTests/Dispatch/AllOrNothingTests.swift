@@ -542,6 +542,10 @@ struct AllOrNothingTests {
   /// verifies, rollbacks included, and ends at the same models.
   @Test(.serialized, arguments: Dispatcher.Mode.allCases)
   func eightThreadsKeepExactlyTheSucceededDispatches(mode: Dispatcher.Mode) async throws {
+    try await Exclusive.stress { try await eightThreadsKeepExactlyTheSucceededDispatchesAlone(mode: mode) }
+  }
+
+  private func eightThreadsKeepExactlyTheSucceededDispatchesAlone(mode: Dispatcher.Mode) async throws {
     let app = LedgerApp()
     let recorder = RecorderMiddleware(maxNumberOfRecords: 1_000_000)
     app.dispatcher.register(middleware: recorder)

@@ -276,6 +276,12 @@ struct DispatchOptionsTests {
   /// starve other suites' tests.
   @Test(.serialized, arguments: 0..<(isSanitized ? 3 : 20))
   func eightThreadsUsingCancellationIdsEndEveryDispatchOnceAndRunNoCancelledOne(run: Int) async throws {
+    try await Exclusive.stress {
+      try await eightThreadsUsingCancellationIdsEndEveryDispatchOnceAndRunNoCancelledOneAlone(run: run)
+    }
+  }
+
+  private func eightThreadsUsingCancellationIdsEndEveryDispatchOnceAndRunNoCancelledOneAlone(run: Int) async throws {
     let clock = TestClock()
     let dispatcher = Dispatcher(clock: clock)
     let reducer = CounterReducer()

@@ -114,16 +114,22 @@ struct DispatcherTests {
   }
 
   /// Of two dispatchers registering one store at once, exactly one gets it.
+  ///
+  /// 200 rounds on the same two threads, which meet before each round: a pair of threads made per round waited for
+  /// the scheduler 200 times, past the time limit while stress tests kept both cores busy.
   @Test func twoDispatchersRegisteringOneStoreAtOnceOneGetsIt() async {
-    for _ in 0..<200 {
-      let dispatchers = [Dispatcher(), Dispatcher()]
-      let store = makeCounterStore("contended")
-      let registered = Locked(0)
-      await onThreads(2) { index in
-        if (try? dispatchers[index].register(store: store)) != nil { registered.withLock { $0 += 1 } }
+    let rounds = (0..<200).map { _ in ([Dispatcher(), Dispatcher()], makeCounterStore("contended")) }
+    let registered = Locked([Int](repeating: 0, count: rounds.count))
+    let arrived = [DispatchSemaphore(value: 0), DispatchSemaphore(value: 0)]
+    await onThreads(2) { index in
+      for (round, (dispatchers, store)) in rounds.enumerated() {
+        // Each thread arrives, then waits for the other: both register at once.
+        arrived[index].signal()
+        arrived[1 - index].wait()
+        if (try? dispatchers[index].register(store: store)) != nil { registered.withLock { $0[round] += 1 } }
       }
-      #expect(registered.withLock { $0 } == 1)
     }
+    #expect(registered.withLock { $0 } == [Int](repeating: 1, count: rounds.count))
   }
 
   @Test func unregisterRemovesExactlyThatStore() throws {

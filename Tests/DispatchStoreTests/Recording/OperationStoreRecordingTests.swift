@@ -98,6 +98,10 @@ struct OperationStoreRecordingTests {
   // One mode at a time: four at once make 32 busy threads on the machine, which starve other suites' tests.
   @Test(.serialized, arguments: Dispatcher.Mode.allCases)
   func operationsFromEightThreadsRecordASessionThatVerifies(mode: Dispatcher.Mode) async throws {
+    try await Exclusive.stress { try await operationsFromEightThreadsRecordASessionThatVerifiesAlone(mode: mode) }
+  }
+
+  private func operationsFromEightThreadsRecordASessionThatVerifiesAlone(mode: Dispatcher.Mode) async throws {
     let rounds =
       ProcessInfo.processInfo.environment["DISPATCHSTORE_STRESS_ROUNDS"].flatMap(Int.init) ?? (isSanitized ? 3 : 25)
     var diverged = 0

@@ -210,6 +210,13 @@ struct TimeTravelTests {
   // One case at a time: several at once make 36 busy threads on the machine, which starve other suites' tests.
   @Test(.serialized, arguments: Dispatcher.Mode.allCases, [false, true])
   func aHistoryMovedWhileEightThreadsDispatchVerifies(mode: Dispatcher.Mode, operations: Bool) async throws {
+    try await Exclusive.stress {
+      try await aHistoryMovedWhileEightThreadsDispatchVerifiesAlone(mode: mode, operations: operations)
+    }
+  }
+
+  private func aHistoryMovedWhileEightThreadsDispatchVerifiesAlone(mode: Dispatcher.Mode, operations: Bool) async throws
+  {
     // Bounded, so that each move (which looks for dispatch boundaries over the kept history) stays short.
     let app = ThreeStoreApp(maxNumberOfRecords: 2_000, operations: operations)
     var codecs = SessionCodecs()
