@@ -198,7 +198,14 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
   /// Without dependencies it runs as ``Dispatcher/start(action:to:mode:options:)`` runs it; with some, it runs on the
   /// thread that finished the last of them.
   public func start() {
-    guard let dependencies = machine.withLock({ $0.submitted() }) else { return }
+    // Counted in flight under the lock, so that its end, on any thread, is counted after it.
+    let inFlight = dispatcher?.inFlight
+    let submitted = machine.withLock { machine -> [DispatchHandle]? in
+      let dependencies = machine.submitted()
+      if dependencies != nil, machine.isInFlight { inFlight?.begin() }
+      return dependencies
+    }
+    guard let dependencies = submitted else { return }
     guard !dependencies.isEmpty else { return dispatcher?.submit(self) ?? () }
     let countdown = DependencyCountdown(count: dependencies.count)
     for dependency in dependencies {
@@ -273,6 +280,7 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
       for dependent in effects.dependents { dependent(result) }
     }
     if effects.finished { dispatcher?.handleFinished(self) }
+    if effects.endsInFlight { dispatcher?.inFlight.end() }
   }
 }
 

@@ -377,6 +377,9 @@ extension Dispatcher {
       complete(
         completion, dispatchSynchronously(storeIdentifier: storeIdentifier, action: action, handle: handle), action)
     case .async:
+      // It runs apart from its caller: counted in flight until it ends (with a handle, the handle counts it).
+      let (completion, intercepted) =
+        handle == nil ? counted(completion, intercepted, action) : (completion, intercepted)
       // Made inside an all-or-nothing dispatch, it passes the stores that one holds, on whichever thread it runs.
       let admitted = Reservation.admission()
       DispatchQueue.global().async { [self] in
@@ -385,11 +388,29 @@ extension Dispatcher {
         }
       }
     case .serial, .mainThread:
+      let (completion, intercepted) =
+        handle == nil ? counted(completion, intercepted, action) : (completion, intercepted)
       let job = Lane.Job(
         storeIdentifier: storeIdentifier, action: action, completion: intercepted == nil ? completion : nil,
         intercepted: intercepted, handle: handle, admitted: Reservation.admission())
       (mode == .serial ? serialLane : mainLane).enqueue(job, dispatcher: self)
     }
+  }
+
+  /// Counts a dispatch without a handle that runs apart from its caller in ``inFlight``, for ``drain()``: its
+  /// completion, or its interceptors' report, ends the count once it ran (so that the follow-ups it started are
+  /// counted before it ends).
+  private func counted(
+    _ completion: Completion?, _ intercepted: Lane.InterceptedJob?, _ action: any ActionType
+  ) -> (Completion?, Lane.InterceptedJob?) {
+    inFlight.begin()
+    if let intercepted { return (nil, intercepted.counted(in: inFlight)) }
+    return (
+      { [self] result in
+        complete(completion, result, action)
+        inFlight.end()
+      }, nil
+    )
   }
 
   /// Runs an `.async` dispatch on this thread, a background one: its interceptors first, if any.

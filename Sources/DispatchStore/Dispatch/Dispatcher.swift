@@ -46,31 +46,75 @@ public final class Dispatcher: Sendable {
     return ObjectIdentifier(thread) == mainRunLoopCore
   }
 
-  /// Awaits until the `.mainThread` work and main-thread notifications scheduled so far were delivered, and what
-  /// they scheduled in turn (``MainQueue/drain()``): await it before a command-line tool exits.
+  /// Awaits until every dispatch of this dispatcher in flight has ended, and what they scheduled on the main queue
+  /// ran: await it before a command-line tool exits.
+  ///
+  /// It waits for the dispatches running or queued when it is called (`.async`, `.serial`, `.mainThread`, and any
+  /// made with ``start(action:to:mode:options:)`` or ``prepare(action:to:mode:options:)`` and started), for those
+  /// they start in turn (an operation's follow-ups, an observer's dispatches), including debounced ones waiting for
+  /// their quiet interval on the dispatcher's clock, and for the main queue's work (``MainQueue/drain()``): pending
+  /// `.mainThread` work and main-thread notifications. A cancelled dispatch has ended. A `.sync` dispatch that another
+  /// thread makes without a handle is that thread's to wait for.
   ///
   /// ```swift
-  /// await dispatcher.drain()  // in top-level code too
+  /// dispatcher.start(action: SyncAction.upload)  // its operation dispatches follow-ups
+  /// await dispatcher.drain()  // in top-level code too: everything has run
   /// ```
-  /// - Returns: `false` if other threads kept scheduling main-thread work for 1,000 passes.
+  /// - Returns: `true` once nothing was in flight and the main queue had run everything; `false` at once if awaited
+  ///   inside a dispatch of this dispatcher (an operation's `async` body, or a task made in it), which would wait
+  ///   for itself; `false` if dispatches or main-queue work kept coming for 1,000 passes.
+  ///
+  /// > Important: A dispatch that never ends keeps it waiting, as it keeps its awaiters waiting: a handle started
+  /// > after a dependency that is never started, a debounced dispatch on a test clock nobody advances, or an
+  /// > operation that awaits `drain()` in a task that a `block` operation made (the library cannot tell that task
+  /// > belongs to the dispatch) before it finishes.
   @discardableResult
   public func drain() async -> Bool {
-    await mainQueue.drain()
+    if OperationTaskScope.current?.isInside(ObjectIdentifier(self)) == true { return false }
+    for _ in 0..<MainQueue.drainPassLimit {
+      await inFlight.idle()
+      let ended = inFlight.now.ended
+      guard await mainQueue.drain() else { return false }
+      // Nothing in flight, and nothing ended during the main queue's drain: what the dispatches scheduled there
+      // before they ended ran.
+      if inFlight.now == (true, ended) { return true }
+    }
+    return false
   }
 
-  /// Blocks the calling thread until the `.mainThread` work and main-thread notifications scheduled so far were
-  /// delivered, and what they scheduled in turn (``MainQueue/waitUntilDrained()``): for synchronous code, such as
-  /// a tool whose top-level code never awaits.
-  /// - Returns: `false` at once if called from the main queue's own work, which cannot wait for itself, or if other
-  ///   threads kept scheduling main-thread work for 1,000 passes.
+  /// Blocks the calling thread until every dispatch of this dispatcher in flight has ended, and what they scheduled
+  /// on the main queue ran, as ``drain()`` waits: for synchronous code, such as a tool whose top-level code never
+  /// awaits.
+  /// - Returns: `false` at once if called where a dispatch of this dispatcher runs it (a reducer, an operation's
+  ///   start or `async` body, an observer hearing a change made there), or from the main queue's own work, which
+  ///   cannot wait for itself; `false` if dispatches or main-queue work kept coming for 1,000 passes.
   ///
-  /// > Important: Unavailable in `async` code, top-level code that awaits included: there, `await drain()`.
+  /// > Important: Unavailable in `async` code, top-level code that awaits included: there, `await drain()`. As for
+  /// > ``drain()``, a dispatch that never ends keeps it waiting. Call it from your own code, not from middleware, a
+  /// > handle's observer, an observer hearing an operation's change, or a thread an operation waits for: there the
+  /// > library cannot tell that it would wait for the dispatch that called it.
   @available(*, noasync, message: "it blocks the thread and can wait for itself on the main actor; use 'await drain()'")
   @discardableResult
   public func waitUntilDrained() -> Bool {
-    mainQueue.waitUntilDrained()
+    let id = ObjectIdentifier(self)
+    if mainQueue.cannotWaitHere || ThreadContext.withCurrent({ $0.isInside(id) })
+      || OperationTaskScope.current?.isInside(id) == true
+    {
+      return false
+    }
+    for _ in 0..<MainQueue.drainPassLimit {
+      let idle = DispatchSemaphore(value: 0)
+      inFlight.add(.thread(idle))
+      mainQueue.wait(for: idle)
+      let ended = inFlight.now.ended
+      guard mainQueue.waitUntilDrained() else { return false }
+      if inFlight.now == (true, ended) { return true }
+    }
+    return false
   }
 
+  /// The dispatches in flight, for ``drain()``.
+  let inFlight = InFlightCount()
   let registry = LockedValue(Registry())
   /// How many stores were removed so far, readable without the registry's lock: a store about to start in a
   /// dispatch checks that it is still registered only when this changed since the dispatch was prepared.

@@ -26,6 +26,8 @@ struct HandleStateMachine {
     var finished: Bool { resume != nil }
     /// Called with the final result: dispatches that depend on this one.
     var dependents: [@Sendable (Result<Void, DispatchError>) -> Void] = []
+    /// The dispatch, counted in flight since it was submitted, ended: count it out (``InFlightCount/end()``), last.
+    var endsInFlight = false
   }
 
   private(set) var state = DispatchState.pending
@@ -55,10 +57,16 @@ struct HandleStateMachine {
     return true
   }
 
+  /// Whether the dispatch is counted in flight (``InFlightCount``): from its submission until its final state.
+  private(set) var isInFlight = false
+
   /// The dispatch is started: returns its dependencies the first time, `nil` after.
+  ///
+  /// It is in flight from now on, unless it was cancelled before.
   mutating func submitted() -> [DispatchHandle]? {
     guard !isStarted else { return nil }
     isStarted = true
+    isInFlight = !state.isFinished
     return dependencies
   }
 
@@ -163,6 +171,8 @@ struct HandleStateMachine {
       effects.dependents = dependents
       dependents = []
       dependencies = []
+      effects.endsInFlight = isInFlight
+      isInFlight = false
     }
     return effects
   }

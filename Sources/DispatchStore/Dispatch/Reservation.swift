@@ -67,11 +67,11 @@ final class Reservation: Sendable {
   /// The all-or-nothing dispatch that a dispatch made here is part of, if any.
   ///
   /// A dispatch is part of one when its observers, middleware or operations make it, on a thread starting its stores
-  /// (``ThreadContext/reserving``) or inside an operation's task (``ReservationScope``). Such a dispatch passes the
+  /// (``ThreadContext/reserving``) or inside an operation's task (``OperationTaskScope``). Such a dispatch passes the
   /// stores it holds, as its own starts do, and is put back with them: waiting for it would wait for itself.
   static func admission() -> Reservation? {
     guard running.load(ordering: .relaxed) > 0 else { return nil }
-    return ThreadContext.withCurrent { $0.reserving } ?? ReservationScope.reserving
+    return ThreadContext.withCurrent { $0.reserving } ?? OperationTaskScope.current?.reserving
   }
 
   /// - Parameter dispatcherQueue: The dispatcher's main queue.
@@ -221,12 +221,6 @@ final class Reservation: Sendable {
       for reservation in store.waiting { reservation.wake() }
     }
   }
-}
-
-/// The all-or-nothing dispatch whose operation's task this is (``Reservation/admission()``): set for the task of an
-/// operation with an `async` body that one of its stores started.
-enum ReservationScope {
-  @TaskLocal static var reserving: Reservation?
 }
 
 /// How a failed all-or-nothing dispatch puts a store back: announced with the action the store handled, and filed

@@ -91,6 +91,28 @@ final class ThreadContext {
     return false
   }
 
+  /// The dispatcher whose operation is starting on this thread, innermost, even inside user code that is not an
+  /// operation.
+  var innermostRunning: ObjectIdentifier? {
+    var index = runningDispatchers.count
+    while index > 0 {
+      index -= 1
+      if runningDispatchers[index] != Self.barrier { return runningDispatchers[index] }
+    }
+    return nil
+  }
+
+  /// Whether this thread runs inside a dispatch of `dispatcher`: starting one of its stores, or running user code
+  /// (an observer, middleware, an interceptor) that such a start called.
+  func isInside(_ dispatcher: ObjectIdentifier) -> Bool {
+    var index = runningDispatchers.count
+    while index > 0 {
+      index -= 1
+      if runningDispatchers[index] == dispatcher { return true }
+    }
+    return false
+  }
+
   /// Runs `body` with `dispatcher` marked as running an operation on this thread.
   @inline(__always)
   func withRunning<R>(_ dispatcher: ObjectIdentifier, _ body: () throws -> R) rethrows -> R {

@@ -74,15 +74,16 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
     body: @escaping @Sendable (ActionOperation<Model, Action>) async throws -> Void
   ) {
     self.init(action: action, store: store) { operation, _, _ in
-      // Started by an all-or-nothing dispatch: dispatches made in the task are part of it (``Reservation``).
-      let reserving = Reservation.admission()
+      // The task runs inside the dispatch that started it (``Dispatcher/drain()`` there would wait for itself); in an
+      // all-or-nothing one, dispatches made in the task are part of it (``Reservation``). The dispatcher is the one
+      // marked running on this thread, where the dispatch starts the operation.
+      let scope =
+        ThreadContext.withCurrent { $0.innermostRunning }.map {
+          OperationTaskScope.entering($0, reserving: Reservation.admission())
+        } ?? OperationTaskScope.current
       let task = Task(executorPreference: OperationTaskExecutor.shared) {
         do {
-          if let reserving {
-            try await ReservationScope.$reserving.withValue(reserving) { try await body(operation) }
-          } else {
-            try await body(operation)
-          }
+          try await OperationTaskScope.$current.withValue(scope) { try await body(operation) }
           operation.finish()
         } catch {
           operation.finish(throwing: error)

@@ -55,7 +55,7 @@ final class StoreGate: @unchecked Sendable {
     // The owner's own start, or a `.sync` dispatch its observers, middleware or operation blocks made on its thread:
     // it runs inside the owner (waiting would wait for the owner, which waits for it), and is put back with it.
     // So does a dispatch made inside an all-or-nothing dispatch made inside the owner: the owner may await it.
-    if let mine = ThreadContext.withCurrent({ $0.reserving }) ?? ReservationScope.reserving,
+    if let mine = ThreadContext.withCurrent({ $0.reserving }) ?? OperationTaskScope.current?.reserving,
       mine === owner || mine.isInside(owner)
     {
       return nil

@@ -46,6 +46,21 @@ final class Lane: Sendable {
         followed.finish(outcome.result)
       }
     }
+
+    private init(
+      chain: InterceptorChain, followed: InterceptedDispatch?, report: @escaping @Sendable (DispatchReport) -> Void
+    ) {
+      (self.chain, self.followed, self.report) = (chain, followed, report)
+    }
+
+    /// The same job, whose report then ends its count in `inFlight`.
+    func counted(in inFlight: InFlightCount) -> InterceptedJob {
+      let report = report
+      return InterceptedJob(chain: chain, followed: followed) { outcome in
+        report(outcome)
+        inFlight.end()
+      }
+    }
   }
 
   enum Executor: Sendable {

@@ -122,7 +122,7 @@ public struct MainQueue: Sendable {
   @available(*, noasync, message: "it blocks the thread and can wait for itself on the main actor; use 'await drain()'")
   @discardableResult
   public func waitUntilDrained() -> Bool {
-    if isCurrent && !Thread.isMainThread { return false }
+    if cannotWaitHere { return false }
     for _ in 0..<Self.drainPassLimit {
       let before = scheduledCount
       runMarker()
@@ -132,6 +132,10 @@ public struct MainQueue: Sendable {
     return false
   }
 
+  /// Whether the calling thread runs this queue's work without running its loop, so that it cannot block until work
+  /// queued behind its own ran.
+  var cannotWaitHere: Bool { isCurrent && !Thread.isMainThread }
+
   /// How many passes through the queue ``drain()`` and ``waitUntilDrained()`` make at most while work keeps being
   /// scheduled.
   static let drainPassLimit = 1_000
@@ -140,9 +144,14 @@ public struct MainQueue: Sendable {
   private func runMarker() {
     let done = DispatchSemaphore(value: 0)
     schedule { done.signal() }
-    guard case .dispatchMain = kind, Thread.isMainThread else { return done.wait() }
-    // Nobody else runs the main queue while this thread waits: run its loop here until the marker ran.
-    while done.wait(timeout: .now()) == .timedOut {
+    wait(for: done)
+  }
+
+  /// Blocks until `semaphore` is signalled; on the process main thread, for ``processMainThread``, running the main
+  /// run loop meanwhile, since nobody else runs this queue's work while that thread waits.
+  func wait(for semaphore: DispatchSemaphore) {
+    guard case .dispatchMain = kind, Thread.isMainThread else { return semaphore.wait() }
+    while semaphore.wait(timeout: .now()) == .timedOut {
       _ = RunLoop.main.run(mode: .default, before: Date(timeIntervalSinceNow: 0.05))
     }
   }
