@@ -48,6 +48,9 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
   private let failed = Atomic<Bool>(false)
   /// Made inside a dispatcher's `onUnheardFailure`: an unheard failure goes to standard error, not to the handler.
   private let writesUnheard: Bool
+  /// The dispatcher's count of dispatches in flight, which counts this one from its start to its end (``start()``);
+  /// held strongly, so that neither end loads the weak `dispatcher`.
+  private let inFlight: InFlightCount?
   init(
     action: any ActionType, storeIdentifier: String? = nil, mode: Dispatcher.Mode,
     options: DispatchOptions? = nil, allOrNothing: Bool = false, dispatcher: Dispatcher? = nil,
@@ -61,6 +64,7 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
     self.options = options
     self.cancellationID = options?.cancellationID
     self.dispatcher = dispatcher
+    self.inFlight = dispatcher?.inFlight
     self.writesUnheard = writesUnheard
   }
 
@@ -82,8 +86,14 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
     else { return }
     let action = action
     guard !writesUnheard, let dispatcher else { return Dispatcher.writeUnheard(error, of: action) }
-    // Not here: the last release may come from inside a lock of the library.
-    DispatchQueue.global().async { dispatcher.reportUnheard(error, of: action) }
+    // Not here: the last release may come from inside a lock of the library. Counted in flight until reported, so
+    // that `drain()` waits for the handler (and what it dispatches).
+    let inFlight = inFlight
+    inFlight?.begin()
+    DispatchQueue.global().async {
+      dispatcher.reportUnheard(error, of: action)
+      inFlight?.end()
+    }
   }
 
   /// Whether the dispatch was cancelled.
@@ -199,7 +209,6 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
   /// thread that finished the last of them.
   public func start() {
     // Counted in flight under the lock, so that its end, on any thread, is counted after it.
-    let inFlight = dispatcher?.inFlight
     let submitted = machine.withLock { machine -> [DispatchHandle]? in
       let dependencies = machine.submitted()
       if dependencies != nil, machine.isInFlight { inFlight?.begin() }
@@ -280,7 +289,7 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
       for dependent in effects.dependents { dependent(result) }
     }
     if effects.finished { dispatcher?.handleFinished(self) }
-    if effects.endsInFlight { dispatcher?.inFlight.end() }
+    if effects.endsInFlight { inFlight?.end() }
   }
 }
 

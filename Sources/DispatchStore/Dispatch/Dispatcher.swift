@@ -53,8 +53,9 @@ public final class Dispatcher: Sendable {
   /// made with ``start(action:to:mode:options:)`` or ``prepare(action:to:mode:options:)`` and started), for those
   /// they start in turn (an operation's follow-ups, an observer's dispatches), including debounced ones waiting for
   /// their quiet interval on the dispatcher's clock, and for the main queue's work (``MainQueue/drain()``): pending
-  /// `.mainThread` work and main-thread notifications. A cancelled dispatch has ended. A `.sync` dispatch that another
-  /// thread makes without a handle is that thread's to wait for.
+  /// `.mainThread` work and main-thread notifications. A dispatch cancelled after it started is waited for until its
+  /// running operations returned. A `.sync` dispatch that another thread makes without a handle is that thread's to
+  /// wait for.
   ///
   /// ```swift
   /// dispatcher.start(action: SyncAction.upload)  // its operation dispatches follow-ups
@@ -65,9 +66,11 @@ public final class Dispatcher: Sendable {
   ///   for itself; `false` if dispatches or main-queue work kept coming for 1,000 passes.
   ///
   /// > Important: A dispatch that never ends keeps it waiting, as it keeps its awaiters waiting: a handle started
-  /// > after a dependency that is never started, a debounced dispatch on a test clock nobody advances, or an
-  /// > operation that awaits `drain()` in a task that a `block` operation made (the library cannot tell that task
-  /// > belongs to the dispatch) before it finishes.
+  /// > after a dependency that is never started, a debounced dispatch on a test clock nobody advances, or a
+  /// > dispatch whose own work awaits `drain()` where the library cannot tell it belongs to the dispatch (a task
+  /// > that a `block` operation or an interceptor deciding later made, a detached task, or an operation of another
+  /// > dispatcher started inside this one's). A handle's observers may hear its final state after `drain()`
+  /// > returned, when another thread was delivering an earlier state to them.
   @discardableResult
   public func drain() async -> Bool {
     if OperationTaskScope.current?.isInside(ObjectIdentifier(self)) == true { return false }
@@ -90,9 +93,9 @@ public final class Dispatcher: Sendable {
   ///   cannot wait for itself; `false` if dispatches or main-queue work kept coming for 1,000 passes.
   ///
   /// > Important: Unavailable in `async` code, top-level code that awaits included: there, `await drain()`. As for
-  /// > ``drain()``, a dispatch that never ends keeps it waiting. Call it from your own code, not from middleware, a
-  /// > handle's observer, an observer hearing an operation's change, or a thread an operation waits for: there the
-  /// > library cannot tell that it would wait for the dispatch that called it.
+  /// > ``drain()``, a dispatch that never ends keeps it waiting. Call it from your own code, not from middleware, an
+  /// > interceptor, `onUnheardFailure`, a handle's observer, an observer hearing an operation's change, or a thread
+  /// > an operation waits for: there the library cannot tell that it would wait for the dispatch that called it.
   @available(*, noasync, message: "it blocks the thread and can wait for itself on the main actor; use 'await drain()'")
   @discardableResult
   public func waitUntilDrained() -> Bool {

@@ -86,9 +86,15 @@ struct HandleStateMachine {
     return (true, transition(to: .started))
   }
 
-  /// The dispatch finished with `result`; ignored if it had already reached a final state (it was cancelled).
+  /// The dispatch finished with `result`; ignored if it had already reached a final state (it was cancelled), but for
+  /// ending its count in flight, which a cancellation after its start leaves to this end of its run.
   mutating func finished(_ result: Result<Void, DispatchError>) -> Effects {
-    guard !state.isFinished else { return Effects() }
+    guard !state.isFinished else {
+      var effects = Effects()
+      effects.endsInFlight = isInFlight
+      isInFlight = false
+      return effects
+    }
     switch result {
     case .success: return transition(to: .completed)
     case .failure(let error): return transition(to: .failed(error))
@@ -171,8 +177,13 @@ struct HandleStateMachine {
       effects.dependents = dependents
       dependents = []
       dependencies = []
-      effects.endsInFlight = isInFlight
-      isInFlight = false
+      // A dispatch cancelled after it started may still be running: its run's end (``finished(_:)``) ends the count.
+      let stillRunning: Bool
+      if case .cancelled = new { stillRunning = hasStarted } else { stillRunning = false }
+      if !stillRunning {
+        effects.endsInFlight = isInFlight
+        isInFlight = false
+      }
     }
     return effects
   }

@@ -103,7 +103,7 @@ final class ThreadContext {
   }
 
   /// Whether this thread runs inside a dispatch of `dispatcher`: starting one of its stores, or running user code
-  /// (an observer, middleware, an interceptor) that such a start called.
+  /// that such a start called (a reducer, an operation's start, the synchronous observers of the change it made).
   func isInside(_ dispatcher: ObjectIdentifier) -> Bool {
     var index = runningDispatchers.count
     while index > 0 {

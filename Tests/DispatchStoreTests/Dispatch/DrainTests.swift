@@ -128,6 +128,25 @@ struct DrainTests {
     withExtendedLifetime(app.token) {}
   }
 
+  /// "Cancel everything, then drain": a dispatch cancelled while its operation runs is waited for until the
+  /// operation returned (the review of the change found the drain returning at the cancellation).
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func drainWaitsForTheOperationOfADispatchCancelledWhileItRuns(mode: Dispatcher.Mode) async throws {
+    let app = try makeApp()
+    let handle = Locked<DispatchHandle?>(nil)
+    if mode == .sync {
+      Thread { handle.withLock { $0 = app.dispatcher.start(action: CounterAction.increase(1), mode: .sync) } }.start()
+    } else {
+      handle.withLock { $0 = app.dispatcher.start(action: CounterAction.increase(1), mode: mode) }
+    }
+    while app.gate.waiting == 0 { await Task.yield() }
+    app.dispatcher.cancelAll()
+
+    #expect(await drainWhileHeld(app))
+    #expect(app.dispatcher.inFlight.isIdle)
+    withExtendedLifetime(app.token) {}
+  }
+
   /// Awaited in an operation's `async` body, it would wait for the dispatch that runs the body.
   @Test(arguments: Dispatcher.Mode.allCases)
   func drainInsideAnOperationReturnsFalseAtOnce(mode: Dispatcher.Mode) async throws {
@@ -201,6 +220,9 @@ struct DrainTests {
 /// Holds every task that waits at it until it is opened; after that, waits return at once.
 final class AsyncGate: Sendable {
   private let state = Locked<(open: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
+
+  /// How many tasks wait at the gate now.
+  var waiting: Int { state.withLock { $0.waiting.count } }
 
   func wait() async {
     await withCheckedContinuation { continuation in
