@@ -39,13 +39,15 @@ public struct DispatchOptions: Sendable {
   ///     after it fail at once with ``DispatchError/throttled``.
   ///   - debounce: Wait for this quiet interval (``DispatchState/pending``); a dispatch made meanwhile replaces the
   ///     waiting one, which fails with ``DispatchError/superseded``.
-  ///   - allOrNothing: Whether every store the dispatch changed is put back if any of them fails; `false` by default.
-  ///     The dispatch then fails with ``DispatchError/rolledBack(storeIdentifiers:failures:)``, observers hear each
+  ///   - allOrNothing: Whether every store the dispatch changed is put back if any of them fails, or the dispatch is
+  ///     cancelled; `false` by default. A failed dispatch then fails with
+  ///     ``DispatchError/rolledBack(storeIdentifiers:failures:)``, observers hear each
   ///     store put back (``ModelChange/isRestore``), and a recorder files it so that verify and undo see it. From
   ///     its start to its end, the dispatch holds its stores: other dispatches reaching them wait (without a thread)
   ///     and run after it, so nothing they change is ever put back, and undo, redo, jump and restores fail with
   ///     ``SessionError/storeBusy(storeIdentifier:)``. Dispatches made inside it (by its observers, middleware or
-  ///     operations) run inside it and are put back with it.
+  ///     operations) run inside it and are put back with it; the DocC article "Transactions and cancellation" lists
+  ///     the known limits.
   ///
   /// > Important: A `.sync` dispatch on the main thread that reaches a store held by a `.mainThread` all-or-nothing
   /// > dispatch fails at once with ``DispatchError/reentrantSynchronousDispatch(actionType:)``: waiting would block

@@ -187,12 +187,14 @@ final class Reservation: Sendable {
 
   /// Releases every store once the dispatch ended with `result`.
   ///
-  /// If it failed, each store it changed is put back first, with a rollback record if a recorder is registered.
-  /// Observers hear the rollback once every store is released: they may dispatch to any of them. Returns the
-  /// dispatch's result: a failure becomes ``DispatchError/rolledBack(storeIdentifiers:failures:)``.
+  /// If it failed, or was cancelled (its later stores then did not start), each store it changed is put back first,
+  /// with a rollback record if a recorder is registered. Observers hear the rollback once every store is released:
+  /// they may dispatch to any of them. Returns the dispatch's result: a failure becomes
+  /// ``DispatchError/rolledBack(storeIdentifiers:failures:)``, a cancelled run ``DispatchError/cancelled``.
   func end(with result: Result<Void, DispatchError>, run: DispatchRun) -> Result<Void, DispatchError> {
+    let cancelled = run.handle?.isCancelled == true
     let failed: Bool
-    if case .failure = result { failed = true } else { failed = false }
+    if case .failure = result { failed = true } else { failed = cancelled }
     let recorder = failed ? run.middleware.borrowed.recorder : nil
     let deliveries = PendingDeliveries()
     var restored: [String] = []
@@ -210,6 +212,7 @@ final class Reservation: Sendable {
     // for) before the dispatch completes.
     recorder?.didRecord()
     Self.resume(released)
+    if cancelled { return .failure(.cancelled) }
     guard case .failure(let error) = result, case .operationsFailed(let failures) = error else { return result }
     return .failure(.rolledBack(storeIdentifiers: restored, failures: failures))
   }

@@ -4,7 +4,8 @@ import Testing
 @testable import DispatchStore
 
 /// Cancellation ids, throttling and debouncing (`DispatchOptions`), on a clock the tests advance.
-@Suite("Dispatch options", .timeLimit(.minutes(1)))
+// Three minutes: its stress test waits for the others (`Exclusive`), under ThreadSanitizer for over a minute.
+@Suite("Dispatch options", .timeLimit(.minutes(3)))
 struct DispatchOptionsTests {
   /// The latest dispatch with an id cancels the one in flight with the same id: "the latest search wins".
   @Test(arguments: [Dispatcher.Mode.async, .serial, .mainThread])

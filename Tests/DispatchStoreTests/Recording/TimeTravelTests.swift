@@ -48,7 +48,8 @@ final class CounterOperationReducer: Reducer<Counter, CounterAction>, @unchecked
   }
 }
 
-@Suite("Time travel", .timeLimit(.minutes(2)))
+// Three minutes: its stress test waits for the others (`Exclusive`).
+@Suite("Time travel", .timeLimit(.minutes(3)))
 struct TimeTravelTests {
   @Test func undoingAThreeStoreDispatchMovesEveryStoreInOneStep() throws {
     let app = ThreeStoreApp()

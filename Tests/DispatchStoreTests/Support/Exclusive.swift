@@ -5,14 +5,12 @@
 /// queue or a new thread, waited past their one-minute limits. One at a time, the run takes about as long: each
 /// already uses every core.
 ///
-/// Not under a sanitizer: there CI runs the stress tests in a process of their own, and a stress test's time limit,
-/// which counts its wait for the others, ran out (the sanitizers make each ten times slower).
+/// A stress test's time limit counts its wait for the others: their suites allow three minutes or more.
 enum Exclusive {
   private static let state = Locked<(busy: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
 
   /// Runs `body` once no other stress test runs, in the order they asked.
   static func stress<Value>(_ body: () async throws -> Value) async rethrows -> Value {
-    if isSanitized { return try await body() }
     await withCheckedContinuation { continuation in
       let now = state.withLock { state -> Bool in
         guard state.busy else {
