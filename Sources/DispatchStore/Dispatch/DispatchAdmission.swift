@@ -86,9 +86,11 @@ extension Dispatcher {
     guard let interval = options.debounce else { return proceed(handle, options: options, submit: submit) }
     let (generation, replaced) = admission.withLock { $0.debounce(key, handle) }
     replaced?.finish(.failure(.superseded))
+    // Made inside an all-or-nothing dispatch, it passes that one's stores when it runs, on the clock's thread.
+    let admitted = Reservation.admission()
     clock.schedule(after: interval) { [weak self] in
       guard let self, admission.withLock({ $0.debounceEnded(key, generation: generation) }) else { return }
-      proceed(handle, options: options, submit: submit)
+      ThreadContext.withReserving(admitted) { proceed(handle, options: options, submit: submit) }
     }
   }
 

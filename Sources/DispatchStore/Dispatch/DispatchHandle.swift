@@ -31,6 +31,9 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
   let options: DispatchOptions?
   /// Whether the dispatch holds its stores and puts them back if it fails (``DispatchOptions/allOrNothing``).
   let allOrNothing: Bool
+  /// For an all-or-nothing dispatch made in an operation's task: that operation and those enclosing it, which it
+  /// does not wait for (``Reservation/insideOperations``); otherwise empty.
+  let insideOperations: [any RunningOperation]
   /// The dispatcher that made it, which routes it and forgets it when it finished.
   ///
   /// Weak, since a handle may outlive it. `nonisolated(unsafe)`: assigned once, in `init`, and only read after (a
@@ -58,6 +61,7 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
   ) {
     self.id = TransactionID.next()
     self.allOrNothing = allOrNothing
+    self.insideOperations = allOrNothing ? OperationTaskScope.current?.operations ?? [] : []
     self.action = action
     self.storeIdentifier = storeIdentifier
     self.mode = mode
@@ -217,6 +221,8 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
     guard let dependencies = submitted else { return }
     guard !dependencies.isEmpty else { return dispatcher?.submit(self) ?? () }
     let countdown = DependencyCountdown(count: dependencies.count)
+    // Started inside an all-or-nothing dispatch, it passes that one's stores on the thread its last dependency ends.
+    let admitted = Reservation.admission()
     for dependency in dependencies {
       dependency.whenFinished(hearing: false) { [self] result in
         if case .failure = result { countdown.failed(dependency.id) }
@@ -224,7 +230,8 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
         if let failed = countdown.firstFailure {
           finish(.failure(.dependencyFailed(failed)))
         } else {
-          dispatcher?.submit(self)
+          guard let dispatcher else { return }
+          ThreadContext.withReserving(admitted) { dispatcher.submit(self) }
         }
       }
     }

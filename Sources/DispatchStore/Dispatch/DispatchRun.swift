@@ -92,7 +92,8 @@ struct DispatchRun: Sendable {
     // Every all-or-nothing dispatch has a handle, whose identifier its transactions share.
     let reservation = Reservation(
       targets: targets, placement: placement, dispatchID: dispatchID ?? TransactionID.next(),
-      dispatcherQueue: dispatcher._withUnsafeGuaranteedRef { $0.mainQueue })
+      dispatcherQueue: dispatcher._withUnsafeGuaranteedRef { $0.mainQueue },
+      insideOperations: handle?.insideOperations ?? [])
     var state = DispatchStateMachine.start(count: targets.count, graph: graph)
     state.endsLater = true
     state.runStarted()
@@ -287,7 +288,8 @@ struct DispatchRun: Sendable {
       return .done(error: DispatchError.reentrantSynchronousDispatch(actionType: actionType), ranOperation: false)
     }
     let start = parked.start
-    start.setUp(run: self, index: index, recording: recording)
+    // The all-or-nothing dispatch this start is part of, if any: it still passes that one's stores when it resumes.
+    start.setUp(run: self, index: index, recording: recording, admitted: Reservation.admission())
     handle?.operationRunning(start)
     return .running(start)
   }

@@ -21,9 +21,15 @@ final class Reservation: Sendable {
   /// The main queue whose thread the dispatch's caller blocks until it ends: a `.sync` dispatch made on it.
   private let blockedQueue: MainQueue?
   /// The all-or-nothing dispatch this one was made inside (``admission()``), which waits for it if it awaits it.
-  let enclosing: Reservation?
+  ///
+  /// Weak: one that ended holds no store, so being inside it no longer matters, and a chain of nested dispatches
+  /// does not keep its ancestors alive.
+  weak let enclosing: Reservation?
   /// The dispatch's identifier, which its transactions and rollback records share.
   let dispatchID: TransactionID
+  /// The operations in whose task the dispatch was made (``OperationTaskScope``): it does not wait for them to
+  /// finish before taking their stores, since they may be awaiting it.
+  let insideOperations: [any RunningOperation]
 
   private enum Phase {
     case idle
@@ -75,9 +81,10 @@ final class Reservation: Sendable {
   }
 
   /// - Parameter dispatcherQueue: The dispatcher's main queue.
+  /// - Parameter insideOperations: The operations in whose task the dispatch was made.
   init(
     targets: DispatchRun.Targets, placement: DispatchRun.Placement, dispatchID: TransactionID,
-    dispatcherQueue: MainQueue
+    dispatcherQueue: MainQueue, insideOperations: [any RunningOperation]
   ) {
     switch placement {
     case .main(let mainQueue): (self.mainQueue, blockedQueue) = (mainQueue, nil)
@@ -86,6 +93,7 @@ final class Reservation: Sendable {
     }
     enclosing = Self.admission()
     self.dispatchID = dispatchID
+    self.insideOperations = insideOperations
     var stores: [(entry: StoreEntry, node: Int)] = []
     targets.withUnsafeBufferPointer { entries in
       for node in entries.indices { stores.append((entries[node], node)) }
@@ -165,6 +173,13 @@ final class Reservation: Sendable {
       return .blocksMainQueue
     }
     return nil
+  }
+
+  /// How many of the operations running on the store `store` are ones this dispatch was made inside.
+  func runningInsideOperations(of store: ObjectIdentifier) -> UInt64 {
+    var count: UInt64 = 0
+    for operation in insideOperations where operation.storeID == store && !operation.isFinished { count += 1 }
+    return count
   }
 
   /// A store this reservation waited for freed: it tries again, on a background thread.

@@ -61,6 +61,8 @@ extension Store: ModelRestoring {
     guard let model = model as? Model else { return false }
     let action = action as? Action
     let deliverer = ThreadContext.currentDeliverer
+    // The model replaced is dropped after the lock: a class inside a model may run its `deinit`.
+    var replaced: Model?
     // One critical section, as a dispatch's change: observers hear the restored model in the order of the changes.
     let turn = state.withLock { state -> SynchronousTurn<Model, Action>? in
       if state.gate?.owner != nil { return nil }
@@ -68,6 +70,7 @@ extension Store: ModelRestoring {
         guard event > state.recordedEvent else { return SynchronousTurn.none }
         state.recordedEvent = event
       }
+      replaced = state.model
       state.model = model
       state.version &+= 1
       state.announcedVersion = state.version
@@ -77,6 +80,7 @@ extension Store: ModelRestoring {
         of: model, by: action, origin: .restore, store: self, mainQueue: state.mainQueue, deliverer: deliverer)
         ?? SynchronousTurn.none
     }
+    withExtendedLifetime(replaced) {}
     guard let turn else { return false }
     deliverSynchronously(turn)
     return true
@@ -88,24 +92,29 @@ extension Store: ModelRestoring {
     // Checked before `inner` commits the move: a held store's holder would put back its own model over the restore.
     // (Inline closures: a local function capturing `inner` cannot be passed where the lock sends the state.)
     let busy = MoveAttempt.failed(.storeBusy(storeIdentifier: identifier))
+    // The model replaced is dropped after the lock: a class inside a model may run its `deinit`.
+    var replaced: Model?
     if waiting {
       outcome = state.withLock { state in
-        state.gate?.owner != nil ? (busy, SynchronousTurn.none) : applying(inner(), to: &state, deliverer: deliverer)
+        state.gate?.owner != nil
+          ? (busy, SynchronousTurn.none) : applying(inner(), to: &state, replacing: &replaced, deliverer: deliverer)
       }
     } else {
       outcome = state.withLockIfAvailable { state in
-        state.gate?.owner != nil ? (busy, SynchronousTurn.none) : applying(inner(), to: &state, deliverer: deliverer)
+        state.gate?.owner != nil
+          ? (busy, SynchronousTurn.none) : applying(inner(), to: &state, replacing: &replaced, deliverer: deliverer)
       }
     }
+    withExtendedLifetime(replaced) {}
     guard let (attempt, turn) = outcome else { return .busy(identifier) }
     if case .none = turn {} else { deliveries.pending.append { [self] in deliverSynchronously(turn) } }
     return attempt
   }
 
   /// Applies this store's model from `attempt`, if it committed a move, under the lock (``restoreLocked``); returns
-  /// the attempt and the notification for observers.
+  /// the attempt and the notification for observers, and leaves the model it replaced in `replaced`.
   private func applying(
-    _ attempt: MoveAttempt, to state: inout StoreState<Model, Action>,
+    _ attempt: MoveAttempt, to state: inout StoreState<Model, Action>, replacing replaced: inout Model?,
     deliverer: (thread: ObjectIdentifier, mayWait: Bool)
   ) -> (MoveAttempt, SynchronousTurn<Model, Action>) {
     guard case .committed(let commit) = attempt,
@@ -113,6 +122,7 @@ extension Store: ModelRestoring {
       let model = step.model as? Model
     else { return (attempt, .none) }
     state.recordedEvent = commit.event
+    replaced = state.model
     state.model = model
     state.version &+= 1
     state.announcedVersion = state.version

@@ -69,7 +69,7 @@ final class StoreGate: @unchecked Sendable {
 /// A start of a store, in a dispatch that found the store held by an all-or-nothing dispatch: it runs when that one
 /// ends, where its dispatch runs, and tells its run as an operation that finished later does.
 ///
-/// Three events, in any order, make it run: its gate's release, its run's setup (``setUp(run:index:recording:)``),
+/// Three events, in any order, make it run: its gate's release, its run's setup (``setUp(run:index:recording:admitted:)``),
 /// and the run registering to hear it (``start(notifying:token:)``).
 final class ParkedStart: OperationStarting {
   /// The error a parked start reports up to its run, carrying it.
@@ -83,15 +83,16 @@ final class ParkedStart: OperationStarting {
     var released = false
     var cancelled = false
     var scheduled = false
-    var run: (run: DispatchRun, index: Int, recording: RecordingContext?)?
+    var run: (run: DispatchRun, index: Int, recording: RecordingContext?, admitted: Reservation?)?
     var handler: (any OperationCompletionHandler)?
   }
 
   private let state = LockedValue(State())
 
-  /// Sets what the start needs to run: its run, its node, and its recording.
-  func setUp(run: DispatchRun, index: Int, recording: RecordingContext?) {
-    runIfReady { $0.run = (run, index, recording) }
+  /// Sets what the start needs to run: its run, its node, its recording, and the all-or-nothing dispatch it is part
+  /// of (``Reservation/admission()``), if any.
+  func setUp(run: DispatchRun, index: Int, recording: RecordingContext?, admitted: Reservation?) {
+    runIfReady { $0.run = (run, index, recording, admitted) }
   }
 
   /// The gate it waited at opened.
@@ -115,18 +116,18 @@ final class ParkedStart: OperationStarting {
   /// Applies `event`, then, once the start has everything, schedules it where its run places work.
   private func runIfReady(_ event: (inout State) -> Void) {
     let ready = state.withLock {
-      state -> (DispatchRun, Int, RecordingContext?, any OperationCompletionHandler, Bool)? in
+      state -> (DispatchRun, Int, RecordingContext?, Reservation?, any OperationCompletionHandler, Bool)? in
       event(&state)
       guard state.released, !state.scheduled, let run = state.run, let handler = state.handler else { return nil }
       state.scheduled = true
-      return (run.run, run.index, run.recording, handler, state.cancelled)
+      return (run.run, run.index, run.recording, run.admitted, handler, state.cancelled)
     }
-    guard let (run, index, recording, handler, cancelled) = ready else { return }
+    guard let (run, index, recording, admitted, handler, cancelled) = ready else { return }
     let resume: @Sendable () -> Void = {
       if cancelled || run.handle?.isCancelled == true {
         return handler.operationFinished(token: index, error: DispatchError.cancelled)
       }
-      run.resume(index, recording: recording, notifying: handler)
+      ThreadContext.withReserving(admitted) { run.resume(index, recording: recording, notifying: handler) }
     }
     if case .main(let mainQueue) = run.placement {
       mainQueue.schedule(resume)
@@ -159,31 +160,34 @@ extension Store {
   /// Whether an all-or-nothing dispatch holds the store: one atomic load, for a check before taking its lock.
   var isHeld: Bool { gateWord.load(ordering: .acquiring) & StoreGate.Word.held != 0 }
 
-  /// An operation counted by ``enterForOperation()`` finished: wakes the reservations waiting for the last one.
+  /// An operation counted by ``enterForOperation()`` finished: wakes the reservations waiting for operations.
   ///
   /// Every operation a dispatch starts was counted: its store made it right after counting it.
   @inline(__always)
   func leaveForOperation() {
     let word = gateWord.wrappingSubtract(1, ordering: .acquiringAndReleasing).oldValue
-    guard word & StoreGate.Word.waiter != 0, word & StoreGate.Word.count == 1 else { return }
+    guard word & StoreGate.Word.waiter != 0 else { return }
     wakeWaitingReservations()
   }
 
-  /// The last running operation finished while reservations waited for it: wakes them.
+  /// An operation finished while reservations waited for the store's operations: wakes them, each to try again (one
+  /// made inside the operations still running may take the store now; the others queue again).
   @inline(never)
   private func wakeWaitingReservations() {
-    let woken = state.withLock { state -> [Reservation] in
-      guard let gate = state.gate, gate.owner == nil, gateWord.load(ordering: .acquiring) & StoreGate.Word.count == 0
-      else { return [] }
+    let (woken, dropped) = state.withLock { state -> ([Reservation], StoreGate?) in
+      guard let gate = state.gate, gate.owner == nil, gateWord.load(ordering: .acquiring) & StoreGate.Word.waiter != 0
+      else { return ([], nil) }
       gateWord.bitwiseAnd(~StoreGate.Word.waiter, ordering: .acquiringAndReleasing)
       state.gate = nil
-      return gate.waiting
+      return (gate.waiting, gate)
     }
+    withExtendedLifetime(dropped) {}
     for reservation in woken { reservation.wake() }
   }
 
-  /// Takes the store for `reservation` if nobody holds it and no operation runs; otherwise queues `reservation`
-  /// to be woken when that changes, or refuses it if its wait would never end (``Reservation/refusal(behind:)``).
+  /// Takes the store for `reservation` if nobody holds it and no operation runs (other than those it was made
+  /// inside, which may be awaiting it); otherwise queues `reservation` to be woken when that changes, or refuses it
+  /// if its wait would never end (``Reservation/refusal(behind:)``).
   func reserve(for reservation: Reservation) -> Reservation.Taking {
     state.withLock { state in
       let gate = state.gate ?? StoreGate()
@@ -194,14 +198,20 @@ extension Store {
         return .queued
       }
       var word = gateWord.load(ordering: .acquiring)
+      var free = false
       while true {
-        let desired = word & StoreGate.Word.count == 0 ? StoreGate.Word.held : word | StoreGate.Word.waiter
+        // An operation counts itself as running until after it reads as finished, so those it was made inside are
+        // never fewer than it finds running; it waits for every other one.
+        let inside =
+          reservation.insideOperations.isEmpty ? 0 : reservation.runningInsideOperations(of: ObjectIdentifier(self))
+        free = word & StoreGate.Word.count <= inside
+        let desired = word | (free ? StoreGate.Word.held : StoreGate.Word.waiter)
         let (exchanged, original) = gateWord.compareExchange(
           expected: word, desired: desired, ordering: .acquiringAndReleasing)
         if exchanged { break }
         word = original
       }
-      guard word & StoreGate.Word.count == 0 else {
+      guard free else {
         gate.waiting.append(reservation)
         return .queued
       }
@@ -221,13 +231,17 @@ extension Store {
     from reservation: Reservation, rollingBack rollback: Rollback?, deliveries: PendingDeliveries
   ) -> StoreGate.Released {
     let deliverer = ThreadContext.currentDeliverer
+    // The gate and the model put back are dropped after the lock: a class inside a model may run its `deinit`.
+    var dropped: (gate: StoreGate?, model: Model?) = (nil, nil)
     let (released, turn) = state.withLock { state -> (StoreGate.Released, SynchronousTurn<Model, Action>) in
       guard let gate = state.gate, gate.owner === reservation else { return (StoreGate.Released(), .none) }
+      dropped.gate = gate
       var released = StoreGate.Released(parked: gate.parked, waiting: gate.waiting)
       var turn = SynchronousTurn<Model, Action>.none
       if let rollback, let action = rollback.action as? Action, state.version != gate.version,
         let original = gate.original as? Model
       {
+        dropped.model = state.model
         state.model = original
         state.version &+= 1
         state.announcedVersion = state.version
@@ -247,6 +261,7 @@ extension Store {
       state.gate = nil
       return (released, turn)
     }
+    withExtendedLifetime(dropped) {}
     if case .none = turn {} else { deliveries.pending.append { [self] in deliverSynchronously(turn) } }
     return released
   }

@@ -333,6 +333,131 @@ struct AllOrNothingTests {
     }
   }
 
+  /// A dispatch that an all-or-nothing dispatch's operation makes and awaits passes the stores it holds on a route
+  /// decided later too, in any mode: debounced (it runs on the clock's thread), started after a dependency that
+  /// ends on another thread, or made by an operation whose start waited at a store another all-or-nothing dispatch
+  /// held (it resumes on another thread). Before, each parked behind the dispatch that awaited it, for ever.
+  @Test(arguments: Dispatcher.Mode.allCases, LaterRoute.allCases)
+  func aFollowUpOnARouteDecidedLaterPassesTheHoldersStores(mode: Dispatcher.Mode, route: LaterRoute) async throws {
+    let app = try LaterRouteApp(mode: mode)
+    if route == .parkedResume {
+      // "p" is held by an all-or-nothing dispatch of its own until the test opens `app.holding`.
+      _ = app.dispatcher.start(action: LaterRouteAction.hold, to: "p", mode: .async, options: Self.allOrNothing)
+      guard await awaited({ await app.reached.wait(for: 1) }) != nil else {
+        Issue.record("the dispatch holding \"p\" did not start within 20 s")
+        return
+      }
+    }
+    let outer = app.dispatcher.start(
+      action: LaterRouteAction.outer(route), to: "f", mode: .async, options: Self.allOrNothing)
+    switch route {
+    case .debounced:
+      break
+    case .afterDependency:
+      // The dependency, held at "b", ends on this thread, which is inside no dispatch.
+      guard await awaited({ await app.reached.wait(for: 1) }) != nil else {
+        Issue.record("the follow-up was not started within 20 s")
+        return
+      }
+      app.gate.open()
+    case .parkedResume:
+      // `middle` waits at "p"; it resumes on another thread once the dispatch holding "p" ends.
+      guard await eventually({ app.parked.state.withLock({ $0.gate?.parked.count ?? 0 }) > 0 }) else {
+        Issue.record("middle did not reach \"p\" within 20 s")
+        return
+      }
+      app.holding.open()
+    }
+    guard let result = await firstValue(within: .seconds(30), { outer.whenFinished($0) }) else {
+      Issue.record("the all-or-nothing dispatch did not finish within 30 s: its follow-up waited for it")
+      return
+    }
+    #expect(result.isSuccess)
+    #expect(app.followed.model.applied == [1, 2])
+  }
+
+  /// The model a rollback replaces is released after the store's lock: a class inside it may read the store in its
+  /// `deinit`. (Before, the read waited for the lock held by the rollback that released it, for ever.)
+  @Test func aModelReplacedByARollbackIsReleasedOutsideTheStoresLock() async throws {
+    let dispatcher = Dispatcher()
+    let box = Locked<Store<ProbedModel, ProbeAction>?>(nil)
+    let read = Collector<Int>()
+    let probed = Store(identifier: "r", model: ProbedModel()) { (_: ProbeAction, model: inout ProbedModel) in
+      model.generation += 1
+      model.probe = ReleaseProbe {
+        if let store = box.withLock({ $0 }) { read.append(store.model.generation) }
+      }
+    }
+    box.withLock { $0 = probed }
+    try dispatcher.register(store: probed)
+    try dispatcher.register(
+      store: Store(identifier: "z", model: ProbedModel()) { (_: ProbeAction, _: inout ProbedModel) in
+        throw TestFailure(reason: "z failed")
+      })
+    let handle = dispatcher.start(action: ProbeAction(), mode: .async, options: Self.allOrNothing)
+    guard let result = await firstValue(within: .seconds(30), { handle.whenFinished($0) }) else {
+      Issue.record("the rollback did not end within 30 s: the released model's deinit waited for the store's lock")
+      return
+    }
+    guard case .failure(.rolledBack(let restored, _)) = result else {
+      Issue.record("expected rolledBack, got \(result)")
+      return
+    }
+    #expect(restored.contains("r"))
+    // The deinit read the model put back.
+    #expect(await read.wait(for: 1) == [0])
+    box.withLock { $0 = nil }
+  }
+
+  /// An operation that awaits an all-or-nothing dispatch to its own store, in any mode, gets its result: the dispatch
+  /// does not wait for the operation it was made in. If it fails, the store is put back to where the operation had
+  /// brought it. (Before, the dispatch waited for the operation to finish, which awaited it, for ever.)
+  @Test(arguments: Dispatcher.Mode.allCases, [false, true])
+  func anOperationAwaitingAnAllOrNothingDispatchToItsOwnStoreGetsItsResult(
+    mode: Dispatcher.Mode, fails: Bool
+  ) async throws {
+    let dispatcher = Dispatcher(mainQueue: .libraryThread)
+    let heard = Collector<Result<Void, DispatchError>>()
+    let own = Store(identifier: "c", model: Ledger()) { (action: AwaitingAction, operation) in
+      switch action {
+      case .outer:
+        operation.updateModel { $0.applied.insert(1) }
+        let handle = operation.dispatcher?.start(
+          action: AwaitingAction.inner, mode: mode, options: DispatchOptions(allOrNothing: true))
+        if let handle { heard.append(await handle.result) }
+      case .inner:
+        operation.updateModel { $0.applied.insert(2) }
+      }
+    }
+    let other = Store(identifier: "d", model: Ledger()) { (action: AwaitingAction, model: inout Ledger) in
+      guard case .inner = action else { return }
+      if fails { throw TestFailure(reason: "d failed") }
+      model.applied.insert(2)
+    }
+    try dispatcher.register(store: own)
+    try dispatcher.register(store: other)
+    let outer = dispatcher.start(action: AwaitingAction.outer, to: "c")
+    guard let result = await firstValue(within: .seconds(30), { outer.whenFinished($0) }) else {
+      Issue.record("the operation did not finish within 30 s: the dispatch it awaited waited for it")
+      return
+    }
+    #expect(result.isSuccess)
+    let inner = heard.values.first
+    if fails {
+      guard case .failure(.rolledBack(let restored, _)) = inner else {
+        Issue.record("expected rolledBack, got \(String(describing: inner))")
+        return
+      }
+      #expect(restored.contains("c"))
+      #expect(own.model.applied == [1])
+      #expect(other.model.applied == [])
+    } else {
+      #expect(inner?.isSuccess == true)
+      #expect(own.model.applied == [1, 2])
+      #expect(other.model.applied == [2])
+    }
+  }
+
   /// A start that waited at a held store that was then removed from the dispatcher does not run.
   @Test func aParkedStartOfARemovedStoreDoesNotRun() async throws {
     let app = try HeldStores()
@@ -706,4 +831,101 @@ final class NestingLedger: Reducer<Ledger, NestingAction>, @unchecked Sendable {
       }
     }
   }
+}
+
+/// The routes decided after the dispatch was made (``AllOrNothingTests/aFollowUpOnARouteDecidedLaterPassesTheHoldersStores(mode:route:)``).
+enum LaterRoute: CaseIterable, Sendable {
+  case debounced, afterDependency, parkedResume
+}
+
+/// `outer` (to "f") awaits `inner(2)` to "f" by its route; `middle` (to "p") awaits `inner(2)` to "f"; `hold` (to
+/// "p") waits until the test opens the gate.
+enum LaterRouteAction: ActionType {
+  case outer(LaterRoute), middle, hold
+  case inner(Int)
+}
+
+/// Store "f" and "p" run ``LaterRouteAction``s; "b" holds its operations at `gate`.
+struct LaterRouteApp {
+  let dispatcher = Dispatcher(mainQueue: .libraryThread)
+  let followed: Store<Ledger, LaterRouteAction>
+  let parked: Store<Ledger, LaterRouteAction>
+  let gate = Gate()
+  /// Opened to end the dispatch holding "p".
+  let holding = AsyncGate()
+  /// Appended to when `hold` holds "p", and when `outer` started its dependent follow-up.
+  let reached = Collector<Bool>()
+
+  init(mode: Dispatcher.Mode) throws {
+    let reducer = LaterRouteLedger(mode: mode, holding: holding, reached: reached)
+    followed = Store(identifier: "f", model: Ledger(), reducer: reducer)
+    parked = Store(identifier: "p", model: Ledger(), reducer: reducer)
+    try dispatcher.register(store: followed)
+    try dispatcher.register(store: parked)
+    try dispatcher.register(store: Store(identifier: "b", model: Counter(), reducer: GatedReducer(gate: gate)))
+  }
+}
+
+/// Runs ``LaterRouteAction``s with `async` bodies; follow-ups in `mode`.
+final class LaterRouteLedger: Reducer<Ledger, LaterRouteAction>, @unchecked Sendable {
+  let mode: Dispatcher.Mode
+  let holding: AsyncGate
+  let reached: Collector<Bool>
+
+  init(mode: Dispatcher.Mode, holding: AsyncGate, reached: Collector<Bool>) {
+    (self.mode, self.holding, self.reached) = (mode, holding, reached)
+  }
+
+  override func operation(
+    for action: LaterRouteAction, in store: Store<Ledger, LaterRouteAction>
+  ) -> ActionOperation<Ledger, LaterRouteAction> {
+    ActionOperation(action: action, store: store) { [mode, holding, reached] operation in
+      guard let dispatcher = operation.dispatcher else { return }
+      let inner = LaterRouteAction.inner(2)
+      switch action {
+      case .outer(.debounced):
+        operation.updateModel { $0.applied.insert(1) }
+        let options = DispatchOptions(debounce: .milliseconds(1))
+        try await dispatcher.start(action: inner, to: "f", mode: mode, options: options).value
+      case .outer(.afterDependency):
+        operation.updateModel { $0.applied.insert(1) }
+        let dependency = dispatcher.start(action: CounterAction.increase(1), to: "b")
+        let followUp = dispatcher.prepare(action: inner, to: "f", mode: mode)
+        try followUp.depend(on: dependency)
+        followUp.start()
+        reached.append(true)
+        try await followUp.value
+      case .outer(.parkedResume):
+        operation.updateModel { $0.applied.insert(1) }
+        try await dispatcher.start(action: LaterRouteAction.middle, to: "p", mode: .async).value
+      case .middle:
+        try await dispatcher.start(action: inner, to: "f", mode: mode).value
+      case .hold:
+        reached.append(true)
+        await holding.wait()
+      case .inner(let id):
+        operation.updateModel { $0.applied.insert(id) }
+      }
+    }
+  }
+}
+
+/// Calls its closure when released.
+final class ReleaseProbe: Sendable {
+  let onRelease: @Sendable () -> Void
+  init(onRelease: @escaping @Sendable () -> Void) { self.onRelease = onRelease }
+  deinit { onRelease() }
+}
+
+/// A model holding a class (``ReleaseProbe``).
+struct ProbedModel: ModelType {
+  var generation = 0
+  var probe: ReleaseProbe?
+}
+
+struct ProbeAction: ActionType {}
+
+/// `outer` (to "c") awaits the all-or-nothing `inner` (to every store).
+enum AwaitingAction: ActionType {
+  case outer, inner
 }
