@@ -333,10 +333,11 @@ struct AllOrNothingTests {
     }
   }
 
-  /// A dispatch that an all-or-nothing dispatch's operation makes and awaits passes the stores it holds on a route
-  /// decided later too, in any mode: debounced (it runs on the clock's thread), started after a dependency that
-  /// ends on another thread, or made by an operation whose start waited at a store another all-or-nothing dispatch
-  /// held (it resumes on another thread). Before, each parked behind the dispatch that awaited it, for ever.
+  /// A follow-up that an all-or-nothing dispatch's operation awaits passes its stores on a route decided later too.
+  ///
+  /// In any mode: debounced (it runs on the clock's thread), started after a dependency that ends on another thread,
+  /// or made by an operation whose start waited at a store another all-or-nothing dispatch held (it resumes on another
+  /// thread). Before, each parked behind the dispatch that awaited it, for ever.
   @Test(arguments: Dispatcher.Mode.allCases, LaterRoute.allCases)
   func aFollowUpOnARouteDecidedLaterPassesTheHoldersStores(mode: Dispatcher.Mode, route: LaterRoute) async throws {
     let app = try LaterRouteApp(mode: mode)
@@ -409,9 +410,10 @@ struct AllOrNothingTests {
     box.withLock { $0 = nil }
   }
 
-  /// An operation that awaits an all-or-nothing dispatch to its own store, in any mode, gets its result: the dispatch
-  /// does not wait for the operation it was made in. If it fails, the store is put back to where the operation had
-  /// brought it. (Before, the dispatch waited for the operation to finish, which awaited it, for ever.)
+  /// An operation that awaits an all-or-nothing dispatch to its own store, in any mode, gets its result.
+  ///
+  /// The dispatch does not wait for the operation it was made in. If it fails, the store is put back to where the
+  /// operation had brought it. Before, the dispatch waited for the operation to finish, which awaited it, for ever.
   @Test(arguments: Dispatcher.Mode.allCases, [false, true])
   func anOperationAwaitingAnAllOrNothingDispatchToItsOwnStoreGetsItsResult(
     mode: Dispatcher.Mode, fails: Bool
