@@ -22,23 +22,36 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
   package let action: any ActionType
   /// The mode the dispatch runs in.
   let mode: Dispatcher.Mode
-  /// The cancellation id it was made with, if any.
-  let cancellationID: CancellationID?
 
   /// Where the dispatch goes, and how it is admitted: kept to route it when it is started.
   let storeIdentifier: String?
-  /// `nil` for the default options, which admit the dispatch at once.
-  let options: DispatchOptions?
+  /// Its options; `nil` for the default ones, which admit the dispatch at once.
+  ///
+  /// Boxed: a handle without options then copies and checks one pointer, not the options' optional value.
+  let options: Options?
+
+  /// The options of a dispatch that is admitted before it is routed (``DispatchOptions``).
+  final class Options: Sendable {
+    let value: DispatchOptions
+    init(_ value: DispatchOptions) { self.value = value }
+  }
+
+  /// The cancellation id it was made with, if any.
+  var cancellationID: CancellationID? { options?.value.cancellationID }
   /// Whether the dispatch holds its stores and puts them back if it fails (``DispatchOptions/allOrNothing``).
   let allOrNothing: Bool
   /// For an all-or-nothing dispatch made in an operation's task: that operation and those enclosing it, which it
-  /// does not wait for (``Reservation/insideOperations``); otherwise empty.
-  let insideOperations: [any RunningOperation]
+  /// does not wait for (``Reservation/insideOperations``); otherwise `nil`.
+  let insideOperations: [any RunningOperation]?
   /// The dispatcher that made it, which routes it and forgets it when it finished.
   ///
-  /// Weak, since a handle may outlive it. `nonisolated(unsafe)`: assigned once, in `init`, and only read after (a
-  /// `let` cannot be `weak` before Swift 6.2).
-  nonisolated(unsafe) private weak var dispatcher: Dispatcher?
+  /// Weak, since a handle may outlive it. Before Swift 6.2 a `let` cannot be `weak`: a `nonisolated(unsafe)` `var`
+  /// then, assigned once, in `init`, and only read after.
+  #if compiler(>=6.2)
+    private weak let dispatcher: Dispatcher?
+  #else
+    nonisolated(unsafe) private weak var dispatcher: Dispatcher?
+  #endif
 
   private let machine = LockedValue(HandleStateMachine())
   /// Whether the dispatch was cancelled, readable without the lock: a run loads it before starting each store.
@@ -61,12 +74,11 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
   ) {
     self.id = TransactionID.next()
     self.allOrNothing = allOrNothing
-    self.insideOperations = allOrNothing ? OperationTaskScope.current?.operations ?? [] : []
+    self.insideOperations = allOrNothing ? OperationTaskScope.current?.operations : nil
     self.action = action
     self.storeIdentifier = storeIdentifier
     self.mode = mode
-    self.options = options
-    self.cancellationID = options?.cancellationID
+    self.options = options.map(Options.init)
     self.dispatcher = dispatcher
     self.inFlight = dispatcher?.inFlight
     self.writesUnheard = writesUnheard

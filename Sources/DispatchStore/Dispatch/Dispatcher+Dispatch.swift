@@ -160,7 +160,7 @@ extension Dispatcher {
       guard handle.markStarted() else { return }
       return handle.finish(.success(()))
     }
-    guard let options = handle.options else { return route(handle) }
+    guard let options = handle.options?.value else { return route(handle) }
     admit(handle, options: options) { [self] in route(handle) }
   }
 

@@ -23,8 +23,13 @@ final class Reservation: Sendable {
   /// The all-or-nothing dispatch this one was made inside (``admission()``), which waits for it if it awaits it.
   ///
   /// Weak: one that ended holds no store, so being inside it no longer matters, and a chain of nested dispatches
-  /// does not keep its ancestors alive.
-  weak let enclosing: Reservation?
+  /// does not keep its ancestors alive. (Before Swift 6.2 a `let` cannot be `weak`: a `nonisolated(unsafe)` `var`
+  /// then, assigned once, in `init`, and only read after.)
+  #if compiler(>=6.2)
+    weak let enclosing: Reservation?
+  #else
+    nonisolated(unsafe) weak var enclosing: Reservation?
+  #endif
   /// The dispatch's identifier, which its transactions and rollback records share.
   let dispatchID: TransactionID
   /// The operations in whose task the dispatch was made (``OperationTaskScope``): it does not wait for them to

@@ -43,6 +43,10 @@ final class StoreGate: @unchecked Sendable {
     var parked: [ParkedStart] = []
     /// The reservations that waited, to wake.
     var waiting: [Reservation] = []
+    /// The gate, and the model put back, released with this value, after the store's lock: a class inside a model
+    /// may run its `deinit`.
+    var gate: StoreGate?
+    var replaced: (any ModelType)?
   }
 
   /// What a start does here while `owner` holds the store.
@@ -231,17 +235,14 @@ extension Store {
     from reservation: Reservation, rollingBack rollback: Rollback?, deliveries: PendingDeliveries
   ) -> StoreGate.Released {
     let deliverer = ThreadContext.currentDeliverer
-    // The gate and the model put back are dropped after the lock: a class inside a model may run its `deinit`.
-    var dropped: (gate: StoreGate?, model: Model?) = (nil, nil)
     let (released, turn) = state.withLock { state -> (StoreGate.Released, SynchronousTurn<Model, Action>) in
       guard let gate = state.gate, gate.owner === reservation else { return (StoreGate.Released(), .none) }
-      dropped.gate = gate
-      var released = StoreGate.Released(parked: gate.parked, waiting: gate.waiting)
+      var released = StoreGate.Released(parked: gate.parked, waiting: gate.waiting, gate: gate)
       var turn = SynchronousTurn<Model, Action>.none
       if let rollback, let action = rollback.action as? Action, state.version != gate.version,
         let original = gate.original as? Model
       {
-        dropped.model = state.model
+        released.replaced = state.model
         state.model = original
         state.version &+= 1
         state.announcedVersion = state.version
@@ -261,7 +262,6 @@ extension Store {
       state.gate = nil
       return (released, turn)
     }
-    withExtendedLifetime(dropped) {}
     if case .none = turn {} else { deliveries.pending.append { [self] in deliverSynchronously(turn) } }
     return released
   }
