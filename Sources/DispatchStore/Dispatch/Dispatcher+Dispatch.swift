@@ -377,9 +377,8 @@ extension Dispatcher {
       complete(
         completion, dispatchSynchronously(storeIdentifier: storeIdentifier, action: action, handle: handle), action)
     case .async:
-      // It runs apart from its caller: counted in flight until it ends (with a handle, the handle counts it).
-      let (completion, intercepted) =
-        handle == nil ? counted(completion, intercepted, action) : (completion, intercepted)
+      // It runs apart from its caller: counted in flight until it ends.
+      let (completion, intercepted) = counted(completion, intercepted, action, handle: handle)
       // Made inside an all-or-nothing dispatch, it passes the stores that one holds, on whichever thread it runs.
       let admitted = Reservation.admission()
       DispatchQueue.global().async { [self] in
@@ -388,8 +387,7 @@ extension Dispatcher {
         }
       }
     case .serial, .mainThread:
-      let (completion, intercepted) =
-        handle == nil ? counted(completion, intercepted, action) : (completion, intercepted)
+      let (completion, intercepted) = counted(completion, intercepted, action, handle: handle)
       let job = Lane.Job(
         storeIdentifier: storeIdentifier, action: action, completion: intercepted == nil ? completion : nil,
         intercepted: intercepted, handle: handle, admitted: Reservation.admission())
@@ -397,12 +395,15 @@ extension Dispatcher {
     }
   }
 
-  /// Counts a dispatch without a handle that runs apart from its caller in ``inFlight``, for ``drain()``: its
-  /// completion, or its interceptors' report, ends the count once it ran (so that the follow-ups it started are
-  /// counted before it ends).
+  /// Counts a dispatch that runs apart from its caller in ``inFlight``, for ``drain()``.
+  ///
+  /// Its completion, or its interceptors' report, ends the count once it ran (so that the follow-ups it started are
+  /// counted before it ends). A dispatch with a handle is not counted here: its handle counts it
+  /// (``DispatchHandle/start()``).
   private func counted(
-    _ completion: Completion?, _ intercepted: Lane.InterceptedJob?, _ action: any ActionType
+    _ completion: Completion?, _ intercepted: Lane.InterceptedJob?, _ action: any ActionType, handle: DispatchHandle?
   ) -> (Completion?, Lane.InterceptedJob?) {
+    guard handle == nil else { return (completion, intercepted) }
     inFlight.begin()
     if let intercepted { return (nil, intercepted.counted(in: inFlight)) }
     return (

@@ -81,8 +81,13 @@ public final class RecorderMiddleware: Middleware {
   // MARK: - Reading the history
 
   /// The records kept in memory, oldest first.
+  ///
+  /// Those of a store whose models or actions the recorder redacts (``SessionPrivacy``) are shown as the session file
+  /// holds them: redacted, with their failure's type rather than its description.
   public var records: [Record] {
-    storage.state.withLock { $0.history.all }
+    let records = storage.state.withLock { $0.history.all }
+    // Redactions are app code: run after the lock.
+    return privacy.redactions.isEmpty ? records : records.map(privacy.shown)
   }
 
   /// The index of the current record.
@@ -115,7 +120,7 @@ public final class RecorderMiddleware: Middleware {
   /// - Parameter byRecord: `false` (the default) to move by a whole dispatch, every store it changed together
   ///   (dispatches whose records interleave, having run at the same time, move together); `true` to move by one
   ///   record, one store's transaction.
-  /// - Returns: The record now current, or `nil` if the cursor is now before the first record.
+  /// - Returns: The record now current, as ``records`` shows it, or `nil` if the cursor is now before the first record.
   /// - Throws: ``SessionError/atStartOfHistory`` if nothing before the cursor changed a model, or
   ///   ``SessionError/storeUnavailable(storeIdentifier:)`` if a store to restore is no longer registered, or
   ///   ``SessionError/storeBusy(storeIdentifier:)`` if an all-or-nothing dispatch holds one; nothing is changed then.
@@ -134,7 +139,7 @@ public final class RecorderMiddleware: Middleware {
   /// It goes on over the dispatches after it that changed no model, up to the next that did, so that undo and redo
   /// land on the same positions.
   /// - Parameter byRecord: `false` (the default) to move by a whole dispatch; `true` to move by one record.
-  /// - Returns: The record now current.
+  /// - Returns: The record now current, as ``records`` shows it.
   /// - Throws: ``SessionError/atEndOfHistory``, ``SessionError/storeUnavailable(storeIdentifier:)`` if a store to
   ///   restore is no longer registered, or ``SessionError/storeBusy(storeIdentifier:)`` if an all-or-nothing dispatch
   ///   holds one; nothing is changed then.
@@ -159,7 +164,7 @@ public final class RecorderMiddleware: Middleware {
   ///   - index: A record's ``Record/index``, or one less than the first record's to go before it.
   ///   - byRecord: `false` (the default) goes on to the last record of the dispatch `index` belongs to (of the
   ///     dispatches running at the same time), so that no store shows half a dispatch; `true` stops at `index`.
-  /// - Returns: The record now current, or `nil` before the first record.
+  /// - Returns: The record now current, as ``records`` shows it, or `nil` before the first record.
   /// - Throws: ``SessionError`` if `index` is outside the history, a store to restore is no longer registered, or an
   ///   all-or-nothing dispatch holds one (``SessionError/storeBusy(storeIdentifier:)``); nothing is changed then.
   @discardableResult
@@ -228,7 +233,8 @@ public final class RecorderMiddleware: Middleware {
       case .committed(let committed):
         deliveries.deliver()
         afterLock()
-        return committed.current
+        // Shown as `records` shows it: redacted, if its store is.
+        return committed.current.map(privacy.shown)
       case .failed(let error):
         throw error
       case .replan:

@@ -22,13 +22,15 @@
 ///   ``RecorderMiddleware/save(to:codecs:)`` and the inspector page see only what they return, and the file marks
 ///   each redacted record and snapshot (`"p"`). Its effects are not written, and its failed records keep their
 ///   error's type, not its description. The recorder's history in memory keeps the real models, so that undo and
-///   redo restore them in the running app.
+///   redo restore them in the running app; what it shows the app (``RecorderMiddleware/records``, the record undo,
+///   redo and jump return) is redacted as the file is.
 /// - ``Session/restore(into:)`` leaves out the stores a session holds redacted models of, and
 ///   ``Session/verify(against:mode:)`` every store it holds redacted values of; both return their identifiers.
 ///   ``RecorderMiddleware/resume(_:in:)`` refuses such a session with ``SessionError/redacted(storeIdentifiers:)``.
 ///
 /// > Important: Redactions run on the thread that writes the session (the recorder's writer, or the caller of
-/// > `save`), under no lock; they must not block.
+/// > `save`), and on the thread that reads ``RecorderMiddleware/records`` or moves, under no lock; they must not
+/// > block.
 public struct SessionPrivacy: Sendable {
   /// One store's redactions, type-erased.
   struct Redaction: Sendable {
@@ -95,6 +97,24 @@ public struct SessionPrivacy: Sendable {
     excluded.contains(storeIdentifier) || redactions[storeIdentifier] != nil
   }
 
+  /// `record` as the recorder shows it to the app (``RecorderMiddleware/records``, the record a move returns), as
+  /// the file holds it: a redacted store's model and action through its redactions, marked, and its error's type
+  /// rather than its description. A value the redaction does not take (of another type) is shown as
+  /// ``Unredactable``, never as it is.
+  func shown(_ record: Record) -> Record {
+    guard let redaction = redactions[record.storeIdentifier] else { return record }
+    let model = redaction.model.map { redact in (try? redact(record.model)) ?? Unredactable() } ?? record.model
+    let action = redaction.action.map { redact in (try? redact(record.action)) ?? Unredactable() } ?? record.action
+    let error = record.error.map { error -> any Error in
+      error as? RecordedError ?? RecordedError(description: "\(String(reflecting: type(of: error))) (description redacted)")
+    }
+    return Record(
+      index: record.index, dispatchID: record.dispatchID, transactionID: record.transactionID,
+      storeIdentifier: record.storeIdentifier, action: action, model: model, error: error,
+      wasCancelled: record.wasCancelled, elapsed: record.elapsed, changedModel: record.changedModel,
+      redaction: record.redaction.union(redaction.mark), change: UInt32(record.change), isRollback: record.isRollback)
+  }
+
   private static func mismatch(_ store: String, _ expected: Any.Type, _ found: Any) -> SessionError {
     .encodingFailed(
       storeIdentifier: store,
@@ -134,4 +154,9 @@ struct RedactionMark: Sendable, Equatable {
   func union(_ other: RedactionMark) -> RedactionMark {
     RedactionMark(model: model || other.model, action: action || other.action)
   }
+}
+
+/// What the recorder shows in place of a model or action its redaction did not take (``SessionPrivacy/shown(_:)``).
+struct Unredactable: ModelType, ActionType, CustomStringConvertible {
+  var description: String { "unredactable (the redaction expects another type)" }
 }

@@ -74,12 +74,10 @@ struct DrainTests {
     let app = try makeApp()
     // A `.sync` handle returns once its operation finished; started here from a thread of its own, so that the
     // drain below is awaited while it runs.
-    let started = Locked<DispatchHandle?>(nil)
-    if mode == .sync {
-      Thread { started.withLock { $0 = app.dispatcher.start(action: CounterAction.increase(1), mode: .sync) } }.start()
-      while app.dispatcher.inFlight.isIdle { await Task.yield() }
-    } else {
-      started.withLock { $0 = app.dispatcher.start(action: CounterAction.increase(1), mode: mode) }
+    let started = startAside(CounterAction.increase(1), mode: mode, on: app.dispatcher)
+    guard await eventually({ !app.dispatcher.inFlight.isIdle }) else {
+      Issue.record("the dispatch was not counted in flight within 20 s")
+      return
     }
 
     #expect(await drainWhileHeld(app))
@@ -87,7 +85,7 @@ struct DrainTests {
     #expect(app.log.model.value == "follow-up 1;")
     #expect(app.heard.withLock { $0 } == ["follow-up 1;"])
     #expect(app.dispatcher.inFlight.isIdle)
-    withExtendedLifetime(app.token) {}
+    withExtendedLifetime((app.token, started)) {}
   }
 
   @Test func drainWaitsForASequenceOfActionsToItsLast() async throws {
@@ -133,18 +131,16 @@ struct DrainTests {
   @Test(arguments: Dispatcher.Mode.allCases)
   func drainWaitsForTheOperationOfADispatchCancelledWhileItRuns(mode: Dispatcher.Mode) async throws {
     let app = try makeApp()
-    let handle = Locked<DispatchHandle?>(nil)
-    if mode == .sync {
-      Thread { handle.withLock { $0 = app.dispatcher.start(action: CounterAction.increase(1), mode: .sync) } }.start()
-    } else {
-      handle.withLock { $0 = app.dispatcher.start(action: CounterAction.increase(1), mode: mode) }
+    let handle = startAside(CounterAction.increase(1), mode: mode, on: app.dispatcher)
+    guard await eventually({ app.gate.waiting > 0 }) else {
+      Issue.record("the operation did not reach the gate within 20 s")
+      return
     }
-    while app.gate.waiting == 0 { await Task.yield() }
     app.dispatcher.cancelAll()
 
     #expect(await drainWhileHeld(app))
     #expect(app.dispatcher.inFlight.isIdle)
-    withExtendedLifetime(app.token) {}
+    withExtendedLifetime((app.token, handle)) {}
   }
 
   /// Awaited in an operation's `async` body, it would wait for the dispatch that runs the body.

@@ -116,6 +116,31 @@ struct SessionPrivacyTests {
     #expect(app.keychain.model.value == PrivateApp.secret)
   }
 
+  /// `records` and the record a move returns show a redacted store's values as the file holds them; undo and redo
+  /// still restore the real models. A redaction of the wrong type shows "unredactable", never the value.
+  @Test func whatTheRecorderShowsTheAppIsRedactedAsTheFileIs() throws {
+    let app = try PrivateApp()
+    app.use()
+    let account = try #require(app.recorder.records.first { $0.storeIdentifier == "account" })
+    #expect(account.model as? Account == Account(user: "ada", token: "redacted"))
+    #expect(account.transaction.action as? AccountAction == .signIn(user: "ada", password: "redacted"))
+    #expect(account.dispatchedAction as? AccountAction == .signIn(user: "ada", password: "redacted"))
+    #expect(!app.recorder.records.map(\.description).joined().contains(PrivateApp.secret))
+    // Back to the account's record: the model restored is the real one, the record returned is redacted.
+    let current = try app.recorder.undo()
+    #expect(current?.storeIdentifier == "account")
+    #expect((current?.model as? Account)?.token == "redacted")
+    #expect(app.account.model.token == "token-for-\(PrivateApp.secret)")
+
+    var wrongType = SessionPrivacy()
+    wrongType.redactModels(of: "account") { (text: Text) in text }
+    let other = try PrivateApp(privacy: wrongType)
+    other.use()
+    let shown = try #require(other.recorder.records.first { $0.storeIdentifier == "account" })
+    #expect(shown.model as? Account == nil)
+    #expect("\(shown.model)".contains("unredactable"))
+  }
+
   @Test func restoreAndVerifySayWhichStoresTheyLeaveOutAndResumeRefuses() throws {
     let app = try PrivateApp()
     let file = try app.record()

@@ -84,3 +84,21 @@ func startThenCancel<Action: ActionType>(
   dispatcher.cancelAll()
   return await started.wait(for: 1)[0]
 }
+
+/// Starts `action` in `mode` and returns the box its handle lands in: a `.sync` dispatch from a thread of its own
+/// (its handle comes back once its stores finished), so that the test goes on while it runs.
+func startAside<Action: ActionType>(
+  _ action: Action, mode: Dispatcher.Mode, on dispatcher: Dispatcher
+) -> Locked<DispatchHandle?> {
+  let box = Locked<DispatchHandle?>(nil)
+  guard mode == .sync else {
+    let handle = dispatcher.start(action: action, mode: mode)
+    box.withLock { $0 = handle }
+    return box
+  }
+  Thread.detachNewThread {
+    let handle = dispatcher.start(action: action, mode: .sync)
+    box.withLock { $0 = handle }
+  }
+  return box
+}
