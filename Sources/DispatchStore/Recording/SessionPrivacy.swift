@@ -97,16 +97,18 @@ public struct SessionPrivacy: Sendable {
     excluded.contains(storeIdentifier) || redactions[storeIdentifier] != nil
   }
 
-  /// `record` as the recorder shows it to the app (``RecorderMiddleware/records``, the record a move returns), as
-  /// the file holds it: a redacted store's model and action through its redactions, marked, and its error's type
-  /// rather than its description. A value the redaction does not take (of another type) is shown as
-  /// ``Unredactable``, never as it is.
+  /// `record` as the recorder shows it to the app, as the file holds it.
+  ///
+  /// For ``RecorderMiddleware/records`` and the record a move returns: a redacted store's model and action through its
+  /// redactions, marked, and its error's type rather than its description. A value the redaction does not take (of
+  /// another type) is shown as ``Unredactable``, never as it is.
   func shown(_ record: Record) -> Record {
     guard let redaction = redactions[record.storeIdentifier] else { return record }
     let model = redaction.model.map { redact in (try? redact(record.model)) ?? Unredactable() } ?? record.model
     let action = redaction.action.map { redact in (try? redact(record.action)) ?? Unredactable() } ?? record.action
     let error = record.error.map { error -> any Error in
-      error as? RecordedError ?? RecordedError(description: "\(String(reflecting: type(of: error))) (description redacted)")
+      error as? RecordedError
+        ?? RecordedError(description: "\(String(reflecting: type(of: error))) (description redacted)")
     }
     return Record(
       index: record.index, dispatchID: record.dispatchID, transactionID: record.transactionID,

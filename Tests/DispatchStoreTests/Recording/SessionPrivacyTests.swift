@@ -116,8 +116,9 @@ struct SessionPrivacyTests {
     #expect(app.keychain.model.value == PrivateApp.secret)
   }
 
-  /// `records` and the record a move returns show a redacted store's values as the file holds them; undo and redo
-  /// still restore the real models. A redaction of the wrong type shows "unredactable", never the value.
+  /// `records` and the record a move returns show a redacted store's values as the file holds them.
+  ///
+  /// Undo and redo still restore the real models. A redaction of the wrong type shows "unredactable", never the value.
   @Test func whatTheRecorderShowsTheAppIsRedactedAsTheFileIs() throws {
     let app = try PrivateApp()
     app.use()
