@@ -121,6 +121,8 @@ struct DispatchRun: Sendable {
       return .dependencyCycle([reservation.dispatchID, holder.dispatchID, reservation.dispatchID])
     case .blocksMainQueue:
       return .reentrantSynchronousDispatch(actionType: withAction(of: 0) { String(reflecting: type(of: $0)) })
+    case .cycle(let path):
+      return .dependencyCycle(path)
     }
   }
 

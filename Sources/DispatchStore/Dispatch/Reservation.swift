@@ -52,6 +52,9 @@ final class Reservation: Sendable {
     case enclosing(Reservation)
     /// The store is held by a dispatch that runs on the main queue whose thread this dispatch's caller blocks.
     case blocksMainQueue
+    /// The holder may be waiting for this dispatch through others: each dispatch of `path` waits for the next, or
+    /// was made inside it (and so may be awaited by it); the last is this one's.
+    case cycle(path: [TransactionID])
   }
 
   /// What asking one store for the reservation did (``Store/reserve(for:)``).
@@ -74,6 +77,13 @@ final class Reservation: Sendable {
   /// How many all-or-nothing dispatches hold their stores, in every dispatcher: while none is, no dispatch looks for an
   /// admission (``admission()``).
   private static let running = Atomic<Int>(0)
+
+  /// Every reservation queued behind a store another one holds, with that holder, in every dispatcher: what the
+  /// check for a cycle of waits reads (``refusal(behind:)``). Only reservations that wait are in it.
+  private static let waits = LockedValue<[ObjectIdentifier: (waiter: Reservation, holder: Reservation)]>([:])
+  /// Whether this reservation is in ``waits``: read at the start of each attempt, so that one that never waited for a
+  /// holder never takes that lock.
+  private let inWaits = Atomic<Bool>(false)
 
   /// The all-or-nothing dispatch that a dispatch made here is part of, if any.
   ///
@@ -148,6 +158,9 @@ final class Reservation: Sendable {
 
   /// Takes the stores in order; if one is busy (it then queued this reservation) or refused, gives back those taken.
   private func takeAll() -> Taking {
+    if inWaits.exchange(false, ordering: .acquiringAndReleasing) {
+      Self.waits.withLock { $0[ObjectIdentifier(self)] = nil }
+    }
     for (position, store) in stores.enumerated() {
       let taking = store.entry.withKind { $0.reserve($1, for: self) }
       if case .taken = taking { continue }
@@ -172,10 +185,47 @@ final class Reservation: Sendable {
   }
 
   /// Why this reservation must not wait for `owner`, which holds a store it needs: called under that store's lock.
+  ///
+  /// If it may wait, it is recorded as waiting behind `owner` (``waits``), until its next attempt.
   func refusal(behind owner: Reservation) -> Refusal? {
     if isInside(owner) { return .enclosing(owner) }
     if let blockedQueue, let holderQueue = owner.mainQueue, holderQueue.runsOnThread(of: blockedQueue) {
       return .blocksMainQueue
+    }
+    // Checked and recorded in one critical section: of two reservations closing a cycle at once, the second sees it.
+    return Self.waits.withLock { waits -> Refusal? in
+      if let path = cycle(behind: owner, in: waits) { return .cycle(path: path) }
+      waits[ObjectIdentifier(self)] = (self, owner)
+      inWaits.store(true, ordering: .releasing)
+      return nil
+    }
+  }
+
+  /// The dispatches through which `owner` may be waiting for this one, if any: a reservation made inside `owner` (or
+  /// `owner` itself) that waits behind a holder, which may in turn await one waiting behind another, and so on, up
+  /// to a holder this one was made inside.
+  private func cycle(
+    behind owner: Reservation, in waits: [ObjectIdentifier: (waiter: Reservation, holder: Reservation)]
+  ) -> [TransactionID]? {
+    // Each holder reached, with the holder it was reached from.
+    var reachedFrom: [ObjectIdentifier: Reservation?] = [ObjectIdentifier(owner): nil]
+    var frontier = [owner]
+    while let holder = frontier.popLast() {
+      if isInside(holder) {
+        // From `holder` back to `owner`.
+        var holders: [TransactionID] = []
+        var step: Reservation? = holder
+        while let current = step {
+          holders.append(current.dispatchID)
+          step = reachedFrom[ObjectIdentifier(current)] ?? nil
+        }
+        return [dispatchID] + Array(holders.reversed()) + [dispatchID]
+      }
+      for (waiter, next) in waits.values where waiter === holder || waiter.isInside(holder) {
+        guard reachedFrom[ObjectIdentifier(next)] == nil else { continue }
+        reachedFrom[ObjectIdentifier(next)] = holder
+        frontier.append(next)
+      }
     }
     return nil
   }

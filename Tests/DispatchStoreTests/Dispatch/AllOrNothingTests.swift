@@ -460,6 +460,59 @@ struct AllOrNothingTests {
     }
   }
 
+  /// Two all-or-nothing dispatches whose operations each await an all-or-nothing follow-up to the other's store: the
+  /// follow-up that would close the cycle fails at once with `dependencyCycle`, and both end. (Before, both waited for
+  /// ever.) Not in a lane's modes: there the first follow-up, waiting, keeps the lane from starting the second (a known
+  /// limit, in DocC).
+  @Test(arguments: [Dispatcher.Mode.async, .sync])
+  func twoHoldersAwaitingFollowUpsToEachOthersStoresBothEnd(mode: Dispatcher.Mode) async throws {
+    let dispatcher = Dispatcher(mainQueue: .libraryThread)
+    let bothHold = AsyncGate()
+    let holding = Collector<Bool>()
+    let followUps = Collector<Result<Void, DispatchError>>()
+    for (name, other) in [("s1", "s2"), ("s2", "s1")] {
+      let store = Store(identifier: name, model: Ledger()) { (action: CycleAction, operation) in
+        switch action {
+        case .hold(let store) where store == name:
+          holding.append(true)
+          await bothHold.wait()
+          let followUp = operation.dispatcher?.start(
+            action: CycleAction.follow(other), to: other, mode: mode, options: DispatchOptions(allOrNothing: true))
+          if let followUp { followUps.append(await followUp.result) }
+        case .follow:
+          operation.updateModel { $0.applied.insert(2) }
+        case .hold:
+          break
+        }
+      }
+      try dispatcher.register(store: store)
+    }
+    let first = dispatcher.start(
+      action: CycleAction.hold("s1"), to: "s1", mode: .async, options: DispatchOptions(allOrNothing: true))
+    let second = dispatcher.start(
+      action: CycleAction.hold("s2"), to: "s2", mode: .async, options: DispatchOptions(allOrNothing: true))
+    guard await awaited({ await holding.wait(for: 2) }) != nil else {
+      Issue.record("the two dispatches did not both hold their stores within 20 s")
+      return
+    }
+    bothHold.open()
+    for handle in [first, second] {
+      guard let result = await firstValue(within: .seconds(30), { handle.whenFinished($0) }) else {
+        Issue.record("a holder did not end within 30 s: the two waited for each other")
+        return
+      }
+      #expect(result.isSuccess)
+    }
+    let results = followUps.values
+    #expect(results.count == 2)
+    #expect(results.filter(\.isSuccess).count == 1)
+    #expect(
+      results.contains {
+        if case .failure(.dependencyCycle(let path)) = $0 { return path.count == 4 && path.first == path.last }
+        return false
+      })
+  }
+
   /// A start that waited at a held store that was then removed from the dispatcher does not run.
   @Test func aParkedStartOfARemovedStoreDoesNotRun() async throws {
     let app = try HeldStores()
@@ -930,4 +983,9 @@ struct ProbeAction: ActionType {}
 /// `outer` (to "c") awaits the all-or-nothing `inner` (to every store).
 enum AwaitingAction: ActionType {
   case outer, inner
+}
+
+/// `hold(store)` (to that store) awaits `follow` to the other store, all or nothing.
+enum CycleAction: ActionType {
+  case hold(String), follow(String)
 }
