@@ -78,8 +78,9 @@ final class Reservation: Sendable {
   /// admission (``admission()``).
   private static let running = Atomic<Int>(0)
 
-  /// Every reservation queued behind a store another one holds, with that holder, in every dispatcher: what the
-  /// check for a cycle of waits reads (``refusal(behind:)``). Only reservations that wait are in it.
+  /// Every reservation queued behind a store another one holds, with that holder, in every dispatcher.
+  ///
+  /// What the check for a cycle of waits reads (``refusal(behind:)``). Only reservations that wait are in it.
   private static let waits = LockedValue<[ObjectIdentifier: (waiter: Reservation, holder: Reservation)]>([:])
   /// Whether this reservation is in ``waits``: read at the start of each attempt, so that one that never waited for a
   /// holder never takes that lock.

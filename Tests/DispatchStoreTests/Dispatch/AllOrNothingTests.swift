@@ -460,8 +460,9 @@ struct AllOrNothingTests {
     }
   }
 
-  /// Two all-or-nothing dispatches whose operations each await an all-or-nothing follow-up to the other's store: the
-  /// follow-up that would close the cycle fails at once with `dependencyCycle`, and both end. (Before, both waited for
+  /// Two holders whose operations each await an all-or-nothing follow-up to the other's store both end.
+  ///
+  /// The follow-up that would close the cycle fails at once with `dependencyCycle`. (Before, both waited for
   /// ever.) Not in a lane's modes: there the first follow-up, waiting, keeps the lane from starting the second (a known
   /// limit, in DocC).
   @Test(arguments: [Dispatcher.Mode.async, .sync])
