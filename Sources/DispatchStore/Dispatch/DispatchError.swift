@@ -117,7 +117,8 @@ public enum DispatchError: Error, Sendable, Equatable, CustomStringConvertible {
       return "\(failures.count) operation(s) failed: "
         + failures.map { "\"\($0.storeIdentifier)\": \($0.error)" }.joined(separator: "; ")
     case .rolledBack(let identifiers, let failures):
-      return "\(failures.count) operation(s) failed, and the stores \(identifiers) were put back: "
+      let putBack = identifiers.isEmpty ? "no store had changed" : "the stores \(identifiers) were put back"
+      return "\(failures.count) operation(s) failed, and \(putBack): "
         + failures.map { "\"\($0.storeIdentifier)\": \($0.error)" }.joined(separator: "; ")
     }
   }

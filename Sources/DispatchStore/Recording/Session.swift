@@ -296,7 +296,9 @@ public struct Session: Sendable {
   /// > Important: This blocks until each dispatch finished; do not call it on the thread a mode needs
   /// > (the main run-loop thread for `.mainThread`). While it runs, every other dispatch on `dispatcher` is
   /// > absorbed as a follow-up: verify against a dispatcher of its own.
-  /// - Returns: The stores not checked because the session holds redacted values of them; sorted.
+  /// - Returns: The stores not checked because the session holds redacted values of them; sorted. The stores are left
+  ///   at the models of the last record (the end of the history), not at the recorder's cursor: verify checks every
+  ///   record, undone ones included.
   @discardableResult
   public func verify(against dispatcher: Dispatcher, mode: Dispatcher.Mode = .sync) throws(SessionError) -> [String] {
     var steps: [VerifyStep]
