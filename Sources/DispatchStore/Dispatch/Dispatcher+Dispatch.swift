@@ -1,6 +1,12 @@
 import Dispatch
 
 extension Dispatcher {
+  /// A dispatch made inside this thread's `onUnheardFailure`: its own failure goes to standard error, so that a
+  /// handler whose dispatches fail, in any mode, is not called for ever.
+  static var isInsideUnheardHandler: Bool {
+    ThreadContext.withCurrent { $0.reportingUnheard }
+  }
+
   /// The completion of a dispatch: success, or the typed error that made it fail.
   typealias Completion = @Sendable (Result<Void, DispatchError>) -> Void
 

@@ -214,12 +214,6 @@ public final class Dispatcher: Sendable {
     }
   }
 
-  /// A dispatch made inside this thread's `onUnheardFailure`: its own failure goes to standard error, so that a
-  /// handler whose dispatches fail, in any mode, is not called for ever.
-  static var isInsideUnheardHandler: Bool {
-    ThreadContext.withCurrent { $0.reportingUnheard }
-  }
-
   /// What a dispatcher without `onUnheardFailure` does with a failure nobody heard: one line on standard error.
   package static func writeUnheard(_ error: DispatchError, of action: any ActionType) {
     let line =
