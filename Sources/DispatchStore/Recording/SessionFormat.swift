@@ -253,7 +253,7 @@ enum SessionFormat {
     /// may give away (a password in a thrown value), its type only.
     private func text(of error: any Error, store: String) -> String {
       guard privacy.redactions[store] != nil else { return String(describing: error) }
-      return "\(String(reflecting: type(of: error))) (description redacted)"
+      return SessionPrivacy.redactedDescription(of: error)
     }
 
     /// Throws if the value just encoded nests deeper than a session may hold (``maximumValueDepth``).

@@ -107,14 +107,19 @@ public struct SessionPrivacy: Sendable {
     let model = redaction.model.map { redact in (try? redact(record.model)) ?? Unredactable() } ?? record.model
     let action = redaction.action.map { redact in (try? redact(record.action)) ?? Unredactable() } ?? record.action
     let error = record.error.map { error -> any Error in
-      error as? RecordedError
-        ?? RecordedError(description: "\(String(reflecting: type(of: error))) (description redacted)")
+      error as? RecordedError ?? RecordedError(description: Self.redactedDescription(of: error))
     }
     return Record(
       index: record.index, dispatchID: record.dispatchID, transactionID: record.transactionID,
       storeIdentifier: record.storeIdentifier, action: action, model: model, error: error,
       wasCancelled: record.wasCancelled, elapsed: record.elapsed, changedModel: record.changedModel,
       redaction: record.redaction.union(redaction.mark), change: UInt32(record.change), isRollback: record.isRollback)
+  }
+
+  /// A redacted store's error as the file and the recorder show it: its type only, since its description may give
+  /// away what the redactions hide (a password in a thrown value).
+  static func redactedDescription(of error: any Error) -> String {
+    "\(String(reflecting: type(of: error))) (description redacted)"
   }
 
   private static func mismatch(_ store: String, _ expected: Any.Type, _ found: Any) -> SessionError {

@@ -206,8 +206,7 @@ extension Store {
       while true {
         // An operation counts itself as running until after it reads as finished, so those it was made inside are
         // never fewer than it finds running; it waits for every other one.
-        let inside =
-          reservation.insideOperations.isEmpty ? 0 : reservation.runningInsideOperations(of: ObjectIdentifier(self))
+        let inside = reservation.runningInsideOperations(of: ObjectIdentifier(self))
         free = word & StoreGate.Word.count <= inside
         let desired = word | (free ? StoreGate.Word.held : StoreGate.Word.waiter)
         let (exchanged, original) = gateWord.compareExchange(
