@@ -87,7 +87,7 @@ extension Dispatcher {
     let (generation, replaced) = admission.withLock { $0.debounce(key, handle) }
     replaced?.finish(.failure(.superseded))
     // Made inside an all-or-nothing dispatch, it passes that one's stores when it runs, on the clock's thread.
-    let admitted = Reservation.admission()
+    let admitted = ThreadContext.admission()
     clock.schedule(after: interval) { [weak self] in
       guard let self, admission.withLock({ $0.debounceEnded(key, generation: generation) }) else { return }
       ThreadContext.withReserving(admitted) { proceed(handle, options: options, submit: submit) }

@@ -234,7 +234,7 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
     guard !dependencies.isEmpty else { return dispatcher?.submit(self) ?? () }
     let countdown = DependencyCountdown(count: dependencies.count)
     // Started inside an all-or-nothing dispatch, it passes that one's stores on the thread its last dependency ends.
-    let admitted = Reservation.admission()
+    let admitted = ThreadContext.admission()
     for dependency in dependencies {
       dependency.whenFinished(hearing: false) { [self] result in
         if case .failure = result { countdown.failed(dependency.id) }

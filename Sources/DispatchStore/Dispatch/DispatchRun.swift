@@ -291,7 +291,7 @@ struct DispatchRun: Sendable {
     }
     let start = parked.start
     // The all-or-nothing dispatch this start is part of, if any: it still passes that one's stores when it resumes.
-    start.setUp(run: self, index: index, recording: recording, admitted: Reservation.admission())
+    start.setUp(run: self, index: index, recording: recording, admitted: ThreadContext.admission())
     handle?.operationRunning(start)
     return .running(start)
   }
@@ -390,7 +390,7 @@ extension DispatchRun {
     /// The stores an all-or-nothing dispatch holds, released when its last store finished.
     private let reservation: Reservation?
     /// The all-or-nothing dispatch whose held stores this run's starts pass: its own, or the one it was dispatched
-    /// from (``Reservation/admission()``), taken from the thread that shared the run; `nil` for neither.
+    /// from (``ThreadContext/admission()``), taken from the thread that shared the run; `nil` for neither.
     private let reserving: Reservation?
 
     /// Shares `state`, which the thread that made it held alone until now.
@@ -402,7 +402,7 @@ extension DispatchRun {
       self.owner = run.dispatcher.takeUnretainedValue()
       self.onComplete = onComplete
       self.reservation = reservation
-      self.reserving = reservation ?? Reservation.admission()
+      self.reserving = reservation ?? ThreadContext.admission()
       self.storeFailed = Atomic(!state.failures.isEmpty)
       self.state = LockedValue(state)
     }
@@ -559,72 +559,6 @@ extension DispatchRun {
       } else {
         onComplete(result)
       }
-    }
-  }
-}
-
-extension DispatchRun {
-  /// The stores a dispatch reaches, one per node: the first kept apart, so that one store needs no array.
-  struct Targets: Sendable {
-    /// The store of node 0: the only one, usually.
-    ///
-    /// A stored property, so that it is read without being copied.
-    let first: StoreEntry
-    /// Every store, in node order, when there are several; `nil` for one.
-    let all: [StoreEntry]?
-
-    static func one(_ store: StoreEntry) -> Targets { Targets(first: store, all: nil) }
-
-    static func several(_ stores: [StoreEntry]) -> Targets {
-      Targets(first: stores[0], all: stores.count > 1 ? stores : nil)
-    }
-
-    var count: Int { all?.count ?? 1 }
-
-    /// Calls `body` with the stores, borrowed from one buffer: per store, the buffer or the store would be retained
-    /// and released.
-    @inline(__always)
-    func withUnsafeBufferPointer<Result>(
-      _ body: (UnsafeBufferPointer<StoreEntry>) throws -> Result
-    ) rethrows -> Result {
-      guard let all else {
-        return try withUnsafePointer(to: first) { try body(UnsafeBufferPointer(start: $0, count: 1)) }
-      }
-      return try all.withUnsafeBufferPointer(body)
-    }
-
-    /// Calls `body` with the kind and the store of node `index`, both borrowed.
-    @inline(__always)
-    func withEntry<Result>(at index: Int, _ body: (StoreKind, AnyObject) throws -> Result) rethrows -> Result {
-      try withUnsafeBufferPointer { try $0.withEntry(at: index, body) }
-    }
-
-    /// The stores' identifiers, in node order.
-    var identifiers: [String] {
-      withUnsafeBufferPointer { $0.map(\.identifier) }
-    }
-  }
-
-  /// Where a dispatch's operations start and its completion runs: the one place that decides whether work hops to
-  /// the main queue.
-  enum Placement: Sendable {
-    /// On whichever thread makes them ready: the caller, or the thread that finished a store waited for.
-    case anyThread
-    /// As `anyThread`, for a caller that waits until the run ended (a `.sync` dispatch).
-    case waitingCaller
-    /// As `waitingCaller`, for a caller that runs the dispatcher's main queue: a start that would wait for an
-    /// all-or-nothing dispatch placed on that queue fails at once instead. (A case of its own, not a payload: the
-    /// placement stays one word.)
-    case waitingMainQueue
-    /// On the main queue's thread.
-    case main(MainQueue)
-
-    /// The main queue that work placed here must be scheduled on first, or `nil` if it runs on the calling thread:
-    /// placed anywhere, or on the main queue while this thread runs its work.
-    @inline(__always)
-    var queueToHopTo: MainQueue? {
-      guard case .main(let mainQueue) = self, !mainQueue.isCurrent else { return nil }
-      return mainQueue
     }
   }
 }

@@ -386,7 +386,7 @@ extension Dispatcher {
       // It runs apart from its caller: counted in flight until it ends.
       let (completion, intercepted) = counted(completion, intercepted, action, handle: handle)
       // Made inside an all-or-nothing dispatch, it passes the stores that one holds, on whichever thread it runs.
-      let admitted = Reservation.admission()
+      let admitted = ThreadContext.admission()
       DispatchQueue.global().async { [self] in
         ThreadContext.withReserving(admitted) {
           runAsynchronously(storeIdentifier, action, handle, intercepted, admitted: admitted, completion)
@@ -396,7 +396,7 @@ extension Dispatcher {
       let (completion, intercepted) = counted(completion, intercepted, action, handle: handle)
       let job = Lane.Job(
         storeIdentifier: storeIdentifier, action: action, completion: intercepted == nil ? completion : nil,
-        intercepted: intercepted, handle: handle, admitted: Reservation.admission())
+        intercepted: intercepted, handle: handle, admitted: ThreadContext.admission())
       (mode == .serial ? serialLane : mainLane).enqueue(job, dispatcher: self)
     }
   }

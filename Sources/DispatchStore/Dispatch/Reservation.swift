@@ -20,7 +20,7 @@ final class Reservation: Sendable {
   let mainQueue: MainQueue?
   /// The main queue whose thread the dispatch's caller blocks until it ends: a `.sync` dispatch made on it.
   private let blockedQueue: MainQueue?
-  /// The all-or-nothing dispatch this one was made inside (``admission()``), which waits for it if it awaits it.
+  /// The all-or-nothing dispatch this one was made inside (``ThreadContext/admission()``), which waits for it if it awaits it.
   ///
   /// Weak: one that ended holds no store, so being inside it no longer matters, and a chain of nested dispatches
   /// does not keep its ancestors alive. (Before Swift 6.2 a `let` cannot be `weak`: a `nonisolated(unsafe)` `var`
@@ -75,8 +75,8 @@ final class Reservation: Sendable {
   }
 
   /// How many all-or-nothing dispatches hold their stores, in every dispatcher: while none is, no dispatch looks for an
-  /// admission (``admission()``).
-  private static let running = Atomic<Int>(0)
+  /// admission (``ThreadContext/admission()``).
+  static let running = Atomic<Int>(0)
 
   /// Every reservation queued behind a store another one holds, with that holder, in every dispatcher.
   ///
@@ -85,16 +85,6 @@ final class Reservation: Sendable {
   /// Whether this reservation is in ``waits``: read at the start of each attempt, so that one that never waited for a
   /// holder never takes that lock.
   private let inWaits = Atomic<Bool>(false)
-
-  /// The all-or-nothing dispatch that a dispatch made here is part of, if any.
-  ///
-  /// A dispatch is part of one when its observers, middleware or operations make it, on a thread starting its stores
-  /// (``ThreadContext/reserving``) or inside an operation's task (``OperationTaskScope``). Such a dispatch passes the
-  /// stores it holds, as its own starts do, and is put back with them: waiting for it would wait for itself.
-  static func admission() -> Reservation? {
-    guard running.load(ordering: .relaxed) > 0 else { return nil }
-    return ThreadContext.withCurrent { $0.reserving } ?? OperationTaskScope.current?.reserving
-  }
 
   /// - Parameter dispatcherQueue: The dispatcher's main queue.
   /// - Parameter insideOperations: The operations in whose task the dispatch was made.
@@ -107,7 +97,7 @@ final class Reservation: Sendable {
     case .waitingMainQueue: (mainQueue, blockedQueue) = (nil, dispatcherQueue)
     case .waitingCaller, .anyThread: (mainQueue, blockedQueue) = (nil, nil)
     }
-    enclosing = Self.admission()
+    enclosing = ThreadContext.admission()
     self.dispatchID = dispatchID
     self.insideOperations = insideOperations
     var stores: [(entry: StoreEntry, node: Int)] = []

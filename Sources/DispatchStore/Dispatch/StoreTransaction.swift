@@ -58,6 +58,8 @@ enum StoreTransaction {
   /// Announces the change to the store's observers, tells every middleware's `didDispatch` (if `begin` watched the
   /// transaction), and returns the failure the dispatch reports, if the store's handling failed.
   ///
+  /// Observers first, then middleware: a middleware's `didDispatch` sees the store's model after the change, and a
+  /// recorder records what observers heard.
   /// - Parameters:
   ///   - ranOperation: Whether the store ran an operation, whose change is announced here; a reduction in place
   ///     announced its own.
@@ -69,18 +71,22 @@ enum StoreTransaction {
     watch: Watch?, error: (any Error)?, ranOperation: Bool, hidingRunningDispatchers: Bool,
     handle: DispatchHandle? = nil
   ) -> OperationFailure? {
-    // A reduction in place announced its change where it made it.
-    let announces = ranOperation && kind.announcesWhenFinished(store)
-    if watch != nil || announces {
+    // Measured before observers run, so that the duration is the store's handling alone.
+    let duration = watch?.started.map { Duration.nanoseconds(Int64(bitPattern: MonotonicClock.nanoseconds() &- $0)) }
+    // A reduction in place announced its change where it made it; the store asks whether anyone observes it.
+    if ranOperation {
+      kind.announceFinishedOperation(of: store, for: action, hidingRunningDispatchers: hidingRunningDispatchers)
+    }
+    if let watch {
       if hidingRunningDispatchers {
         ThreadContext.withoutRunning {
           tell(
-            action, of: store, kind: kind, middleware: middleware, watch: watch, error: error, announces: announces,
+            action, of: store, kind: kind, middleware: middleware, watch: watch, duration: duration, error: error,
             handle: handle)
         }
       } else {
         tell(
-          action, of: store, kind: kind, middleware: middleware, watch: watch, error: error, announces: announces,
+          action, of: store, kind: kind, middleware: middleware, watch: watch, duration: duration, error: error,
           handle: handle)
       }
     }
@@ -89,16 +95,11 @@ enum StoreTransaction {
       storeIdentifier: kind.identifier(of: store), transactionID: watch?.id ?? TransactionID.next(), error: error)
   }
 
-  /// Observers first, then middleware: a middleware's `didDispatch` sees the store's model after the change, and a
-  /// recorder records what observers heard.
+  /// Tells every middleware's `didDispatch`.
   private static func tell(
     _ action: any ActionType, of store: AnyObject, kind: StoreKind, middleware: MiddlewareList.Borrowed,
-    watch: Watch?, error: (any Error)?, announces: Bool, handle: DispatchHandle?
+    watch: Watch, duration: Duration?, error: (any Error)?, handle: DispatchHandle?
   ) {
-    // Measured before observers run, so that the duration is the store's handling alone.
-    let duration = watch?.started.map { Duration.nanoseconds(Int64(bitPattern: MonotonicClock.nanoseconds() &- $0)) }
-    if announces { kind.announceChange(of: store, for: action) }
-    guard let watch else { return }
     if middleware.onlyRecorder, let recorder = middleware.recorder {
       recorder.didRecord()
       return

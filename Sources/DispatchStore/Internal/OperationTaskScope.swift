@@ -3,7 +3,7 @@
 /// The dispatchers whose dispatch started it, and the all-or-nothing dispatch it is part of, if any. Tasks it makes
 /// (other than detached ones) inherit it.
 ///
-/// Read by ``Reservation/admission()`` (dispatches made in the task pass the stores its all-or-nothing dispatch
+/// Read by ``ThreadContext/admission()`` (dispatches made in the task pass the stores its all-or-nothing dispatch
 /// holds) and by ``Dispatcher/drain()`` (awaited in the task, it would wait for the dispatch the task is part of).
 enum OperationTaskScope {
   struct Scope: Sendable {

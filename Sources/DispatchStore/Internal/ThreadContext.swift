@@ -35,7 +35,7 @@ final class ThreadContext {
   /// holds let its starts through (``StoreGate/stop()``).
   @exclusivity(unchecked) var reserving: Reservation?
 
-  /// Runs `body` with this thread's starts passing the stores `reserving` holds, if any (``Reservation/admission()``).
+  /// Runs `body` with this thread's starts passing the stores `reserving` holds, if any (``ThreadContext/admission()``).
   static func withReserving<R>(_ reserving: Reservation?, _ body: () -> R) -> R {
     guard let reserving else { return body() }
     return withCurrent { context in
@@ -226,5 +226,17 @@ private struct RunningStack: ~Copyable {
   mutating func removeLast() {
     precondition(count > 0)
     count -= 1
+  }
+}
+
+extension ThreadContext {
+  /// The all-or-nothing dispatch that a dispatch made here is part of, if any.
+  ///
+  /// A dispatch is part of one when its observers, middleware or operations make it, on a thread starting its stores
+  /// (``ThreadContext/reserving``) or inside an operation's task (``OperationTaskScope``). Such a dispatch passes the
+  /// stores it holds, as its own starts do, and is put back with them: waiting for it would wait for itself.
+  static func admission() -> Reservation? {
+    guard Reservation.running.load(ordering: .relaxed) > 0 else { return nil }
+    return withCurrent { $0.reserving } ?? OperationTaskScope.current?.reserving
   }
 }

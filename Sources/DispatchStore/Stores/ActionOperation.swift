@@ -79,7 +79,7 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
       // marked running on this thread, where the dispatch starts the operation.
       let scope =
         ThreadContext.withCurrent { $0.innermostRunning }.map {
-          OperationTaskScope.entering($0, operation: operation, reserving: Reservation.admission())
+          OperationTaskScope.entering($0, operation: operation, reserving: ThreadContext.admission())
         } ?? OperationTaskScope.current
       let task = Task(executorPreference: OperationTaskExecutor.shared) {
         do {

@@ -29,20 +29,21 @@ extension Store {
     return .operation(operation)
   }
 
-  /// Whether a dispatch announces the change of the store's finished operation: not if nobody observes the store.
+  /// Announces the change the finished operation made, if any; with no observers there is nobody to tell, and the
+  /// version catches up at the next announcement.
   ///
-  /// Asked for operations only: a reduction in place announced its change in the critical section that made it
+  /// Called for operations only: a reduction in place announced its change in the critical section that made it
   /// (``reduceInPlace(_:recording:)``).
-  var announcesWhenFinished: Bool {
-    registeredObservers.load(ordering: .relaxed) > 0
-  }
-
-  /// Announces the change the finished operation made, if any.
-  @usableFromInline
-  func announceChange(for action: any ActionType) {
-    // With no observers there is nobody to tell; the version catches up at the next announcement.
+  /// - Parameter hidingRunningDispatchers: Hide the dispatchers running on this thread from the observers (they may
+  ///   dispatch `.sync`).
+  func announceFinishedOperation(for action: any ActionType, hidingRunningDispatchers: Bool) {
     guard registeredObservers.load(ordering: .relaxed) > 0 else { return }
-    _ = specialised(self, ownAction(action), .announce)
+    let action = ownAction(action)
+    if hidingRunningDispatchers {
+      ThreadContext.withoutRunning { _ = specialised(self, action, .announce) }
+    } else {
+      _ = specialised(self, action, .announce)
+    }
   }
 
   /// `action` as this store handles it: itself if it is of the store's action type, otherwise what the store's
@@ -138,7 +139,7 @@ extension Store {
   /// throws notifies nobody; what it changed is heard with the next announcement, as when nobody observed the
   /// store). The reducer is asked whether to notify before the lock (it is user code), and
   /// only if the store is observed. An observer registered between that look and the critical section hears the
-  /// change after it (``announceChange(for:)``): once `observe` returned, a change its first read of the model did
+  /// change after it (``announceChange(of:)``): once `observe` returned, a change its first read of the model did
   /// not show is announced to it. With nobody observing, the announced version is left behind, and catches up at the
   /// next announcement.
   ///
@@ -183,7 +184,7 @@ extension Store {
       return (result, turn, false)
     }
     if case .none = turn {
-      if observedMeanwhile { announceChange(for: action) }
+      if observedMeanwhile { announceChange(of: action) }
     } else {
       deliverSynchronously(turn)
     }
@@ -255,10 +256,12 @@ class StoreKind: @unchecked Sendable {
     preconditionFailure("StoreKind is abstract")
   }
   func mappedActionTypes(of store: AnyObject) -> [ObjectIdentifier] { preconditionFailure("StoreKind is abstract") }
-  func announcesWhenFinished(_ store: AnyObject) -> Bool { preconditionFailure("StoreKind is abstract") }
   /// Forgets `dispatcher` as the store's, if it is: the store was removed from it.
   func detach(_ store: AnyObject, from dispatcher: Dispatcher) { preconditionFailure("StoreKind is abstract") }
-  func announceChange(of store: AnyObject, for action: any ActionType) { preconditionFailure("StoreKind is abstract") }
+  /// ``Store/announceFinishedOperation(for:hidingRunningDispatchers:)``.
+  func announceFinishedOperation(of store: AnyObject, for action: any ActionType, hidingRunningDispatchers: Bool) {
+    preconditionFailure("StoreKind is abstract")
+  }
   /// ``Store/reserve(for:)``.
   func reserve(_ store: AnyObject, for reservation: Reservation) -> Reservation.Taking {
     preconditionFailure("StoreKind is abstract")
@@ -308,14 +311,15 @@ private final class TypedStoreKind<Model: ModelType, Action: ActionType>: StoreK
     typed(store).storeAction(for: action)
   }
   override func mappedActionTypes(of store: AnyObject) -> [ObjectIdentifier] { typed(store).mappedActionTypes }
-  override func announcesWhenFinished(_ store: AnyObject) -> Bool { typed(store).announcesWhenFinished }
   override func detach(_ store: AnyObject, from dispatcher: Dispatcher) {
     typed(store).state.withLock { state in
       if state.dispatcher === dispatcher { state.dispatcher = nil }
     }
   }
-  override func announceChange(of store: AnyObject, for action: any ActionType) {
-    typed(store).announceChange(for: action)
+  override func announceFinishedOperation(
+    of store: AnyObject, for action: any ActionType, hidingRunningDispatchers: Bool
+  ) {
+    typed(store).announceFinishedOperation(for: action, hidingRunningDispatchers: hidingRunningDispatchers)
   }
   override func reserve(_ store: AnyObject, for reservation: Reservation) -> Reservation.Taking {
     typed(store).reserve(for: reservation)

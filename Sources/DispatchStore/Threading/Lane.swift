@@ -19,7 +19,7 @@ final class Lane: Sendable {
     var intercepted: InterceptedJob? = nil
     /// The dispatch's handle, if it was made with ``Dispatcher/start(action:to:mode:options:)``.
     var handle: DispatchHandle? = nil
-    /// The all-or-nothing dispatch it was made inside, whose held stores it passes (``Reservation/admission()``).
+    /// The all-or-nothing dispatch it was made inside, whose held stores it passes (``ThreadContext/admission()``).
     var admitted: Reservation? = nil
   }
 
