@@ -71,28 +71,40 @@ enum StoreTransaction {
     watch: Watch?, error: (any Error)?, ranOperation: Bool, hidingRunningDispatchers: Bool,
     handle: DispatchHandle? = nil
   ) -> OperationFailure? {
-    // Measured before observers run, so that the duration is the store's handling alone.
-    let duration = watch?.started.map { Duration.nanoseconds(Int64(bitPattern: MonotonicClock.nanoseconds() &- $0)) }
-    // A reduction in place announced its change where it made it; the store asks whether anyone observes it.
-    if ranOperation {
-      kind.announceFinishedOperation(of: store, for: action, hidingRunningDispatchers: hidingRunningDispatchers)
-    }
     if let watch {
-      if hidingRunningDispatchers {
-        ThreadContext.withoutRunning {
-          tell(
-            action, of: store, kind: kind, middleware: middleware, watch: watch, duration: duration, error: error,
-            handle: handle)
-        }
-      } else {
-        tell(
-          action, of: store, kind: kind, middleware: middleware, watch: watch, duration: duration, error: error,
-          handle: handle)
-      }
+      tellWatched(
+        action, of: store, kind: kind, middleware: middleware, watch: watch, error: error, ranOperation: ranOperation,
+        hidingRunningDispatchers: hidingRunningDispatchers, handle: handle)
+    } else if ranOperation {
+      // A reduction in place announced its change where it made it; the store asks whether anyone observes it.
+      kind.announceFinishedOperation(of: store, for: action, hidingRunningDispatchers: hidingRunningDispatchers)
     }
     guard let error else { return nil }
     return OperationFailure(
       storeIdentifier: kind.identifier(of: store), transactionID: watch?.id ?? TransactionID.next(), error: error)
+  }
+
+  /// Announces an operation's change, then tells every middleware's `didDispatch`.
+  private static func tellWatched(
+    _ action: any ActionType, of store: AnyObject, kind: StoreKind, middleware: MiddlewareList.Borrowed,
+    watch: Watch, error: (any Error)?, ranOperation: Bool, hidingRunningDispatchers: Bool, handle: DispatchHandle?
+  ) {
+    // Measured before observers run, so that the duration is the store's handling alone.
+    let duration = watch.started.map { Duration.nanoseconds(Int64(bitPattern: MonotonicClock.nanoseconds() &- $0)) }
+    if ranOperation {
+      kind.announceFinishedOperation(of: store, for: action, hidingRunningDispatchers: hidingRunningDispatchers)
+    }
+    if hidingRunningDispatchers {
+      ThreadContext.withoutRunning {
+        tell(
+          action, of: store, kind: kind, middleware: middleware, watch: watch, duration: duration, error: error,
+          handle: handle)
+      }
+    } else {
+      tell(
+        action, of: store, kind: kind, middleware: middleware, watch: watch, duration: duration, error: error,
+        handle: handle)
+    }
   }
 
   /// Tells every middleware's `didDispatch`.

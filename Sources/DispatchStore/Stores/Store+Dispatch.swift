@@ -36,8 +36,14 @@ extension Store {
   /// (``reduceInPlace(_:recording:)``).
   /// - Parameter hidingRunningDispatchers: Hide the dispatchers running on this thread from the observers (they may
   ///   dispatch `.sync`).
+  @inline(__always)
   func announceFinishedOperation(for action: any ActionType, hidingRunningDispatchers: Bool) {
     guard registeredObservers.load(ordering: .relaxed) > 0 else { return }
+    announceObserved(action, hidingRunningDispatchers: hidingRunningDispatchers)
+  }
+
+  @inline(never)
+  private func announceObserved(_ action: any ActionType, hidingRunningDispatchers: Bool) {
     let action = ownAction(action)
     if hidingRunningDispatchers {
       ThreadContext.withoutRunning { _ = specialised(self, action, .announce) }
