@@ -4,6 +4,41 @@
 /// Everything here runs before the first store starts, on the dispatching thread. Reducers' wait lists and action
 /// mappings are user code: they are asked outside the registry's lock.
 extension DispatchRun {
+  /// How a started dispatch ended, as far as the thread that started it knows.
+  enum Outcome {
+    /// Finished with this result; no completion was called.
+    case finished(Result<Void, DispatchError>)
+    /// Finishes later; the completion `run` was given reports it.
+    case later
+  }
+
+  /// Where every dispatch path, once placed, hands its action over: prepares the dispatch, then starts it.
+  ///
+  /// A dispatch that finishes before its start returns (or fails to start) reports `.finished`; nothing else
+  /// hears about it. Otherwise `completion` is asked for what will: `nil` makes this wait and return `.finished`,
+  /// which `.sync` does. A completion is only made (allocated) when it is needed.
+  /// - Parameters:
+  ///   - context: The calling thread's context.
+  ///   - handle: The dispatch's handle, if it has one.
+  @inline(__always)
+  static func run(
+    dispatcher: Dispatcher,
+    storeIdentifier: String?,
+    action: any ActionType,
+    placement: Placement,
+    context: ThreadContext,
+    handle: DispatchHandle? = nil,
+    completion: () -> Dispatcher.Completion?
+  ) -> Outcome {
+    do {
+      let (run, graph) = try prepare(
+        dispatcher: dispatcher, storeIdentifier: storeIdentifier, action: action, placement: placement, handle: handle)
+      return run.start(graph: graph, context: context, completion: completion)
+    } catch {
+      return .finished(.failure(error))
+    }
+  }
+
   /// Prepares a dispatch, or returns the error that forbids running any operation: the run, and its wait graph if
   /// any store waits, apart so that the run's state can own it (``start(graph:context:completion:)``).
   ///

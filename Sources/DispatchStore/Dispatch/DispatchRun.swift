@@ -68,7 +68,7 @@ struct DispatchRun: Sendable {
   @inline(__always)
   func start(
     graph: consuming WaitGraph?, context: ThreadContext, completion makeCompletion: () -> Dispatcher.Completion?
-  ) -> Dispatcher.RunOutcome {
+  ) -> DispatchRun.Outcome {
     if let handle, handle.allOrNothing { return startHolding(graph: graph, completion: makeCompletion) }
     if let mainQueue = placement.queueToHopTo {
       var state = DispatchStateMachine.start(count: targets.count, graph: graph)
@@ -88,7 +88,7 @@ struct DispatchRun: Sendable {
   @inline(never)
   private func startHolding(
     graph: consuming WaitGraph?, completion makeCompletion: () -> Dispatcher.Completion?
-  ) -> Dispatcher.RunOutcome {
+  ) -> DispatchRun.Outcome {
     // Every all-or-nothing dispatch has a handle, whose identifier its transactions share.
     let reservation = Reservation(
       targets: targets, placement: placement, dispatchID: dispatchID ?? TransactionID.next(),
@@ -130,7 +130,7 @@ struct DispatchRun: Sendable {
   @inline(__always)
   private func runOne(
     context: ThreadContext, makeCompletion: () -> Dispatcher.Completion?
-  ) -> Dispatcher.RunOutcome {
+  ) -> DispatchRun.Outcome {
     let started = targets.first.withKind { startStore(0, of: $1, kind: $0, context: context, blockedBy: nil) }
     let shared: Shared
     // Consumed: nothing here holds the operation while this thread waits for it.
@@ -149,7 +149,7 @@ struct DispatchRun: Sendable {
   /// order, keeping the state to itself until an operation is still running after its start.
   private func runSeveral(
     graph: consuming WaitGraph?, context: ThreadContext, makeCompletion: () -> Dispatcher.Completion?
-  ) -> Dispatcher.RunOutcome {
+  ) -> DispatchRun.Outcome {
     var state = DispatchStateMachine.start(count: targets.count, graph: graph)
     state.runStarted()
     var next = state.nextReadyAlone()
@@ -409,7 +409,7 @@ extension DispatchRun {
 
     /// What the thread that shared the run reports: `.later` if a completion hears the result, otherwise the
     /// result, once every store finished.
-    func outcome() -> Dispatcher.RunOutcome {
+    func outcome() -> DispatchRun.Outcome {
       onComplete == nil ? .finished(waitForResult()) : .later
     }
 

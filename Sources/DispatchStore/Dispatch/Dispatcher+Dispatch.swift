@@ -451,7 +451,10 @@ extension Dispatcher {
   ) {
     // Never `nil`: that would make this thread wait for an operation that finishes later.
     let outcome = ThreadContext.withCurrent { context in
-      run(storeIdentifier: storeIdentifier, action: action, placement: .anyThread, context: context, handle: handle) {
+      DispatchRun.run(
+        dispatcher: self, storeIdentifier: storeIdentifier, action: action, placement: .anyThread, context: context,
+        handle: handle
+      ) {
         completion ?? { [self] result in complete(nil, result, action) }
       }
     }
@@ -470,6 +473,15 @@ extension Dispatcher {
         report(DispatchReport(result: result, actions: [action]))
       }
     }
+  }
+
+  /// Whether the calling thread, whose context is `context`, runs `mainQueue`'s work: for a run-loop thread, one
+  /// comparison.
+  @inline(__always)
+  func isMainQueueCurrent(in context: ThreadContext) -> Bool {
+    guard let mainRunLoopCore else { return mainQueue.isCurrent }
+    guard let thread = context.mainRunLoopThread else { return false }
+    return ObjectIdentifier(thread) == mainRunLoopCore
   }
 
   /// A `.sync` dispatch through the interceptors, if any.
@@ -563,8 +575,9 @@ extension Dispatcher {
     then completion: Completion?
   ) -> Bool {
     let outcome = ThreadContext.withCurrent { context in
-      run(
-        storeIdentifier: storeIdentifier, action: action, placement: lane.placement, context: context, handle: handle
+      DispatchRun.run(
+        dispatcher: self, storeIdentifier: storeIdentifier, action: action, placement: lane.placement,
+        context: context, handle: handle
       ) {
         { [self] result in
           complete(completion, result, action)
@@ -600,47 +613,12 @@ extension Dispatcher {
         return .failure(.reentrantSynchronousDispatch(actionType: String(reflecting: type(of: action))))
       }
       guard
-        case .finished(let result) = run(
-          storeIdentifier: storeIdentifier, action: action,
+        case .finished(let result) = DispatchRun.run(
+          dispatcher: self, storeIdentifier: storeIdentifier, action: action,
           placement: isMainQueueCurrent(in: context) ? .waitingMainQueue : .waitingCaller, context: context,
           handle: handle, completion: { nil })
       else { preconditionFailure("DispatchStore: a dispatch without completion must finish before returning") }
       return result
-    }
-  }
-}
-
-// Where every dispatch path, once placed, hands its action over: prepared, then started.
-extension Dispatcher {
-  /// How a started dispatch ended, as far as the thread that started it knows.
-  enum RunOutcome {
-    /// Finished with this result; no completion was called.
-    case finished(Result<Void, DispatchError>)
-    /// Finishes later; the completion `run` was given reports it.
-    case later
-  }
-
-  /// Starts a dispatch.
-  ///
-  /// A dispatch that finishes before its start returns (or fails to start) reports `.finished`; nothing else
-  /// hears about it. Otherwise `completion` is asked for what will: `nil` makes this wait and return `.finished`,
-  /// which `.sync` does. A completion is only made (allocated) when it is needed.
-  /// `context`: the calling thread's context. `handle`: the dispatch's handle, if it has one.
-  @inline(__always)
-  func run(
-    storeIdentifier: String?,
-    action: any ActionType,
-    placement: DispatchRun.Placement,
-    context: ThreadContext,
-    handle: DispatchHandle? = nil,
-    completion: () -> Completion?
-  ) -> RunOutcome {
-    do {
-      let (run, graph) = try DispatchRun.prepare(
-        dispatcher: self, storeIdentifier: storeIdentifier, action: action, placement: placement, handle: handle)
-      return run.start(graph: graph, context: context, completion: completion)
-    } catch {
-      return .finished(.failure(error))
     }
   }
 }

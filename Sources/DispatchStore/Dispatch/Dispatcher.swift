@@ -35,16 +35,7 @@ public final class Dispatcher: Sendable {
   /// The thread `.mainThread` dispatches and main-thread observer notifications run on.
   public let mainQueue: MainQueue
   /// `mainQueue`'s run-loop thread, by identity, if it is one (``isMainQueueCurrent(in:)``).
-  private let mainRunLoopCore: ObjectIdentifier?
-
-  /// Whether the calling thread, whose context is `context`, runs `mainQueue`'s work: for a run-loop thread, one
-  /// comparison.
-  @inline(__always)
-  func isMainQueueCurrent(in context: ThreadContext) -> Bool {
-    guard let mainRunLoopCore else { return mainQueue.isCurrent }
-    guard let thread = context.mainRunLoopThread else { return false }
-    return ObjectIdentifier(thread) == mainRunLoopCore
-  }
+  let mainRunLoopCore: ObjectIdentifier?
 
   /// Awaits until every dispatch of this dispatcher in flight has ended, and what they scheduled on the main queue
   /// ran: await it before a command-line tool exits.

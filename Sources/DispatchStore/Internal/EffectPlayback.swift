@@ -1,0 +1,61 @@
+import Foundation
+
+/// What an effect's body gave while it was recorded: the value it returned, or the description of the error it threw.
+enum EffectOutcome: Sendable {
+  case value(JSONValue)
+  case failure(String)
+}
+
+/// The effects of a session being verified: each read once, in order, by the dispatch and key they were recorded
+/// under.
+final class EffectPlayback: Sendable {
+  private struct State {
+    var effects: [TransactionID: [(key: String, outcome: EffectOutcome)]]
+    var current: TransactionID?
+    var missing: SessionError?
+  }
+
+  private let state: LockedValue<State>
+
+  init(effects: [TransactionID: [(key: String, outcome: EffectOutcome)]]) {
+    state = LockedValue(State(effects: effects))
+  }
+
+  /// The dispatch being re-run: effects are read from its recording.
+  func begin(_ dispatchID: TransactionID) {
+    state.withLock { $0.current = dispatchID }
+  }
+
+  /// Takes the next value recorded under `key` in the current dispatch.
+  func take(_ key: String) -> Result<EffectOutcome, SessionError> {
+    state.withLock { state in
+      guard let dispatch = state.current,
+        let position = state.effects[dispatch]?.firstIndex(where: { $0.key == key }),
+        let outcome = state.effects[dispatch]?.remove(at: position).outcome
+      else {
+        let error = SessionError.missingEffect(dispatchID: state.current ?? TransactionID(rawValue: 0), key: key)
+        if state.missing == nil { state.missing = error }
+        return .failure(error)
+      }
+      return .success(outcome)
+    }
+  }
+
+  /// The first effect an operation asked for that the session does not have.
+  var missing: SessionError? {
+    state.withLock { $0.missing }
+  }
+
+  /// Forgets the missing effect of a transaction verify does not hold to its record (a cancelled one).
+  func forgetMissing() {
+    state.withLock { $0.missing = nil }
+  }
+
+  /// A value recorded in `dispatchID` that no operation read.
+  func unused(in dispatchID: TransactionID) -> SessionError? {
+    state.withLock { state in
+      guard let first = state.effects[dispatchID]?.first else { return nil }
+      return .unusedEffect(dispatchID: dispatchID, key: first.key)
+    }
+  }
+}
