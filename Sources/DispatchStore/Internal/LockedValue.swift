@@ -14,8 +14,10 @@ import Synchronization
 /// depends on the platform:
 ///
 /// - On Linux, a lock word of its own: taking and releasing a free lock is one inlined compare-and-swap and one
-///   exchange. A thread that finds it taken spins briefly, then parks in ``LockParking`` until a releasing thread
-///   wakes it; the woken thread competes for the lock again rather than being handed it.
+///   exchange. The word holds the owning thread, so that a thread taking a lock it already holds traps with a
+///   message instead of waiting for ever (as `os_unfair_lock` traps on Apple platforms). A thread that finds the
+///   lock taken spins briefly, then parks in ``LockParking`` until a releasing thread wakes it; the woken thread
+///   competes for the lock again rather than being handed it.
 ///   `Synchronization.Mutex` there is a priority-inheritance futex, whose unlock hands the lock to a sleeping
 ///   waiter, so that with more threads than cores every acquisition waits for the kernel to schedule that waiter
 ///   (swiftlang/swift issue 88440); a `pthread_mutex_t` does not hand over, but costs a call into the C library
@@ -34,11 +36,12 @@ package struct LockedValue<Value>: ~Copyable, @unchecked Sendable {
     // The value first: ThreadSanitizer reports Swift's accesses to the value at the struct's address, and its
     // atomic operations on the word must not be at that same address.
     @usableFromInline let value: _Cell<Value>
-    /// The lock: 0 free, 1 taken, 2 taken with a thread perhaps parked waiting for it.
+    /// The lock: 0 free; otherwise the owning thread (``LockParking/currentThread``), with
+    /// ``LockParking/parkedBit`` set if a thread may be parked waiting for it.
     ///
     /// Stored directly, not in a `_Cell`: destroying a `_Cell` of it goes through the generic `Atomic` deinit,
     /// which looks a conformance up at run time, for every object that holds a lock.
-    @usableFromInline let word: Atomic<UInt32>
+    @usableFromInline let word: Atomic<UInt>
 
     @inlinable
     package init(_ initialValue: consuming sending Value) {
@@ -53,17 +56,19 @@ package struct LockedValue<Value>: ~Copyable, @unchecked Sendable {
     /// Runs `body` with the value, under the lock.
     ///
     /// Never call user code from `body`, and never take another ``LockedValue`` in it unless the order is fixed
-    /// (the store's lock inside a lane's, never the reverse): the lock is not recursive.
+    /// (the store's lock inside a lane's, never the reverse): the lock is not recursive, and a thread taking it
+    /// again traps.
     @inlinable
     @inline(__always)
     package borrowing func withLock<Result: ~Copyable, E: Error>(
       _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result {
-      if !word.compareExchange(expected: 0, desired: 1, ordering: .acquiring).exchanged {
-        LockParking.lock(word, key: parkingKey)
+      let thread = LockParking.currentThread
+      if !word.compareExchange(expected: 0, desired: thread, ordering: .acquiring).exchanged {
+        LockParking.lock(word, key: parkingKey, thread: thread)
       }
       defer {
-        if word.exchange(0, ordering: .releasing) == 2 { LockParking.wakeOne(key: parkingKey) }
+        if word.exchange(0, ordering: .releasing) & LockParking.parkedBit != 0 { LockParking.wakeOne(key: parkingKey) }
       }
       return try body(&value._address.pointee)
     }
@@ -76,9 +81,10 @@ package struct LockedValue<Value>: ~Copyable, @unchecked Sendable {
     package borrowing func withLockIfAvailable<Result, E: Error>(
       _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result? {
-      guard word.compareExchange(expected: 0, desired: 1, ordering: .acquiring).exchanged else { return nil }
+      guard word.compareExchange(expected: 0, desired: LockParking.currentThread, ordering: .acquiring).exchanged
+      else { return nil }
       defer {
-        if word.exchange(0, ordering: .releasing) == 2 { LockParking.wakeOne(key: parkingKey) }
+        if word.exchange(0, ordering: .releasing) & LockParking.parkedBit != 0 { LockParking.wakeOne(key: parkingKey) }
       }
       return try body(&value._address.pointee)
     }
@@ -141,14 +147,30 @@ package struct LockedValue<Value>: ~Copyable, @unchecked Sendable {
   /// Where threads wait for a taken ``LockedValue`` on Linux: a fixed table of buckets, chosen by the lock's key
   /// (an address), each a pthread mutex and the queue of threads parked on locks of that bucket.
   ///
-  /// A parking thread sets the word to 2 and queues itself under the bucket's mutex, so a releasing thread that
-  /// finds 2 and takes the same mutex either finds it queued, or the parking thread finds the word free and takes
-  /// the lock instead of parking: no wake-up is lost.
+  /// A parking thread sets the word's ``parkedBit`` and queues itself under the bucket's mutex, so a releasing
+  /// thread that finds the bit and takes the same mutex either finds it queued, or the parking thread finds the word
+  /// free and takes the lock instead of parking: no wake-up is lost.
   @usableFromInline
   enum LockParking {
     /// Spins before parking: the holder may be running on another core and about to release.
     static let spins = 64
     static let bucketCount = 64
+    /// Set in a taken lock's word when a thread may be parked waiting for it.
+    ///
+    /// A thread's identifier (``currentThread``) is an aligned address, whose lowest bit is clear.
+    @usableFromInline static let parkedBit: UInt = 1
+
+    /// The calling thread, as a lock word holds its owner: never 0, lowest bit clear.
+    @inlinable
+    static var currentThread: UInt {
+      @inline(__always) get {
+        #if canImport(Glibc)
+          UInt(pthread_self())
+        #else
+          UInt(bitPattern: pthread_self())
+        #endif
+      }
+    }
 
     /// `@unchecked Sendable`: the buckets are allocated once and never freed, and each bucket's queue is only
     /// touched with that bucket's mutex held.
@@ -172,25 +194,36 @@ package struct LockedValue<Value>: ~Copyable, @unchecked Sendable {
       table.buckets + Int(((key >> 4) ^ (key >> 10)) % UInt(bucketCount))
     }
 
-    /// Takes the lock whose word is `word`, which a compare-and-swap just found taken.
+    /// Takes the lock whose word is `word`, which a compare-and-swap just found taken, for `thread` (the calling
+    /// thread); traps if `thread` holds it already, which would wait for ever.
     @usableFromInline
     @inline(never)
-    static func lock(_ word: borrowing Atomic<UInt32>, key: UInt) {
+    static func lock(_ word: borrowing Atomic<UInt>, key: UInt, thread: UInt) {
       for _ in 0..<spins {
-        if word.load(ordering: .relaxed) == 0,
-          word.compareExchange(expected: 0, desired: 1, ordering: .acquiring).exchanged
-        {
-          return
-        }
+        let seen = word.load(ordering: .relaxed)
+        if seen == 0, word.compareExchange(expected: 0, desired: thread, ordering: .acquiring).exchanged { return }
+        if seen & ~parkedBit == thread { reentered() }
       }
       let bucket = bucket(of: key)
       var semaphore: DispatchSemaphore?
       while true {
         pthread_mutex_lock(&bucket.pointee.mutex)
-        // 2, not 1: this thread cannot tell whether others are parked, so its own release must look.
-        if word.exchange(2, ordering: .acquiring) == 0 {
+        // Taken with the bit set if free: this thread cannot tell whether others are parked, so its own release must
+        // look. Otherwise the bit is set for the owner's release to see.
+        var seen = word.load(ordering: .relaxed)
+        while true {
+          let desired = seen == 0 ? thread | parkedBit : seen | parkedBit
+          let (exchanged, original) = word.compareExchange(expected: seen, desired: desired, ordering: .acquiring)
+          if exchanged { break }
+          seen = original
+        }
+        if seen == 0 {
           pthread_mutex_unlock(&bucket.pointee.mutex)
           return
+        }
+        if seen & ~parkedBit == thread {
+          pthread_mutex_unlock(&bucket.pointee.mutex)
+          reentered()
         }
         let parked = semaphore ?? DispatchSemaphore(value: 0)
         semaphore = parked
@@ -198,6 +231,14 @@ package struct LockedValue<Value>: ~Copyable, @unchecked Sendable {
         pthread_mutex_unlock(&bucket.pointee.mutex)
         parked.wait()
       }
+    }
+
+    /// A thread took a lock it holds: it would wait for itself for ever.
+    private static func reentered() -> Never {
+      preconditionFailure(
+        "DispatchStore: a thread took a lock it already holds, which would wait for ever. The usual cause: a store "
+          + "read, observed or dispatched to from inside its own reduction (a reducer, an updateModel body, or the "
+          + "deinit of a value the model released there)")
     }
 
     /// Wakes one thread parked on the lock `key` names, if any, after it was released with its word at 2.

@@ -104,6 +104,29 @@ extension Store {
     state.withLock { $0.observerEntryCount }
   }
 
+  /// Announces the change the finished operation made, if any; with no observers there is nobody to tell, and the
+  /// version catches up at the next announcement.
+  ///
+  /// Called for operations only: a reduction in place announced its change in the critical section that made it
+  /// (``reduceInPlace(_:recording:)``).
+  /// - Parameter hidingRunningDispatchers: Hide the dispatchers running on this thread from the observers (they may
+  ///   dispatch `.sync`).
+  @inline(__always)
+  func announceFinishedOperation(for action: any ActionType, hidingRunningDispatchers: Bool) {
+    guard registeredObservers.load(ordering: .relaxed) > 0 else { return }
+    announceObserved(action, hidingRunningDispatchers: hidingRunningDispatchers)
+  }
+
+  @inline(never)
+  private func announceObserved(_ action: any ActionType, hidingRunningDispatchers: Bool) {
+    let action = ownAction(action)
+    if hidingRunningDispatchers {
+      ThreadContext.withoutRunning { _ = specialised(self, action, .announce) }
+    } else {
+      _ = specialised(self, action, .announce)
+    }
+  }
+
   /// Called by the dispatcher after an operation of this store finished: announces the change, if any.
   ///
   /// The notification carries the model as it is now: the operation's changes, and those of any operation of this

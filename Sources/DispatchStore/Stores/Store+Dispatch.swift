@@ -23,41 +23,6 @@ extension Store {
     if let recording { operation.record(with: recording) }
     return .operation(operation)
   }
-
-  /// Announces the change the finished operation made, if any; with no observers there is nobody to tell, and the
-  /// version catches up at the next announcement.
-  ///
-  /// Called for operations only: a reduction in place announced its change in the critical section that made it
-  /// (``reduceInPlace(_:recording:)``).
-  /// - Parameter hidingRunningDispatchers: Hide the dispatchers running on this thread from the observers (they may
-  ///   dispatch `.sync`).
-  @inline(__always)
-  func announceFinishedOperation(for action: any ActionType, hidingRunningDispatchers: Bool) {
-    guard registeredObservers.load(ordering: .relaxed) > 0 else { return }
-    announceObserved(action, hidingRunningDispatchers: hidingRunningDispatchers)
-  }
-
-  @inline(never)
-  private func announceObserved(_ action: any ActionType, hidingRunningDispatchers: Bool) {
-    let action = ownAction(action)
-    if hidingRunningDispatchers {
-      ThreadContext.withoutRunning { _ = specialised(self, action, .announce) }
-    } else {
-      _ = specialised(self, action, .announce)
-    }
-  }
-
-  /// `action` as this store's action type, which it is: a dispatch maps an action of another type with
-  /// ``storeAction(for:)`` when it is prepared.
-  ///
-  /// Cheaper than `as!`, which runs the general dynamic cast on every dispatch.
-  func ownAction(_ action: any ActionType) -> Action {
-    func project<Dispatched: ActionType>(_ action: Dispatched) -> Action {
-      precondition(Dispatched.self == Action.self, "DispatchStore: an action was routed to a store of another type")
-      return unsafeBitCast(action, to: Action.self)
-    }
-    return project(action)
-  }
 }
 
 /// How a store handled an action.
@@ -66,25 +31,6 @@ enum StoreHandling {
   case reduced(error: (any Error)?)
   /// The reducer returned this operation, not started yet.
   case operation(any OperationStarting)
-}
-
-extension Store {
-  /// The work ``specialised`` runs: made here, inlinable, so that it is compiled in the app's module for its
-  /// `Model` and `Action`.
-  @inlinable
-  static func specialisedWork(_ store: Store, _ action: Action, _ work: SpecialisedWork) -> SpecialisedOutcome {
-    switch work {
-    case .announce:
-      store.announceChange(of: action)
-      return .announced
-    case .reduce(let recording):
-      guard store.reducesInPlace else { return .notReducedInPlace }
-      return .reduced(error: store.reduceInPlace(action, recording: recording))
-    case .fileFinished(let finished):
-      store.fileFinishedOperation(action, finished)
-      return .filed
-    }
-  }
 }
 
 extension Store {
@@ -181,27 +127,4 @@ extension Store {
     }
     return result
   }
-}
-
-/// What ``Store/specialised`` is asked to do.
-@usableFromInline
-enum SpecialisedWork {
-  case announce
-  /// Reduce in place; file the record with the context, if any.
-  case reduce(RecordingContext?)
-  /// File the record of an operation that finished (``Store/fileFinishedOperation(_:_:)``). By pointer, valid for
-  /// the call: the payload would otherwise make every case, and every plain dispatch's work, larger.
-  case fileFinished(UnsafePointer<FinishedOperation>)
-}
-
-/// What ``Store/specialised`` did.
-@usableFromInline
-enum SpecialisedOutcome {
-  case announced
-  /// A ``SynchronousReducer`` reduced the action; the error is the one it threw.
-  case reduced(error: (any Error)?)
-  /// The reducer returns operations.
-  case notReducedInPlace
-  /// The record was filed.
-  case filed
 }
