@@ -107,7 +107,11 @@ struct DispatchRun: Sendable {
     }
     switch acquisition {
     case .held: shared.startReadyWhenPlaced()
-    case .waiting: break
+    case .waiting:
+      // A lane's job: the jobs of the holder it queued behind no longer wait behind it on the lane.
+      if let lane = ThreadContext.withCurrent({ $0.runningLane }), let holder = reservation.holderWaitedFor {
+        lane.parked(behind: holder, waiter: reservation, dispatcher: dispatcher._withUnsafeGuaranteedRef { $0 })
+      }
     case .refused(let refusal): return .finished(.failure(failure(refusing: refusal, reservation)))
     }
     return shared.outcome()
@@ -293,6 +297,10 @@ struct DispatchRun: Sendable {
     // The all-or-nothing dispatch this start is part of, if any: it still passes that one's stores when it resumes.
     start.setUp(run: self, index: index, recording: recording, admitted: ThreadContext.admission())
     handle?.operationRunning(start)
+    // A lane's job: the holder's own jobs on that lane no longer wait behind it.
+    if let lane = ThreadContext.withCurrent({ $0.runningLane }) {
+      lane.parked(behind: parked.holder, waiter: start, dispatcher: dispatcher._withUnsafeGuaranteedRef { $0 })
+    }
     return .running(start)
   }
 

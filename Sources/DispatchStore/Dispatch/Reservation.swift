@@ -12,7 +12,7 @@ import Synchronization
 /// store had when taken if the dispatch failed (``end(with:run:)``).
 ///
 /// All mutable state is in `phase`, behind its lock; the stores' own state is changed under each store's lock.
-final class Reservation: Sendable {
+final class Reservation: HolderWaiter {
   /// The dispatch's stores in identifier order, with their nodes in the run.
   private let stores: [(entry: StoreEntry, node: Int)]
   private let phase = LockedValue(Phase.idle)
@@ -173,6 +173,21 @@ final class Reservation: Sendable {
       outer = reservation.enclosing
     }
     return false
+  }
+
+  /// The holder this reservation is queued behind, if it waits for one (``refusal(behind:)``).
+  var holderWaitedFor: Reservation? {
+    Self.waits.withLock { $0[ObjectIdentifier(self)]?.holder }
+  }
+
+  /// Whether it still tries to take its stores, or waits for them.
+  var stillWaits: Bool {
+    phase.withLock { phase in
+      switch phase {
+      case .trying, .waiting: return true
+      case .idle, .held: return false
+      }
+    }
   }
 
   /// Why this reservation must not wait for `owner`, which holds a store it needs: called under that store's lock.

@@ -34,6 +34,9 @@ final class ThreadContext {
   /// The all-or-nothing dispatch (its ``Reservation``) whose stores this thread is starting, if any: the stores it
   /// holds let its starts through (``StoreGate/stop()``).
   @exclusivity(unchecked) var reserving: Reservation?
+  /// The lane whose job this thread is running, if any: a start of that job that parks behind an all-or-nothing
+  /// dispatch tells it (``Lane/parked(behind:start:dispatcher:)``).
+  @exclusivity(unchecked) var runningLane: Lane?
 
   /// Runs `body` with this thread's starts passing the stores `reserving` holds, if any (``ThreadContext/admission()``).
   static func withReserving<R>(_ reserving: Reservation?, _ body: () -> R) -> R {

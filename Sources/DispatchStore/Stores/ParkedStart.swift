@@ -6,7 +6,7 @@ import Synchronization
 ///
 /// Three events, in any order, make it run: its gate's release, its run's setup (``setUp(run:index:recording:admitted:)``),
 /// and the run registering to hear it (``start(notifying:token:)``).
-final class ParkedStart: OperationStarting {
+final class ParkedStart: OperationStarting, HolderWaiter {
   /// The error a parked start reports up to its run, carrying it.
   struct Parked: Error {
     let start: ParkedStart
@@ -33,6 +33,11 @@ final class ParkedStart: OperationStarting {
   /// The gate it waited at opened.
   func release() {
     runIfReady { $0.released = true }
+  }
+
+  /// Whether the gate it waits at is still closed.
+  var stillWaits: Bool {
+    state.withLock { !$0.released }
   }
 
   func start(notifying handler: any OperationCompletionHandler, token: Int) {

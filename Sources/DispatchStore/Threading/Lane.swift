@@ -85,6 +85,9 @@ final class Lane: Sendable {
     var isDraining = false
     /// A job started and has not finished.
     var jobInFlight = false
+    /// The all-or-nothing dispatches that the job in flight waits for, each with what waits for it: a start parked at
+    /// a store it holds, or the job's own all-or-nothing reservation.
+    var parkedBehind: [(holder: Reservation, waiter: any HolderWaiter)] = []
 
     enum Next {
       case run(Job)
@@ -94,18 +97,56 @@ final class Lane: Sendable {
       case reschedule
     }
 
-    /// Appends `job`; returns whether the caller must schedule a drain.
-    mutating func enqueue(_ job: Job) -> Bool {
+    /// What ``enqueue(_:)`` decided about a job.
+    enum Enqueued {
+      /// Queued behind the jobs before it; a drain is running or scheduled, or the job in flight schedules it.
+      case queued
+      /// Queued; the caller schedules a drain.
+      case drain
+      /// Not queued: it is part of an all-or-nothing dispatch that the job in flight waits for, which may await it.
+      /// It runs beside the lane.
+      case beside
+    }
+
+    /// Appends `job`, unless it is part of a dispatch the job in flight waits for (``parked(behind:start:)``).
+    mutating func enqueue(_ job: Job) -> Enqueued {
+      if !parkedBehind.isEmpty, isPartOfAHolder(job) { return .beside }
       pending.append(job)
-      guard !isDraining && !jobInFlight else { return false }
+      guard !isDraining && !jobInFlight else { return .queued }
       isDraining = true
-      return true
+      return .drain
+    }
+
+    /// The job in flight waits for `holder`: returns the queued jobs that are part of `holder`, taken out of the
+    /// queue to run beside the lane (behind the job in flight, they would wait for the holder, which may await them).
+    mutating func parked(behind holder: Reservation, waiter: any HolderWaiter) -> [Job] {
+      guard jobInFlight else { return [] }
+      parkedBehind.append((holder, waiter))
+      guard pending.storage[pending.head...].contains(where: { $0.map(isPartOfAHolder) ?? false }) else { return [] }
+      var kept = FIFOQueue<Job>()
+      var beside: [Job] = []
+      while let job = pending.popFirst() {
+        if isPartOfAHolder(job) { beside.append(job) } else { kept.append(job) }
+      }
+      pending = kept
+      return beside
+    }
+
+    /// Whether `job` was made inside a dispatch that the job in flight still waits for.
+    private func isPartOfAHolder(_ job: Job) -> Bool {
+      guard let admitted = job.admitted else { return false }
+      return parkedBehind.contains { parked in
+        (admitted === parked.holder || admitted.isInside(parked.holder)) && parked.waiter.stillWaits
+      }
     }
 
     /// The drain's next step, after `ran` jobs in this batch, the last of which finished before its start
     /// returned if `finishedInline`.
     mutating func next(ran: Int, finishedInline: Bool) -> Next {
-      if finishedInline { jobInFlight = false }
+      if finishedInline {
+        jobInFlight = false
+        parkedBehind.removeAll()
+      }
       if jobInFlight {
         // The last job finishes later: its completion schedules the next drain.
         isDraining = false
@@ -122,6 +163,7 @@ final class Lane: Sendable {
     /// The running job finished; returns whether the caller must schedule a drain.
     mutating func jobDone() -> Bool {
       jobInFlight = false
+      parkedBehind.removeAll()
       guard !isDraining, !pending.isEmpty else { return false }  // A running drain continues by itself.
       isDraining = true
       return true
@@ -144,9 +186,35 @@ final class Lane: Sendable {
   }
 
   /// Appends `job`; it starts once every earlier job finished.
+  ///
+  /// A job made inside an all-or-nothing dispatch that the job in flight waits for starts beside the lane instead,
+  /// on the same executor: it is part of that dispatch, which may await it (``parked(behind:waiter:dispatcher:)``).
   func enqueue(_ job: Job, dispatcher: Dispatcher) {
-    let schedule = state.withLock { $0.enqueue(job) }
-    if schedule { scheduleDrain(dispatcher: dispatcher) }
+    switch state.withLock({ $0.enqueue(job) }) {
+    case .queued: break
+    case .drain: scheduleDrain(dispatcher: dispatcher)
+    case .beside: runBeside([job], dispatcher: dispatcher)
+    }
+  }
+
+  /// The job in flight waits for `holder`, which holds a store it needs: the jobs of the lane that are part of
+  /// `holder` run beside the lane from now on, those queued already included, while `waiter` still waits.
+  ///
+  /// Called on the thread running the job, inside its start.
+  func parked(behind holder: Reservation, waiter: any HolderWaiter, dispatcher: Dispatcher) {
+    let beside = state.withLock { $0.parked(behind: holder, waiter: waiter) }
+    if !beside.isEmpty { runBeside(beside, dispatcher: dispatcher) }
+  }
+
+  /// Whether the job in flight waits for an all-or-nothing dispatch, with its start parked at a store it holds.
+  var isParked: Bool {
+    state.withLock { !$0.parkedBehind.isEmpty }
+  }
+
+  /// Runs `jobs`, in order, on a lane of their own on the same executor.
+  private func runBeside(_ jobs: [Job], dispatcher: Dispatcher) {
+    let side = Lane(executor: executor, placement: placement)
+    for job in jobs { side.enqueue(job, dispatcher: dispatcher) }
   }
 
   /// Removes the jobs waiting in the lane and returns them, in order; the one running goes on.
@@ -184,4 +252,11 @@ final class Lane: Sendable {
       }
     }
   }
+}
+
+/// What a lane's job in flight waits for an all-or-nothing dispatch with: a start parked at a store that dispatch
+/// holds (``ParkedStart``), or the job's own all-or-nothing dispatch, queued behind it (``Reservation``).
+protocol HolderWaiter: AnyObject, Sendable {
+  /// Whether it still waits.
+  var stillWaits: Bool { get }
 }

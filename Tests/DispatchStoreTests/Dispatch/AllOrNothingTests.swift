@@ -460,12 +460,79 @@ struct AllOrNothingTests {
     }
   }
 
+  /// A holder whose operation awaits a follow-up on a lane gets its result while that lane's job in flight is parked
+  /// at the holder's store: the follow-up, part of the holder, runs beside the lane, not behind the parked job.
+  ///
+  /// Both orders: the job parks before the follow-up is made, or the follow-up is queued while the job is still on
+  /// its way to the held store (it waits for a slow store first). Before, the follow-up waited behind the job, the
+  /// job for the holder, and the holder for the follow-up, for ever.
+  @Test(arguments: [Dispatcher.Mode.serial, .mainThread], [true, false])
+  func aHoldersFollowUpOnALaneRunsBesideTheLanesJobParkedBehindIt(mode: Dispatcher.Mode, parksFirst: Bool)
+    async throws
+  {
+    let dispatcher = Dispatcher(mainQueue: .libraryThread)
+    let holding = AsyncGate()
+    let release = AsyncGate()
+    let followUpQueued = AsyncGate()
+    let slowMayGo = DispatchSemaphore(value: 0)
+    let followUps = Collector<Result<Void, DispatchError>>()
+    let slow = Store(identifier: "slow", model: Ledger()) { (action: LaneAction, model: inout Ledger) in
+      guard case .touch = action else { return }
+      if !parksFirst { _ = slowMayGo.wait(timeout: .now() + 30) }
+      model.applied.insert(0)
+    }
+    let held = Store(
+      identifier: "held", model: Ledger(), waitFor: .perAction { $0 == .touch ? ["slow"] : [] }
+    ) { (action: LaneAction, operation) in
+      switch action {
+      case .hold:
+        holding.open()
+        await release.wait()
+        let followUp = operation.dispatcher?.start(action: FollowAction(), mode: mode)
+        followUpQueued.open()
+        if let followUp { followUps.append(await followUp.result) }
+        operation.updateModel { $0.applied.insert(1) }
+      case .touch:
+        operation.updateModel { $0.applied.insert(2) }
+      }
+    }
+    let other = Store(identifier: "other", model: Ledger()) { (_: FollowAction, model: inout Ledger) in
+      model.applied.insert(3)
+    }
+    for store in [slow, held] { try dispatcher.register(store: store) }
+    try dispatcher.register(store: other)
+    let holder = dispatcher.start(action: LaneAction.hold, to: "held", options: DispatchOptions(allOrNothing: true))
+    await holding.wait()
+    let lane = mode == .serial ? dispatcher.serialLane : dispatcher.mainLane
+    // To "slow", then "held", which waits for it.
+    let job = dispatcher.start(action: LaneAction.touch, mode: mode)
+    if parksFirst {
+      #expect(await eventually { lane.isParked }, "the lane's job did not park at the held store")
+      release.open()
+    } else {
+      release.open()
+      await followUpQueued.wait()
+      slowMayGo.signal()
+    }
+    guard let result = await firstValue(within: .seconds(30), { holder.whenFinished($0) }) else {
+      Issue.record("the holder did not finish within 30 s: its follow-up waited behind the lane's parked job")
+      slowMayGo.signal()
+      return
+    }
+    #expect(result.isSuccess)
+    #expect(followUps.values.count == 1 && followUps.values.first?.isSuccess == true)
+    #expect(await firstValue(within: .seconds(30), { job.whenFinished($0) })?.isSuccess == true)
+    #expect(held.model.applied == [1, 2])
+    #expect(other.model.applied == [3])
+    #expect(slow.model.applied == [0])
+  }
+
   /// Two holders whose operations each await an all-or-nothing follow-up to the other's store both end.
   ///
   /// The follow-up that would close the cycle fails at once with `dependencyCycle`. (Before, both waited for
-  /// ever.) Not in a lane's modes: there the first follow-up, waiting, keeps the lane from starting the second (a known
-  /// limit, in DocC).
-  @Test(arguments: [Dispatcher.Mode.async, .sync])
+  /// ever; in a lane's modes, the first follow-up, waiting for the other holder, also kept the lane from starting the
+  /// second, which now runs beside it.)
+  @Test(arguments: Dispatcher.Mode.allCases)
   func twoHoldersAwaitingFollowUpsToEachOthersStoresBothEnd(mode: Dispatcher.Mode) async throws {
     let dispatcher = Dispatcher(mainQueue: .libraryThread)
     let bothHold = AsyncGate()
@@ -990,3 +1057,10 @@ enum AwaitingAction: ActionType {
 enum CycleAction: ActionType {
   case hold(String), follow(String)
 }
+
+/// `hold` (to "held") awaits a follow-up on a lane; `touch` goes to "slow" and then "held".
+enum LaneAction: ActionType, Equatable {
+  case hold, touch
+}
+
+struct FollowAction: ActionType {}

@@ -10,7 +10,7 @@ struct LaneTests {
     var state = Lane.State()
 
     mutating func enqueue(_ value: Int) -> Bool {
-      state.enqueue(Lane.Job(storeIdentifier: nil, action: CounterAction.increase(value), completion: nil))
+      state.enqueue(Lane.Job(storeIdentifier: nil, action: CounterAction.increase(value), completion: nil)) == .drain
     }
 
     mutating func jobDone() -> Bool { state.jobDone() }
