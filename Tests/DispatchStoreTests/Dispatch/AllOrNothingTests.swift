@@ -463,9 +463,10 @@ struct AllOrNothingTests {
   /// A holder whose operation awaits a follow-up on a lane gets its result while that lane's job in flight is parked
   /// at the holder's store: the follow-up, part of the holder, runs beside the lane, not behind the parked job.
   ///
-  /// Both orders: the job parks before the follow-up is made, or the follow-up is queued while the job is still on
-  /// its way to the held store (it waits for a slow store first). Before, the follow-up waited behind the job, the
-  /// job for the holder, and the holder for the follow-up, for ever.
+  /// Both orders: the job parks before the follow-up is made, or the follow-up is queued behind the job while an
+  /// earlier job of the lane still runs (an operation waiting at a gate: no thread is blocked), and the job parks
+  /// once that one finished. Before, the follow-up waited behind the job, the job for the holder, and the holder for
+  /// the follow-up, for ever.
   @Test(arguments: [Dispatcher.Mode.serial, .mainThread], [true, false])
   func aHoldersFollowUpOnALaneRunsBesideTheLanesJobParkedBehindIt(mode: Dispatcher.Mode, parksFirst: Bool)
     async throws
@@ -474,16 +475,10 @@ struct AllOrNothingTests {
     let holding = AsyncGate()
     let release = AsyncGate()
     let followUpQueued = AsyncGate()
-    let slowMayGo = DispatchSemaphore(value: 0)
+    let earlierRunning = AsyncGate()
+    let earlierMayFinish = AsyncGate()
     let followUps = Collector<Result<Void, DispatchError>>()
-    let slow = Store(identifier: "slow", model: Ledger()) { (action: LaneAction, model: inout Ledger) in
-      guard case .touch = action else { return }
-      if !parksFirst { _ = slowMayGo.wait(timeout: .now() + 30) }
-      model.applied.insert(0)
-    }
-    let held = Store(
-      identifier: "held", model: Ledger(), waitFor: .perAction { $0 == .touch ? ["slow"] : [] }
-    ) { (action: LaneAction, operation) in
+    let held = Store(identifier: "held", model: Ledger()) { (action: LaneAction, operation) in
       switch action {
       case .hold:
         holding.open()
@@ -494,29 +489,41 @@ struct AllOrNothingTests {
         operation.updateModel { $0.applied.insert(1) }
       case .touch:
         operation.updateModel { $0.applied.insert(2) }
+      case .earlier:
+        break
       }
     }
     let other = Store(identifier: "other", model: Ledger()) { (_: FollowAction, model: inout Ledger) in
       model.applied.insert(3)
     }
-    for store in [slow, held] { try dispatcher.register(store: store) }
+    let earlier = Store(identifier: "earlier", model: Ledger()) { (action: LaneAction, operation) in
+      guard case .earlier = action else { return }
+      earlierRunning.open()
+      await earlierMayFinish.wait()
+    }
+    try dispatcher.register(store: held)
     try dispatcher.register(store: other)
+    try dispatcher.register(store: earlier)
     let holder = dispatcher.start(action: LaneAction.hold, to: "held", options: DispatchOptions(allOrNothing: true))
     await holding.wait()
     let lane = mode == .serial ? dispatcher.serialLane : dispatcher.mainLane
-    // To "slow", then "held", which waits for it.
-    let job = dispatcher.start(action: LaneAction.touch, mode: mode)
+    let job: DispatchHandle
     if parksFirst {
+      job = dispatcher.start(action: LaneAction.touch, to: "held", mode: mode)
       #expect(await eventually { lane.isParked }, "the lane's job did not park at the held store")
       release.open()
     } else {
+      // The lane runs an earlier job until the follow-up is queued behind the one that will park.
+      let running = dispatcher.start(action: LaneAction.earlier, to: "earlier", mode: mode)
+      await earlierRunning.wait()
+      job = dispatcher.start(action: LaneAction.touch, to: "held", mode: mode)
       release.open()
       await followUpQueued.wait()
-      slowMayGo.signal()
+      earlierMayFinish.open()
+      #expect(await firstValue(within: .seconds(30), { running.whenFinished($0) })?.isSuccess == true)
     }
     guard let result = await firstValue(within: .seconds(30), { holder.whenFinished($0) }) else {
       Issue.record("the holder did not finish within 30 s: its follow-up waited behind the lane's parked job")
-      slowMayGo.signal()
       return
     }
     #expect(result.isSuccess)
@@ -524,7 +531,6 @@ struct AllOrNothingTests {
     #expect(await firstValue(within: .seconds(30), { job.whenFinished($0) })?.isSuccess == true)
     #expect(held.model.applied == [1, 2])
     #expect(other.model.applied == [3])
-    #expect(slow.model.applied == [0])
   }
 
   /// Two holders whose operations each await an all-or-nothing follow-up to the other's store both end.
@@ -1058,9 +1064,9 @@ enum CycleAction: ActionType {
   case hold(String), follow(String)
 }
 
-/// `hold` (to "held") awaits a follow-up on a lane; `touch` goes to "slow" and then "held".
+/// `hold` (to "held") awaits a follow-up on a lane; `touch` changes "held"; `earlier` keeps a lane busy.
 enum LaneAction: ActionType, Equatable {
-  case hold, touch
+  case hold, touch, earlier
 }
 
 struct FollowAction: ActionType {}
