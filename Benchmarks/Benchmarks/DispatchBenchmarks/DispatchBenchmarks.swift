@@ -29,6 +29,7 @@ let benchmarks: @Sendable () -> Void = {
   registerRecording()
   registerObservation()
   registerComposition()
+  registerRecordingAtScale()
 }
 
 // MARK: - Baselines

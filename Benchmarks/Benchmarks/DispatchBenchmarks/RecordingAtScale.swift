@@ -1,0 +1,325 @@
+// Recording at real-app size (issue 27): one change per dispatch to a model that holds N things, N = 10, 1,000,
+// 10,000 and 100,000, in three shapes (a list of identified structs, a dictionary of structs, a nested struct).
+//
+// For each shape and N: the plain `.sync` dispatch; the same recorded in memory; the same recorded to a file, flushed
+// at the end of each iteration, so that the figure includes the writer's share (and `bytesPerRecord`, the file's
+// growth per record); and, for the list, the dispatch with 10 child stores scoped by id, each observed. Two dispatches
+// warm the store and the recorder up first, so that a record of the previous dispatch is kept (what makes the next
+// change copy the collection). Run:
+// swift package --package-path Benchmarks benchmark --filter "Scale"
+import Benchmark
+import Dispatch
+import DispatchStore
+import Foundation
+
+// MARK: - Models
+
+struct ScaleRow: Identifiable, Codable, Equatable, Sendable {
+  let id: Int
+  var title: String
+  var done = false
+}
+
+/// A list of identified structs.
+struct RowList: ModelType, Equatable, Codable {
+  var rows: [ScaleRow]
+
+  init(count: Int) {
+    rows = (0..<count).map { ScaleRow(id: $0, title: "Row \($0)") }
+  }
+}
+
+enum RowListAction: ActionType, Codable {
+  /// Toggles the row at this position.
+  case toggle(Int)
+  /// An action of a child store scoped to the row with this id.
+  case row(id: Int, RowAction)
+}
+
+enum RowAction: ActionType, Codable {
+  case toggle
+}
+
+struct ScaleAccount: Codable, Equatable, Sendable {
+  var owner: String
+  var balance = 0
+}
+
+/// A dictionary of structs.
+struct AccountBook: ModelType, Equatable, Codable {
+  var accounts: [Int: ScaleAccount]
+
+  init(count: Int) {
+    accounts = Dictionary(uniqueKeysWithValues: (0..<count).map { ($0, ScaleAccount(owner: "Owner \($0)")) })
+  }
+}
+
+enum AccountBookAction: ActionType, Codable {
+  /// Deposits one into the account with this key.
+  case deposit(Int)
+}
+
+struct OutlineSection: Codable, Equatable, Sendable {
+  var name: String
+  var rows: [ScaleRow]
+}
+
+/// A nested struct: sections of up to 100 rows each.
+struct Outline: ModelType, Equatable, Codable {
+  var title = "Outline"
+  var sections: [OutlineSection]
+
+  init(count: Int) {
+    sections = stride(from: 0, to: count, by: 100).map { start in
+      OutlineSection(
+        name: "Section \(start / 100)",
+        rows: (start..<min(start + 100, count)).map { ScaleRow(id: $0, title: "Row \($0)") })
+    }
+  }
+}
+
+enum OutlineAction: ActionType, Codable {
+  /// Toggles the row with this number (section number / 100, row number % 100).
+  case toggle(Int)
+}
+
+// MARK: - Cases
+
+/// One shape of model: how to make its store with N things, and its action for the `index`-th dispatch.
+struct ScaleShape<Model: ModelType & Codable, Action: ActionType & Codable> {
+  let name: String
+  let make: @Sendable (Int) -> Store<Model, Action>
+  let action: @Sendable (_ index: Int, _ count: Int) -> Action
+}
+
+let scaleSizes = [10, 1_000, 10_000, 100_000]
+
+func registerRecordingAtScale() {
+  registerScale(
+    ScaleShape<RowList, RowListAction>(
+      name: "list",
+      make: { count in
+        Store(identifier: "scale", model: RowList(count: count)) { action, model in
+          switch action {
+          case .toggle(let index): model.rows[index].done.toggle()
+          case .row(let id, .toggle):
+            if let index = model.rows.firstIndex(where: { $0.id == id }) { model.rows[index].done.toggle() }
+          }
+        }
+      },
+      action: { index, count in .toggle(index % count) }))
+  registerScale(
+    ScaleShape<AccountBook, AccountBookAction>(
+      name: "dictionary",
+      make: { count in
+        Store(identifier: "scale", model: AccountBook(count: count)) { action, model in
+          switch action {
+          case .deposit(let key): model.accounts[key]?.balance += 1
+          }
+        }
+      },
+      action: { index, count in .deposit(index % count) }))
+  registerScale(
+    ScaleShape<Outline, OutlineAction>(
+      name: "nested",
+      make: { count in
+        Store(identifier: "scale", model: Outline(count: count)) { action, model in
+          switch action {
+          case .toggle(let number): model.sections[number / 100].rows[number % 100].done.toggle()
+          }
+        }
+      },
+      action: { index, count in .toggle(index % count) }))
+  registerChildStoresAtScale()
+}
+
+/// An iteration of `count` items: 1,000 dispatches up to 1,000 items, one from 10,000; figures are per dispatch.
+///
+/// A file's flush ends each iteration, so that the writer's share is in the figure, spread over the
+/// iteration's dispatches as an app's would be.
+private func scaleConfiguration(count: Int) -> Benchmark.Configuration {
+  .init(
+    metrics: [.wallClock, .mallocCountTotal, .custom("bytesPerRecord", useScalingFactor: false)],
+    timeUnits: .nanoseconds, scalingFactor: count <= 1_000 ? .kilo : .one, maxDuration: .seconds(2),
+    maxIterations: 200)
+}
+
+private enum ScaleRecording: String, CaseIterable {
+  case none, memory, file
+}
+
+private func registerScale<Model, Action>(_ shape: ScaleShape<Model, Action>) {
+  for count in scaleSizes {
+    for recording in ScaleRecording.allCases {
+      // One fixture per case, made before the first iteration: the store keeps changing across iterations, as an
+      // app's would.
+      let fixture = LazyScaleFixture(shape: shape, count: count, recording: recording)
+      Benchmark(
+        "Scale.dispatch(\(shape.name),items:\(count),recorder:\(recording.rawValue))",
+        configuration: scaleConfiguration(count: count)
+      ) { benchmark in
+        let state = fixture.state
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations {
+          state.dispatchNext()
+        }
+        state.recorder?.flushIfFile()
+        benchmark.stopMeasurement()
+        if let bytes = state.bytesPerRecord() { benchmark.measurement(.custom("bytesPerRecord"), bytes) }
+      }
+    }
+  }
+}
+
+/// A store of `count` things, its dispatcher and recorder, warmed up by two dispatches.
+private final class ScaleState<Model: ModelType & Codable, Action: ActionType & Codable>: @unchecked Sendable {
+  // `@unchecked Sendable`: benchmarks run one at a time, on one thread.
+  let dispatcher = Dispatcher()
+  let store: Store<Model, Action>
+  let shape: ScaleShape<Model, Action>
+  let count: Int
+  let recorder: ScaleRecorder?
+  private var dispatched = 0
+
+  init(shape: ScaleShape<Model, Action>, count: Int, recording: ScaleRecording) {
+    self.shape = shape
+    self.count = count
+    store = shape.make(count)
+    try! dispatcher.register(store: store)
+    switch recording {
+    case .none:
+      recorder = nil
+    case .memory:
+      recorder = ScaleRecorder(file: nil)
+    case .file:
+      var codecs = SessionCodecs()
+      codecs.register(storeIdentifier: "scale", model: Model.self, action: Action.self)
+      recorder = ScaleRecorder(file: (temporarySession("scale-bench"), codecs))
+    }
+    if let recorder { dispatcher.register(middleware: recorder.middleware) }
+    dispatchNext()
+    dispatchNext()
+    recorder?.flushIfFile()
+  }
+
+  func dispatchNext() {
+    try! dispatcher.dispatchSync(action: shape.action(dispatched, count))
+    dispatched += 1
+  }
+
+  /// The file's size over the records written to it, if the recorder writes one.
+  func bytesPerRecord() -> Int? {
+    guard let url = recorder?.file, dispatched > 0,
+      let size = try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int
+    else { return nil }
+    return size / dispatched
+  }
+
+  deinit {
+    if let url = recorder?.file { try? FileManager.default.removeItem(at: url) }
+  }
+}
+
+private struct ScaleRecorder {
+  let middleware = RecorderMiddleware(maxNumberOfRecords: 1_000)
+  let file: URL?
+
+  init(file: (url: URL, codecs: SessionCodecs)?) {
+    self.file = file?.url
+    if let file { try! middleware.attach(appendingTo: file.url, codecs: file.codecs) }
+  }
+
+  func flushIfFile() {
+    guard file != nil else { return }
+    middleware.flush()
+    precondition(middleware.persistenceError == nil)
+  }
+}
+
+private final class LazyScaleFixture<Model: ModelType & Codable, Action: ActionType & Codable>: @unchecked Sendable {
+  // `@unchecked Sendable`: benchmarks run one at a time, on one thread.
+  private let make: () -> ScaleState<Model, Action>
+  private var made: ScaleState<Model, Action>?
+
+  init(shape: ScaleShape<Model, Action>, count: Int, recording: ScaleRecording) {
+    make = { ScaleState(shape: shape, count: count, recording: recording) }
+  }
+
+  var state: ScaleState<Model, Action> {
+    if let made { return made }
+    let state = make()
+    made = state
+    return state
+  }
+}
+
+// MARK: - Child stores
+
+/// 10 child stores scoped by id to rows of the list, each observed synchronously; the dispatch toggles a row through
+/// the parent (plain, not recorded).
+private func registerChildStoresAtScale() {
+  for count in scaleSizes {
+    let fixture = LazyChildFixture(count: count)
+    Benchmark(
+      "Scale.dispatch(list,items:\(count),childStoresByID:10)", configuration: scaleConfiguration(count: count)
+    ) { benchmark in
+      let state = fixture.state
+      benchmark.startMeasurement()
+      for _ in benchmark.scaledIterations {
+        state.dispatchNext()
+      }
+      benchmark.stopMeasurement()
+    }
+  }
+}
+
+private final class ChildState: @unchecked Sendable {
+  // `@unchecked Sendable`: benchmarks run one at a time, on one thread.
+  let dispatcher = Dispatcher()
+  let store: Store<RowList, RowListAction>
+  let children: [ChildStore<RowList, RowListAction, ScaleRow, RowAction>]
+  let tokens: [ObservationToken]
+  let count: Int
+  private var dispatched = 0
+
+  init(count: Int) {
+    self.count = count
+    store = Store(identifier: "scale", model: RowList(count: count)) { action, model in
+      switch action {
+      case .toggle(let index): model.rows[index].done.toggle()
+      case .row(let id, .toggle):
+        if let index = model.rows.firstIndex(where: { $0.id == id }) { model.rows[index].done.toggle() }
+      }
+    }
+    try! dispatcher.register(store: store)
+    // Spread over the list: the last ones are found last by a linear search.
+    let ids = (0..<10).map { $0 * count / 10 + count / 10 - 1 }
+    let store = store
+    let children = ids.map { id in store.scope(\.rows, id: id, action: RowListAction.row) }
+    self.children = children
+    tokens = children.map { child in child.observe(synchronously: true) { _ in } }
+    dispatchNext()
+  }
+
+  func dispatchNext() {
+    try! dispatcher.dispatchSync(action: RowListAction.toggle(dispatched % count))
+    dispatched += 1
+  }
+}
+
+private final class LazyChildFixture: @unchecked Sendable {
+  // `@unchecked Sendable`: benchmarks run one at a time, on one thread.
+  private let count: Int
+  private var made: ChildState?
+
+  init(count: Int) {
+    self.count = count
+  }
+
+  var state: ChildState {
+    if let made { return made }
+    let state = ChildState(count: count)
+    made = state
+    return state
+  }
+}
