@@ -193,6 +193,8 @@ struct LoggerMiddlewareTests {
     _ = await gate.waitForOperations(1)
     handle.cancel()  // The gate finishes the operation with CancellationError.
     _ = await handle.result
+    // The handle reports its cancellation at once; the transaction ends, and is logged, when the operation returns.
+    #expect(await eventually { lines.withLock { !$0.isEmpty } }, "the cancelled transaction was never logged")
     let logged = lines.withLock { $0 }
     #expect(logged.count == 1)
     #expect(logged.first?.contains("gated <- increase(1) (") == true)
