@@ -109,12 +109,20 @@ struct DispatchRun: Sendable {
     case .held: shared.startReadyWhenPlaced()
     case .waiting:
       // A lane's job: the jobs of the holder it queued behind no longer wait behind it on the lane.
-      if let lane = ThreadContext.withCurrent({ $0.runningLane }), let holder = reservation.holderWaitedFor {
+      if let lane = runningLane(), let holder = reservation.holderWaitedFor {
         lane.parked(behind: holder, waiter: reservation, dispatcher: dispatcher._withUnsafeGuaranteedRef { $0 })
       }
     case .refused(let refusal): return .finished(.failure(failure(refusing: refusal, reservation)))
     }
     return shared.outcome()
+  }
+
+  /// The lane of this run's dispatcher whose job the calling thread runs, if any: not one of another dispatcher, whose
+  /// job made this dispatch from user code.
+  private func runningLane() -> Lane? {
+    guard let lane = ThreadContext.withCurrent({ $0.runningLane }) else { return nil }
+    let owns = dispatcher._withUnsafeGuaranteedRef { $0.serialLane === lane || $0.mainLane === lane }
+    return owns ? lane : nil
   }
 
   /// What an all-or-nothing dispatch whose reservation gave up fails with: no store started.
@@ -298,7 +306,7 @@ struct DispatchRun: Sendable {
     start.setUp(run: self, index: index, recording: recording, admitted: ThreadContext.admission())
     handle?.operationRunning(start)
     // A lane's job: the holder's own jobs on that lane no longer wait behind it.
-    if let lane = ThreadContext.withCurrent({ $0.runningLane }) {
+    if let lane = runningLane() {
       lane.parked(behind: parked.holder, waiter: start, dispatcher: dispatcher._withUnsafeGuaranteedRef { $0 })
     }
     return .running(start)

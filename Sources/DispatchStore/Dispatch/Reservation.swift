@@ -180,14 +180,9 @@ final class Reservation: HolderWaiter {
     Self.waits.withLock { $0[ObjectIdentifier(self)]?.holder }
   }
 
-  /// Whether it still tries to take its stores, or waits for them.
-  var stillWaits: Bool {
-    phase.withLock { phase in
-      switch phase {
-      case .trying, .waiting: return true
-      case .idle, .held: return false
-      }
-    }
+  /// Whether it is queued behind `holder` (it may queue behind another once `holder` ended).
+  func stillWaits(behind holder: Reservation) -> Bool {
+    holderWaitedFor === holder
   }
 
   /// Why this reservation must not wait for `owner`, which holds a store it needs: called under that store's lock.

@@ -14,7 +14,7 @@ import Synchronization
 /// depends on the platform:
 ///
 /// - On Linux, a lock word of its own: taking and releasing a free lock is one inlined compare-and-swap and one
-///   exchange. The word holds the owning thread, so that a thread taking a lock it already holds traps with a
+///   exchange, and a read of the thread's identifier (`pthread_self`). The word holds the owning thread, so that a thread taking a lock it already holds traps with a
 ///   message instead of waiting for ever (as `os_unfair_lock` traps on Apple platforms). A thread that finds the
 ///   lock taken spins briefly, then parks in ``LockParking`` until a releasing thread wakes it; the woken thread
 ///   competes for the lock again rather than being handed it.
@@ -241,7 +241,7 @@ package struct LockedValue<Value>: ~Copyable, @unchecked Sendable {
           + "deinit of a value the model released there)")
     }
 
-    /// Wakes one thread parked on the lock `key` names, if any, after it was released with its word at 2.
+    /// Wakes one thread parked on the lock `key` names, if any, after it was released with its parked bit set.
     @usableFromInline
     @inline(never)
     static func wakeOne(key: UInt) {

@@ -35,8 +35,8 @@ final class ParkedStart: OperationStarting, HolderWaiter {
     runIfReady { $0.released = true }
   }
 
-  /// Whether the gate it waits at is still closed.
-  var stillWaits: Bool {
+  /// Whether the gate it waits at, which `holder` closed, is still closed.
+  func stillWaits(behind holder: Reservation) -> Bool {
     state.withLock { !$0.released }
   }
 

@@ -85,9 +85,19 @@ final class Lane: Sendable {
     var isDraining = false
     /// A job started and has not finished.
     var jobInFlight = false
-    /// The all-or-nothing dispatches that the job in flight waits for, each with what waits for it: a start parked at
-    /// a store it holds, or the job's own all-or-nothing reservation.
-    var parkedBehind: [(holder: Reservation, waiter: any HolderWaiter)] = []
+    /// The all-or-nothing dispatches that the job in flight waits for.
+    var parkedBehind: [Waited] = []
+    /// Entries of `parkedBehind` dropped under the lock, to release after it (a holder may hold the last reference to
+    /// a store, whose model's `deinit` is the app's code).
+    var released: [Waited] = []
+
+    /// An all-or-nothing dispatch the job in flight waits for: what waits for it (a start parked at a store it holds,
+    /// or the job's own all-or-nothing reservation), and the lane its jobs run in meanwhile, in their order.
+    struct Waited {
+      let holder: Reservation
+      let waiter: any HolderWaiter
+      let side: Lane
+    }
 
     enum Next {
       case run(Job)
@@ -104,13 +114,14 @@ final class Lane: Sendable {
       /// Queued; the caller schedules a drain.
       case drain
       /// Not queued: it is part of an all-or-nothing dispatch that the job in flight waits for, which may await it.
-      /// It runs beside the lane.
-      case beside
+      /// It runs beside the lane, in this lane of that dispatch's jobs.
+      case beside(Lane)
     }
 
-    /// Appends `job`, unless it is part of a dispatch the job in flight waits for (``parked(behind:start:)``).
+    /// Appends `job`, unless it is part of a dispatch the job in flight waits for
+    /// (``parked(behind:waiter:side:)``).
     mutating func enqueue(_ job: Job) -> Enqueued {
-      if !parkedBehind.isEmpty, isPartOfAHolder(job) { return .beside }
+      if !parkedBehind.isEmpty, let waited = waited(for: job) { return .beside(waited.side) }
       pending.append(job)
       guard !isDraining && !jobInFlight else { return .queued }
       isDraining = true
@@ -118,26 +129,36 @@ final class Lane: Sendable {
     }
 
     /// The job in flight waits for `holder`: returns the queued jobs that are part of `holder`, taken out of the
-    /// queue to run beside the lane (behind the job in flight, they would wait for the holder, which may await them).
-    mutating func parked(behind holder: Reservation, waiter: any HolderWaiter) -> [Job] {
+    /// queue, in order, to run in `side` (behind the job in flight, they would wait for the holder, which may await
+    /// them).
+    mutating func parked(behind holder: Reservation, waiter: any HolderWaiter, side: Lane) -> [Job] {
       guard jobInFlight else { return [] }
-      parkedBehind.append((holder, waiter))
-      guard pending.storage[pending.head...].contains(where: { $0.map(isPartOfAHolder) ?? false }) else { return [] }
+      parkedBehind.append(Waited(holder: holder, waiter: waiter, side: side))
+      guard pending.storage[pending.head...].contains(where: { $0.map { waited(for: $0) != nil } ?? false })
+      else { return [] }
       var kept = FIFOQueue<Job>()
       var beside: [Job] = []
       while let job = pending.popFirst() {
-        if isPartOfAHolder(job) { beside.append(job) } else { kept.append(job) }
+        if waited(for: job)?.side === side { beside.append(job) } else { kept.append(job) }
       }
       pending = kept
       return beside
     }
 
-    /// Whether `job` was made inside a dispatch that the job in flight still waits for.
-    private func isPartOfAHolder(_ job: Job) -> Bool {
-      guard let admitted = job.admitted else { return false }
-      return parkedBehind.contains { parked in
-        (admitted === parked.holder || admitted.isInside(parked.holder)) && parked.waiter.stillWaits
+    /// The dispatch the job in flight still waits for that `job` was made inside, if any.
+    private func waited(for job: Job) -> Waited? {
+      guard let admitted = job.admitted else { return nil }
+      return parkedBehind.first { waited in
+        (admitted === waited.holder || admitted.isInside(waited.holder))
+          && waited.waiter.stillWaits(behind: waited.holder)
       }
+    }
+
+    /// The job in flight ended: it waits for nobody.
+    private mutating func forgetWaits() {
+      guard !parkedBehind.isEmpty else { return }
+      released.append(contentsOf: parkedBehind)
+      parkedBehind = []
     }
 
     /// The drain's next step, after `ran` jobs in this batch, the last of which finished before its start
@@ -145,7 +166,7 @@ final class Lane: Sendable {
     mutating func next(ran: Int, finishedInline: Bool) -> Next {
       if finishedInline {
         jobInFlight = false
-        parkedBehind.removeAll()
+        forgetWaits()
       }
       if jobInFlight {
         // The last job finishes later: its completion schedules the next drain.
@@ -163,10 +184,17 @@ final class Lane: Sendable {
     /// The running job finished; returns whether the caller must schedule a drain.
     mutating func jobDone() -> Bool {
       jobInFlight = false
-      parkedBehind.removeAll()
+      forgetWaits()
       guard !isDraining, !pending.isEmpty else { return false }  // A running drain continues by itself.
       isDraining = true
       return true
+    }
+
+    /// The entries dropped since the last call, for the caller to release after the lock.
+    mutating func takeReleased() -> [Waited] {
+      guard !released.isEmpty else { return [] }
+      defer { released = [] }
+      return released
     }
 
     private mutating func stopDraining() -> Next {
@@ -193,7 +221,7 @@ final class Lane: Sendable {
     switch state.withLock({ $0.enqueue(job) }) {
     case .queued: break
     case .drain: scheduleDrain(dispatcher: dispatcher)
-    case .beside: runBeside([job], dispatcher: dispatcher)
+    case .beside(let side): side.enqueue(job, dispatcher: dispatcher)
     }
   }
 
@@ -202,8 +230,17 @@ final class Lane: Sendable {
   ///
   /// Called on the thread running the job, inside its start.
   func parked(behind holder: Reservation, waiter: any HolderWaiter, dispatcher: Dispatcher) {
-    let beside = state.withLock { $0.parked(behind: holder, waiter: waiter) }
-    if !beside.isEmpty { runBeside(beside, dispatcher: dispatcher) }
+    let side = Lane(executor: executor, placement: placement)
+    // The jobs taken out are queued in `side` under this lane's lock, so that a job of the holder enqueued after it
+    // lands behind them. (`side`'s lock is only ever taken inside this one, never the reverse.)
+    let drains = state.withLock { state -> Bool in
+      var drains = false
+      for job in state.parked(behind: holder, waiter: waiter, side: side) {
+        if case .drain = side.state.withLock({ $0.enqueue(job) }) { drains = true }
+      }
+      return drains
+    }
+    if drains { side.scheduleDrain(dispatcher: dispatcher) }
   }
 
   /// Whether the job in flight waits for an all-or-nothing dispatch, with its start parked at a store it holds.
@@ -211,28 +248,25 @@ final class Lane: Sendable {
     state.withLock { !$0.parkedBehind.isEmpty }
   }
 
-  /// Runs `jobs`, in order, on a lane of their own on the same executor.
-  private func runBeside(_ jobs: [Job], dispatcher: Dispatcher) {
-    let side = Lane(executor: executor, placement: placement)
-    for job in jobs { side.enqueue(job, dispatcher: dispatcher) }
-  }
-
-  /// Removes the jobs waiting in the lane and returns them, in order; the one running goes on.
+  /// Removes the jobs waiting in the lane, and in the lanes its job in flight's holders' jobs run in, and returns
+  /// them, in order; the ones running go on.
   func takePending() -> [Job] {
-    state.withLock { state in
+    let (jobs, sides) = state.withLock { state in
       var jobs: [Job] = []
       while let job = state.pending.popFirst() { jobs.append(job) }
-      return jobs
+      return (jobs, state.parkedBehind.map(\.side))
     }
+    return jobs + sides.flatMap { $0.takePending() }
   }
 
   /// Called by the completion of a job that finished after its start returned.
   func jobDone(dispatcher: Dispatcher) {
-    let schedule = state.withLock { $0.jobDone() }
+    let (schedule, released) = state.withLock { state in (state.jobDone(), state.takeReleased()) }
+    withExtendedLifetime(released) {}  // Released here, after the lock.
     if schedule { scheduleDrain(dispatcher: dispatcher) }
   }
 
-  private func scheduleDrain(dispatcher: Dispatcher) {
+  fileprivate func scheduleDrain(dispatcher: Dispatcher) {
     executor.schedule { [self] in drain(dispatcher: dispatcher) }
   }
 
@@ -240,7 +274,11 @@ final class Lane: Sendable {
     var ran = 0
     var finishedInline = false
     while true {
-      switch state.withLock({ $0.next(ran: ran, finishedInline: finishedInline) }) {
+      let (next, released) = state.withLock { state in
+        (state.next(ran: ran, finishedInline: finishedInline), state.takeReleased())
+      }
+      withExtendedLifetime(released) {}  // Released here, after the lock.
+      switch next {
       case .stop:
         return
       case .reschedule:
@@ -257,6 +295,6 @@ final class Lane: Sendable {
 /// What a lane's job in flight waits for an all-or-nothing dispatch with: a start parked at a store that dispatch
 /// holds (``ParkedStart``), or the job's own all-or-nothing dispatch, queued behind it (``Reservation``).
 protocol HolderWaiter: AnyObject, Sendable {
-  /// Whether it still waits.
-  var stillWaits: Bool { get }
+  /// Whether it still waits for `holder`.
+  func stillWaits(behind holder: Reservation) -> Bool
 }

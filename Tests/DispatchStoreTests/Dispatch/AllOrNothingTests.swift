@@ -533,6 +533,57 @@ struct AllOrNothingTests {
     #expect(other.model.applied == [3])
   }
 
+  /// A holder's follow-ups that run beside the lane keep their order among themselves: the second starts once the
+  /// first finished, as in the lane.
+  @Test(arguments: [Dispatcher.Mode.serial, .mainThread])
+  func aHoldersFollowUpsBesideTheLaneKeepTheirOrder(mode: Dispatcher.Mode) async throws {
+    let dispatcher = Dispatcher(mainQueue: .libraryThread)
+    let holding = AsyncGate()
+    let release = AsyncGate()
+    let firstMayFinish = AsyncGate()
+    let log = Collector<String>()
+    let held = Store(identifier: "held", model: Ledger()) { (action: LaneAction, operation) in
+      switch action {
+      case .hold:
+        holding.open()
+        await release.wait()
+        // Neither awaited before the other is made.
+        let first = operation.dispatcher?.start(action: StepAction.first, mode: mode)
+        let second = operation.dispatcher?.start(action: StepAction.second, mode: mode)
+        _ = await first?.result
+        _ = await second?.result
+      case .touch, .earlier:
+        break
+      }
+    }
+    let steps = Store(identifier: "steps", model: Ledger()) { (action: StepAction, _) in
+      switch action {
+      case .first:
+        log.append("first started")
+        await firstMayFinish.wait()
+        log.append("first finished")
+      case .second:
+        log.append("second")
+      }
+    }
+    try dispatcher.register(store: held)
+    try dispatcher.register(store: steps)
+    let holder = dispatcher.start(action: LaneAction.hold, to: "held", options: DispatchOptions(allOrNothing: true))
+    await holding.wait()
+    let lane = mode == .serial ? dispatcher.serialLane : dispatcher.mainLane
+    let job = dispatcher.start(action: LaneAction.touch, to: "held", mode: mode)
+    #expect(await eventually { lane.isParked }, "the lane's job did not park at the held store")
+    release.open()
+    #expect(await eventually { log.values.contains("first started") }, "the first follow-up did not start")
+    firstMayFinish.open()
+    guard await firstValue(within: .seconds(30), { holder.whenFinished($0) }) != nil else {
+      Issue.record("the holder did not finish within 30 s")
+      return
+    }
+    #expect(log.values == ["first started", "first finished", "second"])
+    #expect(await firstValue(within: .seconds(30), { job.whenFinished($0) })?.isSuccess == true)
+  }
+
   /// Two holders whose operations each await an all-or-nothing follow-up to the other's store both end.
   ///
   /// The follow-up that would close the cycle fails at once with `dependencyCycle`. (Before, both waited for
@@ -1070,3 +1121,7 @@ enum LaneAction: ActionType, Equatable {
 }
 
 struct FollowAction: ActionType {}
+
+enum StepAction: ActionType {
+  case first, second
+}

@@ -10,7 +10,9 @@ struct LaneTests {
     var state = Lane.State()
 
     mutating func enqueue(_ value: Int) -> Bool {
-      state.enqueue(Lane.Job(storeIdentifier: nil, action: CounterAction.increase(value), completion: nil)) == .drain
+      let job = Lane.Job(storeIdentifier: nil, action: CounterAction.increase(value), completion: nil)
+      guard case .drain = state.enqueue(job) else { return false }
+      return true
     }
 
     mutating func jobDone() -> Bool { state.jobDone() }
