@@ -85,6 +85,17 @@ enum OutlineAction: ActionType, Codable {
 
 // MARK: - Cases
 
+/// The list's store: toggles a row by position, or, for a child store, by id.
+@Sendable func makeRowListStore(count: Int) -> Store<RowList, RowListAction> {
+  Store(identifier: "scale", model: RowList(count: count)) { action, model in
+    switch action {
+    case .toggle(let index): model.rows[index].done.toggle()
+    case .row(let id, .toggle):
+      if let index = model.rows.firstIndex(where: { $0.id == id }) { model.rows[index].done.toggle() }
+    }
+  }
+}
+
 /// One shape of model: how to make its store with N things, and its action for the `index`-th dispatch.
 struct ScaleShape<Model: ModelType & Codable, Action: ActionType & Codable> {
   let name: String
@@ -98,15 +109,7 @@ func registerRecordingAtScale() {
   registerScale(
     ScaleShape<RowList, RowListAction>(
       name: "list",
-      make: { count in
-        Store(identifier: "scale", model: RowList(count: count)) { action, model in
-          switch action {
-          case .toggle(let index): model.rows[index].done.toggle()
-          case .row(let id, .toggle):
-            if let index = model.rows.firstIndex(where: { $0.id == id }) { model.rows[index].done.toggle() }
-          }
-        }
-      },
+      make: makeRowListStore,
       action: { index, count in .toggle(index % count) }))
   registerScale(
     ScaleShape<AccountBook, AccountBookAction>(
@@ -284,13 +287,7 @@ private final class ChildState: @unchecked Sendable {
 
   init(count: Int) {
     self.count = count
-    store = Store(identifier: "scale", model: RowList(count: count)) { action, model in
-      switch action {
-      case .toggle(let index): model.rows[index].done.toggle()
-      case .row(let id, .toggle):
-        if let index = model.rows.firstIndex(where: { $0.id == id }) { model.rows[index].done.toggle() }
-      }
-    }
+    store = makeRowListStore(count: count)
     try! dispatcher.register(store: store)
     // Spread over the list: the last ones are found last by a linear search.
     let ids = (0..<10).map { $0 * count / 10 + count / 10 - 1 }
