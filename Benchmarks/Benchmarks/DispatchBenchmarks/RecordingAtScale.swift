@@ -29,6 +29,15 @@ struct RowList: ModelType, Equatable, Codable {
   }
 }
 
+/// The same list, held in an `IdentifiedList`.
+struct RowIdentifiedList: ModelType, Equatable, Codable {
+  var rows: IdentifiedList<ScaleRow>
+
+  init(count: Int) {
+    rows = IdentifiedList((0..<count).map { ScaleRow(id: $0, title: "Row \($0)") })
+  }
+}
+
 enum RowListAction: ActionType, Codable {
   /// Toggles the row at this position.
   case toggle(Int)
@@ -96,6 +105,16 @@ enum OutlineAction: ActionType, Codable {
   }
 }
 
+/// The identified list's store: toggles a row by position or by id.
+@Sendable func makeRowIdentifiedListStore(count: Int) -> Store<RowIdentifiedList, RowListAction> {
+  Store(identifier: "scale", model: RowIdentifiedList(count: count)) { action, model in
+    switch action {
+    case .toggle(let index): model.rows[index].done.toggle()
+    case .row(let id, .toggle): model.rows[id: id]?.done.toggle()
+    }
+  }
+}
+
 /// One shape of model: how to make its store with N things, and its action for the `index`-th dispatch.
 struct ScaleShape<Model: ModelType & Codable, Action: ActionType & Codable> {
   let name: String
@@ -111,6 +130,11 @@ func registerRecordingAtScale() {
       name: "list",
       make: makeRowListStore,
       action: { index, count in .toggle(index % count) }))
+  registerScale(
+    ScaleShape<RowIdentifiedList, RowListAction>(
+      name: "identifiedList",
+      make: makeRowIdentifiedListStore,
+      action: { index, count in .row(id: index % count, .toggle) }))
   registerScale(
     ScaleShape<AccountBook, AccountBookAction>(
       name: "dictionary",
@@ -134,6 +158,89 @@ func registerRecordingAtScale() {
       },
       action: { index, count in .toggle(index % count) }))
   registerChildStoresAtScale()
+  registerChangeWhileCopyHeld()
+  registerObservedRowsAtScale()
+}
+
+/// An `ObservedModel` following the store synchronously, whose `rows` were read (as a view's `ForEach` reads them).
+///
+/// Each dispatch toggles a row, and the model compares the rows before and after. Plain, not recorded.
+private func registerObservedRowsAtScale() {
+  for count in scaleSizes {
+    let array = LazyChildFixture { ObservedState(count: count, store: makeRowListStore(count: count)) { $0.rows } }
+    let list = LazyChildFixture {
+      ObservedState(count: count, store: makeRowIdentifiedListStore(count: count)) { $0.rows }
+    }
+    for (name, fixture) in [("list", array), ("identifiedList", list)] {
+      Benchmark(
+        "Scale.dispatch(\(name),items:\(count),observedRows)", configuration: scaleConfiguration(count: count)
+      ) { benchmark in
+        let state = fixture.dispatchable
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations {
+          state.dispatchNext()
+        }
+        benchmark.stopMeasurement()
+      }
+    }
+  }
+}
+
+private final class ObservedState<Model: ModelType>: Dispatchable, @unchecked Sendable {
+  // `@unchecked Sendable`: benchmarks run one at a time, on one thread.
+  let dispatcher = Dispatcher()
+  let store: Store<Model, RowListAction>
+  let observed: ObservedModel<Model>
+  let count: Int
+  private var dispatched = 0
+
+  init<Rows>(count: Int, store: Store<Model, RowListAction>, read: (ObservedModel<Model>) -> Rows) {
+    self.count = count
+    self.store = store
+    try! dispatcher.register(store: store)
+    observed = store.observable(synchronously: true)
+    blackHole(read(observed))
+    dispatchNext()
+  }
+
+  func dispatchNext() {
+    try! dispatcher.dispatchSync(action: RowListAction.toggle(dispatched % count))
+    dispatched += 1
+  }
+}
+
+/// The collection on its own: one element changed while a copy of the collection is held (what a recorder's
+/// kept model does to a store's), in an `Array` and in an `IdentifiedList`.
+private func registerChangeWhileCopyHeld() {
+  for count in scaleSizes {
+    let rows = (0..<count).map { ScaleRow(id: $0, title: "Row \($0)") }
+    Benchmark("Scale.changeWhileCopyHeld(array,items:\(count))", configuration: scaleConfiguration(count: count)) {
+      benchmark in
+      var array = rows
+      var held = array
+      benchmark.startMeasurement()
+      for index in benchmark.scaledIterations {
+        held = array
+        array[index % count].done.toggle()
+      }
+      benchmark.stopMeasurement()
+      blackHole(held)
+    }
+    let list = IdentifiedList(rows)
+    Benchmark(
+      "Scale.changeWhileCopyHeld(identifiedList,items:\(count))", configuration: scaleConfiguration(count: count)
+    ) { benchmark in
+      var list = list
+      var held = list
+      benchmark.startMeasurement()
+      for index in benchmark.scaledIterations {
+        held = list
+        list[id: index % count]?.done.toggle()
+      }
+      benchmark.stopMeasurement()
+      blackHole(held)
+    }
+  }
 }
 
 /// An iteration of `count` items: 1,000 dispatches up to 1,000 items, one from 10,000; figures are per dispatch.
@@ -258,41 +365,59 @@ private final class LazyScaleFixture<Model: ModelType & Codable, Action: ActionT
 
 // MARK: - Child stores
 
-/// 10 child stores scoped by id to rows of the list, each observed synchronously; the dispatch toggles a row through
-/// the parent (plain, not recorded).
+/// 10 child stores scoped by id to rows of the list, each observed synchronously.
+///
+/// The dispatch toggles a row through the parent (plain, not recorded). For the `Array` list and the `IdentifiedList`.
 private func registerChildStoresAtScale() {
   for count in scaleSizes {
-    let fixture = LazyChildFixture(count: count)
-    Benchmark(
-      "Scale.dispatch(list,items:\(count),childStoresByID:10)", configuration: scaleConfiguration(count: count)
-    ) { benchmark in
-      let state = fixture.state
-      benchmark.startMeasurement()
-      for _ in benchmark.scaledIterations {
-        state.dispatchNext()
+    let array = LazyChildFixture {
+      ChildState(count: count, store: makeRowListStore(count: count)) { store, id in
+        store.scope(\.rows, id: id, action: RowListAction.row)
       }
-      benchmark.stopMeasurement()
+    }
+    let list = LazyChildFixture {
+      ChildState(count: count, store: makeRowIdentifiedListStore(count: count)) { store, id in
+        store.scope(\.rows, id: id, action: RowListAction.row)
+      }
+    }
+    for (name, fixture) in [("list", array), ("identifiedList", list)] {
+      Benchmark(
+        "Scale.dispatch(\(name),items:\(count),childStoresByID:10)", configuration: scaleConfiguration(count: count)
+      ) { benchmark in
+        let state = fixture.dispatchable
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations {
+          state.dispatchNext()
+        }
+        benchmark.stopMeasurement()
+      }
     }
   }
 }
 
-private final class ChildState: @unchecked Sendable {
+private protocol Dispatchable: AnyObject {
+  func dispatchNext()
+}
+
+private final class ChildState<Model: ModelType>: Dispatchable, @unchecked Sendable {
   // `@unchecked Sendable`: benchmarks run one at a time, on one thread.
   let dispatcher = Dispatcher()
-  let store: Store<RowList, RowListAction>
-  let children: [ChildStore<RowList, RowListAction, ScaleRow, RowAction>]
+  let store: Store<Model, RowListAction>
+  let children: [ChildStore<Model, RowListAction, ScaleRow, RowAction>]
   let tokens: [ObservationToken]
   let count: Int
   private var dispatched = 0
 
-  init(count: Int) {
+  init(
+    count: Int, store: Store<Model, RowListAction>,
+    scope: (Store<Model, RowListAction>, Int) -> ChildStore<Model, RowListAction, ScaleRow, RowAction>
+  ) {
     self.count = count
-    store = makeRowListStore(count: count)
+    self.store = store
     try! dispatcher.register(store: store)
     // Spread over the list: the last ones are found last by a linear search.
     let ids = (0..<10).map { $0 * count / 10 + count / 10 - 1 }
-    let store = store
-    let children = ids.map { id in store.scope(\.rows, id: id, action: RowListAction.row) }
+    let children = ids.map { id in scope(store, id) }
     self.children = children
     tokens = children.map { child in child.observe(synchronously: true) { _ in } }
     dispatchNext()
@@ -306,16 +431,16 @@ private final class ChildState: @unchecked Sendable {
 
 private final class LazyChildFixture: @unchecked Sendable {
   // `@unchecked Sendable`: benchmarks run one at a time, on one thread.
-  private let count: Int
-  private var made: ChildState?
+  private let make: () -> any Dispatchable
+  private var made: (any Dispatchable)?
 
-  init(count: Int) {
-    self.count = count
+  init(make: @escaping () -> any Dispatchable) {
+    self.make = make
   }
 
-  var state: ChildState {
+  var dispatchable: any Dispatchable {
     if let made { return made }
-    let state = ChildState(count: count)
+    let state = make()
     made = state
     return state
   }

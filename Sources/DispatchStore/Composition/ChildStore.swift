@@ -9,7 +9,7 @@
 /// A child store holds no model of its own: its ``model`` is read from the parent, and its actions are the parent's,
 /// dispatched to the parent alone, so every change is a transaction of the parent. Its observers hear a change only
 /// when their part of the model changed. A child of one element of a collection
-/// (``Store/scope(_:id:action:)``) fails further dispatches with ``DispatchError/scopeUnavailable(storeIdentifier:scope:)``
+/// (``Store/scope(_:id:action:)->ChildStore<Model,Action,Elements.Element,ChildAction>``) fails further dispatches with ``DispatchError/scopeUnavailable(storeIdentifier:scope:)``
 /// once the element is gone, rather than trapping.
 ///
 /// > Important: Safe to use from any thread, like its parent. The parent must be registered with a dispatcher for
@@ -146,6 +146,27 @@ extension Store {
     ChildStore(
       parent: self, scope: "\(keyPath)[id: \(id)]",
       extract: { model in model[keyPath: keyPath].first { $0.id == id } },
+      embed: { action in embed(id, action) })
+  }
+
+  /// A child store presenting one element, by id, of the ``IdentifiedList`` at `keyPath`, whose actions are embedded
+  /// in this store's with the element's id.
+  ///
+  /// The same as the collection's scope, except that the element is found by its id in O(log n) rather than by a
+  /// search, so that a child's reads and its observer's checks cost the same in a list of any length.
+  /// - Parameters:
+  ///   - keyPath: Where the list is in the model.
+  ///   - id: The element's id.
+  ///   - embed: Makes this store's action from the element's id and the child's action.
+  /// - Returns: The child store.
+  @inlinable
+  public func scope<Element: Identifiable & Sendable, ChildAction: Sendable>(
+    _ keyPath: KeyPath<Model, IdentifiedList<Element>> & Sendable, id: Element.ID,
+    action embed: @escaping @Sendable (Element.ID, ChildAction) -> Action
+  ) -> ChildStore<Model, Action, Element, ChildAction> where Element.ID: Sendable {
+    ChildStore(
+      parent: self, scope: "\(keyPath)[id: \(id)]",
+      extract: { model in model[keyPath: keyPath][id: id] },
       embed: { action in embed(id, action) })
   }
 }

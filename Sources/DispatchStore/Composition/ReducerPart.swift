@@ -49,4 +49,27 @@ public struct ReducerPart<Model: ModelType, Action: ActionType>: Sendable {
       try reduce(childAction, &model[keyPath: keyPath][position])
     }
   }
+
+  /// A part that changes one element, by id, of the ``IdentifiedList`` at `keyPath`, for the actions `extract` finds.
+  ///
+  /// The same as the collection's part, except that the element is found by its id in O(log n) rather than by a
+  /// search. `reduce` must not change the element's id (that traps, as setting ``IdentifiedList/subscript(id:)``
+  /// with another id does).
+  /// - Parameters:
+  ///   - keyPath: Where the list is in the model.
+  ///   - extract: The element's id and the child's action in an action of the store, or `nil` for actions the part
+  ///     ignores.
+  ///   - reduce: Changes the element for a child action.
+  /// - Returns: The part.
+  public static func forEach<Element: Identifiable & Sendable, ChildAction: Sendable>(
+    _ keyPath: WritableKeyPath<Model, IdentifiedList<Element>> & Sendable,
+    action extract: @escaping @Sendable (Action) -> (Element.ID, ChildAction)?,
+    reduce: @escaping @Sendable (ChildAction, inout Element) throws -> Void
+  ) -> Self where Element.ID: Sendable {
+    Self { action, model in
+      guard let (id, childAction) = extract(action) else { return }
+      guard model[keyPath: keyPath][id: id] != nil else { throw ScopeUnavailable(scope: "\(keyPath)[id: \(id)]") }
+      try reduce(childAction, &model[keyPath: keyPath][id: id]!)
+    }
+  }
 }

@@ -31,10 +31,46 @@ final class ThroughOperation: Reducer<Tally, TallyAction>, @unchecked Sendable {
   }
 }
 
+struct Row: Identifiable, Sendable, Equatable {
+  let id: Int
+  var title: String
+  var done = false
+}
+
+struct Rows: ModelType {
+  var rows: IdentifiedList<Row>
+}
+
+enum RowsAction: ActionType {
+  case toggle(Int)
+}
+
+/// An `ObservedModel` of a store of `items` rows in an `IdentifiedList`, whose rows were read: each dispatch
+/// toggles a row, and the observed model compares the rows before and after (issue 27, point 4).
+func observeRows(count: Int, items: Int) {
+  let store = Store(
+    identifier: "rows", model: Rows(rows: IdentifiedList((0..<items).map { Row(id: $0, title: "Row \($0)") }))
+  ) { (action: RowsAction, model) in
+    switch action {
+    case .toggle(let position): model.rows[position].done.toggle()
+    }
+  }
+  let dispatcher = Dispatcher()
+  try! dispatcher.register(store: store)
+  let observed = store.observable(synchronously: true)
+  _ = observed.rows
+  for index in 0..<count { try! dispatcher.dispatchSync(action: RowsAction.toggle(index % items)) }
+  let (rounds, rest) = (count / items, count % items)
+  let done = (0..<items).filter { (rounds + ($0 < rest ? 1 : 0)) % 2 == 1 }.count
+  precondition(store.model.rows.filter(\.done).count == done, "the probe's rows were not all toggled")
+  withExtendedLifetime(observed) {}
+}
+
 let shapes = [
   "inplace", "op", "chain", "tokensinplace", "tokensop", "handle", "recorder",
   "recorderfile", "oprecorder", "oprecorderfile", "verify", "restore",
   "handle10", "allornothing", "allornothing10", "contended", "contendedallornothing",
+  "observedrows10", "observedrows10000",
 ]
 let arguments = CommandLine.arguments
 guard arguments.count == 3, let count = Int(arguments[1]),
@@ -44,6 +80,10 @@ else {
   exit(2)
 }
 let shape = arguments[2]
+if shape.hasPrefix("observedrows") {
+  observeRows(count: count, items: Int(shape.dropFirst("observedrows".count))!)
+  exit(0)
+}
 let dispatcher = Dispatcher()
 let inPlace =
   shape == "inplace" || shape == "chain" || shape == "tokensinplace" || shape.hasPrefix("handle")

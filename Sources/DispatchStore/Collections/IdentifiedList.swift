@@ -1,0 +1,285 @@
+/// An ordered collection of identified elements, each id at most once, whose copies share what they did not change:
+/// the way to hold a large collection in a model.
+///
+/// ```swift
+/// struct Inbox: ModelType, Codable, Equatable {
+///   var messages: IdentifiedList<Message> = []
+/// }
+/// model.messages.append(message)
+/// model.messages[id: message.id]?.isRead = true
+/// let newest = model.messages.last
+/// ```
+///
+/// It is used as an `Array` is (a random-access, mutable, range-replaceable collection of value semantics, `Codable`
+/// as a JSON array, `Equatable` and `Hashable` when its elements are), and it finds, changes and removes elements by
+/// id. Its elements are `Identifiable`, so SwiftUI's `ForEach` takes it as it is.
+///
+/// What is different is the cost of keeping an old version. An array shares its buffer with its copies, and the first
+/// change to a shared buffer copies all of it: a store whose previous model the recorder keeps, for undo and
+/// verify, copies every element of its arrays on every change. An `IdentifiedList` is a tree of small nodes, and a
+/// change copies only the few nodes on its path that a copy shares. So:
+/// - Reading, changing, inserting and removing by position or by id cost O(log n), whether or not a copy is kept.
+/// - `==` skips the nodes two versions of a list share, so comparing a list with its previous version costs what
+///   changed, not the list's size.
+/// - ``index(id:)`` and ``remove(id:)`` search the ids in order: O(n). Iterating costs more per element than an
+///   array's (each element is found by its id).
+///
+/// Each id is in the list at most once. Inserting an element whose id is already in the list (by `append`, `insert`
+/// or `replaceSubrange`) is a programming error and traps, as `Dictionary(uniqueKeysWithValues:)` does with a
+/// duplicate key; ``subscript(id:)`` adds or replaces. Decoding a JSON array with a repeated id throws
+/// `DecodingError.dataCorrupted`.
+public struct IdentifiedList<Element: Identifiable> {
+  /// The ids, in order.
+  @usableFromInline var order: OrderTree<Element.ID>
+  /// The elements, by id.
+  @usableFromInline var elements: ElementTrie<Element>
+
+  /// Creates an empty list.
+  @inlinable public init() {
+    order = OrderTree()
+    elements = ElementTrie()
+  }
+
+  /// Creates a list of `elements`, in their order.
+  ///
+  /// - Parameter elements: The elements, each id at most once (a repeated id traps).
+  @inlinable public init(_ elements: some Sequence<Element>) {
+    var trie = ElementTrie<Element>()
+    let ids = elements.map { element in
+      precondition(trie.update(element) == nil, "IdentifiedList: two elements have the id \(element.id)")
+      return element.id
+    }
+    self.order = OrderTree(ids)
+    self.elements = trie
+  }
+
+  /// The element with `id`: `nil` if there is none.
+  ///
+  /// Setting an element replaces the element with `id` where it is,
+  /// or appends it if there is none; setting `nil` removes the element.
+  ///
+  /// ```swift
+  /// model.messages[id: id]?.isRead = true
+  /// ```
+  /// - Parameter id: The element's id; an element set must have this id.
+  @inlinable public subscript(id id: Element.ID) -> Element? {
+    get { elements[id] }
+    set {
+      guard let newValue else {
+        remove(id: id)
+        return
+      }
+      precondition(newValue.id == id, "IdentifiedList: the element set for id \(id) has the id \(newValue.id)")
+      if elements.update(newValue) == nil { order.insert(id, at: order.count) }
+    }
+  }
+
+  /// The position of the element with `id`, if there is one.
+  ///
+  /// - Parameter id: The element's id.
+  /// - Returns: Its position; `nil` if no element has `id`. The ids are searched in order: O(n).
+  @inlinable public func index(id: Element.ID) -> Int? {
+    guard elements[id] != nil else { return nil }
+    return order.firstIndex(of: id)
+  }
+
+  /// Removes the element with `id`, if there is one.
+  ///
+  /// - Parameter id: The element's id.
+  /// - Returns: The element removed; `nil` if no element has `id`. Finding its position costs O(n).
+  @discardableResult
+  @inlinable public mutating func remove(id: Element.ID) -> Element? {
+    guard let position = index(id: id) else { return nil }
+    _ = order.remove(at: position)
+    return elements.remove(id)
+  }
+}
+
+extension IdentifiedList: RandomAccessCollection, MutableCollection {
+  /// The position of the first element: 0.
+  @inlinable public var startIndex: Int { 0 }
+
+  /// The position after the last element: the number of elements.
+  @inlinable public var endIndex: Int { order.count }
+
+  /// The number of elements.
+  @inlinable public var count: Int { order.count }
+
+  /// The element at `position`.
+  ///
+  /// An element set there must have the id of the element it replaces, or an id not in
+  /// the list (the element with the old id is then removed).
+  ///
+  /// - Parameter position: A position from 0 to `count - 1`.
+  @inlinable public subscript(position: Int) -> Element {
+    get {
+      precondition(position >= 0 && position < count, "IdentifiedList: index \(position) out of range")
+      return elements[order[position]]!
+    }
+    set {
+      precondition(position >= 0 && position < count, "IdentifiedList: index \(position) out of range")
+      let id = order[position]
+      if newValue.id == id {
+        elements.update(newValue)
+        return
+      }
+      precondition(elements.update(newValue) == nil, "IdentifiedList: the id \(newValue.id) is already in the list")
+      elements.remove(id)
+      order.replace(at: position, with: newValue.id)
+    }
+  }
+
+  /// The position after `position`.
+  ///
+  /// - Parameter position: A position.
+  /// - Returns: `position + 1`.
+  @inlinable public func index(after position: Int) -> Int { position + 1 }
+
+  /// The position before `position`.
+  ///
+  /// - Parameter position: A position.
+  /// - Returns: `position - 1`.
+  @inlinable public func index(before position: Int) -> Int { position - 1 }
+
+  /// Exchanges the elements at two positions.
+  ///
+  /// - Parameters:
+  ///   - first: A position of an element.
+  ///   - second: A position of an element.
+  @inlinable public mutating func swapAt(_ first: Int, _ second: Int) {
+    guard first != second else { return }
+    let (firstID, secondID) = (order[first], order[second])
+    order.replace(at: first, with: secondID)
+    order.replace(at: second, with: firstID)
+  }
+
+  /// Sorts the list in place; like `Array`'s, the sort is not promised to be stable.
+  ///
+  /// - Parameter areInIncreasingOrder: Whether its first argument goes before its second.
+  /// - Throws: What `areInIncreasingOrder` throws; the list is then unchanged.
+  @inlinable public mutating func sort(by areInIncreasingOrder: (Element, Element) throws -> Bool) rethrows {
+    let sorted = try self.sorted(by: areInIncreasingOrder)
+    order = OrderTree(sorted.lazy.map(\.id))
+  }
+
+  /// The elements in order.
+  @inlinable public func makeIterator() -> Iterator {
+    Iterator(ids: order.makeIterator(), elements: elements)
+  }
+
+  /// Visits a list's elements in order.
+  public struct Iterator: IteratorProtocol {
+    @usableFromInline var ids: OrderTree<Element.ID>.Iterator
+    @usableFromInline let elements: ElementTrie<Element>
+
+    @inlinable init(ids: OrderTree<Element.ID>.Iterator, elements: ElementTrie<Element>) {
+      self.ids = ids
+      self.elements = elements
+    }
+
+    /// The next element; `nil` after the last.
+    @inlinable public mutating func next() -> Element? {
+      guard let id = ids.next() else { return nil }
+      return elements[id]!
+    }
+  }
+}
+
+extension IdentifiedList: RangeReplaceableCollection {
+  /// Replaces the elements in `subrange` with `newElements`.
+  ///
+  /// - Parameters:
+  ///   - subrange: The positions to replace.
+  ///   - newElements: The elements to put there, whose ids are not in the list outside `subrange` (a repeated id
+  ///     traps).
+  @inlinable public mutating func replaceSubrange(_ subrange: Range<Int>, with newElements: some Collection<Element>) {
+    precondition(subrange.lowerBound >= 0 && subrange.upperBound <= count, "IdentifiedList: range out of bounds")
+    for position in subrange.reversed() {
+      elements.remove(order.remove(at: position))
+    }
+    var position = subrange.lowerBound
+    for element in newElements {
+      precondition(elements.update(element) == nil, "IdentifiedList: the id \(element.id) is already in the list")
+      order.insert(element.id, at: position)
+      position += 1
+    }
+  }
+
+  /// Removes all elements.
+  ///
+  /// - Parameter keepCapacity: Ignored: a list holds no spare capacity.
+  @inlinable public mutating func removeAll(keepingCapacity keepCapacity: Bool = false) {
+    self = IdentifiedList()
+  }
+}
+
+extension IdentifiedList: ExpressibleByArrayLiteral {
+  /// Creates a list of the literal's elements.
+  ///
+  /// - Parameter elements: The elements, each id at most once (a repeated id traps).
+  @inlinable public init(arrayLiteral elements: Element...) {
+    self.init(elements)
+  }
+}
+
+extension IdentifiedList: Equatable where Element: Equatable {
+  /// Whether two lists hold equal elements in the same order; the parts two versions of a list share are skipped.
+  ///
+  /// - Parameters:
+  ///   - lhs: A list.
+  ///   - rhs: Another list.
+  /// - Returns: Whether they are equal.
+  @inlinable public static func == (lhs: Self, rhs: Self) -> Bool {
+    lhs.count == rhs.count && lhs.order == rhs.order && lhs.elements == rhs.elements
+  }
+}
+
+extension IdentifiedList: Hashable where Element: Hashable {
+  /// Hashes the elements in order.
+  ///
+  /// - Parameter hasher: The hasher.
+  @inlinable public func hash(into hasher: inout Hasher) {
+    hasher.combine(count)
+    for element in self { hasher.combine(element) }
+  }
+}
+
+extension IdentifiedList: Sendable where Element: Sendable, Element.ID: Sendable {}
+
+extension IdentifiedList: Encodable where Element: Encodable {
+  /// Encodes the elements as an array, in order.
+  ///
+  /// - Parameter encoder: The encoder.
+  /// - Throws: What encoding an element throws.
+  @inlinable public func encode(to encoder: any Encoder) throws {
+    var container = encoder.unkeyedContainer()
+    for element in self { try container.encode(element) }
+  }
+}
+
+extension IdentifiedList: Decodable where Element: Decodable {
+  /// Decodes the elements from an array, in order.
+  ///
+  /// - Parameter decoder: The decoder.
+  /// - Throws: `DecodingError.dataCorrupted` if two elements have the same id; what decoding an element throws.
+  @inlinable public init(from decoder: any Decoder) throws {
+    var container = try decoder.unkeyedContainer()
+    var trie = ElementTrie<Element>()
+    var ids: [Element.ID] = []
+    while !container.isAtEnd {
+      let element = try container.decode(Element.self)
+      guard trie.update(element) == nil else {
+        throw DecodingError.dataCorruptedError(
+          in: container, debugDescription: "Two elements have the id \(element.id).")
+      }
+      ids.append(element.id)
+    }
+    self.order = OrderTree(ids)
+    self.elements = trie
+  }
+}
+
+extension IdentifiedList: CustomStringConvertible {
+  /// The elements, as an array describes them.
+  public var description: String { Array(self).description }
+}

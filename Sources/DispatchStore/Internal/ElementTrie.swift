@@ -1,0 +1,225 @@
+/// The elements of an ``IdentifiedList`` by identifier: a hash trie (a hash array mapped trie, compacted as a CHAMP
+/// trie is), 32 ways per node, five bits of the identifier's hash per level.
+///
+/// Finding, changing, adding and removing cost O(log32 n) node visits. As in ``OrderTree``, a copy shares all of the
+/// nodes, a change copies only the shared nodes on its path, and a comparison skips the nodes two versions share.
+@usableFromInline struct ElementTrie<Element: Identifiable>: Sendable {
+  @usableFromInline var root = ElementNode<Element>()
+
+  @inlinable init() {}
+
+  /// The element with identifier `id`, if there is one.
+  @inlinable subscript(id: Element.ID) -> Element? {
+    root.find(id, hash: Self.hash(id), shift: 0)
+  }
+
+  /// Adds `element`, or replaces the element with its identifier; returns the element replaced.
+  @discardableResult
+  @inlinable mutating func update(_ element: Element) -> Element? {
+    ElementNode.makeUnique(&root)
+    return root.update(element, hash: Self.hash(element.id), shift: 0)
+  }
+
+  /// Removes the element with identifier `id` and returns it, if there is one.
+  @discardableResult
+  @inlinable mutating func remove(_ id: Element.ID) -> Element? {
+    let hash = Self.hash(id)
+    guard root.find(id, hash: hash, shift: 0) != nil else { return nil }
+    ElementNode.makeUnique(&root)
+    return root.remove(id, hash: hash, shift: 0)
+  }
+
+  @inlinable static func hash(_ id: Element.ID) -> UInt { UInt(bitPattern: id.hashValue) }
+}
+
+extension ElementTrie where Element: Equatable {
+  /// Whether the two tries hold equal elements for the same identifiers; subtrees they share are not visited.
+  @inlinable static func == (lhs: Self, rhs: Self) -> Bool {
+    ElementNode.equal(lhs.root, rhs.root)
+  }
+}
+
+/// A node of an ``ElementTrie``: the elements whose hashes end here, by bit of `itemMap`, and the children whose
+/// hashes continue below, by bit of `childMap`; or, past the hash's last bits, a list of elements whose hashes are
+/// the same (`isCollision`).
+///
+/// `@unchecked Sendable` as a copy-on-write buffer is: a node is changed only by the one value that holds it
+/// uniquely (`makeUnique`), so a node another value or thread can reach is never written. For the same reason, no
+/// two accesses to a node's fields overlap, so they are not checked for exclusivity at run time (the checks cost
+/// more than the reads of an unspecialised comparison).
+@usableFromInline final class ElementNode<Element: Identifiable>: @unchecked Sendable {
+  @inlinable static var bitsPerLevel: Int { 5 }
+  /// The shift past which a hash has no bits left: nodes below it are collision lists.
+  @inlinable static var lastShift: Int { UInt.bitWidth - 1 }
+
+  @usableFromInline @exclusivity(unchecked) var itemMap: UInt32 = 0
+  @usableFromInline @exclusivity(unchecked) var childMap: UInt32 = 0
+  @usableFromInline @exclusivity(unchecked) var items: [Element] = []
+  @usableFromInline @exclusivity(unchecked) var children: [ElementNode] = []
+  @usableFromInline let isCollision: Bool
+
+  @inlinable init(isCollision: Bool = false) {
+    self.isCollision = isCollision
+  }
+
+  @inlinable init(copying node: ElementNode) {
+    itemMap = node.itemMap
+    childMap = node.childMap
+    items = node.items
+    children = node.children
+    isCollision = node.isCollision
+  }
+
+  /// Makes `node` one that only the caller holds, copying it if it is shared.
+  @inlinable static func makeUnique(_ node: inout ElementNode) {
+    if !isKnownUniquelyReferenced(&node) { node = ElementNode(copying: node) }
+  }
+
+  @inlinable static func bit(_ hash: UInt, _ shift: Int) -> UInt32 {
+    1 << UInt32(truncatingIfNeeded: (hash >> UInt(shift)) & 31)
+  }
+
+  /// The position among the entries of `map` of the entry for `bit`.
+  @inlinable static func slot(_ map: UInt32, _ bit: UInt32) -> Int {
+    (map & (bit &- 1)).nonzeroBitCount
+  }
+
+  /// Whether the node holds one element and nothing else: its parent takes the element in its place.
+  @inlinable var isSingleItem: Bool { items.count == 1 && children.isEmpty }
+
+  @inlinable func find(_ id: Element.ID, hash: UInt, shift: Int) -> Element? {
+    var node = self
+    var shift = shift
+    while true {
+      if node.isCollision { return node.items.first { $0.id == id } }
+      let bit = Self.bit(hash, shift)
+      if node.itemMap & bit != 0 {
+        let item = node.items[Self.slot(node.itemMap, bit)]
+        return item.id == id ? item : nil
+      }
+      guard node.childMap & bit != 0 else { return nil }
+      node = node.children[Self.slot(node.childMap, bit)]
+      shift += Self.bitsPerLevel
+    }
+  }
+
+  /// Adds or replaces in this node, which the caller holds uniquely; returns the element replaced.
+  @inlinable func update(_ element: Element, hash: UInt, shift: Int) -> Element? {
+    if isCollision {
+      if let index = items.firstIndex(where: { $0.id == element.id }) {
+        defer { items[index] = element }
+        return items[index]
+      }
+      items.append(element)
+      return nil
+    }
+    let bit = Self.bit(hash, shift)
+    if itemMap & bit != 0 {
+      let index = Self.slot(itemMap, bit)
+      if items[index].id == element.id {
+        defer { items[index] = element }
+        return items[index]
+      }
+      // Two elements in one slot: they go down a level, into a node of their own.
+      let other = items.remove(at: index)
+      itemMap ^= bit
+      let child = Self.pair(
+        other, hash: ElementTrie<Element>.hash(other.id), element, hash: hash, shift: shift + Self.bitsPerLevel)
+      childMap |= bit
+      children.insert(child, at: Self.slot(childMap, bit))
+      return nil
+    }
+    if childMap & bit != 0 {
+      let index = Self.slot(childMap, bit)
+      Self.makeUnique(&children[index])
+      return children[index].update(element, hash: hash, shift: shift + Self.bitsPerLevel)
+    }
+    itemMap |= bit
+    items.insert(element, at: Self.slot(itemMap, bit))
+    return nil
+  }
+
+  /// A node at `shift` holding two elements with different identifiers.
+  @inlinable static func pair(
+    _ first: Element, hash firstHash: UInt, _ second: Element, hash secondHash: UInt, shift: Int
+  ) -> ElementNode {
+    if shift > lastShift {
+      let node = ElementNode(isCollision: true)
+      node.items = [first, second]
+      return node
+    }
+    let node = ElementNode()
+    let (firstBit, secondBit) = (bit(firstHash, shift), bit(secondHash, shift))
+    if firstBit == secondBit {
+      node.childMap = firstBit
+      node.children = [pair(first, hash: firstHash, second, hash: secondHash, shift: shift + bitsPerLevel)]
+    } else {
+      node.itemMap = firstBit | secondBit
+      node.items = firstBit < secondBit ? [first, second] : [second, first]
+    }
+    return node
+  }
+
+  /// Removes from this node, which the caller holds uniquely and which holds `id`.
+  ///
+  /// A child left with one element
+  /// and nothing else gives the element to this node, so that a trie's shape depends only on what it holds.
+  @inlinable func remove(_ id: Element.ID, hash: UInt, shift: Int) -> Element? {
+    if isCollision {
+      guard let index = items.firstIndex(where: { $0.id == id }) else { return nil }
+      return items.remove(at: index)
+    }
+    let bit = Self.bit(hash, shift)
+    if itemMap & bit != 0 {
+      let index = Self.slot(itemMap, bit)
+      guard items[index].id == id else { return nil }
+      itemMap ^= bit
+      return items.remove(at: index)
+    }
+    guard childMap & bit != 0 else { return nil }
+    let index = Self.slot(childMap, bit)
+    Self.makeUnique(&children[index])
+    let removed = children[index].remove(id, hash: hash, shift: shift + Self.bitsPerLevel)
+    if children[index].isSingleItem {
+      let item = children[index].items[0]
+      children.remove(at: index)
+      childMap ^= bit
+      itemMap |= bit
+      items.insert(item, at: Self.slot(itemMap, bit))
+    }
+    return removed
+  }
+
+  /// Calls `body` with every element, in no particular order.
+  @inlinable func forEach(_ body: (Element) throws -> Void) rethrows {
+    for item in items { try body(item) }
+    for child in children { try child.forEach(body) }
+  }
+}
+
+extension ElementNode where Element: Equatable {
+  /// Whether two nodes at `shift` hold equal elements for the same identifiers.
+  @inlinable static func equal(_ lhs: ElementNode, _ rhs: ElementNode, shift: Int = 0) -> Bool {
+    if lhs === rhs { return true }
+    if !lhs.isCollision && !rhs.isCollision && lhs.itemMap == rhs.itemMap && lhs.childMap == rhs.childMap {
+      // Index loops, not `zip`: unspecialised, `zip` looks up its generic metadata at every step.
+      for index in lhs.items.indices where lhs.items[index] != rhs.items[index] { return false }
+      // The identity check here, not only in the call: a call of this generic function costs more than the check.
+      for index in lhs.children.indices where lhs.children[index] !== rhs.children[index] {
+        if !equal(lhs.children[index], rhs.children[index], shift: shift + bitsPerLevel) { return false }
+      }
+      return true
+    }
+    // Different shapes (or collision lists, kept in the order of insertion): compare by lookup.
+    var lhsCount = 0
+    var rhsCount = 0
+    lhs.forEach { _ in lhsCount += 1 }
+    rhs.forEach { _ in rhsCount += 1 }
+    guard lhsCount == rhsCount else { return false }
+    var same = true
+    lhs.forEach { item in
+      if same && rhs.find(item.id, hash: ElementTrie<Element>.hash(item.id), shift: shift) != item { same = false }
+    }
+    return same
+  }
+}

@@ -1,0 +1,330 @@
+/// The order of an ``IdentifiedList``: its identifiers in a B-tree whose nodes count what is under them.
+///
+/// Finding, changing, inserting and removing by position cost O(log n) node visits; a copy of the tree shares all of
+/// its nodes, and a change to a copy copies only the nodes on its path (each only if it is shared). So two versions
+/// of a list share every node their changes did not touch, and comparing them skips those nodes by identity.
+@usableFromInline struct OrderTree<ID: Hashable>: Sendable {
+  /// The most entries (identifiers of a leaf, children of an inner node) a node holds.
+  @inlinable static var capacity: Int { 64 }
+
+  @usableFromInline var root: OrderNode<ID>
+
+  @inlinable var count: Int { root.count }
+
+  @inlinable init() {
+    root = OrderNode(ids: [])
+  }
+
+  /// A tree of `ids`, in their order; leaves are filled, the last ones with what remains.
+  @inlinable init(_ ids: some Sequence<ID>) {
+    var level: [OrderNode<ID>] = []
+    var leaf: [ID] = []
+    leaf.reserveCapacity(Self.capacity)
+    for id in ids {
+      leaf.append(id)
+      if leaf.count == Self.capacity {
+        level.append(OrderNode(ids: leaf))
+        leaf.removeAll(keepingCapacity: true)
+      }
+    }
+    if !leaf.isEmpty || level.isEmpty { level.append(OrderNode(ids: leaf)) }
+    while level.count > 1 {
+      level = stride(from: 0, to: level.count, by: Self.capacity).map { start in
+        OrderNode(children: Array(level[start..<min(start + Self.capacity, level.count)]))
+      }
+    }
+    root = level[0]
+  }
+
+  /// The identifier at `position`, which is in range.
+  @inlinable subscript(position: Int) -> ID {
+    var node = root
+    var position = position
+    while !node.isLeaf {
+      var child = 0
+      while position >= node.children[child].count {
+        position -= node.children[child].count
+        child += 1
+      }
+      node = node.children[child]
+    }
+    return node.ids[position]
+  }
+
+  /// Replaces the identifier at `position`, which is in range.
+  @inlinable mutating func replace(at position: Int, with id: ID) {
+    OrderNode.makeUnique(&root)
+    root.replace(at: position, with: id)
+  }
+
+  /// Inserts `id` at `position`, from 0 to `count`.
+  @inlinable mutating func insert(_ id: ID, at position: Int) {
+    OrderNode.makeUnique(&root)
+    if let right = root.insert(id, at: position, appending: position == count) {
+      root = OrderNode(children: [root, right])
+    }
+  }
+
+  /// Removes the identifier at `position`, which is in range, and returns it.
+  @inlinable mutating func remove(at position: Int) -> ID {
+    OrderNode.makeUnique(&root)
+    let id = root.remove(at: position)
+    while !root.isLeaf && root.children.count == 1 { root = root.children[0] }
+    return id
+  }
+
+  /// The position of `id`, found by visiting the identifiers in order: O(n).
+  @inlinable func firstIndex(of id: ID) -> Int? {
+    var offset = 0
+    var found: Int?
+    root.forEachLeaf { ids in
+      if let index = ids.firstIndex(of: id) {
+        found = offset + index
+        return false
+      }
+      offset += ids.count
+      return true
+    }
+    return found
+  }
+
+  /// The identifiers in order.
+  @inlinable func makeIterator() -> Iterator { Iterator(root: root) }
+
+  /// Visits the identifiers in order, a leaf at a time, with a stack of the inner nodes above the leaf.
+  @usableFromInline struct Iterator: IteratorProtocol {
+    @usableFromInline var stack: [(node: OrderNode<ID>, next: Int)] = []
+    @usableFromInline var leaf: [ID] = []
+    @usableFromInline var position = 0
+
+    @inlinable init(root: OrderNode<ID>) {
+      descend(from: root)
+    }
+
+    @inlinable mutating func descend(from node: OrderNode<ID>) {
+      var node = node
+      while !node.isLeaf {
+        stack.append((node, 1))
+        node = node.children[0]
+      }
+      leaf = node.ids
+      position = 0
+    }
+
+    @inlinable mutating func next() -> ID? {
+      while position == leaf.count {
+        guard let top = stack.popLast() else { return nil }
+        if top.next < top.node.children.count {
+          stack.append((top.node, top.next + 1))
+          descend(from: top.node.children[top.next])
+        }
+      }
+      defer { position += 1 }
+      return leaf[position]
+    }
+  }
+
+  /// The tree's height, 1 for a leaf, after checking the tree's invariants (for tests).
+  ///
+  /// What every change keeps true: each node's count is what is under it, no node holds more than ``capacity`` entries, all leaves are at the same depth, no inner node is
+  /// empty, and of two neighbours, one is at least half full.
+  func checkedHeight() -> Int {
+    func check(_ node: OrderNode<ID>) -> Int {
+      if node.isLeaf {
+        precondition(node.ids.count <= Self.capacity && node.count == node.ids.count, "a leaf's count is wrong")
+        return 1
+      }
+      precondition(!node.children.isEmpty && node.children.count <= Self.capacity, "an inner node's size is wrong")
+      precondition(node.count == node.children.reduce(0) { $0 + $1.count }, "an inner node's count is wrong")
+      let heights = Set(node.children.map(check))
+      precondition(heights.count == 1, "leaves at different depths")
+      for (left, right) in zip(node.children, node.children.dropFirst()) {
+        precondition(left.entryCount >= Self.capacity / 2 || right.entryCount >= Self.capacity / 2, "small neighbours")
+      }
+      return heights.first! + 1
+    }
+    return check(root)
+  }
+
+  /// Whether the two trees hold the same identifiers in the same order; subtrees they share are not visited.
+  @inlinable static func == (lhs: Self, rhs: Self) -> Bool {
+    OrderNode.equal(lhs.root, rhs.root)
+  }
+}
+
+/// A node of an ``OrderTree``: a leaf of identifiers, or an inner node of children, with the number of identifiers
+/// under it.
+///
+/// `@unchecked Sendable` as a copy-on-write buffer is: a node is changed only by the one value that holds it
+/// uniquely (`makeUnique`), so a node another value or thread can reach is never written. For the same reason, no
+/// two accesses to a node's fields overlap, so they are not checked for exclusivity at run time (the checks cost
+/// more than the reads of an unspecialised comparison).
+@usableFromInline final class OrderNode<ID: Hashable>: @unchecked Sendable {
+  @usableFromInline let isLeaf: Bool
+  /// A leaf's identifiers; empty in an inner node.
+  @usableFromInline @exclusivity(unchecked) var ids: [ID]
+  /// An inner node's children, never empty; empty in a leaf.
+  @usableFromInline @exclusivity(unchecked) var children: [OrderNode]
+  /// The number of identifiers under this node.
+  @usableFromInline @exclusivity(unchecked) var count: Int
+
+  @inlinable init(ids: [ID]) {
+    isLeaf = true
+    self.ids = ids
+    children = []
+    count = ids.count
+  }
+
+  @inlinable init(children: [OrderNode]) {
+    isLeaf = false
+    ids = []
+    self.children = children
+    count = children.reduce(0) { $0 + $1.count }
+  }
+
+  @inlinable init(copying node: OrderNode) {
+    isLeaf = node.isLeaf
+    ids = node.ids
+    children = node.children
+    count = node.count
+  }
+
+  /// Makes `node` one that only the caller holds, copying it if it is shared.
+  @inlinable static func makeUnique(_ node: inout OrderNode) {
+    if !isKnownUniquelyReferenced(&node) { node = OrderNode(copying: node) }
+  }
+
+  /// The number of entries: identifiers of a leaf, children of an inner node.
+  @inlinable var entryCount: Int { isLeaf ? ids.count : children.count }
+
+  /// The child holding `position`, and the position in it.
+  ///
+  /// An insertion at the end of one child and the start of
+  /// the next (`atEnd`) goes to the end of the first.
+  @inlinable func child(holding position: Int, atEnd: Bool = false) -> (index: Int, position: Int) {
+    var child = 0
+    var position = position
+    while child < children.count - 1
+      && (position > children[child].count || (!atEnd && position == children[child].count))
+    {
+      position -= children[child].count
+      child += 1
+    }
+    return (child, position)
+  }
+
+  @inlinable func replace(at position: Int, with id: ID) {
+    if isLeaf {
+      ids[position] = id
+      return
+    }
+    let (index, inner) = child(holding: position)
+    Self.makeUnique(&children[index])
+    children[index].replace(at: inner, with: id)
+  }
+
+  /// Inserts into this node, which the caller holds uniquely; returns the right half if the node split.
+  ///
+  /// `appending` tells an insertion at the end of the whole tree.
+  @inlinable func insert(_ id: ID, at position: Int, appending: Bool) -> OrderNode? {
+    count += 1
+    if isLeaf {
+      ids.insert(id, at: position)
+      return ids.count > OrderTree<ID>.capacity ? split(appending: appending) : nil
+    }
+    let (index, inner) = child(holding: position, atEnd: true)
+    Self.makeUnique(&children[index])
+    if let right = children[index].insert(id, at: inner, appending: appending) {
+      children.insert(right, at: index + 1)
+      if children.count > OrderTree<ID>.capacity { return split(appending: appending) }
+    }
+    return nil
+  }
+
+  /// Moves the second half of the entries into a new node and returns it.
+  ///
+  /// A node grown by an append to the tree keeps
+  /// all but the last entry, so that a list built by appending fills its nodes (the new node, last in the tree, has
+  /// no right neighbour).
+  @inlinable func split(appending: Bool) -> OrderNode {
+    let keep = appending ? entryCount - 1 : entryCount / 2
+    if isLeaf {
+      let right = OrderNode(ids: Array(ids[keep...]))
+      ids.removeSubrange(keep...)
+      count = ids.count
+      return right
+    }
+    let right = OrderNode(children: Array(children[keep...]))
+    children.removeSubrange(keep...)
+    count -= right.count
+    return right
+  }
+
+  /// Removes from this node, which the caller holds uniquely.
+  ///
+  /// A child left with fewer than half the entries it may
+  /// hold merges with a neighbour that fits with it in one node, until it is half full or none fits, so that of two
+  /// neighbours, one is at least half full (and the tree's height stays logarithmic).
+  @inlinable func remove(at position: Int) -> ID {
+    count -= 1
+    if isLeaf { return ids.remove(at: position) }
+    let (index, inner) = child(holding: position)
+    Self.makeUnique(&children[index])
+    let id = children[index].remove(at: inner)
+    let child = children[index]
+    if child.count == 0 {
+      children.remove(at: index)
+    } else {
+      mergeWhileSmall(index)
+    }
+    return id
+  }
+
+  @inlinable func mergeWhileSmall(_ index: Int) {
+    let capacity = OrderTree<ID>.capacity
+    var index = index
+    merging: while children[index].entryCount < capacity / 2 {
+      for neighbour in [index - 1, index + 1] where children.indices.contains(neighbour) {
+        let (left, right) = (min(index, neighbour), max(index, neighbour))
+        guard children[left].entryCount + children[right].entryCount <= capacity else { continue }
+        let merged =
+          children[left].isLeaf
+          ? OrderNode(ids: children[left].ids + children[right].ids)
+          : OrderNode(children: children[left].children + children[right].children)
+        children.replaceSubrange(left...right, with: [merged])
+        index = left
+        continue merging
+      }
+      return
+    }
+  }
+
+  /// Calls `body` with each leaf's identifiers in order, until it returns false; returns false if it stopped.
+  @discardableResult
+  @inlinable func forEachLeaf(_ body: ([ID]) -> Bool) -> Bool {
+    if isLeaf { return body(ids) }
+    for child in children where !child.forEachLeaf(body) { return false }
+    return true
+  }
+
+  @inlinable static func equal(_ lhs: OrderNode, _ rhs: OrderNode) -> Bool {
+    if lhs === rhs { return true }
+    guard lhs.count == rhs.count else { return false }
+    if lhs.isLeaf && rhs.isLeaf { return lhs.ids == rhs.ids }
+    if !lhs.isLeaf && !rhs.isLeaf && lhs.children.count == rhs.children.count
+      && lhs.children.indices.allSatisfy({ lhs.children[$0].count == rhs.children[$0].count })
+    {
+      // Index loops, not `zip`: unspecialised, `zip` looks up its generic metadata at every step.
+      for index in lhs.children.indices where lhs.children[index] !== rhs.children[index] {
+        if !equal(lhs.children[index], rhs.children[index]) { return false }
+      }
+      return true
+    }
+    var left = OrderTree<ID>.Iterator(root: lhs)
+    var right = OrderTree<ID>.Iterator(root: rhs)
+    while let id = left.next() {
+      guard id == right.next() else { return false }
+    }
+    return true
+  }
+}

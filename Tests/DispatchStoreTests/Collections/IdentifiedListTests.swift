@@ -1,0 +1,260 @@
+import Foundation
+import Testing
+
+@testable import DispatchStore
+
+/// `IdentifiedList` against `Array`: the same operations on both, from a seeded generator, must leave the same
+/// elements; every version kept along the way must stay as it was.
+@Suite("IdentifiedList")
+struct IdentifiedListTests {
+  struct Item: Identifiable, Codable, Hashable, Sendable {
+    let id: Int
+    var value: Int
+  }
+
+  /// An id whose hash is one of three values, so that the trie's collision lists and shapes are exercised.
+  struct CollidingID: Hashable, Sendable, CustomStringConvertible {
+    let value: Int
+    func hash(into hasher: inout Hasher) { hasher.combine(value % 3) }
+    static func == (lhs: Self, rhs: Self) -> Bool { lhs.value == rhs.value }
+    var description: String { "\(value)" }
+  }
+
+  struct CollidingItem: Identifiable, Equatable, Sendable {
+    let id: CollidingID
+    var value: Int
+  }
+
+  @Test(arguments: [0, 10, 5_000])
+  func randomOperationsLeaveTheSameElementsAsAnArray(initialCount: Int) {
+    var random = SplitMix(seed: UInt64(initialCount) + 1)
+    var nextID = initialCount
+    var reference = (0..<initialCount).map { Item(id: $0, value: $0) }
+    var list = IdentifiedList(reference)
+    var kept: [(list: IdentifiedList<Item>, elements: [Item])] = []
+    var heights: Set<Int> = []
+
+    for step in 0..<3_000 {
+      let operation = Int.random(in: 0..<11, using: &random)
+      switch operation {
+      case 0:
+        let item = Item(id: nextID, value: step)
+        nextID += 1
+        reference.append(item)
+        list.append(item)
+      case 1:
+        let position = Int.random(in: 0...reference.count, using: &random)
+        let item = Item(id: nextID, value: step)
+        nextID += 1
+        reference.insert(item, at: position)
+        list.insert(item, at: position)
+      case 2 where !reference.isEmpty:
+        let position = Int.random(in: 0..<reference.count, using: &random)
+        #expect(list.remove(at: position) == reference.remove(at: position))
+      case 3 where !reference.isEmpty:
+        let position = Int.random(in: 0..<reference.count, using: &random)
+        reference[position].value = step
+        list[position].value = step
+      case 4 where !reference.isEmpty:
+        let id = reference[Int.random(in: 0..<reference.count, using: &random)].id
+        reference[reference.firstIndex { $0.id == id }!].value = -step
+        list[id: id]?.value = -step
+      case 5 where !reference.isEmpty:
+        let id = reference[Int.random(in: 0..<reference.count, using: &random)].id
+        let position = reference.firstIndex { $0.id == id }!
+        #expect(list.index(id: id) == position)
+        #expect(list.remove(id: id) == reference.remove(at: position))
+      case 6:
+        let item = Item(id: nextID, value: step)
+        nextID += 1
+        reference.append(item)
+        list[id: item.id] = item
+      case 7:
+        let lower = Int.random(in: 0...reference.count, using: &random)
+        let upper = min(reference.count, lower + Int.random(in: 0...3, using: &random))
+        let new = (0..<Int.random(in: 0...3, using: &random)).map { _ in
+          defer { nextID += 1 }
+          return Item(id: nextID, value: step)
+        }
+        reference.replaceSubrange(lower..<upper, with: new)
+        list.replaceSubrange(lower..<upper, with: new)
+      case 8 where reference.count > 1:
+        let (first, second) = (
+          Int.random(in: 0..<reference.count, using: &random), Int.random(in: 0..<reference.count, using: &random)
+        )
+        reference.swapAt(first, second)
+        list.swapAt(first, second)
+      case 9 where !reference.isEmpty:
+        // A new element at a position: the old one is gone.
+        let position = Int.random(in: 0..<reference.count, using: &random)
+        let item = Item(id: nextID, value: step)
+        nextID += 1
+        reference[position] = item
+        list[position] = item
+      case 10 where step % 500 == 0:
+        reference.sort { ($0.value, $0.id) < ($1.value, $1.id) }
+        list.sort { ($0.value, $0.id) < ($1.value, $1.id) }
+      default:
+        break
+      }
+      #expect(list.count == reference.count)
+      if !reference.isEmpty {
+        let position = Int.random(in: 0..<reference.count, using: &random)
+        #expect(list[position] == reference[position])
+        #expect(list[id: reference[position].id] == reference[position])
+      }
+      if step % 100 == 0 {
+        #expect(Array(list) == reference)
+        // A list with the same elements built at once has another shape; it is still equal, and hashes the same.
+        let rebuilt = IdentifiedList(reference)
+        #expect(list == rebuilt)
+        #expect(list.hashValue == rebuilt.hashValue)
+        kept.append((list, reference))
+        heights.insert(list.order.checkedHeight())
+      }
+    }
+    #expect(Array(list) == reference)
+    // The largest list grew to three levels of nodes; every change kept the tree's invariants (checked above).
+    if initialCount == 5_000 { #expect(heights.contains(3)) }
+    for (version, elements) in kept {
+      #expect(Array(version) == elements)
+    }
+  }
+
+  @Test func removingMostElementsAndAddingThemBackKeepsTheTreeBalanced() {
+    var random = SplitMix(seed: 3)
+    var reference = (0..<6_000).map { Item(id: $0, value: $0) }
+    var list = IdentifiedList(reference)
+    let full = list
+    var heights: [Int] = []
+    while reference.count > 50 {
+      let position = Int.random(in: 0..<reference.count, using: &random)
+      if Bool.random(using: &random) {
+        #expect(list.remove(at: position) == reference.remove(at: position))
+      } else {
+        let id = reference.remove(at: position).id
+        #expect(list.remove(id: id)?.id == id)
+      }
+      if reference.count % 250 == 0 {
+        heights.append(list.order.checkedHeight())
+        #expect(Array(list) == reference)
+      }
+    }
+    // Shrinking merged nodes: the height went down as the list did (6,000 ids need three levels of up to 64
+    // entries, 250 need two).
+    #expect(heights.first == 3)
+    #expect(heights.last == 2)
+    for value in 0..<3_000 {
+      let item = Item(id: 10_000 + value, value: value)
+      let position = Int.random(in: 0...reference.count, using: &random)
+      reference.insert(item, at: position)
+      list.insert(item, at: position)
+    }
+    _ = list.order.checkedHeight()
+    #expect(Array(list) == reference)
+    #expect(full.count == 6_000 && full.last?.id == 5_999)
+  }
+
+  @Test func aChangedCopyLeavesTheOriginalAsItWas() {
+    let original = IdentifiedList((0..<10_000).map { Item(id: $0, value: 0) })
+    var copy = original
+    copy[id: 5_000]?.value = 1
+    copy.append(Item(id: 10_000, value: 0))
+    copy.remove(at: 0)
+    #expect(original.count == 10_000)
+    #expect(original[id: 5_000]?.value == 0)
+    #expect(original.first?.id == 0)
+    #expect(copy[id: 5_000]?.value == 1)
+    #expect(copy != original)
+  }
+
+  @Test func listsDifferingInOneElementOrInOrderAreNotEqual() {
+    let items = (0..<1_000).map { Item(id: $0, value: $0) }
+    let list = IdentifiedList(items)
+    var changed = list
+    changed[id: 700]?.value = -1
+    #expect(changed != list)
+    var reordered = list
+    reordered.swapAt(3, 4)
+    #expect(reordered != list)
+    var same = list
+    same[id: 700]?.value = 700
+    #expect(same == list)
+  }
+
+  @Test func collidingHashesKeepEveryElement() {
+    var reference: [CollidingItem] = []
+    var list = IdentifiedList<CollidingItem>()
+    for value in 0..<300 {
+      let item = CollidingItem(id: CollidingID(value: value), value: value)
+      reference.append(item)
+      list.append(item)
+    }
+    for value in stride(from: 0, to: 300, by: 7) {
+      list[id: CollidingID(value: value)]?.value = -value
+      reference[value].value = -value
+    }
+    for value in stride(from: 1, to: 300, by: 5) {
+      list.remove(id: CollidingID(value: value))
+      reference.removeAll { $0.id.value == value }
+    }
+    #expect(Array(list) == reference)
+    #expect(list == IdentifiedList(reference.reversed()).reversedList())
+    for item in reference { #expect(list[id: item.id] == item) }
+    #expect(list[id: CollidingID(value: 1)] == nil)
+  }
+
+  @Test func encodesAsTheArrayOfItsElementsAndDecodesBack() throws {
+    let items = (0..<200).map { Item(id: $0, value: $0 * 2) }
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = .sortedKeys
+    let data = try encoder.encode(IdentifiedList(items))
+    #expect(data == (try encoder.encode(items)))
+    #expect(try JSONDecoder().decode(IdentifiedList<Item>.self, from: data) == IdentifiedList(items))
+  }
+
+  @Test func decodingARepeatedIDThrowsDataCorrupted() {
+    let json = Data(#"[{"id":1,"value":0},{"id":2,"value":0},{"id":1,"value":5}]"#.utf8)
+    #expect {
+      try JSONDecoder().decode(IdentifiedList<Item>.self, from: json)
+    } throws: { error in
+      guard case DecodingError.dataCorrupted(let context) = error else { return false }
+      return context.debugDescription.contains("id 1")
+    }
+  }
+
+  @Test func subscriptByIDAppendsReplacesAndRemoves() {
+    var list: IdentifiedList<Item> = [Item(id: 1, value: 1), Item(id: 2, value: 2)]
+    list[id: 3] = Item(id: 3, value: 3)
+    list[id: 1] = Item(id: 1, value: 10)
+    list[id: 2] = nil
+    #expect(Array(list) == [Item(id: 1, value: 10), Item(id: 3, value: 3)])
+    #expect(list.index(id: 3) == 1)
+    #expect(list.index(id: 2) == nil)
+    #expect(list.remove(id: 2) == nil)
+  }
+
+  @Test func reverseAndShuffleKeepEveryElementOnce() {
+    var random = SplitMix(seed: 7)
+    let items = (0..<500).map { Item(id: $0, value: $0) }
+    var list = IdentifiedList(items)
+    list.reverse()
+    #expect(Array(list) == items.reversed())
+    list.shuffle(using: &random)
+    #expect(Set(list.map(\.id)) == Set(0..<500))
+    for item in items { #expect(list[id: item.id] == item) }
+  }
+
+  #if compiler(>=6.2)
+    @Test func appendingAnIDAlreadyInTheListTraps() async {
+      await #expect(processExitsWith: .failure) {
+        var list: IdentifiedList<Item> = [Item(id: 1, value: 1)]
+        list.append(Item(id: 1, value: 2))
+      }
+    }
+  #endif
+}
+
+extension IdentifiedList {
+  fileprivate func reversedList() -> IdentifiedList { IdentifiedList(reversed()) }
+}
