@@ -87,6 +87,42 @@ struct Outline: ModelType, Equatable, Codable {
   }
 }
 
+/// The dictionary's accounts, identified, in an `IdentifiedList`.
+struct IdentifiedAccount: Identifiable, Codable, Equatable, Sendable {
+  let id: Int
+  var account: ScaleAccount
+}
+
+struct IdentifiedAccountBook: ModelType, Equatable, Codable {
+  var accounts: IdentifiedList<IdentifiedAccount>
+
+  init(count: Int) {
+    accounts = IdentifiedList(
+      (0..<count).map { IdentifiedAccount(id: $0, account: ScaleAccount(owner: "Owner \($0)")) })
+  }
+}
+
+/// The outline's sections and rows, each in an `IdentifiedList`.
+struct IdentifiedSection: Identifiable, Codable, Equatable, Sendable {
+  let id: Int
+  var name: String
+  var rows: IdentifiedList<ScaleRow>
+}
+
+struct IdentifiedOutline: ModelType, Equatable, Codable {
+  var title = "Outline"
+  var sections: IdentifiedList<IdentifiedSection>
+
+  init(count: Int) {
+    sections = IdentifiedList(
+      stride(from: 0, to: count, by: 100).map { start in
+        IdentifiedSection(
+          id: start / 100, name: "Section \(start / 100)",
+          rows: IdentifiedList((start..<min(start + 100, count)).map { ScaleRow(id: $0, title: "Row \($0)") }))
+      })
+  }
+}
+
 enum OutlineAction: ActionType, Codable {
   /// Toggles the row with this number (section number / 100, row number % 100).
   case toggle(Int)
@@ -153,6 +189,28 @@ func registerRecordingAtScale() {
         Store(identifier: "scale", model: Outline(count: count)) { action, model in
           switch action {
           case .toggle(let number): model.sections[number / 100].rows[number % 100].done.toggle()
+          }
+        }
+      },
+      action: { index, count in .toggle(index % count) }))
+  registerScale(
+    ScaleShape<IdentifiedAccountBook, AccountBookAction>(
+      name: "identifiedDictionary",
+      make: { count in
+        Store(identifier: "scale", model: IdentifiedAccountBook(count: count)) { action, model in
+          switch action {
+          case .deposit(let key): model.accounts[id: key]?.account.balance += 1
+          }
+        }
+      },
+      action: { index, count in .deposit(index % count) }))
+  registerScale(
+    ScaleShape<IdentifiedOutline, OutlineAction>(
+      name: "identifiedNested",
+      make: { count in
+        Store(identifier: "scale", model: IdentifiedOutline(count: count)) { action, model in
+          switch action {
+          case .toggle(let number): model.sections[id: number / 100]?.rows[id: number]?.done.toggle()
           }
         }
       },

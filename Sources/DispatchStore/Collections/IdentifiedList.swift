@@ -18,11 +18,13 @@
 /// change to a shared buffer copies all of it: a store whose previous model the recorder keeps, for undo and
 /// verify, copies every element of its arrays on every change. An `IdentifiedList` is a tree of small nodes, and a
 /// change copies only the few nodes on its path that a copy shares. So:
-/// - Reading, changing, inserting and removing by position or by id cost O(log n), whether or not a copy is kept.
+/// - Reading, changing, inserting and removing by position, and reading and changing by id, cost O(log n), whether
+///   or not a copy is kept.
 /// - `==` skips the nodes two versions of a list share, so comparing a list with its previous version costs what
 ///   changed, not the list's size.
-/// - ``index(id:)`` and ``remove(id:)`` search the ids in order: O(n). Iterating costs more per element than an
-///   array's (each element is found by its id).
+/// - ``index(id:)``, ``remove(id:)`` (and setting ``subscript(id:)`` to `nil`) search the ids in order: O(n).
+///   Iterating costs more per element than an array's (each element is found by its id); reading every position
+///   through the position subscript (as `firstIndex(where:)` does) costs O(log n) per element.
 ///
 /// Each id is in the list at most once. Inserting an element whose id is already in the list (by `append`, `insert`
 /// or `replaceSubrange`) is a programming error and traps, as `Dictionary(uniqueKeysWithValues:)` does with a
@@ -46,7 +48,9 @@ public struct IdentifiedList<Element: Identifiable> {
   @inlinable public init(_ elements: some Sequence<Element>) {
     var trie = ElementTrie<Element>()
     let ids = elements.map { element in
-      precondition(trie.update(element) == nil, "IdentifiedList: two elements have the id \(element.id)")
+      // The update outside the precondition: `-Ounchecked` does not evaluate a precondition's condition.
+      let replaced = trie.update(element)
+      precondition(replaced == nil, "IdentifiedList: two elements have the id \(element.id)")
       return element.id
     }
     self.order = OrderTree(ids)
@@ -107,8 +111,11 @@ extension IdentifiedList: RandomAccessCollection, MutableCollection {
 
   /// The element at `position`.
   ///
-  /// An element set there must have the id of the element it replaces, or an id not in
-  /// the list (the element with the old id is then removed).
+  /// Setting an element with the id of the element there replaces it. Setting one with an id not in the list
+  /// replaces the element there, whose id leaves the list. Setting one whose id is elsewhere in the list, at
+  /// `other`, first exchanges the two positions, then replaces it (as `IdentifiedArray` does): so the standard
+  /// library's algorithms that reorder by assigning elements (a slice's `reverse()` or `sort()`) keep each id once.
+  /// Finding `other` searches the ids: O(n).
   ///
   /// - Parameter position: A position from 0 to `count - 1`.
   @inlinable public subscript(position: Int) -> Element {
@@ -123,8 +130,13 @@ extension IdentifiedList: RandomAccessCollection, MutableCollection {
         elements.update(newValue)
         return
       }
-      precondition(elements.update(newValue) == nil, "IdentifiedList: the id \(newValue.id) is already in the list")
+      if elements[newValue.id] != nil, let other = order.firstIndex(of: newValue.id) {
+        swapAt(position, other)
+        elements.update(newValue)
+        return
+      }
       elements.remove(id)
+      elements.update(newValue)
       order.replace(at: position, with: newValue.id)
     }
   }
@@ -147,6 +159,7 @@ extension IdentifiedList: RandomAccessCollection, MutableCollection {
   ///   - first: A position of an element.
   ///   - second: A position of an element.
   @inlinable public mutating func swapAt(_ first: Int, _ second: Int) {
+    precondition(first >= 0 && first < count && second >= 0 && second < count, "IdentifiedList: index out of range")
     guard first != second else { return }
     let (firstID, secondID) = (order[first], order[second])
     order.replace(at: first, with: secondID)
@@ -199,7 +212,8 @@ extension IdentifiedList: RangeReplaceableCollection {
     }
     var position = subrange.lowerBound
     for element in newElements {
-      precondition(elements.update(element) == nil, "IdentifiedList: the id \(element.id) is already in the list")
+      let replaced = elements.update(element)
+      precondition(replaced == nil, "IdentifiedList: the id \(element.id) is already in the list")
       order.insert(element.id, at: position)
       position += 1
     }
@@ -210,6 +224,13 @@ extension IdentifiedList: RangeReplaceableCollection {
   /// - Parameter keepCapacity: Ignored: a list holds no spare capacity.
   @inlinable public mutating func removeAll(keepingCapacity keepCapacity: Bool = false) {
     self = IdentifiedList()
+  }
+}
+
+extension IdentifiedList where Element: Comparable {
+  /// Sorts the list in ascending order; like `Array`'s, the sort is not promised to be stable.
+  @inlinable public mutating func sort() {
+    sort(by: <)
   }
 }
 

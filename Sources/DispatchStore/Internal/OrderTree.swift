@@ -291,12 +291,29 @@
           children[left].isLeaf
           ? OrderNode(ids: children[left].ids + children[right].ids)
           : OrderNode(children: children[left].children + children[right].children)
+        if !merged.isLeaf { merged.mergeJoin(at: children[left].children.count) }
         children.replaceSubrange(left...right, with: [merged])
         index = left
         continue merging
       }
       return
     }
+  }
+
+  /// In a node just made by joining two inner nodes' children, which the caller holds uniquely: merges the two
+  /// children at the join, `index - 1` and `index`, if both are under half full, and so on down the join.
+  ///
+  /// Each of the two joined nodes kept the rule that of two neighbours one is at least half full; only the
+  /// children meeting at the join may break it.
+  @inlinable func mergeJoin(at index: Int) {
+    let capacity = OrderTree<ID>.capacity
+    guard index > 0, index < children.count else { return }
+    let (left, right) = (children[index - 1], children[index])
+    guard left.entryCount < capacity / 2 && right.entryCount < capacity / 2 else { return }
+    let merged =
+      left.isLeaf ? OrderNode(ids: left.ids + right.ids) : OrderNode(children: left.children + right.children)
+    if !merged.isLeaf { merged.mergeJoin(at: left.children.count) }
+    children.replaceSubrange((index - 1)...index, with: [merged])
   }
 
   /// Calls `body` with each leaf's identifiers in order, until it returns false; returns false if it stopped.

@@ -35,7 +35,7 @@ struct IdentifiedListTests {
     var heights: Set<Int> = []
 
     for step in 0..<3_000 {
-      let operation = Int.random(in: 0..<11, using: &random)
+      let operation = Int.random(in: 0..<10, using: &random)
       switch operation {
       case 0:
         let item = Item(id: nextID, value: step)
@@ -91,11 +91,12 @@ struct IdentifiedListTests {
         nextID += 1
         reference[position] = item
         list[position] = item
-      case 10 where step % 500 == 0:
-        reference.sort { ($0.value, $0.id) < ($1.value, $1.id) }
-        list.sort { ($0.value, $0.id) < ($1.value, $1.id) }
       default:
         break
+      }
+      if step % 500 == 250 {
+        reference.sort { ($0.value, $0.id) < ($1.value, $1.id) }
+        list.sort { ($0.value, $0.id) < ($1.value, $1.id) }
       }
       #expect(list.count == reference.count)
       if !reference.isEmpty {
@@ -114,7 +115,7 @@ struct IdentifiedListTests {
       }
     }
     #expect(Array(list) == reference)
-    // The largest list grew to three levels of nodes; every change kept the tree's invariants (checked above).
+    // The largest list has three levels of nodes; every change kept the tree's invariants (checked above).
     if initialCount == 5_000 { #expect(heights.contains(3)) }
     for (version, elements) in kept {
       #expect(Array(version) == elements)
@@ -168,6 +169,30 @@ struct IdentifiedListTests {
     #expect(copy != original)
   }
 
+  /// Eight threads change their own copies of one shared list: a write to a node the others share would be a data
+  /// race (ThreadSanitizer runs this) and would show in the shared list.
+  @Test func copiesChangedOnEightThreadsLeaveTheSharedListIntact() async {
+    let shared = IdentifiedList((0..<10_000).map { Item(id: $0, value: 0) })
+    let counts = await withTaskGroup(of: Int.self) { group in
+      for thread in 0..<8 {
+        group.addTask {
+          var copy = shared
+          for step in 0..<500 {
+            copy[id: (thread * 1_000 + step * 7) % 10_000]?.value += 1
+            copy.append(Item(id: 10_000 + thread * 1_000 + step, value: thread))
+            copy.remove(at: step)
+          }
+          return copy.count
+        }
+      }
+      return await group.reduce(into: []) { $0.append($1) }
+    }
+    #expect(counts == Array(repeating: 10_000, count: 8))
+    #expect(shared.count == 10_000)
+    #expect(shared.allSatisfy { $0.value == 0 })
+    #expect(shared == IdentifiedList((0..<10_000).map { Item(id: $0, value: 0) }))
+  }
+
   @Test func listsDifferingInOneElementOrInOrderAreNotEqual() {
     let items = (0..<1_000).map { Item(id: $0, value: $0) }
     let list = IdentifiedList(items)
@@ -202,6 +227,10 @@ struct IdentifiedListTests {
     #expect(list == IdentifiedList(reference.reversed()).reversedList())
     for item in reference { #expect(list[id: item.id] == item) }
     #expect(list[id: CollidingID(value: 1)] == nil)
+    // Down to one element with each hash: collision lists shrink to one element, which moves up into its parent.
+    for item in reference where item.id.value >= 3 { list.remove(id: item.id) }
+    #expect(Array(list) == reference.filter { $0.id.value < 3 })
+    #expect(list == IdentifiedList(reference.filter { $0.id.value < 3 }))
   }
 
   @Test func encodesAsTheArrayOfItsElementsAndDecodesBack() throws {
@@ -232,6 +261,51 @@ struct IdentifiedListTests {
     #expect(list.index(id: 3) == 1)
     #expect(list.index(id: 2) == nil)
     #expect(list.remove(id: 2) == nil)
+  }
+
+  struct Ranked: Identifiable, Comparable, Sendable {
+    let id: Int
+    var rank: Int
+    static func < (lhs: Self, rhs: Self) -> Bool { (lhs.rank, lhs.id) < (rhs.rank, rhs.id) }
+  }
+
+  /// Sorts through the standard library's generic algorithm, which assigns elements one by one.
+  static func sortGenerically<C: MutableCollection & RandomAccessCollection>(_ collection: inout C)
+  where C.Element: Comparable {
+    collection.sort()
+  }
+
+  @Test func reorderingThroughTheStandardLibraryAndSlicesKeepsEachIDOnce() throws {
+    var random = SplitMix(seed: 9)
+    var reference = (0..<300).map { Ranked(id: $0, rank: Int.random(in: 0..<50, using: &random)) }
+    var list = IdentifiedList(reference)
+    list.sort()
+    reference.sort()
+    #expect(Array(list) == reference)
+    reference.shuffle(using: &random)
+    list = IdentifiedList(reference)
+    Self.sortGenerically(&list)
+    Self.sortGenerically(&reference)
+    #expect(Array(list) == reference)
+    list[20..<80].reverse()
+    reference[20..<80].reverse()
+    list[100..<150].shuffle(using: &random)
+    var copy = random
+    reference[100..<150].shuffle(using: &copy)
+    #expect(Set(list.map(\.id)) == Set(reference.map(\.id)))
+    list[100..<150].sort()
+    reference[100..<150].sort()
+    list[200...].sort { $0.rank > $1.rank || ($0.rank == $1.rank && $0.id < $1.id) }
+    reference[200...].sort { $0.rank > $1.rank || ($0.rank == $1.rank && $0.id < $1.id) }
+    #expect(Array(list) == reference)
+    _ = list.partition { $0.rank % 2 == 0 }
+    #expect(Set(list.map(\.id)) == Set(0..<300))
+    for item in reference { #expect(list[id: item.id] == item) }
+    // A sort whose comparison throws leaves the list as it was.
+    struct Stop: Error {}
+    let before = list
+    #expect(throws: Stop.self) { try list.sort { _, _ in throw Stop() } }
+    #expect(Array(list) == Array(before))
   }
 
   @Test func reverseAndShuffleKeepEveryElementOnce() {

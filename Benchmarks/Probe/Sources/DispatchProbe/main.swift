@@ -66,11 +66,29 @@ func observeRows(count: Int, items: Int) {
   withExtendedLifetime(observed) {}
 }
 
+/// A store of `items` rows in an `IdentifiedList`, recorded in memory: each dispatch toggles a row by id while the
+/// recorder keeps the previous models (issue 27, point 1).
+func recordRows(count: Int, items: Int) {
+  let store = Store(
+    identifier: "rows", model: Rows(rows: IdentifiedList((0..<items).map { Row(id: $0, title: "Row \($0)") }))
+  ) { (action: RowsAction, model) in
+    switch action {
+    case .toggle(let id): model.rows[id: id]?.done.toggle()
+    }
+  }
+  let dispatcher = Dispatcher()
+  try! dispatcher.register(store: store)
+  let recorder = RecorderMiddleware(maxNumberOfRecords: 1_000)
+  dispatcher.register(middleware: recorder)
+  for index in 0..<count { try! dispatcher.dispatchSync(action: RowsAction.toggle(index % items)) }
+  precondition(recorder.records.count == min(count, 1_000), "the probe's recorder kept \(recorder.records.count)")
+}
+
 let shapes = [
   "inplace", "op", "chain", "tokensinplace", "tokensop", "handle", "recorder",
   "recorderfile", "oprecorder", "oprecorderfile", "verify", "restore",
   "handle10", "allornothing", "allornothing10", "contended", "contendedallornothing",
-  "observedrows10", "observedrows10000",
+  "observedrows10", "observedrows10000", "recordedrows10", "recordedrows10000",
 ]
 let arguments = CommandLine.arguments
 guard arguments.count == 3, let count = Int(arguments[1]),
@@ -82,6 +100,10 @@ else {
 let shape = arguments[2]
 if shape.hasPrefix("observedrows") {
   observeRows(count: count, items: Int(shape.dropFirst("observedrows".count))!)
+  exit(0)
+}
+if shape.hasPrefix("recordedrows") {
+  recordRows(count: count, items: Int(shape.dropFirst("recordedrows".count))!)
   exit(0)
 }
 let dispatcher = Dispatcher()

@@ -1,0 +1,261 @@
+/// What changed from one version of an ``IdentifiedList`` to another.
+///
+/// The elements added or replaced, the ids removed, and the splices of the order: what a session record will write
+/// for a list instead of the whole list (proposal 0017).
+struct ListChanges<Element: Identifiable> {
+  /// The elements added or replaced, in no particular order.
+  var updated: [Element] = []
+  /// The ids of the elements removed.
+  var removed: [Element.ID] = []
+  /// The changes of the order, left to right: each applies to the order as the splices before it left it.
+  var splices: [OrderSplice<Element.ID>] = []
+
+  var isEmpty: Bool { updated.isEmpty && removed.isEmpty && splices.isEmpty }
+}
+
+/// At `position`, `removing` ids go and `ids` come in their place.
+struct OrderSplice<ID: Hashable>: Equatable {
+  var position: Int
+  var removing: Int
+  var ids: [ID]
+}
+
+/// Changes that do not apply to the list they are applied to: a session whose lines do not follow each other.
+struct ListChangesMismatch: Error, CustomStringConvertible {
+  let description: String
+}
+
+extension IdentifiedList {
+  /// What changed from `old` to this list, found by walking both lists' trees together and skipping the nodes they
+  /// share: for two versions of one list, the cost of the changed paths.
+  ///
+  /// - Parameters:
+  ///   - old: An earlier version of this list (any list works; one that shares no node costs a walk of both).
+  ///   - same: Whether two elements with the same id are equal; an element for which it returns `false` is listed
+  ///     as updated.
+  /// - Returns: The changes that turn `old` into this list.
+  func changes(since old: IdentifiedList, same: (Element, Element) -> Bool) -> ListChanges<Element> {
+    var changes = ListChanges<Element>()
+    ElementNode.differences(from: old.elements.root, to: elements.root, shift: 0, same: same, into: &changes)
+    changes.splices = OrderNode.splices(from: old.order.root, to: order.root)
+    return changes
+  }
+
+  /// Applies changes made by ``changes(since:same:)`` to a list equal to the one they were made from.
+  ///
+  /// - Parameter changes: The changes.
+  /// - Throws: ``ListChangesMismatch`` if they do not fit this list (an id removed that is not there, a splice past
+  ///   its end, an id the order gains or loses that the elements do not); the list is then left as it was.
+  mutating func apply(_ changes: ListChanges<Element>) throws {
+    var result = self
+    // What the order loses and gains must be what the elements lose and gain: checked without visiting the list.
+    var leftOrder: [Element.ID: Int] = [:]
+    for splice in changes.splices {
+      guard splice.position >= 0, splice.removing >= 0, splice.position + splice.removing <= result.order.count
+      else {
+        throw ListChangesMismatch(
+          description: "a change of the order at \(splice.position) does not fit a list of \(result.order.count)")
+      }
+      for _ in 0..<splice.removing { leftOrder[result.order.remove(at: splice.position), default: 0] -= 1 }
+      for (offset, id) in splice.ids.enumerated() {
+        result.order.insert(id, at: splice.position + offset)
+        leftOrder[id, default: 0] += 1
+      }
+    }
+    var gone = Set<Element.ID>()
+    for id in changes.removed {
+      guard result.elements.remove(id) != nil, gone.insert(id).inserted else {
+        throw ListChangesMismatch(description: "the removed id \(id) is not in the list")
+      }
+    }
+    var added = Set<Element.ID>()
+    for element in changes.updated where result.elements.update(element) == nil {
+      guard added.insert(element.id).inserted else {
+        throw ListChangesMismatch(description: "the id \(element.id) is added twice")
+      }
+    }
+    for (id, net) in leftOrder where net != 0 {
+      let fits = net == -1 ? gone.remove(id) != nil : net == 1 ? added.remove(id) != nil : false
+      guard fits else {
+        throw ListChangesMismatch(description: "the order and the elements disagree about the id \(id)")
+      }
+    }
+    guard gone.isEmpty, added.isEmpty else {
+      throw ListChangesMismatch(description: "the order and the elements disagree about the ids \(gone.union(added))")
+    }
+    self = result
+  }
+}
+
+extension ElementNode {
+  /// Adds to `changes` the elements of `new` that are not in `old` or differ from it (`updated`) and the ids of
+  /// `old` that are not in `new` (`removed`), skipping the subtrees the two share.
+  static func differences(
+    from old: ElementNode, to new: ElementNode, shift: Int, same: (Element, Element) -> Bool,
+    into changes: inout ListChanges<Element>
+  ) {
+    if old === new { return }
+    if old.isCollision || new.isCollision {
+      differences(from: old.allItems(), to: new.allItems(), same: same, into: &changes)
+      return
+    }
+    let bits = old.itemMap | old.childMap | new.itemMap | new.childMap
+    var remaining = bits
+    while remaining != 0 {
+      let bit = remaining & (~remaining &+ 1)
+      remaining &= remaining &- 1
+      let oldItem = old.itemMap & bit != 0 ? old.items[slot(old.itemMap, bit)] : nil
+      let newItem = new.itemMap & bit != 0 ? new.items[slot(new.itemMap, bit)] : nil
+      let oldChild = old.childMap & bit != 0 ? old.children[slot(old.childMap, bit)] : nil
+      let newChild = new.childMap & bit != 0 ? new.children[slot(new.childMap, bit)] : nil
+      if let oldChild, let newChild {
+        differences(from: oldChild, to: newChild, shift: shift + bitsPerLevel, same: same, into: &changes)
+      } else if oldChild != nil || newChild != nil {
+        // An element on one side, a subtree (or nothing) on the other: compare their elements by id.
+        let before = oldItem.map { [$0] } ?? oldChild?.allItems() ?? []
+        let after = newItem.map { [$0] } ?? newChild?.allItems() ?? []
+        differences(from: before, to: after, same: same, into: &changes)
+      } else {
+        switch (oldItem, newItem) {
+        case (let oldItem?, let newItem?) where oldItem.id == newItem.id:
+          if !same(oldItem, newItem) { changes.updated.append(newItem) }
+        case (let oldItem, let newItem):
+          if let oldItem { changes.removed.append(oldItem.id) }
+          if let newItem { changes.updated.append(newItem) }
+        }
+      }
+    }
+  }
+
+  /// The differences between two small lists of elements, by id.
+  private static func differences(
+    from old: [Element], to new: [Element], same: (Element, Element) -> Bool, into changes: inout ListChanges<Element>
+  ) {
+    var before: [Element.ID: Element] = [:]
+    for item in old { before[item.id] = item }
+    for item in new {
+      if let previous = before.removeValue(forKey: item.id) {
+        if !same(previous, item) { changes.updated.append(item) }
+      } else {
+        changes.updated.append(item)
+      }
+    }
+    // In the order of `old`, so that the result does not depend on the dictionary's.
+    for item in old where before[item.id] != nil { changes.removed.append(item.id) }
+  }
+
+  /// Every element in this node and below it.
+  func allItems() -> [Element] {
+    var items: [Element] = []
+    forEach { items.append($0) }
+    return items
+  }
+}
+
+extension OrderNode {
+  /// The splices that turn the order under `old` into the order under `new`, found by expanding both trees, from
+  /// the top, only where their nodes differ, then comparing the identifiers of the leaves that differ.
+  static func splices(from old: OrderNode, to new: OrderNode) -> [OrderSplice<ID>] {
+    if old === new { return [] }
+    var before = [Frontier(node: old, height: old.height)]
+    var after = [Frontier(node: new, height: new.height)]
+    // Expand the highest nodes the other side does not hold, until the nodes that differ are leaves.
+    while true {
+      let shared = Set(before.map { ObjectIdentifier($0.node) }).intersection(after.map { ObjectIdentifier($0.node) })
+      let tallest = (before + after).filter { !shared.contains(ObjectIdentifier($0.node)) }.map(\.height).max() ?? 0
+      guard tallest > 0 else { break }
+      before = expand(before, height: tallest, keeping: shared)
+      after = expand(after, height: tallest, keeping: shared)
+    }
+    // Walk both: a node both hold, in the same order, is kept; what lies between two kept nodes is a region whose
+    // identifiers changed.
+    let inAfter = Dictionary(after.enumerated().map { (ObjectIdentifier($1.node), $0) }) { first, _ in first }
+    var splices: [OrderSplice<ID>] = []
+    var position = 0
+    var removed: [ID] = []
+    var inserted: [ID] = []
+    var lastMatched = -1
+    var next = 0
+    func flush() {
+      defer {
+        position += inserted.count
+        removed.removeAll()
+        inserted.removeAll()
+      }
+      var prefix = 0
+      while prefix < removed.count && prefix < inserted.count && removed[prefix] == inserted[prefix] { prefix += 1 }
+      var suffix = 0
+      while suffix < removed.count - prefix && suffix < inserted.count - prefix
+        && removed[removed.count - 1 - suffix] == inserted[inserted.count - 1 - suffix]
+      {
+        suffix += 1
+      }
+      guard removed.count - prefix - suffix > 0 || inserted.count - prefix - suffix > 0 else { return }
+      splices.append(
+        OrderSplice(
+          position: position + prefix, removing: removed.count - prefix - suffix,
+          ids: Array(inserted[prefix..<(inserted.count - suffix)])))
+    }
+    for entry in before {
+      if let match = inAfter[ObjectIdentifier(entry.node)], match > lastMatched {
+        // The new side's nodes before the match are new here.
+        while next < match {
+          inserted.append(contentsOf: after[next].node.allIDs())
+          next += 1
+        }
+        flush()
+        position += entry.node.count
+        lastMatched = match
+        next = match + 1
+      } else {
+        removed.append(contentsOf: entry.node.allIDs())
+      }
+    }
+    while next < after.count {
+      inserted.append(contentsOf: after[next].node.allIDs())
+      next += 1
+    }
+    flush()
+    return splices
+  }
+
+  struct Frontier {
+    let node: OrderNode
+    /// 0 for a leaf.
+    let height: Int
+  }
+
+  private static func expand(_ frontier: [Frontier], height: Int, keeping shared: Set<ObjectIdentifier>) -> [Frontier] {
+    var expanded: [Frontier] = []
+    for entry in frontier {
+      if entry.height == height && !shared.contains(ObjectIdentifier(entry.node)) {
+        for child in entry.node.children { expanded.append(Frontier(node: child, height: height - 1)) }
+      } else {
+        expanded.append(entry)
+      }
+    }
+    return expanded
+  }
+
+  /// The number of levels below this node: 0 for a leaf.
+  var height: Int {
+    var node = self
+    var height = 0
+    while !node.isLeaf {
+      node = node.children[0]
+      height += 1
+    }
+    return height
+  }
+
+  /// The identifiers under this node, in order.
+  func allIDs() -> [ID] {
+    var ids: [ID] = []
+    ids.reserveCapacity(count)
+    forEachLeaf { leaf in
+      ids.append(contentsOf: leaf)
+      return true
+    }
+    return ids
+  }
+}

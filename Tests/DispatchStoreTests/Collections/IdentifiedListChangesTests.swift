@@ -1,0 +1,110 @@
+import Testing
+
+@testable import DispatchStore
+
+/// The changes between two versions of a list: applied to the older one, or to a list equal to it built another way,
+/// they make the newer one; a one-element change is one entry.
+@Suite("IdentifiedList changes")
+struct IdentifiedListChangesTests {
+  typealias Item = IdentifiedListTests.Item
+
+  /// One random change of `list`, as `Array` would make it to `reference`.
+  static func change(
+    _ list: inout IdentifiedList<Item>, _ reference: inout [Item], nextID: inout Int, using random: inout SplitMix
+  ) {
+    switch Int.random(in: 0..<6, using: &random) {
+    case 0:
+      let item = Item(id: nextID, value: 0)
+      nextID += 1
+      let position = Int.random(in: 0...reference.count, using: &random)
+      reference.insert(item, at: position)
+      list.insert(item, at: position)
+    case 1 where !reference.isEmpty:
+      let position = Int.random(in: 0..<reference.count, using: &random)
+      reference.remove(at: position)
+      list.remove(at: position)
+    case 2 where reference.count > 1:
+      let (first, second) = (
+        Int.random(in: 0..<reference.count, using: &random), Int.random(in: 0..<reference.count, using: &random)
+      )
+      reference.swapAt(first, second)
+      list.swapAt(first, second)
+    case 3:
+      let item = Item(id: nextID, value: 0)
+      nextID += 1
+      reference.append(item)
+      list.append(item)
+    default:
+      guard !reference.isEmpty else { return }
+      let position = Int.random(in: 0..<reference.count, using: &random)
+      reference[position].value += 1
+      list[position].value += 1
+    }
+  }
+
+  @Test(arguments: [0, 40, 5_000])
+  func changesAppliedToAnEqualListMakeTheNewerVersion(initialCount: Int) throws {
+    var random = SplitMix(seed: UInt64(initialCount) + 3)
+    var reference = (0..<initialCount).map { Item(id: $0, value: $0) }
+    var list = IdentifiedList(reference)
+    var nextID = initialCount
+    for round in 0..<300 {
+      let (old, oldReference) = (list, reference)
+      for _ in 0..<(round % 5 + 1) { Self.change(&list, &reference, nextID: &nextID, using: &random) }
+      let changes = list.changes(since: old, same: ==)
+
+      var same = old
+      try same.apply(changes)
+      #expect(Array(same) == reference)
+      // The reader's base is decoded, not the writer's nodes: a list of the same elements built at once.
+      var rebuilt = IdentifiedList(oldReference)
+      try rebuilt.apply(changes)
+      #expect(Array(rebuilt) == reference)
+      #expect(rebuilt == list)
+    }
+  }
+
+  @Test func aOneElementChangeIsOneEntry() {
+    let list = IdentifiedList((0..<10_000).map { Item(id: $0, value: 0) })
+
+    var changed = list
+    changed[id: 6_000]?.value = 1
+    var changes = changed.changes(since: list, same: ==)
+    #expect(changes.updated == [Item(id: 6_000, value: 1)])
+    #expect(changes.removed.isEmpty && changes.splices.isEmpty)
+
+    var appended = list
+    appended.append(Item(id: 10_000, value: 0))
+    changes = appended.changes(since: list, same: ==)
+    #expect(changes.updated == [Item(id: 10_000, value: 0)])
+    #expect(changes.splices == [OrderSplice(position: 10_000, removing: 0, ids: [10_000])])
+
+    var removed = list
+    removed.remove(at: 3_000)
+    changes = removed.changes(since: list, same: ==)
+    #expect(changes.removed == [3_000])
+    #expect(changes.splices == [OrderSplice(position: 3_000, removing: 1, ids: [])])
+    #expect(changes.updated.isEmpty)
+
+    #expect(list.changes(since: list, same: ==).isEmpty)
+  }
+
+  @Test func changesThatDoNotFitThrowAndLeaveTheListAsItWas() {
+    let list = IdentifiedList((0..<100).map { Item(id: $0, value: 0) })
+    var other = list
+    other.remove(at: 10)
+    let changes = other.changes(since: list, same: ==)
+    // Applied to a list that no longer holds the id they remove.
+    var target = other
+    #expect(throws: ListChangesMismatch.self) { try target.apply(changes) }
+    #expect(target == other)
+    // A splice past the end.
+    var short = IdentifiedList([Item(id: 1, value: 0)])
+    let far = ListChanges<Item>(splices: [OrderSplice(position: 5, removing: 1, ids: [])])
+    #expect(throws: ListChangesMismatch.self) { try short.apply(far) }
+    // An element added without a place in the order.
+    let orphan = ListChanges<Item>(updated: [Item(id: 99, value: 0)])
+    #expect(throws: ListChangesMismatch.self) { try short.apply(orphan) }
+    #expect(Array(short) == [Item(id: 1, value: 0)])
+  }
+}
