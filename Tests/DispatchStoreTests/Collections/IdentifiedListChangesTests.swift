@@ -48,7 +48,9 @@ struct IdentifiedListChangesTests {
     var reference = (0..<initialCount).map { Item(id: $0, value: $0) }
     var list = IdentifiedList(reference)
     var nextID = initialCount
-    for round in 0..<300 {
+    // Fewer rounds under a sanitizer: its runtime makes each several times slower, and the suites beside this one
+    // wait for Dispatch's threads with deadlines.
+    for round in 0..<(isSanitized ? 60 : 300) {
       let (old, oldReference) = (list, reference)
       for _ in 0..<(round % 5 + 1) { Self.change(&list, &reference, nextID: &nextID, using: &random) }
       let changes = list.changes(since: old, same: ==)
@@ -56,11 +58,14 @@ struct IdentifiedListChangesTests {
       var same = old
       try same.apply(changes)
       #expect(Array(same) == reference)
-      // The reader's base is decoded, not the writer's nodes: a list of the same elements built at once.
-      var rebuilt = IdentifiedList(oldReference)
-      try rebuilt.apply(changes)
-      #expect(Array(rebuilt) == reference)
-      #expect(rebuilt == list)
+      // The reader's base is decoded, not the writer's nodes: a list of the same elements built at once (every
+      // tenth round: building it is most of the cost).
+      if round % 10 == 0 {
+        var rebuilt = IdentifiedList(oldReference)
+        try rebuilt.apply(changes)
+        #expect(Array(rebuilt) == reference)
+        #expect(rebuilt == list)
+      }
     }
   }
 
