@@ -225,22 +225,11 @@ func registerRecordingAtScale() {
 /// Each dispatch toggles a row, and the model compares the rows before and after. Plain, not recorded.
 private func registerObservedRowsAtScale() {
   for count in scaleSizes {
-    let array = LazyChildFixture { ObservedState(count: count, store: makeRowListStore(count: count)) { $0.rows } }
-    let list = LazyChildFixture {
+    let array = LazyFixture { ObservedState(count: count, store: makeRowListStore(count: count)) { $0.rows } }
+    let list = LazyFixture {
       ObservedState(count: count, store: makeRowIdentifiedListStore(count: count)) { $0.rows }
     }
-    for (name, fixture) in [("list", array), ("identifiedList", list)] {
-      Benchmark(
-        "Scale.dispatch(\(name),items:\(count),observedRows)", configuration: scaleConfiguration(count: count)
-      ) { benchmark in
-        let state = fixture.dispatchable
-        benchmark.startMeasurement()
-        for _ in benchmark.scaledIterations {
-          state.dispatchNext()
-        }
-        benchmark.stopMeasurement()
-      }
-    }
+    registerListPair(count: count, case: "observedRows", list: array, identifiedList: list)
   }
 }
 
@@ -428,27 +417,32 @@ private final class LazyScaleFixture<Model: ModelType & Codable, Action: ActionT
 /// The dispatch toggles a row through the parent (plain, not recorded). For the `Array` list and the `IdentifiedList`.
 private func registerChildStoresAtScale() {
   for count in scaleSizes {
-    let array = LazyChildFixture {
+    let array = LazyFixture {
       ChildState(count: count, store: makeRowListStore(count: count)) { store, id in
         store.scope(\.rows, id: id, action: RowListAction.row)
       }
     }
-    let list = LazyChildFixture {
+    let list = LazyFixture {
       ChildState(count: count, store: makeRowIdentifiedListStore(count: count)) { store, id in
         store.scope(\.rows, id: id, action: RowListAction.row)
       }
     }
-    for (name, fixture) in [("list", array), ("identifiedList", list)] {
-      Benchmark(
-        "Scale.dispatch(\(name),items:\(count),childStoresByID:10)", configuration: scaleConfiguration(count: count)
-      ) { benchmark in
-        let state = fixture.dispatchable
-        benchmark.startMeasurement()
-        for _ in benchmark.scaledIterations {
-          state.dispatchNext()
-        }
-        benchmark.stopMeasurement()
+    registerListPair(count: count, case: "childStoresByID:10", list: array, identifiedList: list)
+  }
+}
+
+/// The same case over the `Array` list and the `IdentifiedList`: `Scale.dispatch(list|identifiedList,items:N,CASE)`.
+private func registerListPair(count: Int, case name: String, list: LazyFixture, identifiedList: LazyFixture) {
+  for (shape, fixture) in [("list", list), ("identifiedList", identifiedList)] {
+    Benchmark(
+      "Scale.dispatch(\(shape),items:\(count),\(name))", configuration: scaleConfiguration(count: count)
+    ) { benchmark in
+      let state = fixture.dispatchable
+      benchmark.startMeasurement()
+      for _ in benchmark.scaledIterations {
+        state.dispatchNext()
       }
+      benchmark.stopMeasurement()
     }
   }
 }
@@ -487,7 +481,7 @@ private final class ChildState<Model: ModelType>: Dispatchable, @unchecked Senda
   }
 }
 
-private final class LazyChildFixture: @unchecked Sendable {
+private final class LazyFixture: @unchecked Sendable {
   // `@unchecked Sendable`: benchmarks run one at a time, on one thread.
   private let make: () -> any Dispatchable
   private var made: (any Dispatchable)?
