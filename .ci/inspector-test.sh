@@ -232,6 +232,23 @@ for number in 1 4 6 7; do
   [[ "$opened" == "Dispatch $number: "* ]] || fail "the row of dispatch $number opened $opened"
 done
 # Filters: by state, as words in the filter (or by clicking a summary chip, which fills it in).
+# Format 3: the same story with its todo list in list forms (whole, or the changes from the previous record line)
+# shows the same rows, changes and models for every dispatch and move.
+python3 .ci/make-session.py lists "$work/lists.jsonl"
+"$bin/dispatchstore-inspect" "$work/lists.jsonl" -o "$work/lists.html"
+grep -q '"~set"' "$work/lists.jsonl" || fail "the lists story holds no list changes"
+for fragment in "#click=1" "#click=2" "#click=3" "#click=4" "#click=5" "#click=6" "#click=7" "#move=1" "#move=3"; do
+  dom "$work/story.html" "$fragment" > "$work/story-click.dom"
+  dom "$work/lists.html" "$fragment" > "$work/lists-click.dom"
+  [ "$(rows "$work/lists-click.dom")" = "$(rows "$work/story-click.dom")" ] || fail "list forms: rows differ at $fragment"
+  for part in detail-title detail-changes detail-models; do
+    [ "$(text "$work/lists-click.dom" $part)" = "$(text "$work/story-click.dom" $part)" ] \
+      || fail "list forms: $part differs at $fragment: $(text "$work/lists-click.dom" $part)"
+  done
+done
+grep -q '"walk the dog"' <<< "$(text "$work/lists-click.dom" detail-models)" || fail "the lists story's models"
+echo "inspector: a format 3 session with list forms shows what its version 2 twin shows"
+
 filtered() {  # FILTER: the rows it leaves, one line
   dom "$work/story.html" "#filter=$1" > "$work/filter.dom"
   rows "$work/filter.dom" | cut -d'|' -f1 | paste -sd, -

@@ -9,6 +9,8 @@ library: if the library loads them, its hash chain is the one the DocC article d
   make-session.py forged PATH      the story, its sixth line (dispatch 4) replaced by one that is not JSON and
                                    re-hashed: its hash is valid, its content is not
   make-session.py empty PATH       a header and a first snapshot: no record yet
+  make-session.py lists PATH       the story in format version 3: its todo list written in list forms, whole or as
+                                   the changes from the store's previous record line
 """
 import json
 import sys
@@ -91,6 +93,61 @@ def item(identifier, title, done):
     return {"id": identifier, "title": title, "done": done}
 
 
+def key(value):
+    return compact(value)
+
+
+def with_list_forms(lines):
+    """The lines in format version 3: each record's "items" as the changes from the previous record line's (named
+    by "z"), or whole after a move; written from the version 3 section of the DocC article, not from the library."""
+    out, previous = [], None
+    for text in lines:
+        value = json.loads(text)
+        if value.get("format"):
+            value["version"] = 3
+            out.append(compact(value))
+            continue
+        if value["k"] == "m":
+            previous = None
+        if value["k"] != "r":
+            out.append(text)
+            continue
+        items = value["m"]["items"]
+        if previous is None:
+            form = {"~ids": [i["id"] for i in items], "~all": items}
+        else:
+            old = {key(i["id"]): i for i in previous[1]}
+            new = {key(i["id"]): i for i in items}
+            form = {}
+            updated = sorted((k, i) for k, i in new.items() if old.get(k) != i)
+            if updated:
+                form["~set"] = [[i["id"], i] for _, i in updated]
+            removed = sorted(k for k in old if k not in new)
+            if removed:
+                form["~remove"] = [json.loads(k) for k in removed]
+            before, after = [key(i["id"]) for i in previous[1]], [key(i["id"]) for i in items]
+            if before != after:
+                start = 0
+                while start < min(len(before), len(after)) and before[start] == after[start]:
+                    start += 1
+                end = 0
+                while end < min(len(before), len(after)) - start and before[-1 - end] == after[-1 - end]:
+                    end += 1
+                form["~order"] = [[start, len(before) - start - end,
+                                   [json.loads(k) for k in after[start:len(after) - end]]]]
+        head = '{"k":"r","i":%d,"t":%d,"s":"todos"' % (value["i"], value["t"])
+        if previous is not None:
+            head += ',"z":%d' % previous[0]
+        model = dict(value["m"], items=form)
+        rest = {k: v for k, v in value.items() if k not in ("k", "i", "t", "s", "m")}
+        text = head + ',"a":%s,"m":%s,"l":[["items"]]' % (compact(rest.pop("a")), compact(model))
+        for field, field_value in rest.items():
+            text += ',"%s":%s' % (field, json.dumps(field_value))
+        out.append(text + "}")
+        previous = (value["i"], items)
+    return out
+
+
 def main():
     lines = [HEADER, '{"k":"s","i":0,"m":{"todos":{"items":[],"nextID":1}},"a":{}}']
     if sys.argv[1] == "diverging":
@@ -100,8 +157,10 @@ def main():
         lines.append(record(1, {"add": {"_0": "walk the dog"}}, {"items": [milk, dog], "nextID": 3}))
         # Recorded by a build whose `complete` forgot to mark the item: today's reducer does.
         lines.append(record(2, {"complete": {"_0": 1}}, {"items": [milk, dog], "nextID": 3}))
-    elif sys.argv[1] in ("story", "forged"):
+    elif sys.argv[1] in ("story", "forged", "lists"):
         story(lines.append)
+        if sys.argv[1] == "lists":
+            lines = with_list_forms(lines)
         if sys.argv[1] == "forged":
             # A record that is not JSON (its model is cut short by markup), hashed as if a recorder wrote it.
             lines[5] = ('{"k":"r","i":3,"t":%d,"s":"todos","a":{"complete":{"_0":7}},"m":{"items":[' % START +

@@ -218,6 +218,63 @@ func registerRecordingAtScale() {
   registerChildStoresAtScale()
   registerChangeWhileCopyHeld()
   registerObservedRowsAtScale()
+  registerSessionAtScale()
+}
+
+// MARK: - A long session of a large model
+
+/// A session file of 100,000 records of an `IdentifiedList` of 10,000 rows, one row toggled per dispatch, written by
+/// a recorder: made before the first iteration of the first case that reads it.
+private let longSession = LazyFile {
+  let url = temporarySession("long-session")
+  let dispatcher = Dispatcher()
+  try! dispatcher.register(store: makeRowIdentifiedListStore(count: 10_000))
+  let recorder = RecorderMiddleware(maxNumberOfRecords: 1_000)
+  dispatcher.register(middleware: recorder)
+  try! recorder.attach(appendingTo: url, codecs: rowCodecs)
+  for index in 0..<100_000 { try! dispatcher.dispatchSync(action: RowListAction.row(id: index % 10_000, .toggle)) }
+  recorder.flush()
+  precondition(recorder.persistenceError == nil)
+  return url
+}
+
+private let rowCodecs: SessionCodecs = {
+  var codecs = SessionCodecs()
+  codecs.register(storeIdentifier: "scale", model: RowIdentifiedList.self, action: RowListAction.self)
+  return codecs
+}()
+
+/// The long session: loading it, restoring its end, verifying it whole.
+///
+/// Loading checks every line; restoring puts the models at its end in fresh stores. Figures per run.
+private func registerSessionAtScale() {
+  let configuration = Benchmark.Configuration(scalingFactor: .one, maxDuration: .seconds(10), maxIterations: 10)
+  let name = "Scale.session(identifiedList,items:10000,records:100000"
+  Benchmark("\(name),load)", configuration: configuration) { benchmark in
+    let url = longSession.url
+    benchmark.startMeasurement()
+    let session = try! Session.load(from: url, codecs: rowCodecs)
+    benchmark.stopMeasurement()
+    precondition(session.recordCount == 100_000)
+  }
+  Benchmark("\(name),restore)", configuration: configuration) { benchmark in
+    let session = try! Session.load(from: longSession.url, codecs: rowCodecs)
+    let dispatcher = Dispatcher()
+    let store = makeRowIdentifiedListStore(count: 10_000)
+    try! dispatcher.register(store: store)
+    benchmark.startMeasurement()
+    try! session.restore(into: dispatcher)
+    benchmark.stopMeasurement()
+    blackHole(store.model)
+  }
+  Benchmark("\(name),verify)", configuration: configuration) { benchmark in
+    let session = try! Session.load(from: longSession.url, codecs: rowCodecs)
+    let dispatcher = Dispatcher()
+    try! dispatcher.register(store: makeRowIdentifiedListStore(count: 10_000))
+    benchmark.startMeasurement()
+    try! session.verify(against: dispatcher)
+    benchmark.stopMeasurement()
+  }
 }
 
 /// An `ObservedModel` following the store synchronously, whose `rows` were read (as a view's `ForEach` reads them).
@@ -290,14 +347,16 @@ private func registerChangeWhileCopyHeld() {
   }
 }
 
-/// An iteration of `count` items: 1,000 dispatches up to 1,000 items, one from 10,000; figures are per dispatch.
+/// An iteration of `count` items: 1,000 dispatches up to 1,000 items, one from 10,000 (`atEveryCount`: 1,000 at
+/// every count, for the shapes whose dispatch does not grow with it); figures are per dispatch.
 ///
 /// A file's flush ends each iteration, so that the writer's share is in the figure, spread over the
-/// iteration's dispatches as an app's would be.
-private func scaleConfiguration(count: Int) -> Benchmark.Configuration {
+/// iteration's dispatches as an app's would be: the same number of dispatches a flush wherever two counts are
+/// compared.
+private func scaleConfiguration(count: Int, atEveryCount: Bool = false) -> Benchmark.Configuration {
   .init(
     metrics: [.wallClock, .mallocCountTotal, .custom("bytesPerRecord", useScalingFactor: false)],
-    timeUnits: .nanoseconds, scalingFactor: count <= 1_000 ? .kilo : .one, maxDuration: .seconds(2),
+    timeUnits: .nanoseconds, scalingFactor: count <= 1_000 || atEveryCount ? .kilo : .one, maxDuration: .seconds(2),
     maxIterations: 200)
 }
 
@@ -313,7 +372,7 @@ private func registerScale<Model, Action>(_ shape: ScaleShape<Model, Action>) {
       let fixture = LazyScaleFixture(shape: shape, count: count, recording: recording)
       Benchmark(
         "Scale.dispatch(\(shape.name),items:\(count),recorder:\(recording.rawValue))",
-        configuration: scaleConfiguration(count: count)
+        configuration: scaleConfiguration(count: count, atEveryCount: shape.name.hasPrefix("identified"))
       ) { benchmark in
         let state = fixture.state
         benchmark.startMeasurement()

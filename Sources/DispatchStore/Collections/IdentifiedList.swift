@@ -272,7 +272,11 @@ extension IdentifiedList: Encodable where Element: Encodable {
   ///
   /// - Parameter encoder: The encoder.
   /// - Throws: What encoding an element throws.
-  @inlinable public func encode(to encoder: any Encoder) throws {
+  public func encode(to encoder: any Encoder) throws {
+    // A session's writer writes the list as the changes from its previous record, or whole with its ids.
+    if let stream = encoder as? JSONStreamEncoder, let lists = stream.lists, try lists.write(self, to: stream) {
+      return
+    }
     var container = encoder.unkeyedContainer()
     for element in self { try container.encode(element) }
   }
@@ -283,7 +287,14 @@ extension IdentifiedList: Decodable where Element: Decodable {
   ///
   /// - Parameter decoder: The decoder.
   /// - Throws: `DecodingError.dataCorrupted` if two elements have the same id; what decoding an element throws.
-  @inlinable public init(from decoder: any Decoder) throws {
+  public init(from decoder: any Decoder) throws {
+    // A session's reader reads the list from its session form: whole with its ids, or as changes from a base.
+    if let lists = decoder.userInfo[ListDecoding.key] as? ListDecoding,
+      let list = try lists.decode(Self.self, from: decoder)
+    {
+      self = list
+      return
+    }
     var container = try decoder.unkeyedContainer()
     var trie = ElementTrie<Element>()
     var ids: [Element.ID] = []

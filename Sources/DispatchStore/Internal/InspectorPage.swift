@@ -224,12 +224,23 @@ enum InspectorPage {
     // An operation whose records were filed at its changes, then failed or was cancelled: its outcome line gives
     // every record of its transaction the error.
     const outcomes = new Map((S.outcomes || []).map((o) => [o.t, o]));
+    // Each store's latest record line: the base of the next one's list changes ("z").
+    const previousOfStore = new Map();
     for (const line of S.lines) {
       if (line.k === "m") {
         entries.push({ kind: "move", line, from: cursor, to: line.i, back: line.i < cursor });
         cursor = line.i;
         continue;
       }
+      if (line.z !== undefined) {
+        const base = previousOfStore.get(line.s);
+        if (!base || base.i !== line.z) {
+          throw new SessionFailure("Line " + line.n + ": the base of its lists, record #" + line.z +
+            ", is not its store's previous record line.", { cause: "file" });
+        }
+        line.base = base;
+      }
+      previousOfStore.set(line.s, line);
       const outcome = outcomes.size ? outcomes.get(line.t) : undefined;
       if (outcome) {
         if (outcome.e !== undefined) line.e = outcome.e;
@@ -312,8 +323,82 @@ enum InspectorPage {
       if (snapshot && (!record || snapshot.i > record.i)) {
         return { model: snapshot.m[store], from: "the snapshot before record #" + snapshot.i };
       }
-      return record ? { model: record.m, from: "record #" + record.i } : null;
+      return record ? { model: modelOf(record), from: "record #" + record.i } : null;
     }
+    // A record's model. A line of format 3 may hold IdentifiedLists in their list forms ("l" lists their paths):
+    // whole, {"~ids","~all"}, or as changes from the same list in its base line, {"~set","~remove","~order"}. The
+    // model with plain arrays is rebuilt from the line whose lists are whole, or from the last one rebuilt.
+    const idKey = (id) => JSON.stringify(id);
+    let lastLists = null;
+    const remembered = [];
+    function at(value, path) {
+      for (const key of path) value = value === null || typeof value !== "object" ? undefined : value[key];
+      return value;
+    }
+    function listsOf(r) {
+      const chain = [];
+      let start = null;
+      for (let line = r; line; line = line.base) {
+        if (lastLists && lastLists.line === line) { start = lastLists.lists; break; }
+        chain.push(line);
+        if (line.z === undefined) break;
+      }
+      // The lists by path: their ids' keys in order, and their elements by key.
+      const lists = new Map();
+      for (const [path, list] of start || []) lists.set(path, { ids: list.ids.slice(), byKey: new Map(list.byKey) });
+      for (const line of chain.reverse()) {
+        const seen = new Map();
+        for (const path of line.l || []) {
+          const name = JSON.stringify(path), form = at(line.m, path);
+          const fail = (why) => {
+            throw new SessionFailure("Line " + line.n + ": the list at " + name + " " + why + ".", { cause: "file" });
+          };
+          if (form === null || typeof form !== "object" || Array.isArray(form)) fail("is not in a list form");
+          let list;
+          if (form["~all"] !== undefined) {
+            const ids = (form["~ids"] || []).map(idKey);
+            if (!Array.isArray(form["~all"]) || ids.length !== form["~all"].length) fail("has as many ids as elements");
+            list = { ids, byKey: new Map(ids.map((key, n) => [key, form["~all"][n]])) };
+          } else {
+            const base = lists.get(name);
+            if (!base) fail("changes a list its base does not hold");
+            list = base;
+            for (const [id, element] of form["~set"] || []) list.byKey.set(idKey(id), element);
+            for (const id of form["~remove"] || []) list.byKey.delete(idKey(id));
+            for (const [position, removing, added] of form["~order"] || []) {
+              list.ids = list.ids.slice(0, position).concat(added.map(idKey), list.ids.slice(position + removing));
+            }
+            if (list.ids.length !== list.byKey.size) fail("does not fit its base");
+          }
+          seen.set(name, list);
+        }
+        lists.clear();
+        for (const [name, list] of seen) lists.set(name, list);
+      }
+      lastLists = { line: r, lists };
+      return lists;
+    }
+    function modelOf(r) {
+      if (!r.l || !r.l.length) return r.m;
+      if (r.full !== undefined) return r.full;
+      const lists = listsOf(r);
+      const model = Array.isArray(r.m) ? r.m.slice() : Object.assign({}, r.m);
+      for (const path of r.l) {
+        const list = lists.get(JSON.stringify(path));
+        let node = model;
+        for (const key of path.slice(0, -1)) {
+          node[key] = Array.isArray(node[key]) ? node[key].slice() : Object.assign({}, node[key]);
+          node = node[key];
+        }
+        node[path[path.length - 1]] = list.ids.map((key) => list.byKey.get(key));
+      }
+      // Kept for the lines most recently shown only: a long session's models are not all held at once.
+      remembered.push(r);
+      if (remembered.length > 64) delete remembered.shift().full;
+      r.full = model;
+      return model;
+    }
+
     // The line at number `n`, found in the file's order.
     function lineNumbered(n) {
       let low = 0, high = S.lines.length - 1;
@@ -635,7 +720,7 @@ enum InspectorPage {
       const changes = el("div", { id: "detail-changes" });
       for (const r of group.records) {
         const before = modelAt(r.s, r.i - 1, r.n);
-        const fields = differences(before ? before.model : undefined, r.m, "", []);
+        const fields = differences(before ? before.model : undefined, modelOf(r), "", []);
         const card = el("div", { class: "card", "data-store": r.s });
         const title = el("h3", {}, el("span", { class: "store" }, r.s), "← " + actionText(r.a),
           el("span", { class: "tag" }, "record #" + r.i));

@@ -38,6 +38,9 @@ final class JSONStreamEncoder {
   /// How deeply the last value encoded nests objects and arrays (0 for a number or a string): JSON decoders refuse
   /// values past a depth (`JSONDecoder`: 512), so a writer checks it.
   @exclusivity(unchecked) private(set) var lastDepth = 0
+  /// The lists of the record line being encoded, to write ``IdentifiedList``s in their session forms; `nil` to write
+  /// them as plain arrays (``ListEncoding``).
+  var lists: ListEncoding?
   private lazy var foundation: JSONEncoder = {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -85,6 +88,8 @@ final class JSONStreamEncoder {
     do {
       try encodeDirectly(value, into: &output)
     } catch is Unsupported {
+      // `JSONEncoder` writes lists as plain arrays.
+      lists?.reset()
       let json = try foundation.encode(value)
       lastDepth = Self.depth(of: json)
       output.append(contentsOf: json)

@@ -15,7 +15,7 @@ import Foundation
 public struct Session: Sendable {
   /// The stores the file's header lists.
   var storeIdentifiers: [String] { index.storeIdentifiers }
-  /// The format version the file was written in: 2, or 1 for files of earlier releases.
+  /// The format version the file was written in: 3, or 2 or 1 for files of earlier releases.
   public var formatVersion: Int { index.formatVersion }
   /// The index of the current record; one less than ``firstIndex`` when the recorder had moved before the first.
   public var cursor: Int { index.cursor }
@@ -78,7 +78,7 @@ public struct Session: Sendable {
       if let all = try? decodeAll() {
         records = all
       } else {
-        records = try index.records.map { (line) throws(SessionError) in try record(line.line) }
+        records = try index.records.map { (line) throws(SessionError) in try record(line) }
       }
       cache.records.withLock { $0 = records }
       return records
@@ -94,6 +94,8 @@ public struct Session: Sendable {
     array.append(UInt8(ascii: "]"))
     let decoder = JSONDecoder()
     decoder.userInfo[SessionFormat.LineDecoding.codecsKey] = codecs
+    // The lines in order: each line's list changes apply to lists decoded just before.
+    decoder.userInfo[ListDecoding.key] = ListDecoding()
     return try decoder.decode([SessionFormat.LineDecoding].self, from: array).map { decoded in
       guard case .record(let record) = decoded.line else { throw SessionError.corruptLine(line: 0, reason: "") }
       return withOutcome(record)
@@ -117,16 +119,20 @@ public struct Session: Sendable {
     let offset = position - index.firstIndex
     guard offset >= 0, offset < index.records.count else { throw .invalidIndex(position, line: 0) }
     if let records = cache.records.withLock({ $0 }) { return records[offset] }
-    return try record(index.records[offset].line)
+    return try record(index.records[offset])
   }
 
-  private func decode(_ line: SessionIndex.Line) throws(SessionError) -> SessionFormat.Line {
+  private func decode(_ line: SessionIndex.Line, lists: ListDecoding? = nil) throws(SessionError) -> SessionFormat.Line
+  {
     let decoder = JSONDecoder()
     decoder.userInfo[SessionFormat.LineDecoding.codecsKey] = codecs
+    if let lists { decoder.userInfo[ListDecoding.key] = lists }
     do {
       return try decoder.decode(SessionFormat.LineDecoding.self, from: index.bytes(of: line)).line
     } catch let error as SessionFormat.UnknownStore {
       throw .unknownStore(identifier: error.identifier, line: line.number)
+    } catch let error as SessionFormat.MissingBase {
+      throw .corruptLine(line: line.number, reason: error.description)
     } catch let error as DecodingError {
       throw .corruptLine(line: line.number, reason: error.shortDescription)
     } catch {
@@ -134,11 +140,53 @@ public struct Session: Sendable {
     }
   }
 
-  private func record(_ line: SessionIndex.Line) throws(SessionError) -> Record {
-    guard case .record(let record) = try decode(line) else {
-      throw .corruptLine(line: line.number, reason: "not a record")
+  /// Decodes a record line: first, the lines its lists' changes rest on (`"z"`, format 3), back to one whose lists
+  /// are whole or to one decoded before (the lists of recently decoded lines are kept).
+  private func record(_ line: SessionIndex.RecordLine) throws(SessionError) -> Record {
+    var chain = [line]
+    var start: (index: Int, lists: LineLists)?
+    while let base = chain.last!.base {
+      if let known = cache.lists.withLock({ $0[base] }) {
+        start = (base, known)
+        break
+      }
+      let offset = base - index.firstIndex
+      guard offset >= 0, offset < index.records.count, index.records[offset].store == line.store else {
+        throw .corruptLine(line: chain.last!.line.number, reason: SessionFormat.MissingBase(index: base).description)
+      }
+      chain.append(index.records[offset])
+    }
+    // The bases, oldest first, in one run of the decoder (a run per line costs more than a small line); if that
+    // fails, one by one, to name the line.
+    let bases = Array(chain.dropFirst().reversed())
+    var lists = ListDecoding(latest: start.map { [line.store: $0] } ?? [:], keepingEach: true)
+    if !bases.isEmpty, (try? decodeInOrder(bases, lists: lists)) == nil {
+      lists = ListDecoding(latest: start.map { [line.store: $0] } ?? [:], keepingEach: true)
+      for base in bases { _ = try decode(base.line, lists: lists) }
+    }
+    guard case .record(let record) = try decode(line.line, lists: lists) else {
+      throw .corruptLine(line: line.line.number, reason: "not a record")
+    }
+    cache.lists.withLock { cached in
+      // Enough for a chain and for reading the history in order; the lists share their unchanged nodes.
+      if cached.count + lists.kept.count > 4_096 { cached.removeAll(keepingCapacity: true) }
+      cached.merge(lists.kept) { _, new in new }
     }
     return withOutcome(record)
+  }
+
+  /// Decodes record lines in order, as one JSON array.
+  private func decodeInOrder(_ lines: [SessionIndex.RecordLine], lists: ListDecoding) throws {
+    var array = Data("[".utf8)
+    for (offset, line) in lines.enumerated() {
+      if offset > 0 { array.append(UInt8(ascii: ",")) }
+      array.append(index.data[line.line.range])
+    }
+    array.append(UInt8(ascii: "]"))
+    let decoder = JSONDecoder()
+    decoder.userInfo[SessionFormat.LineDecoding.codecsKey] = codecs
+    decoder.userInfo[ListDecoding.key] = lists
+    _ = try decoder.decode([SessionFormat.LineDecoding].self, from: array)
   }
 
   /// The effects recorded for each dispatch, in the order they were fetched.
@@ -344,6 +392,9 @@ public struct Session: Sendable {
     // bytes. Only when the bytes differ is the recorded model decoded and compared as a value.
     let encoder = JSONStreamEncoder()
     var encoded: [UInt8] = []
+    // Per store, the lists this run encoded for its last record compared: the next record's list changes are
+    // encoded against them, as the writer encoded them against the lists it had written.
+    var encodedLists: [String: (index: Int, lists: LineLists)] = [:]
     // Dispatches with a transaction that was not re-run: their recorded effects are not all asked for.
     var partial: Set<TransactionID> = []
     for (offset, step) in steps.enumerated() {
@@ -433,11 +484,23 @@ public struct Session: Sendable {
         throw .unregisteredStore(index: step.index, storeIdentifier: step.store)
       }
       if let bytes = last.modelBytes {
-        encoded.removeAll(keepingCapacity: true)
-        if (try? codec.encodeModel(step.store, actual, encoder, &encoded)) != nil,
-          index.data.elementsEqual(encoded, in: bytes)
-        {
-          continue
+        // Lists in their session forms: the changes from the lists this run encoded for the line's base.
+        let lists: ListEncoding?
+        if !last.hasListForms {
+          lists = nil
+        } else if let base = last.base {
+          lists = encodedLists[step.store].flatMap { $0.index == base ? ListEncoding(base: $0.lists) : nil }
+        } else {
+          lists = ListEncoding(base: .none)
+        }
+        encodedLists[step.store] = nil
+        if lists != nil || !last.hasListForms {
+          encoded.removeAll(keepingCapacity: true)
+          encoder.lists = lists
+          let written = (try? codec.encodeModel(step.store, actual, encoder, &encoded)) != nil
+          encoder.lists = nil
+          if written, let lists { encodedLists[step.store] = (last.index, LineLists(lists: lists.written)) }
+          if written, index.data.elementsEqual(encoded, in: bytes) { continue }
         }
       }
       let recorded: Record
@@ -461,7 +524,7 @@ public struct Session: Sendable {
   }
 
   /// A record as ``verify(against:mode:)`` re-runs it: its action decoded, its model left as the bytes written
-  /// (a version 2 file), or the whole record decoded (a version 1 file, or records decoded already).
+  /// (a version 2 or 3 file), or the whole record decoded (a version 1 file, or records decoded already).
   private struct VerifyStep {
     let index: Int
     let dispatchID: TransactionID
@@ -476,6 +539,9 @@ public struct Session: Sendable {
     /// Whether the record puts its store back after its all-or-nothing dispatch failed (``Record/isRollback``).
     let rollback: Bool
     let modelBytes: Range<Int>?
+    /// Whether the line holds list forms (`"l"`), and the record whose lists they change (`"z"`).
+    var hasListForms = false
+    var base: Int?
     let record: Record?
   }
 
@@ -500,7 +566,7 @@ public struct Session: Sendable {
         let codec = codecs.codecs[line.store]
       else {
         // Not as a writer makes it: decoding it names what is wrong.
-        _ = try record(line.line)
+        _ = try record(line)
         throw .corruptLine(line: line.line.number, reason: "not a record line")
       }
       let dispatch = index.data.withUnsafeBytes { RecordFields.unsigned($0, fields.dispatch) } ?? transaction
@@ -529,7 +595,7 @@ public struct Session: Sendable {
           cancelled: index.data.withUnsafeBytes { RecordFields.isTrue($0, fields.cancelled) }
             || index.outcomes[TransactionID(rawValue: transaction)]?.c == true,
           rollback: index.data.withUnsafeBytes { RecordFields.isTrue($0, fields.rollback) },
-          modelBytes: modelRange, record: nil))
+          modelBytes: modelRange, hasListForms: fields.lists != nil, base: line.base, record: nil))
     }
     return steps
   }
@@ -580,7 +646,7 @@ public struct Session: Sendable {
 
   // MARK: - Writing
 
-  /// Writes the session to `url` in the current format (version 2): how a version 1 file is upgraded.
+  /// Writes the session to `url` in the current format (version 3): how an older file is upgraded.
   ///
   /// A file already at `url` is replaced only if it is a session (or empty), as ``RecorderMiddleware/save(to:codecs:)``
   /// replaces it.
@@ -660,6 +726,8 @@ extension Data {
 /// The records of a session, once decoded.
 private final class SessionCache: Sendable {
   let records: LockedValue<[Record]?>
+  /// The lists of record lines decoded one by one, by record index: the bases of the lines after them.
+  let lists = LockedValue<[Int: LineLists]>([:])
 
   init(decoded: [Record]?) {
     records = LockedValue(decoded)

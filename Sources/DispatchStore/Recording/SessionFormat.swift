@@ -2,17 +2,22 @@ import Foundation
 
 // The session file format (documented in the DocC article "Recording and replay").
 //
-// Version 2, written by this library: JSON Lines, UTF-8, one JSON object per line, every line ending in "\n", and
+// Version 3, written by this library: JSON Lines, UTF-8, one JSON object per line, every line ending in "\n", and
 // every object ending in `,"h":"<16 hex digits>"}`: the FNV-1a 64 hash of the previous line's hash (8 bytes, little
 // endian; 0 before the first line) followed by the line's bytes without that suffix (and with its closing brace).
 // The hashes chain the lines, so that an edited, deleted, duplicated or swapped line is found on loading.
-//   line 1    {"format":"DispatchStore.session","version":2,"stores":[{"identifier":..,"model":..,"action":..}]}
+//   line 1    {"format":"DispatchStore.session","version":3,"stores":[{"identifier":..,"model":..,"action":..}]}
 //   record    {"k":"r","i":N,"t":<transaction>,"d":<dispatch, if not t>,"s":store,"a":action,"m":model,
 //              "e":"<error>"?,"c":true?,"f":<nanoseconds from t to the record, if not 0>?,
 //              "u":true if the model did not change (an operation that made no change: undo steps over it)?,
 //              "n":<the record's number among its transaction's, if not 0: an operation files one per change>?,
 //              "b":true if the record puts the store back after its all-or-nothing dispatch failed (a rollback)?}
 //              with "p":"m"|"a"|"am" right after "s" when the model, the action or both were redacted (SessionPrivacy)
+//              with "z":<index> after "s" and "p" when the store's previous record line, with no move line
+//              between, is the base of its IdentifiedLists' changes, and "l":[[key or index…]…] after "m", the
+//              paths in the model of the IdentifiedLists written in their list forms (ListForms.swift): whole,
+//              {"~ids":[…],"~all":[…]}, or changes from the list at the same path in the base,
+//              {"~set":[[id,element]…],"~remove":[id…],"~order":[[position,removing,[id…]]…]}
 //   snapshot  with "p":{store: "m"|"a"|"am"} right after "i" when some of its models or actions were redacted
 //   move      {"k":"m","i":N}                      the cursor moved to record N (-1: before the first record)
 //   snapshot  {"k":"s","i":N,"m":{store: model}}   the listed stores' models just before record N
@@ -22,20 +27,21 @@ import Foundation
 // An operation's record is filed at each change it makes to its store's model, so a transaction may have several
 // records (the same "t"), in the order of the store's changes; one that changed nothing has one, filed at its end.
 // A record at index N first drops the history from N on (a dispatch after moving back), then appends: N is always
-// one more than the cursor. Version 1 (no hashes, no dispatches, no snapshots) is read by `SessionFormatV1`.
+// one more than the cursor. Version 2 is version 3 without "z", "l" and list forms: it loads, and a recorder appends
+// version 2 lines to it. Version 1 (no hashes, no dispatches, no snapshots) is read by `LineDecodingV1`.
 
 /// The keys of every session line.
 enum SessionLineKey: String, CodingKey {
   case format, version, stores
   // Version 2.
-  case k, i, t, d, s, a, m, e, c, f, u, p, n, b, key, v
+  case k, i, t, d, s, a, m, e, c, f, u, p, n, b, key, v, z, l
   // Version 1.
   case kind, index, transaction, timestamp, store, action, model, cursor
 }
 
 enum SessionFormat {
   static let name = "DispatchStore.session"
-  static let version = 2
+  static let version = 3
   /// How deeply a model, action or effect value may nest objects and arrays.
   ///
   /// `JSONDecoder` reads at most 512 levels, and a value sits up to three levels down (in its line, in a snapshot's
@@ -101,6 +107,19 @@ enum SessionFormat {
     let marked: [String: RedactionMark]
     /// The hash of the last line encoded (or found at the end of the file appended to).
     var previousHash: UInt64
+    /// Whether records write their ``IdentifiedList``s in the list forms of format 3; `false` to append version 2
+    /// lines to a version 2 file.
+    var writesListForms = true
+    /// Per store, its last record line's index and lists, and how many lines with a base lead to it.
+    ///
+    /// What the store's next record writes its lists' changes against (format 3). Forgotten at a move line (the
+    /// next record of each store is written whole).
+    private var listBases: [String: (index: Int, lists: LineLists, chain: Int)] = [:]
+    /// The most lines in a row with a base for one store before its lists are written whole again: what decoding a
+    /// record reads at most, after one whole line.
+    static let maximumChain = 1_000
+    /// The lists of the record line being encoded: one for the encoder's lines, begun again for each.
+    private let listEncoding = ListEncoding()
 
     init(
       codecs: SessionCodecs, privacy: SessionPrivacy = SessionPrivacy(), marked: [String: RedactionMark] = [:],
@@ -152,6 +171,7 @@ enum SessionFormat {
       let start = bytes.count
       switch line {
       case .move(let cursor):
+        listBases.removeAll()
         bytes.append(contentsOf: #"{"k":"m","i":"#.utf8)
         JSONText.append(cursor, to: &bytes)
         bytes.append(UInt8(ascii: "}"))
@@ -172,14 +192,40 @@ enum SessionFormat {
           bytes.append(contentsOf: ",\"p\":".utf8)
           JSONText.append(mark.text, to: &bytes)
         }
+        // The base of its lists' changes, named before the action so that loading finds it without scanning the
+        // model.
+        let base =
+          writesListForms ? listBases[record.storeIdentifier].flatMap { $0.chain < Self.maximumChain ? $0 : nil } : nil
+        if let base {
+          bytes.append(contentsOf: #","z":"#.utf8)
+          JSONText.append(base.index, to: &bytes)
+        }
         bytes.append(contentsOf: ",\"a\":".utf8)
         try codec.encodeAction(
           record.storeIdentifier, try redacted(record.action, of: record.storeIdentifier), encoder, &bytes)
         try checkDepth(of: "action", store: record.storeIdentifier)
         bytes.append(contentsOf: ",\"m\":".utf8)
+        let lists = writesListForms ? listEncoding : nil
+        lists?.begin(base: base?.lists ?? .none)
+        encoder.lists = lists
+        defer { encoder.lists = nil }
         try codec.encodeModel(
           record.storeIdentifier, try redacted(record.model, of: record.storeIdentifier), encoder, &bytes)
+        encoder.lists = nil
         try checkDepth(of: "model", store: record.storeIdentifier)
+        if let lists, !lists.paths.isEmpty {
+          bytes.append(contentsOf: ",\"l\":[".utf8)
+          for (offset, path) in lists.paths.enumerated() {
+            if offset > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes.append(contentsOf: path)
+          }
+          bytes.append(UInt8(ascii: "]"))
+          listBases[record.storeIdentifier] = (
+            record.index, LineLists(lists: lists.written), base.map { $0.chain + 1 } ?? 0
+          )
+        } else {
+          listBases[record.storeIdentifier] = nil
+        }
         if let error = record.error {
           bytes.append(contentsOf: ",\"e\":".utf8)
           JSONText.append(text(of: error, store: record.storeIdentifier), to: &bytes)
@@ -348,16 +394,29 @@ enum SessionFormat {
       switch try container.decode(String.self, forKey: .k) {
       case "m":
         line = .move(try container.decode(Int.self, forKey: .i))
+        (decoder.userInfo[ListDecoding.key] as? ListDecoding)?.latest.removeAll()
       case "r":
         let store = try container.decode(String.self, forKey: .s)
         guard let codec = codecs.codecs[store] else { throw UnknownStore(identifier: store) }
         let transaction = TransactionID(rawValue: try container.decode(UInt64.self, forKey: .t))
         let dispatch = try container.decodeIfPresent(UInt64.self, forKey: .d).map(TransactionID.init) ?? transaction
+        let index = try container.decode(Int.self, forKey: .i)
+        // Format 3: the lists the line holds in their list forms, and the record line whose lists they change.
+        let lists = decoder.userInfo[ListDecoding.key] as? ListDecoding
+        let paths = try container.decodeIfPresent([[ListPath.Component]].self, forKey: .l) ?? []
+        var base = LineLists.none
+        if let z = try container.decodeIfPresent(Int.self, forKey: .z) {
+          guard let latest = lists?.latest[store], latest.index == z else { throw MissingBase(index: z) }
+          base = latest.lists
+        }
+        lists?.begin(modelDepth: decoder.codingPath.count + 1, paths: paths, base: base)
+        let model = try codec.decodeModel(container, .m)
+        let found = lists?.end() ?? .none
+        lists?.decoded(store: store, index: index, lists: paths.isEmpty ? nil : found)
         line = .record(
           Record(
-            index: try container.decode(Int.self, forKey: .i), dispatchID: dispatch, transactionID: transaction,
-            storeIdentifier: store, action: try codec.decodeAction(container, .a),
-            model: try codec.decodeModel(container, .m),
+            index: index, dispatchID: dispatch, transactionID: transaction,
+            storeIdentifier: store, action: try codec.decodeAction(container, .a), model: model,
             error: try container.decodeIfPresent(String.self, forKey: .e).map { RecordedError(description: $0) },
             wasCancelled: try container.decodeIfPresent(Bool.self, forKey: .c) ?? false,
             elapsed: try container.decodeIfPresent(UInt64.self, forKey: .f) ?? 0,
@@ -432,6 +491,14 @@ enum SessionFormat {
 
   struct UnknownStore: Error {
     let identifier: String
+  }
+
+  /// A record line names a base (`"z"`) whose lists were not decoded just before it, for its store.
+  struct MissingBase: Error, CustomStringConvertible {
+    let index: Int
+    var description: String {
+      "its lists' base \"z\": \(index) is not the store's previous record line holding lists"
+    }
   }
 }
 

@@ -4,7 +4,7 @@ import Foundation
 /// needed: so that restoring the end of a long session decodes the last snapshot and the records after it, not the
 /// whole history.
 ///
-/// Reading checks what a recorder writes: the hash chain (format version 2), and the sequence of positions (a
+/// Reading checks what a recorder writes: the hash chain (format versions 2 and 3), and the sequence of positions (a
 /// record is always one past the cursor, a move stays within the history, a snapshot is at the cursor). Reading for
 /// the inspector also checks that each line is the JSON object of its kind (``LineCheck``), and keeps what the kept
 /// history leaves out: moves, and the records and snapshots a later record dropped (``Inspection``).
@@ -22,6 +22,8 @@ struct SessionIndex: Sendable {
     let line: Line
     let index: Int
     let store: String
+    /// The record whose lists this one's list changes apply to (`"z"`, format 3): the store's previous record line.
+    var base: Int? = nil
   }
 
   let data: Data
@@ -51,6 +53,9 @@ struct SessionIndex: Sendable {
   var outcomeLines: [Line] = []
   /// The stores whose values a recorder's privacy settings redacted in some line (`"p"`), and what it redacted.
   var redactions: [String: RedactionMark] = [:]
+  /// Per store, its latest record line since the last move line: the only base (`"z"`) its next record line may
+  /// name.
+  private var possibleBases: [String: Int] = [:]
   /// A version 1 file's history, decoded when it was read (a version 1 file can only be read by decoding it).
   var decodedRecords: [Record]?
   /// What the inspector shows besides the kept history; `nil` unless read for the inspector.
@@ -67,7 +72,7 @@ struct SessionIndex: Sendable {
     data.subdata(in: line.range)
   }
 
-  /// The lines of a version 2 file that the kept history leaves out, in the order of the file.
+  /// The lines of a version 2 or 3 file that the kept history leaves out, in the order of the file.
   struct Inspection: Sendable {
     /// Cursor moves (undo, redo, jumps), with the position each moved to.
     var moves: [(line: Line, index: Int)] = []
@@ -152,7 +157,7 @@ struct SessionIndex: Sendable {
     else {
       throw .missingHeader(path: path)
     }
-    guard version.version == 1 || version.version == SessionFormat.version else {
+    guard (1...SessionFormat.version).contains(version.version) else {
       throw .unsupportedVersion(found: version.version, supported: SessionFormat.version, line: 1)
     }
     let header: SessionFormat.Header
@@ -219,7 +224,7 @@ struct SessionIndex: Sendable {
     decodedRecords = decoded
   }
 
-  /// Adds a version 2 line after the header.
+  /// Adds a version 2 or 3 line after the header.
   ///
   /// Checks that it continues the history as a recorder would.
   /// `object` is the line without its hash suffix (and so without its closing brace).
@@ -256,7 +261,15 @@ struct SessionIndex: Sendable {
         }
         snapshots.removeAll { $0.index > position }
       }
-      records.append(RecordLine(line: line, index: position, store: store))
+      let base = LinePrefix.recordBase(in: object)
+      if let base, base != possibleBases[store] {
+        throw .corruptLine(
+          line: line.number,
+          reason:
+            "its lists' base \"z\": \(base) is not the store's previous record line since the last move")
+      }
+      possibleBases[store] = position
+      records.append(RecordLine(line: line, index: position, store: store, base: base))
       if let mark = LinePrefix.recordRedaction(in: object) {
         redactions[store] = mark.union(redactions[store] ?? RedactionMark())
       }
@@ -275,6 +288,7 @@ struct SessionIndex: Sendable {
       }
       inspection?.moves.append((line, position))
       cursor = position
+      possibleBases.removeAll()
     case UInt8(ascii: "s"):
       guard let position = fields.index else { throw .corruptLine(line: line.number, reason: LinePrefix.noPosition) }
       if records.isEmpty && cursor == -1 && snapshots.isEmpty {
@@ -308,13 +322,14 @@ struct SessionIndex: Sendable {
   }
 }
 
-/// The start of a version 2 line, `{"k":"r","i":12,`, read without decoding the line or allocating.
+/// The start of a version 2 or 3 line, `{"k":"r","i":12,`, read without decoding the line or allocating.
 private struct LinePrefix {
   static let opening = Array("{\"k\":\"".utf8)
   static let indexKey = Array(",\"i\":".utf8)
   static let storeKey = Array(",\"s\":\"".utf8)
   static let dispatchKey = Array(",\"d\":".utf8)
   static let redactionKey = Array(",\"p\":\"".utf8)
+  static let baseKey = Array(",\"z\":".utf8)
   static let snapshotRedactionKey = Array(",\"p\":{".utf8)
   /// Why a line of a kind with a position has none.
   static let noPosition = "its position, the field \"i\" right after \"k\", is not an integer of at most 18 digits"
@@ -382,6 +397,30 @@ private struct LinePrefix {
     }
     guard position < bytes.count else { return UnsafeRawBufferPointer(start: nil, count: 0) }
     return UnsafeRawBufferPointer(rebasing: bytes[opening...position])
+  }
+
+  /// The base of a record line's list changes, right after its store and redaction mark (`,"s":"…","z":11`), if
+  /// it names one; `-1` if the field is there but not an integer of at most 18 digits.
+  static func recordBase(in bytes: UnsafeRawBufferPointer) -> Int? {
+    guard let start = find(storeKey, in: bytes) else { return nil }
+    guard var position = endOfString(at: start + storeKey.count - 1, in: bytes) else { return nil }
+    if matches(redactionKey, in: bytes, at: position),
+      let end = endOfString(at: position + redactionKey.count - 1, in: bytes)
+    {
+      position = end
+    }
+    guard matches(baseKey, in: bytes, at: position) else { return nil }
+    position += baseKey.count
+    let first = position
+    var value = 0
+    while position < bytes.count, position - first < 18, bytes[position] >= UInt8(ascii: "0"),
+      bytes[position] <= UInt8(ascii: "9")
+    {
+      value = value * 10 + Int(bytes[position] - UInt8(ascii: "0"))
+      position += 1
+    }
+    guard position > first, position < bytes.count, bytes[position] == UInt8(ascii: ",") else { return -1 }
+    return value
   }
 
   /// The redaction mark right after the store of a record line (`,"s":"…","p":"am"`), if there is one.
@@ -459,6 +498,8 @@ struct RecordFields {
   var cancelled: Range<Int>?
   /// `"b"`: the record puts the store back after its all-or-nothing dispatch failed.
   var rollback: Range<Int>?
+  /// `"l"`: the paths of the lists written in their list forms (format 3).
+  var lists: Range<Int>?
 
   /// Scans the object in `bytes[range]`; `nil` if it is not a flat JSON object as a writer makes it.
   init?(_ bytes: UnsafeRawBufferPointer, range: Range<Int>) {
@@ -512,6 +553,7 @@ struct RecordFields {
       case UInt8(ascii: "n"): change = value
       case UInt8(ascii: "c"): cancelled = value
       case UInt8(ascii: "b"): rollback = value
+      case UInt8(ascii: "l"): lists = value
       default: break
       }
       guard position < end else { return nil }
@@ -543,7 +585,7 @@ struct RecordFields {
   }
 }
 
-/// Checks that a version 2 line after the header is the JSON object of its kind: valid JSON (RFC 8259, in UTF-8)
+/// Checks that a version 2 or 3 line after the header is the JSON object of its kind: valid JSON (RFC 8259, in UTF-8)
 /// whose fields have the types the format gives them, the required ones present and none twice.
 ///
 /// One pass over the line in place, without decoding it. The inspector embeds lines as they are written, so a line
@@ -572,10 +614,10 @@ struct LineCheck {
     }
   }
 
-  /// The fields of version 2 lines; the raw value is a bit in a set of them.
+  /// The fields of version 2 and 3 lines; the raw value is a bit in a set of them.
   private enum Field: UInt32 {
     case k = 1, i = 2, t = 4, d = 8, s = 16, a = 32, m = 64, e = 128, c = 256, f = 512, key = 1024, v = 2048
-    case h = 4096, u = 8192, p = 16384, n = 32768, b = 65536
+    case h = 4096, u = 8192, p = 16384, n = 32768, b = 65536, z = 131_072, l = 262_144
 
     init?(_ name: UnsafeRawBufferPointer) {
       if name.count == 3 {
@@ -603,6 +645,8 @@ struct LineCheck {
       case UInt8(ascii: "p"): self = .p
       case UInt8(ascii: "n"): self = .n
       case UInt8(ascii: "b"): self = .b
+      case UInt8(ascii: "z"): self = .z
+      case UInt8(ascii: "l"): self = .l
       default: return nil
       }
     }
@@ -626,6 +670,8 @@ struct LineCheck {
       case .p: "p"
       case .n: "n"
       case .b: "b"
+      case .z: "z"
+      case .l: "l"
       }
     }
   }
@@ -720,7 +766,7 @@ struct LineCheck {
 
   /// The types of the fields of each kind, where the format gives one.
   private enum FieldType {
-    case any, string, boolean, object, unsigned, position
+    case any, string, boolean, object, array, unsigned, position
 
     var name: String {
       switch self {
@@ -728,6 +774,7 @@ struct LineCheck {
       case .string: "a string"
       case .boolean: "true or false"
       case .object: "an object"
+      case .array: "an array"
       case .unsigned: "an unsigned integer"
       case .position: "an integer of at most 18 digits"
       }
@@ -739,6 +786,7 @@ struct LineCheck {
       case .string: value == .string
       case .boolean: value == .boolean
       case .object: value == .object
+      case .array: value == .array
       case .unsigned: value.isUnsigned
       case .position: value.isPosition
       }
@@ -750,7 +798,7 @@ struct LineCheck {
     case (_, .k): .string
     case (UInt8(ascii: "r"), .i), (UInt8(ascii: "m"), .i), (UInt8(ascii: "s"), .i): .position
     case (UInt8(ascii: "r"), .t), (UInt8(ascii: "r"), .d), (UInt8(ascii: "r"), .f), (UInt8(ascii: "r"), .n),
-      (UInt8(ascii: "e"), .d), (UInt8(ascii: "o"), .t):
+      (UInt8(ascii: "r"), .z), (UInt8(ascii: "e"), .d), (UInt8(ascii: "o"), .t):
       .unsigned
     case (UInt8(ascii: "r"), .s), (UInt8(ascii: "r"), .e), (UInt8(ascii: "e"), .key), (UInt8(ascii: "e"), .e),
       (UInt8(ascii: "o"), .e):
@@ -759,6 +807,7 @@ struct LineCheck {
     case (UInt8(ascii: "r"), .c), (UInt8(ascii: "r"), .u), (UInt8(ascii: "r"), .b), (UInt8(ascii: "o"), .c): .boolean
     case (UInt8(ascii: "s"), .m), (UInt8(ascii: "s"), .a), (UInt8(ascii: "s"), .p): .object
     case (UInt8(ascii: "r"), .p): .string
+    case (UInt8(ascii: "r"), .l): .array
     default: nil
     }
   }

@@ -16,12 +16,12 @@ import Foundation
 public enum SessionInspector {
   /// The page for the session file at `url`.
   /// - Parameters:
-  ///   - url: A session file, format version 2.
+  ///   - url: A session file, format version 2 or 3.
   ///   - divergence: The error a ``Session/verify(against:mode:)`` run threw, to highlight where it diverged.
   /// - Returns: The HTML page.
   /// - Throws: ``SessionError`` if the file does not load (as ``Session/load(from:codecs:)`` checks it, without
   ///   codecs), or if a line is not the JSON object of its kind (``SessionError/corruptLine(line:reason:)``, also
-  ///   for a line whose hash is valid); a version 1 file must be saved as version 2 first (``Session/save(to:)``).
+  ///   for a line whose hash is valid); a version 1 file must be saved in the current version first (``Session/save(to:)``).
   public static func page(forSessionAt url: URL, divergence: SessionError? = nil) throws(SessionError) -> String {
     let data: Data
     do {
@@ -41,7 +41,7 @@ public enum SessionInspector {
   /// not a session, or a line is corrupt, out of place or fails its hash), the page written shows that error, so
   /// that an older page is not taken for this file's, and the error is thrown.
   /// - Parameters:
-  ///   - url: A session file, format version 2.
+  ///   - url: A session file, format version 2 or 3.
   ///   - output: Where to write the page.
   ///   - divergence: The error a ``Session/verify(against:mode:)`` run threw, to highlight where it diverged.
   /// - Throws: The errors of ``page(forSessionAt:divergence:)``; ``SessionError/wouldReplaceSession(path:)`` if

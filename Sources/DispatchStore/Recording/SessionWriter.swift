@@ -50,7 +50,7 @@ final class SessionWriter: Sendable {
   ///
   /// A missing file is created with its header, whole. A file that holds only a header (or nothing: one made by
   /// hand, which gets its header now) is a new session, to which the recorder writes its history. Any other file
-  /// must be a version 2 session for `codecs` whose history ends where the recorder's begins; an incomplete last line
+  /// must be a version 2 or 3 session for `codecs` whose history ends where the recorder's begins; an incomplete last line
   /// is dropped. A file that fails any check is left as it was, unlocked.
   /// - Parameter nextIndex: The index of the recorder's next record, which the file's history must end before.
   init(
@@ -79,9 +79,11 @@ final class SessionWriter: Sendable {
         existing = header
       }
       let session = try Session.parse(existing, path: url.path, codecs: codecs)
-      guard session.formatVersion == SessionFormat.version else {
+      // A version 2 file gets version 2 lines: its lists are written as plain arrays.
+      guard session.formatVersion >= 2 else {
         throw .unsupportedVersion(found: session.formatVersion, supported: SessionFormat.version, line: 1)
       }
+      encoder.writesListForms = session.formatVersion >= 3
       let expected = SessionFormat.header(for: codecs, excluding: privacy.excluded).stores.map(\.identifier)
       if let missing = expected.first(where: { !session.storeIdentifiers.contains($0) }) {
         throw .unknownStore(identifier: missing, line: 1)

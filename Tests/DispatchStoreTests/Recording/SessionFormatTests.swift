@@ -221,7 +221,7 @@ struct SessionFormatTests {
     let upgraded = TemporaryFile()
     try session.save(to: upgraded.url)
     let reloaded = try Session.load(from: upgraded.url, codecs: appCodecs())
-    #expect(reloaded.formatVersion == 2)
+    #expect(reloaded.formatVersion == 3)
     #expect(reloaded.cursor == 0)
     #expect(try reloaded.records.map(\.transactionID) == records.map(\.transactionID))
     let app = RecordedApp()

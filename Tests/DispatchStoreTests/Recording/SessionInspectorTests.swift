@@ -125,7 +125,7 @@ struct SessionInspectorTests {
   @Test func aVersionOneFileMustBeUpgradedFirst() throws {
     let file = TemporaryFile()
     file.write(#"{"format":"DispatchStore.session","stores":[],"version":1}"# + "\n")
-    #expect(throws: SessionError.unsupportedVersion(found: 1, supported: 2, line: 1)) {
+    #expect(throws: SessionError.unsupportedVersion(found: 1, supported: 3, line: 1)) {
       try SessionInspector.page(forSessionAt: file.url)
     }
   }

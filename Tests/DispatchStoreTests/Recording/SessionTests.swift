@@ -30,7 +30,7 @@ struct SessionTests {
     // The header, a snapshot of each store's first model (when first seen), and four records.
     #expect(file.lines.count == 7)
     let header = try #require(file.lines.first)
-    #expect(header.contains("\"version\":2"))
+    #expect(header.contains("\"version\":3"))
     #expect(header.contains("\"identifier\":\"counter\""))
     #expect(header.contains("\"identifier\":\"text\""))
   }
@@ -136,9 +136,9 @@ struct SessionTests {
     }
 
     var lines = file.lines
-    lines[0] = lines[0].replacingOccurrences(of: "\"version\":2", with: "\"version\":3")
+    lines[0] = lines[0].replacingOccurrences(of: "\"version\":3", with: "\"version\":4")
     file.write(lines.joined(separator: "\n") + "\n")
-    #expect(throws: SessionError.unsupportedVersion(found: 3, supported: 2, line: 1)) {
+    #expect(throws: SessionError.unsupportedVersion(found: 4, supported: 3, line: 1)) {
       try Session.load(from: file.url, codecs: appCodecs())
     }
 

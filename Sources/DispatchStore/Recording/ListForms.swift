@@ -1,0 +1,325 @@
+import Foundation
+
+/// How a session line holds an ``IdentifiedList`` (format 3, proposal 0017): whole, with its ids, or as the changes
+/// from the same list in the store's previous record line.
+///
+/// ```text
+/// whole    {"~ids":[id…],"~all":[element…]}
+/// changes  {"~set":[[id,element]…],"~remove":[id…],"~order":[[position,removing,[id…]]…]}   (empty ones left out)
+/// ```
+/// The line lists where these forms are in its model (`"l"`, coding paths as arrays of keys and indices) and, when
+/// it has a base, the record line whose lists its changes apply to (`"z"`). Everywhere else a list is a plain JSON
+/// array.
+enum ListFormKey: String, CodingKey {
+  case ids = "~ids"
+  case all = "~all"
+  case set = "~set"
+  case remove = "~remove"
+  case order = "~order"
+}
+
+/// A coding path as a line's `"l"` holds it: a JSON array of object keys (strings) and array indices (integers).
+enum ListPath {
+  /// The JSON of `codingPath` without its first `dropping` keys; also the key that finds a list by its path.
+  static func json(_ codingPath: [any CodingKey], dropping: Int = 0) -> [UInt8] {
+    var json: [UInt8] = [UInt8(ascii: "[")]
+    for (offset, key) in codingPath.dropFirst(dropping).enumerated() {
+      if offset > 0 { json.append(UInt8(ascii: ",")) }
+      // An array's position: coders name it "Index N" (a user's integer key keeps its own name, the JSON key).
+      if let index = key.intValue, key.stringValue == "Index \(index)" {
+        JSONText.append(index, to: &json)
+      } else {
+        JSONText.append(key.stringValue, to: &json)
+      }
+    }
+    json.append(UInt8(ascii: "]"))
+    return json
+  }
+
+  /// One key of a path in `"l"`, decoded.
+  enum Component: Decodable {
+    case key(String)
+    case index(Int)
+
+    init(from decoder: any Decoder) throws {
+      let container = try decoder.singleValueContainer()
+      if let index = try? container.decode(Int.self) {
+        self = .index(index)
+      } else {
+        self = .key(try container.decode(String.self))
+      }
+    }
+  }
+
+  /// The key of a decoded path, equal to ``json(_:dropping:)``'s of the same path.
+  static func json(_ components: [Component]) -> [UInt8] {
+    var json: [UInt8] = [UInt8(ascii: "[")]
+    for (offset, component) in components.enumerated() {
+      if offset > 0 { json.append(UInt8(ascii: ",")) }
+      switch component {
+      case .key(let key): JSONText.append(key, to: &json)
+      case .index(let index): JSONText.append(index, to: &json)
+      }
+    }
+    json.append(UInt8(ascii: "]"))
+    return json
+  }
+}
+
+/// The lists of one record line, by path (the JSON of their coding paths in the model): what the next line of the
+/// same store writes its changes against, and reads them with.
+///
+/// `@unchecked Sendable`: it holds ``IdentifiedList``s taken from models, which are `Sendable`, as `Any`; it is
+/// never changed after it is made.
+struct LineLists: @unchecked Sendable {
+  let lists: [[UInt8]: Any]
+
+  static let none = LineLists(lists: [:])
+}
+
+/// The lists of one store's record line while it is encoded: the lists of the store's previous line to write
+/// changes against, and the lists this line writes, by path.
+///
+/// Used by one writer's encoder, on its thread.
+final class ListEncoding {
+  /// The lists of the store's previous record line; empty to write every list whole.
+  private(set) var base: LineLists
+  /// The lists this line writes: the next line's base.
+  private(set) var written: [[UInt8]: Any] = [:]
+  /// The paths of the forms written, in the order written.
+  private(set) var paths: [[UInt8]] = []
+
+  init(base: LineLists = .none) {
+    self.base = base
+  }
+
+  /// Starts a line whose lists' changes are written against `base` (every list whole if it is empty).
+  func begin(base: LineLists) {
+    self.base = base
+    reset()
+  }
+
+  /// Forgets what was written: the value is being encoded again another way (without list forms).
+  func reset() {
+    if !written.isEmpty { written = [:] }
+    if !paths.isEmpty { paths = [] }
+  }
+
+  /// Writes `list` at the encoder's coding path in its list form.
+  ///
+  /// The changes from the base's list at the same path if there is one of the same type, otherwise whole. Returns
+  /// `false`, having written nothing, if the list's ids do not encode.
+  func write<Element: Identifiable & Encodable>(
+    _ list: IdentifiedList<Element>, to encoder: JSONStreamEncoder
+  ) throws -> Bool {
+    guard Element.ID.self is any Encodable.Type else { return false }
+    let path = ListPath.json(encoder.codingPath)
+    // Lists inside the elements written here are plain arrays: their coding paths pass through the form.
+    encoder.lists = nil
+    defer { encoder.lists = self }
+    var container = encoder.container(keyedBy: ListFormKey.self)
+    if let previous = base.lists[path] as? IdentifiedList<Element> {
+      try Self.write(list.changes(since: previous, same: Self.equality(of: Element.self)), to: &container)
+    } else {
+      var ids = container.nestedUnkeyedContainer(forKey: .ids)
+      var order = list.order.makeIterator()
+      while let id = order.next() { try Self.encode(id, into: &ids) }
+      var all = container.nestedUnkeyedContainer(forKey: .all)
+      for element in list { try all.encode(element) }
+    }
+    written[path] = list
+    paths.append(path)
+    return true
+  }
+
+  private static func write<Element: Identifiable & Encodable>(
+    _ changes: ListChanges<Element>, to container: inout KeyedEncodingContainer<ListFormKey>
+  ) throws {
+    if !changes.updated.isEmpty {
+      // In the order of the ids' JSON, so that the bytes do not depend on the trie's shape (the process's hash seed).
+      let sorted = try changes.updated.map { (try idJSON($0.id), $0) }.sorted { $0.0.lexicographicallyPrecedes($1.0) }
+      var set = container.nestedUnkeyedContainer(forKey: .set)
+      for (_, element) in sorted {
+        var pair = set.nestedUnkeyedContainer()
+        try Self.encode(element.id, into: &pair)
+        try pair.encode(element)
+      }
+    }
+    if !changes.removed.isEmpty {
+      let sorted = try changes.removed.map { (try idJSON($0), $0) }.sorted { $0.0.lexicographicallyPrecedes($1.0) }
+      var remove = container.nestedUnkeyedContainer(forKey: .remove)
+      for (_, id) in sorted { try Self.encode(id, into: &remove) }
+    }
+    if !changes.splices.isEmpty {
+      var order = container.nestedUnkeyedContainer(forKey: .order)
+      for splice in changes.splices {
+        var entry = order.nestedUnkeyedContainer()
+        try entry.encode(splice.position)
+        try entry.encode(splice.removing)
+        var ids = entry.nestedUnkeyedContainer()
+        for id in splice.ids { try Self.encode(id, into: &ids) }
+      }
+    }
+  }
+
+  /// Encodes an id, whose type ``write(_:to:)`` checked is `Encodable`.
+  private static func encode(_ id: some Hashable, into container: inout some UnkeyedEncodingContainer) throws {
+    let encodable = id as! any Encodable
+    try encodeOpened(encodable, into: &container)
+  }
+
+  private static func encodeOpened<ID: Encodable>(_ id: ID, into container: inout some UnkeyedEncodingContainer) throws
+  {
+    try container.encode(id)
+  }
+
+  /// An id's JSON, to order ids by.
+  private static func idJSON(_ id: some Hashable) throws -> [UInt8] {
+    var bytes: [UInt8] = []
+    let encodable = id as! any Encodable
+    try jsonOpened(encodable, into: &bytes)
+    return bytes
+  }
+
+  private static func jsonOpened<ID: Encodable>(_ id: ID, into bytes: inout [UInt8]) throws {
+    try JSONStreamEncoder().encode(id, into: &bytes)
+  }
+
+  /// `==` for `Equatable` elements; otherwise no two elements are the same (each changed node's elements are
+  /// written).
+  static func equality<Element>(of _: Element.Type) -> (Element, Element) -> Bool {
+    guard let equatable = Element.self as? any Equatable.Type else { return { _, _ in false } }
+    // `Element` is `E`: a bit cast, not a dynamic cast per comparison.
+    func compare<E: Equatable>(_: E.Type) -> (Element, Element) -> Bool {
+      { unsafeBitCast($0, to: E.self) == unsafeBitCast($1, to: E.self) }
+    }
+    return compare(equatable)
+  }
+}
+
+/// What a session's reader knows of the lists of the line it decodes: set by the line (``SessionFormat/LineDecoding``)
+/// in the decoder's user info, read by ``IdentifiedList``'s `init(from:)`.
+///
+/// `@unchecked Sendable`: user info holds `Sendable` values; one decoder uses it, on the thread that decodes, and
+/// nothing else sees it.
+final class ListDecoding: @unchecked Sendable {
+  static let key = CodingUserInfoKey(rawValue: "DispatchStore.ListDecoding")!
+
+  /// Per store, its latest record line decoded and that line's lists: the base of the store's next line.
+  var latest: [String: (index: Int, lists: LineLists)] = [:]
+  /// The line being decoded: how many keys of a coding path lead to its model, where its list forms are, and the
+  /// lists of its base.
+  private var modelDepth = 0
+  private var paths: Set<[UInt8]> = []
+  private var base = LineLists.none
+  private var found: [[UInt8]: Any] = [:]
+
+  /// With `keepingEach`, the lists of every record line decoded, by record index; otherwise empty.
+  private(set) var kept: [Int: LineLists] = [:]
+  private let keepingEach: Bool
+
+  init(latest: [String: (index: Int, lists: LineLists)] = [:], keepingEach: Bool = false) {
+    self.latest = latest
+    self.keepingEach = keepingEach
+  }
+
+  /// Sets the latest lines of `store`: the line just decoded, and its lists (`nil` if it held none).
+  func decoded(store: String, index: Int, lists: LineLists?) {
+    latest[store] = lists.map { (index, $0) }
+    if keepingEach, let lists { kept[index] = lists }
+  }
+
+  /// Starts decoding a record line's model.
+  func begin(modelDepth: Int, paths: [[ListPath.Component]], base: LineLists) {
+    self.modelDepth = modelDepth
+    self.paths = Set(paths.map(ListPath.json))
+    self.base = base
+    found = [:]
+  }
+
+  /// Ends the model begun; returns the lists it held.
+  func end() -> LineLists {
+    defer {
+      paths = []
+      base = .none
+      found = [:]
+    }
+    return LineLists(lists: found)
+  }
+
+  /// Decodes the list at `decoder`'s coding path if the line holds a list form there; `nil` to decode a plain array.
+  func decode<Element: Identifiable & Decodable>(
+    _: IdentifiedList<Element>.Type, from decoder: any Decoder
+  ) throws -> IdentifiedList<Element>? {
+    guard !paths.isEmpty, decoder.codingPath.count > modelDepth else { return nil }
+    let path = ListPath.json(decoder.codingPath, dropping: modelDepth)
+    guard paths.contains(path) else { return nil }
+    let container = try decoder.container(keyedBy: ListFormKey.self)
+    let list: IdentifiedList<Element>
+    if container.contains(.all) {
+      // The elements carry their ids; "~ids" is for readers without the types (the inspector).
+      list = try container.decode(IdentifiedList<Element>.self, forKey: .all)
+    } else {
+      guard var changed = base.lists[path] as? IdentifiedList<Element> else {
+        throw DecodingError.dataCorruptedError(
+          forKey: ListFormKey.set, in: container,
+          debugDescription: "The changes of a list have no list of this type at the same path in the base record.")
+      }
+      do {
+        try changed.apply(try Self.changes(of: Element.self, in: container))
+      } catch let mismatch as ListChangesMismatch {
+        throw DecodingError.dataCorruptedError(
+          forKey: ListFormKey.order, in: container,
+          debugDescription: "The changes of a list do not fit its base: \(mismatch.description).")
+      }
+      list = changed
+    }
+    found[path] = list
+    return list
+  }
+
+  private static func changes<Element: Identifiable & Decodable>(
+    of _: Element.Type, in container: KeyedDecodingContainer<ListFormKey>
+  ) throws -> ListChanges<Element> {
+    var changes = ListChanges<Element>()
+    if container.contains(.set) {
+      var set = try container.nestedUnkeyedContainer(forKey: .set)
+      while !set.isAtEnd {
+        var pair = try set.nestedUnkeyedContainer()
+        _ = try pair.decode(Skipped.self)  // The id, which the element carries.
+        changes.updated.append(try pair.decode(Element.self))
+      }
+    }
+    guard container.contains(.remove) || container.contains(.order) else { return changes }
+    guard let idType = Element.ID.self as? any Decodable.Type else {
+      throw DecodingError.dataCorruptedError(
+        forKey: ListFormKey.remove, in: container,
+        debugDescription: "The list's ids (\(Element.ID.self)) are not Decodable, so its removals cannot be read.")
+    }
+    func ids<ID: Decodable>(_: ID.Type, _ container: inout any UnkeyedDecodingContainer) throws -> [Element.ID] {
+      var ids: [Element.ID] = []
+      while !container.isAtEnd { ids.append(try container.decode(ID.self) as! Element.ID) }
+      return ids
+    }
+    if container.contains(.remove) {
+      var remove: any UnkeyedDecodingContainer = try container.nestedUnkeyedContainer(forKey: .remove)
+      changes.removed = try ids(idType, &remove)
+    }
+    if container.contains(.order) {
+      var order = try container.nestedUnkeyedContainer(forKey: .order)
+      while !order.isAtEnd {
+        var entry = try order.nestedUnkeyedContainer()
+        let position = try entry.decode(Int.self)
+        let removing = try entry.decode(Int.self)
+        var added: any UnkeyedDecodingContainer = try entry.nestedUnkeyedContainer()
+        changes.splices.append(OrderSplice(position: position, removing: removing, ids: try ids(idType, &added)))
+      }
+    }
+    return changes
+  }
+
+  /// A value read past.
+  private struct Skipped: Decodable {
+    init(from decoder: any Decoder) {}
+  }
+}

@@ -1,0 +1,162 @@
+import Foundation
+import Testing
+
+@testable import DispatchStore
+
+/// A catalog reducer as an operation that makes two changes, each filed as a record: the products, then the count.
+final class CatalogOperationReducer: Reducer<LargeModelRecordingTests.Catalog, LargeModelRecordingTests.CatalogAction>,
+  @unchecked Sendable
+{
+  override func operation(
+    for action: LargeModelRecordingTests.CatalogAction,
+    in store: Store<LargeModelRecordingTests.Catalog, LargeModelRecordingTests.CatalogAction>
+  ) -> ActionOperation<LargeModelRecordingTests.Catalog, LargeModelRecordingTests.CatalogAction> {
+    ActionOperation(action: action, store: store) { operation, _, _ in
+      operation.updateModel { model in
+        switch action {
+        case .restock(let id, let amount): model.products[id: id]?.stock += amount
+        case .rename(let id, let name): model.products[id: id]?.name = name
+        case .add(let id): model.products.append(LargeModelRecordingTests.Product(id: id, name: "New \(id)"))
+        case .discontinue(let id): model.products.remove(id: id)
+        }
+      }
+      operation.updateModel { $0.edits += 1 }
+      operation.finish()
+    }
+  }
+}
+
+/// Sessions whose records hold large lists as changes (format 3), at 10,000 products (1,000 under a sanitizer):
+/// written from several threads by operation stores, and many random sessions verified.
+@Suite("List forms in sessions", .timeLimit(.minutes(5)))
+struct ListFormsSessionTests {
+  typealias Product = LargeModelRecordingTests.Product
+  typealias Catalog = LargeModelRecordingTests.Catalog
+  typealias CatalogAction = LargeModelRecordingTests.CatalogAction
+
+  static let count = isSanitized ? 1_000 : 10_000
+
+  static func initial(_ count: Int) -> Catalog {
+    Catalog(products: IdentifiedList((0..<count).map { Product(id: $0, name: "Product \($0)") }))
+  }
+
+  /// Eight threads, each dispatching to its own operation store: every record (two per transaction) holds the model
+  /// its change made, the file verifies, and restore puts back each store's last model.
+  @Test func eightThreadsRecordingOperationStoresWriteASessionThatReadsBackExactlyAndVerifies() async throws {
+    let file = TemporaryFile()
+    let dispatcher = Dispatcher()
+    var codecs = SessionCodecs()
+    let initial = Self.initial(Self.count)
+    var stores: [Store<Catalog, CatalogAction>] = []
+    for thread in 0..<8 {
+      let store = Store(identifier: "catalog\(thread)", model: initial, reducer: CatalogOperationReducer())
+      try dispatcher.register(store: store)
+      codecs.register(storeIdentifier: "catalog\(thread)", model: Catalog.self, action: CatalogAction.self)
+      stores.append(store)
+    }
+    let recorder = RecorderMiddleware(maxNumberOfRecords: 100_000)
+    dispatcher.register(middleware: recorder)
+    try recorder.attach(appendingTo: file.url, codecs: codecs)
+    let actions = Array(LargeModelRecordingTests.actions(count: Self.count).prefix(24))
+    await onThreads(8) { thread in
+      for action in actions {
+        #expect(dispatchSync(dispatcher, action, storeIdentifier: "catalog\(thread)").isSuccess)
+      }
+    }
+    recorder.flush()
+    #expect(recorder.persistenceError == nil)
+
+    // The expected models, built with arrays: after each action, the products change, then the count.
+    var expected: [(products: [Product], edits: Int)] = []
+    var products = Array(initial.products)
+    for (offset, action) in actions.enumerated() {
+      LargeModelRecordingTests.apply(action, to: &products)
+      expected.append((products, offset))
+      expected.append((products, offset + 1))
+    }
+    let session = try Session.load(from: file.url, codecs: codecs)
+    let records = try session.records
+    #expect(records.count == 8 * actions.count * 2)
+    for thread in 0..<8 {
+      let own = records.filter { $0.storeIdentifier == "catalog\(thread)" }
+      try #require(own.count == expected.count)
+      for (record, (products, edits)) in zip(own, expected) {
+        let model = try #require(record.model as? Catalog)
+        #expect(Array(model.products) == products && model.edits == edits, "catalog\(thread) record \(record.index)")
+      }
+    }
+    // Large lists are written as changes: only a store's first record holds its list whole.
+    #expect(file.lines.filter { $0.contains(#""~all""#) }.count == 8)
+
+    let verifying = Dispatcher()
+    let restoring = Dispatcher()
+    var restored: [Store<Catalog, CatalogAction>] = []
+    for thread in 0..<8 {
+      try verifying.register(
+        store: Store(identifier: "catalog\(thread)", model: initial, reducer: CatalogOperationReducer()))
+      let store = Store(identifier: "catalog\(thread)", model: initial, reducer: CatalogOperationReducer())
+      try restoring.register(store: store)
+      restored.append(store)
+    }
+    try session.verify(against: verifying)
+    try session.restore(into: restoring)
+    for thread in 0..<8 { #expect(restored[thread].model == stores[thread].model) }
+  }
+
+  /// 100 random sessions (10 under a sanitizer), each of random dispatches, undos, redos and jumps over one shared
+  /// list: each loads with every record as recorded, verifies, and restores the recorder's current model.
+  @Test func aHundredRandomSessionsOfListChangesVerifyAndRestore() throws {
+    let initial = Self.initial(Self.count)
+    var random = SplitMix(seed: 100)
+    for round in 0..<(isSanitized ? 10 : 100) {
+      let file = TemporaryFile()
+      let dispatcher = Dispatcher()
+      let store = Store<Catalog, CatalogAction>(
+        identifier: "catalog", model: initial, reducer: CatalogOperationReducer())
+      try dispatcher.register(store: store)
+      let recorder = RecorderMiddleware(maxNumberOfRecords: 1_000)
+      dispatcher.register(middleware: recorder)
+      try recorder.attach(appendingTo: file.url, codecs: LargeModelRecordingTests.codecs)
+      var live = Array(0..<Self.count)
+      var next = Self.count
+      for step in 0..<Int.random(in: 1...12, using: &random) {
+        let id = live[Int.random(in: 0..<live.count, using: &random)]
+        switch Int.random(in: 0..<8, using: &random) {
+        case 0:
+          try dispatcher.dispatchSync(action: CatalogAction.add(id: next))
+          live.append(next)
+          next += 1
+        case 1:
+          try dispatcher.dispatchSync(action: CatalogAction.discontinue(id: id))
+          live.removeAll { $0 == id }
+        case 2: _ = try? recorder.undo()
+        case 3: _ = try? recorder.redo()
+        case 4:
+          if let first = recorder.records.first {
+            _ = try? recorder.jump(to: Int.random(in: first.index...recorder.records.last!.index, using: &random))
+          }
+        default:
+          try dispatcher.dispatchSync(action: CatalogAction.restock(id: id, amount: step + 1))
+        }
+        // A later action may name a product an undo took back: it changes nothing then, which is recorded too.
+      }
+      recorder.flush()
+      #expect(recorder.persistenceError == nil)
+
+      let session = try Session.load(from: file.url, codecs: LargeModelRecordingTests.codecs)
+      #expect(
+        try session.records.map { $0.model as? Catalog } == recorder.records.map { $0.model as? Catalog },
+        "round \(round)")
+      let verifying = Dispatcher()
+      try verifying.register(
+        store: Store<Catalog, CatalogAction>(identifier: "catalog", model: initial, reducer: CatalogOperationReducer()))
+      try session.verify(against: verifying)
+      let restoring = Dispatcher()
+      let restored = Store<Catalog, CatalogAction>(
+        identifier: "catalog", model: initial, reducer: CatalogOperationReducer())
+      try restoring.register(store: restored)
+      try session.restore(into: restoring)
+      #expect(restored.model == store.model, "round \(round)")
+    }
+  }
+}
