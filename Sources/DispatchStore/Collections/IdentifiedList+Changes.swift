@@ -51,7 +51,9 @@ extension IdentifiedList {
     // What the order loses and gains must be what the elements lose and gain: checked without visiting the list.
     var leftOrder: [Element.ID: Int] = [:]
     for splice in changes.splices {
-      guard splice.position >= 0, splice.removing >= 0, splice.position + splice.removing <= result.order.count
+      // Without adding the two: a position and a count read from a file may be as large as an `Int` holds.
+      guard splice.position >= 0, splice.removing >= 0, splice.position <= result.order.count,
+        splice.removing <= result.order.count - splice.position
       else {
         throw ListChangesMismatch(
           description: "a change of the order at \(splice.position) does not fit a list of \(result.order.count)")

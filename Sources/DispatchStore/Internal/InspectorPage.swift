@@ -357,7 +357,7 @@ enum InspectorPage {
           let list;
           if (form["~all"] !== undefined) {
             const ids = (form["~ids"] || []).map(idKey);
-            if (!Array.isArray(form["~all"]) || ids.length !== form["~all"].length) fail("has as many ids as elements");
+            if (!Array.isArray(form["~all"]) || ids.length !== form["~all"].length) fail("does not have as many ids as elements");
             list = { ids, byKey: new Map(ids.map((key, n) => [key, form["~all"][n]])) };
           } else {
             const base = lists.get(name);
@@ -382,15 +382,17 @@ enum InspectorPage {
       if (!r.l || !r.l.length) return r.m;
       if (r.full !== undefined) return r.full;
       const lists = listsOf(r);
-      const model = Array.isArray(r.m) ? r.m.slice() : Object.assign({}, r.m);
-      for (const path of r.l) {
-        const list = lists.get(JSON.stringify(path));
+      const elements = (path) => { const list = lists.get(JSON.stringify(path)); return list.ids.map((key) => list.byKey.get(key)); };
+      // A model that is itself a list has the empty path.
+      const root = r.l.some((path) => !path.length);
+      const model = root ? elements([]) : Array.isArray(r.m) ? r.m.slice() : Object.assign({}, r.m);
+      for (const path of root ? [] : r.l) {
         let node = model;
         for (const key of path.slice(0, -1)) {
           node[key] = Array.isArray(node[key]) ? node[key].slice() : Object.assign({}, node[key]);
           node = node[key];
         }
-        node[path[path.length - 1]] = list.ids.map((key) => list.byKey.get(key));
+        node[path[path.length - 1]] = elements(path);
       }
       // Kept for the lines most recently shown only: a long session's models are not all held at once.
       remembered.push(r);

@@ -112,14 +112,16 @@ final class ListEncoding {
   func write<Element: Identifiable & Encodable>(
     _ list: IdentifiedList<Element>, to encoder: JSONStreamEncoder
   ) throws -> Bool {
-    guard Element.ID.self is any Encodable.Type else { return false }
+    // Changes are found by comparing elements' stored bytes: an element that is a class, changed in place, would
+    // look unchanged, so such lists are written as plain arrays.
+    guard Element.ID.self is any Encodable.Type, !(Element.self is AnyObject.Type) else { return false }
     let path = ListPath.json(encoder.codingPath)
     // Lists inside the elements written here are plain arrays: their coding paths pass through the form.
     encoder.lists = nil
     defer { encoder.lists = self }
     var container = encoder.container(keyedBy: ListFormKey.self)
     if let previous = base.lists[path] as? IdentifiedList<Element> {
-      try Self.write(list.changes(since: previous, same: Self.equality(of: Element.self)), to: &container)
+      try Self.write(list.changes(since: previous) { Self.sameBytes($0, $1) }, to: &container)
     } else {
       var ids = container.nestedUnkeyedContainer(forKey: .ids)
       var order = list.order.makeIterator()
@@ -185,16 +187,20 @@ final class ListEncoding {
     try JSONStreamEncoder().encode(id, into: &bytes)
   }
 
-  /// `==` for `Equatable` elements; otherwise no two elements are the same (each changed node's elements are
-  /// written).
-  static func equality<Element>(of _: Element.Type) -> (Element, Element) -> Bool {
-    guard let equatable = Element.self as? any Equatable.Type else { return { _, _ in false } }
-    // `Element` is `E`: a bit cast, not a dynamic cast per comparison.
-    func compare<E: Equatable>(_: E.Type) -> (Element, Element) -> Bool {
-      { unsafeBitCast($0, to: E.self) == unsafeBitCast($1, to: E.self) }
+  /// Whether two elements hold the same bytes: the same values, and the same references to storage (a `String`'s,
+  /// an `Array`'s), which a value type never changes in place.
+  ///
+  /// Not `==`, which an element may define more loosely (by its id alone), and which would then leave a change
+  /// unwritten. Two equal values stored apart (a string built again) differ here: they are written, which costs
+  /// bytes, never a change.
+  static func sameBytes<Element>(_ lhs: Element, _ rhs: Element) -> Bool {
+    withUnsafeBytes(of: lhs) { left in
+      withUnsafeBytes(of: rhs) { right in
+        left.count == right.count && (left.count == 0 || memcmp(left.baseAddress!, right.baseAddress!, left.count) == 0)
+      }
     }
-    return compare(equatable)
   }
+
 }
 
 /// What a session's reader knows of the lists of the line it decodes: set by the line (``SessionFormat/LineDecoding``)
@@ -217,10 +223,17 @@ final class ListDecoding: @unchecked Sendable {
   /// With `keepingEach`, the lists of every record line decoded, by record index; otherwise empty.
   private(set) var kept: [Int: LineLists] = [:]
   private let keepingEach: Bool
+  /// The base the file's index found for a record (`"z"` right after the store), by record index: a line's `"z"`
+  /// must be that one.
+  let indexedBase: (Int) -> Int?
 
-  init(latest: [String: (index: Int, lists: LineLists)] = [:], keepingEach: Bool = false) {
+  init(
+    latest: [String: (index: Int, lists: LineLists)] = [:], keepingEach: Bool = false,
+    indexedBase: @escaping (Int) -> Int?
+  ) {
     self.latest = latest
     self.keepingEach = keepingEach
+    self.indexedBase = indexedBase
   }
 
   /// Sets the latest lines of `store`: the line just decoded, and its lists (`nil` if it held none).
@@ -251,14 +264,24 @@ final class ListDecoding: @unchecked Sendable {
   func decode<Element: Identifiable & Decodable>(
     _: IdentifiedList<Element>.Type, from decoder: any Decoder
   ) throws -> IdentifiedList<Element>? {
-    guard !paths.isEmpty, decoder.codingPath.count > modelDepth else { return nil }
+    guard !paths.isEmpty, decoder.codingPath.count >= modelDepth else { return nil }
     let path = ListPath.json(decoder.codingPath, dropping: modelDepth)
     guard paths.contains(path) else { return nil }
     let container = try decoder.container(keyedBy: ListFormKey.self)
     let list: IdentifiedList<Element>
     if container.contains(.all) {
-      // The elements carry their ids; "~ids" is for readers without the types (the inspector).
+      // The elements carry their ids; "~ids" is for readers without the types (the inspector), and must agree.
       list = try container.decode(IdentifiedList<Element>.self, forKey: .all)
+      if let idType = Element.ID.self as? any Decodable.Type {
+        var ids: any UnkeyedDecodingContainer = try container.nestedUnkeyedContainer(forKey: .ids)
+        var order: [Element.ID] = []
+        var next = list.order.makeIterator()
+        while let id = next.next() { order.append(id) }
+        guard try Self.ids(idType, of: Element.self, &ids) == order else {
+          throw DecodingError.dataCorruptedError(
+            forKey: ListFormKey.ids, in: container, debugDescription: "The ids of a list are not its elements' ids.")
+        }
+      }
     } else {
       guard var changed = base.lists[path] as? IdentifiedList<Element> else {
         throw DecodingError.dataCorruptedError(
@@ -282,28 +305,39 @@ final class ListDecoding: @unchecked Sendable {
     of _: Element.Type, in container: KeyedDecodingContainer<ListFormKey>
   ) throws -> ListChanges<Element> {
     var changes = ListChanges<Element>()
+    let idType = Element.ID.self as? any Decodable.Type
     if container.contains(.set) {
       var set = try container.nestedUnkeyedContainer(forKey: .set)
       while !set.isAtEnd {
-        var pair = try set.nestedUnkeyedContainer()
-        _ = try pair.decode(Skipped.self)  // The id, which the element carries.
-        changes.updated.append(try pair.decode(Element.self))
+        var pair: any UnkeyedDecodingContainer = try set.nestedUnkeyedContainer()
+        // The id, for readers without the types (the inspector): it must be the element's.
+        let id: Element.ID?
+        if let idType {
+          id = try Self.id(idType, of: Element.self, &pair)
+        } else {
+          _ = try pair.decode(Skipped.self)
+          id = nil
+        }
+        let element = try pair.decode(Element.self)
+        guard id == nil || id == element.id else {
+          throw DecodingError.dataCorruptedError(
+            forKey: ListFormKey.set, in: container, debugDescription: "A changed element's id is not the one given.")
+        }
+        changes.updated.append(element)
       }
     }
     guard container.contains(.remove) || container.contains(.order) else { return changes }
-    guard let idType = Element.ID.self as? any Decodable.Type else {
+    guard let idType else {
       throw DecodingError.dataCorruptedError(
         forKey: ListFormKey.remove, in: container,
         debugDescription: "The list's ids (\(Element.ID.self)) are not Decodable, so its removals cannot be read.")
     }
-    func ids<ID: Decodable>(_: ID.Type, _ container: inout any UnkeyedDecodingContainer) throws -> [Element.ID] {
-      var ids: [Element.ID] = []
-      while !container.isAtEnd { ids.append(try container.decode(ID.self) as! Element.ID) }
-      return ids
+    func ids(_ container: inout any UnkeyedDecodingContainer) throws -> [Element.ID] {
+      try Self.ids(idType, of: Element.self, &container)
     }
     if container.contains(.remove) {
       var remove: any UnkeyedDecodingContainer = try container.nestedUnkeyedContainer(forKey: .remove)
-      changes.removed = try ids(idType, &remove)
+      changes.removed = try ids(&remove)
     }
     if container.contains(.order) {
       var order = try container.nestedUnkeyedContainer(forKey: .order)
@@ -312,10 +346,26 @@ final class ListDecoding: @unchecked Sendable {
         let position = try entry.decode(Int.self)
         let removing = try entry.decode(Int.self)
         var added: any UnkeyedDecodingContainer = try entry.nestedUnkeyedContainer()
-        changes.splices.append(OrderSplice(position: position, removing: removing, ids: try ids(idType, &added)))
+        changes.splices.append(OrderSplice(position: position, removing: removing, ids: try ids(&added)))
       }
     }
     return changes
+  }
+
+  /// The ids left in `container`, decoded as `ID`, which is `Element.ID`.
+  private static func ids<ID: Decodable, Element: Identifiable>(
+    _: ID.Type, of _: Element.Type, _ container: inout any UnkeyedDecodingContainer
+  ) throws -> [Element.ID] {
+    var ids: [Element.ID] = []
+    while !container.isAtEnd { ids.append(try container.decode(ID.self) as! Element.ID) }
+    return ids
+  }
+
+  /// The next id in `container`, decoded as `ID`, which is `Element.ID`.
+  private static func id<ID: Decodable, Element: Identifiable>(
+    _: ID.Type, of _: Element.Type, _ container: inout any UnkeyedDecodingContainer
+  ) throws -> Element.ID {
+    try container.decode(ID.self) as! Element.ID
   }
 
   /// A value read past.

@@ -95,7 +95,7 @@ public struct Session: Sendable {
     let decoder = JSONDecoder()
     decoder.userInfo[SessionFormat.LineDecoding.codecsKey] = codecs
     // The lines in order: each line's list changes apply to lists decoded just before.
-    decoder.userInfo[ListDecoding.key] = ListDecoding()
+    decoder.userInfo[ListDecoding.key] = ListDecoding(indexedBase: indexedBase)
     return try decoder.decode([SessionFormat.LineDecoding].self, from: array).map { decoded in
       guard case .record(let record) = decoded.line else { throw SessionError.corruptLine(line: 0, reason: "") }
       return withOutcome(record)
@@ -159,9 +159,11 @@ public struct Session: Sendable {
     // The bases, oldest first, in one run of the decoder (a run per line costs more than a small line); if that
     // fails, one by one, to name the line.
     let bases = Array(chain.dropFirst().reversed())
-    var lists = ListDecoding(latest: start.map { [line.store: $0] } ?? [:], keepingEach: true)
+    var lists = ListDecoding(
+      latest: start.map { [line.store: $0] } ?? [:], keepingEach: true, indexedBase: indexedBase)
     if !bases.isEmpty, (try? decodeInOrder(bases, lists: lists)) == nil {
-      lists = ListDecoding(latest: start.map { [line.store: $0] } ?? [:], keepingEach: true)
+      lists = ListDecoding(
+        latest: start.map { [line.store: $0] } ?? [:], keepingEach: true, indexedBase: indexedBase)
       for base in bases { _ = try decode(base.line, lists: lists) }
     }
     guard case .record(let record) = try decode(line.line, lists: lists) else {
@@ -173,6 +175,14 @@ public struct Session: Sendable {
       cached.merge(lists.kept) { _, new in new }
     }
     return withOutcome(record)
+  }
+
+  /// The base of each record's list changes, as loading found and checked it (`"z"`), by record index.
+  private var indexedBase: (Int) -> Int? {
+    { [index] position in
+      let offset = position - index.firstIndex
+      return offset >= 0 && offset < index.records.count ? index.records[offset].base : nil
+    }
   }
 
   /// Decodes record lines in order, as one JSON array.
@@ -691,8 +701,10 @@ public struct Session: Sendable {
     }
     var dispatches: Set<TransactionID> = []
     var next = position
+    // Every record, in one run of the decoder (each line's lists rest on the lines before it).
+    let all = try records
     for offset in max(0, position - index.firstIndex)..<index.records.count {
-      let record = try record(at: index.records[offset].index)
+      let record = all[offset]
       while let snapshot = snapshots.first, snapshot.index <= next {
         snapshots.removeFirst()
         lines.append(try decode(snapshot.line))

@@ -405,7 +405,10 @@ enum SessionFormat {
         let lists = decoder.userInfo[ListDecoding.key] as? ListDecoding
         let paths = try container.decodeIfPresent([[ListPath.Component]].self, forKey: .l) ?? []
         var base = LineLists.none
-        if let z = try container.decodeIfPresent(Int.self, forKey: .z) {
+        let z = try container.decodeIfPresent(Int.self, forKey: .z)
+        // The base loading checked, found right after the store: a "z" elsewhere in the line is not taken.
+        if let lists, lists.indexedBase(index) != z { throw MissingBase(index: z ?? -1) }
+        if let z {
           guard let latest = lists?.latest[store], latest.index == z else { throw MissingBase(index: z) }
           base = latest.lists
         }

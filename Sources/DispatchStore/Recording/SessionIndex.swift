@@ -55,7 +55,7 @@ struct SessionIndex: Sendable {
   var redactions: [String: RedactionMark] = [:]
   /// Per store, its latest record line since the last move line: the only base (`"z"`) its next record line may
   /// name.
-  private var possibleBases: [String: Int] = [:]
+  private var possibleBases: [String: (index: Int, chain: Int)] = [:]
   /// A version 1 file's history, decoded when it was read (a version 1 file can only be read by decoding it).
   var decodedRecords: [Record]?
   /// What the inspector shows besides the kept history; `nil` unless read for the inspector.
@@ -262,13 +262,21 @@ struct SessionIndex: Sendable {
         snapshots.removeAll { $0.index > position }
       }
       let base = LinePrefix.recordBase(in: object)
-      if let base, base != possibleBases[store] {
+      let possible = possibleBases[store]
+      if let base, base != possible?.index {
         throw .corruptLine(
           line: line.number,
           reason:
             "its lists' base \"z\": \(base) is not the store's previous record line since the last move")
       }
-      possibleBases[store] = position
+      // As a writer writes them: at most `maximumChain` lines with a base in a row, what reading one decodes.
+      let chain = base == nil ? 0 : (possible?.chain ?? 0) + 1
+      guard chain <= SessionFormat.Encoder.maximumChain else {
+        throw .corruptLine(
+          line: line.number,
+          reason: "more than \(SessionFormat.Encoder.maximumChain) records in a row change the lists of the one before")
+      }
+      possibleBases[store] = (position, chain)
       records.append(RecordLine(line: line, index: position, store: store, base: base))
       if let mark = LinePrefix.recordRedaction(in: object) {
         redactions[store] = mark.union(redactions[store] ?? RedactionMark())

@@ -264,4 +264,111 @@ struct ListFormsTests {
     #expect(appended.formatVersion == 2)
     #expect(try appended.records.last?.model as? Catalog == store.model)
   }
+
+  struct Loose: Identifiable, Codable, Sendable, Equatable {
+    let id: Int
+    var title: String
+    /// Equal by id alone, as some apps define it: the session must still record a changed title.
+    static func == (lhs: Self, rhs: Self) -> Bool { lhs.id == rhs.id }
+  }
+
+  /// A model that encodes itself as its list: the list's path is the model's own, empty.
+  struct Shelf: ModelType, Codable, Equatable {
+    var items: IdentifiedList<Loose>
+    init(items: IdentifiedList<Loose>) { self.items = items }
+    init(from decoder: any Decoder) throws { items = try decoder.singleValueContainer().decode(IdentifiedList.self) }
+    func encode(to encoder: any Encoder) throws {
+      var container = encoder.singleValueContainer()
+      try container.encode(items)
+    }
+    static func == (lhs: Self, rhs: Self) -> Bool {
+      lhs.items.map { [$0.id: $0.title] } == rhs.items.map { [$0.id: $0.title] }
+    }
+  }
+
+  enum ShelfAction: ActionType, Codable {
+    case retitle(id: Int, title: String)
+    case add(id: Int)
+  }
+
+  /// Changes are found by the elements' stored bytes, not their `==`, and a list may be the whole model.
+  @Test func aChangeThatEqualityIgnoresIsRecordedAndAListMayBeTheModel() throws {
+    let file = TemporaryFile()
+    let dispatcher = Dispatcher()
+    let store = Store<Shelf, ShelfAction>(
+      identifier: "shelf", model: Shelf(items: IdentifiedList((0..<100).map { Loose(id: $0, title: "Item \($0)") }))
+    ) { action, model in
+      switch action {
+      case .retitle(let id, let title): model.items[id: id]?.title = title
+      case .add(let id): model.items.append(Loose(id: id, title: "New"))
+      }
+    }
+    try dispatcher.register(store: store)
+    var codecs = SessionCodecs()
+    codecs.register(storeIdentifier: "shelf", model: Shelf.self, action: ShelfAction.self)
+    let recorder = RecorderMiddleware()
+    dispatcher.register(middleware: recorder)
+    try recorder.attach(appendingTo: file.url, codecs: codecs)
+    try dispatcher.dispatchSync(action: ShelfAction.retitle(id: 3, title: "first"))
+    try dispatcher.dispatchSync(action: ShelfAction.retitle(id: 3, title: "second"))
+    try dispatcher.dispatchSync(action: ShelfAction.add(id: 500))
+    recorder.flush()
+    #expect(recorder.persistenceError == nil)
+    #expect(file.lines[3].contains(#""m":{"~set":[[3,{"id":3,"title":"second"}]]},"l":[[]]"#))
+
+    let session = try Session.load(from: file.url, codecs: codecs)
+    let titles = try session.records.map { ($0.model as? Shelf)?.items[id: 3]?.title }
+    #expect(titles == ["first", "second", "second"])
+    #expect((try session.record(at: 2).model as? Shelf)?.items.last?.id == 500)
+  }
+
+  /// Crafted lines whose hashes hold are typed errors naming their lines, never a crash.
+  ///
+  /// An order change past any list, a changed element under another id, a chain of bases longer than a writer
+  /// writes.
+  @Test func craftedListFormsAreCorruptLinesNamingThem() throws {
+    let file = TemporaryFile()
+    let app = try RecordedCatalog(file: file, count: 10)
+    try app.send(.restock(id: 3, amount: 5))
+    try app.send(.restock(id: 4, amount: 5))
+    app.recorder.flush()
+    let objects = file.lines.map(Self.object)
+    #expect(objects[3].contains(#""~set":[[4,"#))
+    for (edit, what) in [
+      (#""products":{"~order":[[9223372036854775807,1,[]]],"#, "a huge position"),
+      (#""products":{"~order":[[-1,1,[]]],"#, "a negative position"),
+      (#""products":{"~order":[[2,9223372036854775807,[]]],"#, "a huge count"),
+    ] {
+      var edited = objects
+      edited[3] = edited[3].replacingOccurrences(of: #""products":{"#, with: edit)
+      writeSession(edited, to: file.url)
+      let session = try Session.load(from: file.url, codecs: LargeModelRecordingTests.codecs)
+      #expect(throws: SessionError.self, "\(what)") { try session.record(at: 1) }
+    }
+    var edited = objects
+    edited[3] = edited[3].replacingOccurrences(of: #""~set":[[4,"#, with: #""~set":[[5,"#)
+    writeSession(edited, to: file.url)
+    #expect {
+      try Session.load(from: file.url, codecs: LargeModelRecordingTests.codecs).records
+    } throws: { error in
+      guard case .corruptLine(let line, _) = error as? SessionError else { return false }
+      return line == 4
+    }
+
+    // 1,001 records in a row, each changing the lists of the one before: one more than a writer writes.
+    var long = Array(objects.prefix(3))
+    for index in 1...(SessionFormat.Encoder.maximumChain + 1) {
+      long.append(
+        #"{"k":"r","i":\#(index),"t":\#(1_000 + index),"s":"catalog","z":\#(index - 1),"a":{"add":{"id":\#(100 + index)}},"#
+          + #""m":{"edits":\#(index),"products":{}},"l":[["products"]]}"#)
+    }
+    writeSession(long, to: file.url)
+    #expect {
+      try Session.load(from: file.url, codecs: LargeModelRecordingTests.codecs)
+    } throws: { error in
+      guard case .corruptLine(let line, _) = error as? SessionError else { return false }
+      return line == 3 + SessionFormat.Encoder.maximumChain + 1
+    }
+  }
+
 }
