@@ -22,18 +22,12 @@ enum ListFormKey: String, CodingKey {
 enum ListPath {
   /// The JSON of `codingPath` without its first `dropping` keys; also the key that finds a list by its path.
   static func json(_ codingPath: [any CodingKey], dropping: Int = 0) -> [UInt8] {
-    var json: [UInt8] = [UInt8(ascii: "[")]
-    for (offset, key) in codingPath.dropFirst(dropping).enumerated() {
-      if offset > 0 { json.append(UInt8(ascii: ",")) }
-      // An array's position: coders name it "Index N" (a user's integer key keeps its own name, the JSON key).
-      if let index = key.intValue, key.stringValue == "Index \(index)" {
-        JSONText.append(index, to: &json)
-      } else {
-        JSONText.append(key.stringValue, to: &json)
-      }
-    }
-    json.append(UInt8(ascii: "]"))
-    return json
+    json(
+      codingPath.dropFirst(dropping).map { key in
+        // An array's position: coders name it "Index N" (a user's integer key keeps its own name, the JSON key).
+        if let index = key.intValue, key.stringValue == "Index \(index)" { return .index(index) }
+        return .key(key.stringValue)
+      })
   }
 
   /// One key of a path in `"l"`, decoded.
@@ -200,7 +194,6 @@ final class ListEncoding {
       }
     }
   }
-
 }
 
 /// What a session's reader knows of the lists of the line it decodes: set by the line (``SessionFormat/LineDecoding``)

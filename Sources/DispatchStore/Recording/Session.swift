@@ -159,11 +159,12 @@ public struct Session: Sendable {
     // The bases, oldest first, in one run of the decoder (a run per line costs more than a small line); if that
     // fails, one by one, to name the line.
     let bases = Array(chain.dropFirst().reversed())
-    var lists = ListDecoding(
-      latest: start.map { [line.store: $0] } ?? [:], keepingEach: true, indexedBase: indexedBase)
+    let fromStart = {
+      ListDecoding(latest: start.map { [line.store: $0] } ?? [:], keepingEach: true, indexedBase: indexedBase)
+    }
+    var lists = fromStart()
     if !bases.isEmpty, (try? decodeInOrder(bases, lists: lists)) == nil {
-      lists = ListDecoding(
-        latest: start.map { [line.store: $0] } ?? [:], keepingEach: true, indexedBase: indexedBase)
+      lists = fromStart()
       for base in bases { _ = try decode(base.line, lists: lists) }
     }
     guard case .record(let record) = try decode(line.line, lists: lists) else {

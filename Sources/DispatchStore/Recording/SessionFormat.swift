@@ -211,7 +211,6 @@ enum SessionFormat {
         defer { encoder.lists = nil }
         try codec.encodeModel(
           record.storeIdentifier, try redacted(record.model, of: record.storeIdentifier), encoder, &bytes)
-        encoder.lists = nil
         try checkDepth(of: "model", store: record.storeIdentifier)
         if let lists, !lists.paths.isEmpty {
           bytes.append(contentsOf: ",\"l\":[".utf8)

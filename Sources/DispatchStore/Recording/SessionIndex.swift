@@ -355,7 +355,15 @@ private struct LinePrefix {
       index = nil
       return
     }
-    var position = start + Self.indexKey.count
+    index = Self.integer(in: bytes, at: start + Self.indexKey.count)
+  }
+
+  /// The JSON integer of at most 18 digits at `start`, if it is the whole value.
+  ///
+  /// The object ends or goes on after it. Anything else (`1e300`, `1abc`, `1.5`, `01`, 19 digits) is `nil`, read as
+  /// a missing field and named by the caller.
+  private static func integer(in bytes: UnsafeRawBufferPointer, at start: Int) -> Int? {
+    var position = start
     var negative = false
     if position < bytes.count, bytes[position] == UInt8(ascii: "-") {
       negative = true
@@ -368,15 +376,10 @@ private struct LinePrefix {
       position += 1
     }
     let digits = position - first
-    // A JSON integer of at most 18 digits, and the whole value: the object ends or goes on after it. Anything else
-    // (`1e300`, `1abc`, `1.5`, `01`, 19 digits) is no position: read as a missing one, named by the caller.
     guard digits > 0, digits <= 18, digits == 1 || bytes[first] != UInt8(ascii: "0"),
       position == bytes.count || bytes[position] == UInt8(ascii: ",")
-    else {
-      index = nil
-      return
-    }
-    index = negative ? -value : value
+    else { return nil }
+    return negative ? -value : value
   }
 
   private static func matches(_ needle: [UInt8], in bytes: UnsafeRawBufferPointer, at start: Int) -> Bool {
@@ -408,7 +411,7 @@ private struct LinePrefix {
   }
 
   /// The base of a record line's list changes, right after its store and redaction mark (`,"s":"…","z":11`), if
-  /// it names one; `-1` if the field is there but not an integer of at most 18 digits.
+  /// it names one; `-1` if the field is there but not a JSON integer of at most 18 digits, or negative.
   static func recordBase(in bytes: UnsafeRawBufferPointer) -> Int? {
     guard let start = find(storeKey, in: bytes) else { return nil }
     guard var position = endOfString(at: start + storeKey.count - 1, in: bytes) else { return nil }
@@ -418,17 +421,8 @@ private struct LinePrefix {
       position = end
     }
     guard matches(baseKey, in: bytes, at: position) else { return nil }
-    position += baseKey.count
-    let first = position
-    var value = 0
-    while position < bytes.count, position - first < 18, bytes[position] >= UInt8(ascii: "0"),
-      bytes[position] <= UInt8(ascii: "9")
-    {
-      value = value * 10 + Int(bytes[position] - UInt8(ascii: "0"))
-      position += 1
-    }
-    guard position > first, position < bytes.count, bytes[position] == UInt8(ascii: ",") else { return -1 }
-    return value
+    guard let base = integer(in: bytes, at: position + baseKey.count), base >= 0 else { return -1 }
+    return base
   }
 
   /// The redaction mark right after the store of a record line (`,"s":"…","p":"am"`), if there is one.

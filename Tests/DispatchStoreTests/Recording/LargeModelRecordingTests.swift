@@ -39,10 +39,14 @@ struct LargeModelRecordingTests {
 
   static let count = 10_000
 
+  /// A catalog of `count` products, none in stock.
+  static func initial(count: Int = count) -> Catalog {
+    Catalog(products: IdentifiedList((0..<count).map { Product(id: $0, name: "Product \($0)") }))
+  }
+
   /// A catalog store of `count` products that counts its reductions.
   static func makeStore(count: Int = count, reductions: Locked<Int>? = nil) -> Store<Catalog, CatalogAction> {
-    let initial = Catalog(products: IdentifiedList((0..<count).map { Product(id: $0, name: "Product \($0)") }))
-    return Store(identifier: "catalog", model: initial) { action, model in
+    Store(identifier: "catalog", model: initial(count: count)) { action, model in
       reductions?.withLock { $0 += 1 }
       model.edits += 1
       switch action {

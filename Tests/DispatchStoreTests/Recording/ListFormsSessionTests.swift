@@ -34,11 +34,7 @@ struct ListFormsSessionTests {
   typealias Catalog = LargeModelRecordingTests.Catalog
   typealias CatalogAction = LargeModelRecordingTests.CatalogAction
 
-  static let count = isSanitized ? 1_000 : 10_000
-
-  static func initial(_ count: Int) -> Catalog {
-    Catalog(products: IdentifiedList((0..<count).map { Product(id: $0, name: "Product \($0)") }))
-  }
+  static let count = ListFormsTests.count
 
   /// Eight threads, each dispatching to its own operation store: every record (two per transaction) holds the model
   /// its change made, the file verifies, and restore puts back each store's last model.
@@ -46,7 +42,7 @@ struct ListFormsSessionTests {
     let file = TemporaryFile()
     let dispatcher = Dispatcher()
     var codecs = SessionCodecs()
-    let initial = Self.initial(Self.count)
+    let initial = LargeModelRecordingTests.initial(count: Self.count)
     var stores: [Store<Catalog, CatalogAction>] = []
     for thread in 0..<8 {
       let store = Store(identifier: "catalog\(thread)", model: initial, reducer: CatalogOperationReducer())
@@ -118,7 +114,7 @@ struct ListFormsSessionTests {
 
   static func randomSessions() throws -> [String] {
     var differences: [String] = []
-    let initial = Self.initial(Self.count)
+    let initial = LargeModelRecordingTests.initial(count: Self.count)
     var random = SplitMix(seed: 100)
     for round in 0..<(isSanitized ? 10 : 100) {
       let file = TemporaryFile()

@@ -141,7 +141,7 @@ struct ListFormsTests {
     let session = try Session.load(from: file.url, codecs: LargeModelRecordingTests.codecs)
 
     let verifying = Dispatcher()
-    let initial = Catalog(products: IdentifiedList((0..<Self.count).map { Product(id: $0, name: "Product \($0)") }))
+    let initial = LargeModelRecordingTests.initial(count: Self.count)
     let changed = Store<Catalog, CatalogAction>(identifier: "catalog", model: initial) { action, model in
       model.edits += 1
       if case .restock(let id, let amount) = action {
