@@ -5,6 +5,7 @@ import Benchmark
 import Dispatch
 import DispatchStore
 import Foundation
+import Synchronization
 
 func tallyCodecs(stores: Int = 1) -> SessionCodecs {
   var codecs = SessionCodecs()
@@ -14,9 +15,21 @@ func tallyCodecs(stores: Int = 1) -> SessionCodecs {
   return codecs
 }
 
+/// A new session file's path in the temporary directory; the file is removed when the process exits (fixtures live
+/// as long as the process, and a session at scale is tens of megabytes).
 func temporarySession(_ name: String) -> URL {
-  FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID()).jsonl")
+  let url = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID()).jsonl")
+  _ = removedAtExit
+  temporarySessions.withLock { $0.append(url) }
+  return url
 }
+
+private let temporarySessions = Mutex<[URL]>([])
+private let removedAtExit: Void = {
+  atexit {
+    for url in temporarySessions.withLock({ $0 }) { try? FileManager.default.removeItem(at: url) }
+  }
+}()
 
 /// A session of `records` in-place increments, with a snapshot every `snapshotEvery` records (none if `nil`).
 func recordedSession(records: Int, snapshotEvery: Int?) -> URL {

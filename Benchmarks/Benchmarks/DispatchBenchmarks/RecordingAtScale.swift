@@ -353,11 +353,17 @@ private func registerChangeWhileCopyHeld() {
 /// A file's flush ends each iteration, so that the writer's share is in the figure, spread over the
 /// iteration's dispatches as an app's would be: the same number of dispatches a flush wherever two counts are
 /// compared.
-private func scaleConfiguration(count: Int, atEveryCount: Bool = false) -> Benchmark.Configuration {
+private func scaleConfiguration(count: Int, atEveryCount: Bool = false, mallocSlack: Double = 1.0)
+  -> Benchmark.Configuration
+{
   .init(
     metrics: [.wallClock, .mallocCountTotal, .custom("bytesPerRecord", useScalingFactor: false)],
     timeUnits: .nanoseconds, scalingFactor: count <= 1_000 || atEveryCount ? .kilo : .one, maxDuration: .seconds(2),
-    maxIterations: 200)
+    maxIterations: 200,
+    // The CI guard checks the recorded cases at 10,000 items (Benchmarks/README.md), with 1% slack as the other
+    // guarded cases; 5% for the nested shape, whose count in memory moved by up to 3% between runs (one more malloc
+    // per dispatch is +9% there).
+    thresholds: [.mallocCountTotal: BenchmarkThresholds(relative: [.p90: mallocSlack])])
 }
 
 private enum ScaleRecording: String, CaseIterable {
@@ -372,7 +378,9 @@ private func registerScale<Model, Action>(_ shape: ScaleShape<Model, Action>) {
       let fixture = LazyScaleFixture(shape: shape, count: count, recording: recording)
       Benchmark(
         "Scale.dispatch(\(shape.name),items:\(count),recorder:\(recording.rawValue))",
-        configuration: scaleConfiguration(count: count, atEveryCount: shape.name.hasPrefix("identified"))
+        configuration: scaleConfiguration(
+          count: count, atEveryCount: shape.name.hasPrefix("identified"),
+          mallocSlack: shape.name == "identifiedNested" ? 5.0 : 1.0)
       ) { benchmark in
         let state = fixture.state
         benchmark.startMeasurement()

@@ -72,33 +72,16 @@ public struct Session: Sendable {
   public var records: [Record] {
     get throws(SessionError) {
       if let records = cache.records.withLock({ $0 }) { return records }
-      // One run of the decoder over all the lines, as one JSON array: a run per line costs more than the line.
-      // If it fails, the lines are decoded one by one, to name the line.
-      let records: [Record]
-      if let all = try? decodeAll() {
-        records = all
-      } else {
-        records = try index.records.map { (line) throws(SessionError) in try record(line) }
+      // The lines in order, each decoded once: a line's list changes apply to the lists decoded just before it.
+      let lists = ListDecoding(indexedBase: indexedBase)
+      let records = try index.records.map { (line) throws(SessionError) in
+        guard case .record(let record) = try decode(line.line, lists: lists) else {
+          throw .corruptLine(line: line.line.number, reason: "not a record")
+        }
+        return withOutcome(record)
       }
       cache.records.withLock { $0 = records }
       return records
-    }
-  }
-
-  private func decodeAll() throws -> [Record] {
-    var array = Data("[".utf8)
-    for (offset, line) in index.records.enumerated() {
-      if offset > 0 { array.append(UInt8(ascii: ",")) }
-      array.append(index.data[line.line.range])
-    }
-    array.append(UInt8(ascii: "]"))
-    let decoder = JSONDecoder()
-    decoder.userInfo[SessionFormat.LineDecoding.codecsKey] = codecs
-    // The lines in order: each line's list changes apply to lists decoded just before.
-    decoder.userInfo[ListDecoding.key] = ListDecoding(indexedBase: indexedBase)
-    return try decoder.decode([SessionFormat.LineDecoding].self, from: array).map { decoded in
-      guard case .record(let record) = decoded.line else { throw SessionError.corruptLine(line: 0, reason: "") }
-      return withOutcome(record)
     }
   }
 
@@ -122,11 +105,19 @@ public struct Session: Sendable {
     return try record(index.records[offset])
   }
 
+  /// Decodes a line with ``JSONStreamDecoder``, or, where that one refuses or fails, with `JSONDecoder`, whose error
+  /// names what is wrong.
   private func decode(_ line: SessionIndex.Line, lists: ListDecoding? = nil) throws(SessionError) -> SessionFormat.Line
   {
+    var userInfo: [CodingUserInfoKey: any Sendable] = [SessionFormat.LineDecoding.codecsKey: codecs]
+    if let lists { userInfo[ListDecoding.key] = lists }
+    let fast = index.data.withUnsafeBytes { bytes in
+      try? JSONStreamDecoder.decode(
+        SessionFormat.LineDecoding.self, from: UnsafeRawBufferPointer(rebasing: bytes[line.range]), userInfo: userInfo)
+    }
+    if let fast { return fast.line }
     let decoder = JSONDecoder()
-    decoder.userInfo[SessionFormat.LineDecoding.codecsKey] = codecs
-    if let lists { decoder.userInfo[ListDecoding.key] = lists }
+    decoder.userInfo = userInfo
     do {
       return try decoder.decode(SessionFormat.LineDecoding.self, from: index.bytes(of: line)).line
     } catch let error as SessionFormat.UnknownStore {
@@ -156,17 +147,10 @@ public struct Session: Sendable {
       }
       chain.append(index.records[offset])
     }
-    // The bases, oldest first, in one run of the decoder (a run per line costs more than a small line); if that
-    // fails, one by one, to name the line.
-    let bases = Array(chain.dropFirst().reversed())
-    let fromStart = {
-      ListDecoding(latest: start.map { [line.store: $0] } ?? [:], keepingEach: true, indexedBase: indexedBase)
-    }
-    var lists = fromStart()
-    if !bases.isEmpty, (try? decodeInOrder(bases, lists: lists)) == nil {
-      lists = fromStart()
-      for base in bases { _ = try decode(base.line, lists: lists) }
-    }
+    // The bases, oldest first.
+    let lists = ListDecoding(
+      latest: start.map { [line.store: $0] } ?? [:], keepingEach: true, indexedBase: indexedBase)
+    for base in chain.dropFirst().reversed() { _ = try decode(base.line, lists: lists) }
     guard case .record(let record) = try decode(line.line, lists: lists) else {
       throw .corruptLine(line: line.line.number, reason: "not a record")
     }
@@ -184,20 +168,6 @@ public struct Session: Sendable {
       let offset = position - index.firstIndex
       return offset >= 0 && offset < index.records.count ? index.records[offset].base : nil
     }
-  }
-
-  /// Decodes record lines in order, as one JSON array.
-  private func decodeInOrder(_ lines: [SessionIndex.RecordLine], lists: ListDecoding) throws {
-    var array = Data("[".utf8)
-    for (offset, line) in lines.enumerated() {
-      if offset > 0 { array.append(UInt8(ascii: ",")) }
-      array.append(index.data[line.line.range])
-    }
-    array.append(UInt8(ascii: "]"))
-    let decoder = JSONDecoder()
-    decoder.userInfo[SessionFormat.LineDecoding.codecsKey] = codecs
-    decoder.userInfo[ListDecoding.key] = lists
-    _ = try decoder.decode([SessionFormat.LineDecoding].self, from: array)
   }
 
   /// The effects recorded for each dispatch, in the order they were fetched.

@@ -414,19 +414,20 @@ enum SessionFormat {
         lists?.begin(modelDepth: decoder.codingPath.count + 1, paths: paths, base: base)
         let model = try codec.decodeModel(container, .m)
         let found = lists?.end() ?? .none
+        let record = Record(
+          index: index, dispatchID: dispatch, transactionID: transaction,
+          storeIdentifier: store, action: try codec.decodeAction(container, .a), model: model,
+          error: try container.decodeIfPresent(String.self, forKey: .e).map { RecordedError(description: $0) },
+          wasCancelled: try container.decodeIfPresent(Bool.self, forKey: .c) ?? false,
+          elapsed: try container.decodeIfPresent(UInt64.self, forKey: .f) ?? 0,
+          changedModel: !(try container.decodeIfPresent(Bool.self, forKey: .u) ?? false),
+          redaction: try container.decodeIfPresent(String.self, forKey: .p).flatMap(RedactionMark.init(text:))
+            ?? RedactionMark(),
+          change: try container.decodeIfPresent(UInt32.self, forKey: .n) ?? 0,
+          isRollback: try container.decodeIfPresent(Bool.self, forKey: .b) ?? false)
+        // Only a line decoded whole is a base: a line that failed is decoded again, against the same base.
         lists?.decoded(store: store, index: index, lists: paths.isEmpty ? nil : found)
-        line = .record(
-          Record(
-            index: index, dispatchID: dispatch, transactionID: transaction,
-            storeIdentifier: store, action: try codec.decodeAction(container, .a), model: model,
-            error: try container.decodeIfPresent(String.self, forKey: .e).map { RecordedError(description: $0) },
-            wasCancelled: try container.decodeIfPresent(Bool.self, forKey: .c) ?? false,
-            elapsed: try container.decodeIfPresent(UInt64.self, forKey: .f) ?? 0,
-            changedModel: !(try container.decodeIfPresent(Bool.self, forKey: .u) ?? false),
-            redaction: try container.decodeIfPresent(String.self, forKey: .p).flatMap(RedactionMark.init(text:))
-              ?? RedactionMark(),
-            change: try container.decodeIfPresent(UInt32.self, forKey: .n) ?? 0,
-            isRollback: try container.decodeIfPresent(Bool.self, forKey: .b) ?? false))
+        line = .record(record)
       case "s":
         let nested = try container.nestedContainer(keyedBy: StoreKey.self, forKey: .m)
         var models: [String: any ModelType] = [:]

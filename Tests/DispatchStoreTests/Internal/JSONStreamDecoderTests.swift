@@ -1,0 +1,228 @@
+import Foundation
+import Testing
+
+@testable import DispatchStore
+
+/// `JSONStreamDecoder`'s value, or `nil` where it refuses; a thrown error as `nil` too.
+private func stream<T: Decodable>(_ type: T.Type, _ json: some Collection<UInt8>) -> T? {
+  Array(json).withUnsafeBytes { bytes in try? JSONStreamDecoder.decode(type, from: bytes, userInfo: [:]) } ?? nil
+}
+
+/// Foundation's `JSONDecoder`: the oracle these tests compare with.
+private func foundation<T: Decodable>(_ type: T.Type, _ json: some Collection<UInt8>) -> T? {
+  try? JSONDecoder().decode(type, from: Data(json))
+}
+
+private func json(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+private enum Shape: Codable, Equatable {
+  case circle(radius: Int)
+  case polygon([Point], closed: Bool)
+  case empty
+}
+
+private struct Point: Codable, Equatable {
+  var x: Int
+  var y: Int
+}
+
+private struct Everything: Codable, Equatable {
+  var name = "quote \" backslash \\ slash / newline \n tab \t bell \u{7} é 🚀 \u{10FFFF}"
+  var flag = true
+  var nothing: Int? = nil
+  var something: Int? = 7
+  var extremes: [Int64] = [.min, .max, 0, -1]
+  var unsigned: UInt64 = .max
+  var small: Int8 = -128
+  var sizes: [UInt8] = [0, 255]
+  var doubles: [Double] = [0, -0.0, 0.1, 1.5, -2.25e-300, 1e300, .greatestFiniteMagnitude, .leastNonzeroMagnitude]
+  var floats: [Float] = [0.1, 3.4028235e38, .leastNonzeroMagnitude, -7.5]
+  var optionals: [Int?] = [1, nil, 3]
+  var shapes: [Shape] = [.circle(radius: 3), .polygon([Point(x: 1, y: 2), Point(x: -3, y: 4)], closed: true), .empty]
+  var tags: [String: Int] = Dictionary(uniqueKeysWithValues: (0..<40).map { ("key\($0)", $0) })
+  var byNumber: [Int: String] = [1: "one", -2: "minus two", 300: "three hundred"]
+  var nested: [[String: [Point]]] = [["a": [Point(x: 0, y: 0)]], [:]]
+}
+
+/// Records the coding path of every value it decodes, as its decoder names it.
+private struct PathProbe: Decodable, Equatable {
+  var paths: [[String]] = []
+  var children: [PathProbe] = []
+
+  enum Key: String, CodingKey { case children }
+
+  init(from decoder: any Decoder) throws {
+    paths = [decoder.codingPath.map { $0.intValue.map { "#\($0)" } ?? $0.stringValue }]
+    let container = try decoder.container(keyedBy: Key.self)
+    if container.contains(.children) {
+      children = try container.decode([PathProbe].self, forKey: .children)
+    }
+  }
+}
+
+/// Elements that do not decode as an `Int` are skipped: the element is read again as something else.
+private struct LossyInts: Decodable, Equatable {
+  var values: [Int] = []
+
+  private struct Skip: Decodable {}
+
+  init(from decoder: any Decoder) throws {
+    var container = try decoder.unkeyedContainer()
+    while !container.isAtEnd {
+      if let value = try? container.decode(Int.self) {
+        values.append(value)
+      } else if (try? container.decode(String.self)) == nil {
+        _ = try container.decode(Skip.self)
+      }
+    }
+  }
+}
+
+/// A type whose own code catches a failure to read `Data`, which `JSONDecoder` reads (base64).
+private struct OptionalBlob: Decodable, Equatable {
+  var blob: Data?
+  enum Key: String, CodingKey { case blob }
+  init(from decoder: any Decoder) throws {
+    blob = try? decoder.container(keyedBy: Key.self).decode(Data.self, forKey: .blob)
+  }
+}
+
+@Suite("JSONStreamDecoder")
+struct JSONStreamDecoderTests {
+  @Test func decodesWhatTheStreamEncoderWritesAsJSONDecoderDoes() throws {
+    var bytes: [UInt8] = []
+    try JSONStreamEncoder().encodeDirectly(Everything(), into: &bytes)
+    let decoded = try #require(stream(Everything.self, bytes))
+    #expect(decoded == Everything())
+    #expect(decoded == foundation(Everything.self, bytes))
+    // Floating-point values bit for bit, the sign of zero included.
+    #expect(decoded.doubles.map(\.bitPattern) == Everything().doubles.map(\.bitPattern))
+    #expect(decoded.floats.map(\.bitPattern) == Everything().floats.map(\.bitPattern))
+  }
+
+  @Test func readsEscapesAndWhitespaceAsJSONDecoderDoes() throws {
+    let text = #" { "a" : "\u00e9\ud83d\ude80\n\t\"\\\/\b\f\r" , "b" :[ 1 ,2 ] } "#
+    struct Pair: Decodable, Equatable {
+      var a: String
+      var b: [Int]
+    }
+    let decoded = try #require(stream(Pair.self, json(text)))
+    #expect(decoded == foundation(Pair.self, json(text)))
+    #expect(decoded.a == "é🚀\n\t\"\\/\u{8}\u{C}\r")
+  }
+
+  @Test func aRepeatedKeyReadsAsJSONDecoderReadsIt() throws {
+    struct One: Decodable, Equatable { var a: Int }
+    let few = json(#"{"a":1,"a":2}"#)
+    let many = json(#"{"a":1,"b":0,"c":0,"d":0,"e":0,"f":0,"g":0,"h":0,"i":0,"a":2}"#)
+    for text in [few, many] {
+      #expect(stream(One.self, text) == foundation(One.self, text))
+      #expect(stream([String: Int].self, text) == foundation([String: Int].self, text))
+    }
+  }
+
+  @Test func codingPathsAreJSONDecoders() throws {
+    let text = json(#"{"children":[{"children":[{}, {}]}, {}]}"#)
+    let decoded = try #require(stream(PathProbe.self, text))
+    #expect(decoded == foundation(PathProbe.self, text))
+    #expect(decoded.children[0].children[1].paths == [["children", "#0", "children", "#1"]])
+  }
+
+  @Test func aValueThatTriesOneTypeThenAnotherReadsTheSameElement() throws {
+    let text = json(#"[1, "two", {"x": 3}, 4]"#)
+    #expect(stream(LossyInts.self, text)?.values == [1, 4])
+    #expect(stream(LossyInts.self, text) == foundation(LossyInts.self, text))
+  }
+
+  @Test(arguments: [
+    #"{"blob":"AAE="}"#,  // `Data`, which `JSONDecoder` reads from base64
+    #"1.0"#, #"1e2"#, #"-0"#,  // integers in forms a writer does not make (the last for an unsigned type)
+    #"18446744073709551616"#, #"-9223372036854775809"#,  // out of range
+    #"1e400"#,  // infinite as a double
+    #""\ud800""#, #""\udc00x""#,  // unpaired surrogates
+  ])
+  func whatItDoesNotReadAsJSONDecoderWouldIsLeftToJSONDecoder(text: String) throws {
+    let bytes = json(text)
+    switch text {
+    case #"{"blob":"AAE="}"#:
+      // Refused even though the type's own code caught the failure.
+      #expect(stream(OptionalBlob.self, bytes) == nil)
+      #expect(foundation(OptionalBlob.self, bytes)?.blob == Data([0, 1]))
+    case #"-0"#:
+      #expect(stream(UInt.self, bytes) == nil)
+    case #"1e400"#:
+      #expect(stream(Double.self, bytes) == nil)
+    case _ where text.hasPrefix("\""):
+      #expect(stream(String.self, bytes) == nil)
+    default:
+      #expect(stream(Int.self, bytes) == nil)
+      #expect(stream(Int64.self, bytes) == nil)
+    }
+  }
+
+  @Test(arguments: [
+    "", " ", "[1,]", "{\"a\":1,}", "01", "1.", ".5", "-", "tru", "nul", "\"open", "[1 2]", "{\"a\" 1}", "{1:2}",
+    "\"tab\there\"", "\"\\x\"", "\"\\u12g4\"", "[1]]", "\u{FEFF}1", "NaN", "+1",
+  ])
+  func malformedJSONIsRefused(text: String) {
+    #expect(stream(JSONValue.self, json(text)) == nil)
+  }
+
+  @Test func invalidUTF8InAStringIsRefused() {
+    #expect(stream(String.self, [0x22, 0xC3, 0x28, 0x22]) == nil)
+    #expect(stream(String.self, [0x22, 0xED, 0xA0, 0x80, 0x22]) == nil)  // an encoded surrogate
+    #expect(foundation(String.self, [0x22, 0xC3, 0x28, 0x22]) == nil)
+  }
+
+  @Test func aDocumentNestedPastJSONDecodersLimitIsRefused() {
+    let deep = String(repeating: "[", count: 600) + String(repeating: "]", count: 600)
+    #expect(stream(JSONValue.self, json(deep)) == nil)
+    let fine = String(repeating: "[", count: 100) + String(repeating: "]", count: 100)
+    #expect(stream(JSONValue.self, json(fine)) == foundation(JSONValue.self, json(fine)))
+  }
+
+  /// Random JSON, and the same with random bytes changed: whatever this decoder reads, `JSONDecoder` reads the same.
+  @Test func randomDocumentsAndDamagedOnesReadAsJSONDecoderReadsThemOrAreRefused() throws {
+    var random = SplitMix(seed: 27)
+    func value(depth: Int) -> String {
+      switch Int.random(in: 0..<(depth > 3 ? 5 : 7), using: &random) {
+      case 0: return "null"
+      case 1: return Bool.random(using: &random) ? "true" : "false"
+      case 2: return String(Int64.random(in: .min ... .max, using: &random))
+      case 3: return String(Double.random(in: -1e6...1e6, using: &random))
+      case 4:
+        let pieces = ["a", "é", "🚀", "\\n", "\\\"", "\\u0041", " ", "\\ud83d\\ude80"]
+        return "\""
+          + (0..<Int.random(in: 0..<5, using: &random)).map { _ in pieces.randomElement(using: &random)! }
+          .joined() + "\""
+      case 5:
+        return "["
+          + (0..<Int.random(in: 0..<4, using: &random)).map { _ in value(depth: depth + 1) }
+          .joined(separator: ",") + "]"
+      default:
+        return "{"
+          + (0..<Int.random(in: 0..<12, using: &random)).map { _ in
+            "\"k\(Int.random(in: 0..<10, using: &random))\":" + value(depth: depth + 1)
+          }.joined(separator: ",") + "}"
+      }
+    }
+    var read = 0
+    for _ in 0..<2_000 {
+      var bytes = json(value(depth: 0))
+      let whole = stream(JSONValue.self, bytes)
+      let oracle = foundation(JSONValue.self, bytes)
+      if let whole {
+        read += 1
+        #expect(whole == oracle, "\(String(decoding: bytes, as: UTF8.self))")
+      }
+      for _ in 0..<3 {
+        bytes[Int.random(in: 0..<bytes.count, using: &random)] = UInt8.random(in: 0...255, using: &random)
+        if let damaged = stream(JSONValue.self, bytes) {
+          #expect(damaged == foundation(JSONValue.self, bytes), "\(bytes)")
+        }
+      }
+    }
+    // Documents without fractions are read here, not left to `JSONDecoder` (`JSONValue` tries an integer first).
+    #expect(read > 500)
+  }
+}
