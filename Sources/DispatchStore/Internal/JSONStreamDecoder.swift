@@ -15,6 +15,11 @@ import Foundation
 /// caller also decodes again with `JSONDecoder`, for its message: a failed decode costs twice, a decode that works
 /// costs once.
 ///
+/// Known differences that only code catching this decoder's errors can see: a `null` read as a number or a string
+/// is a type mismatch here (`valueNotFound` there), an error's coding path stops at the container, and an unkeyed
+/// container's `decodeIfPresent` past the end does not move `currentIndex`. A value that keeps its decoder after
+/// `init(from:)` returns must not use it: the bytes are the caller's for the call only.
+///
 /// One per decode: it is a class with state, not `Sendable`.
 final class JSONStreamDecoder {
   /// JSON this decoder does not read as `JSONDecoder` would, or a use of the `Decoder` protocol it does not follow.
@@ -43,13 +48,59 @@ final class JSONStreamDecoder {
     return reader.unsupported ? nil : value
   }
 
+  /// The text of a string's bytes between its quotes, its escapes resolved; `nil` for invalid UTF-8, an unpaired
+  /// surrogate, or escapes the scanner has not checked.
+  static func text(_ raw: UnsafeRawBufferPointer) -> String? {
+    var utf8: [UInt8] = []
+    utf8.reserveCapacity(raw.count)
+    var index = 0
+    func hex(_ at: Int) -> UInt16 {
+      var value: UInt16 = 0
+      for offset in 0..<4 { value = value << 4 | Scanner.hexValue(raw[at + offset])! }
+      return value
+    }
+    while index < raw.count {
+      let byte = raw[index]
+      guard byte == UInt8(ascii: "\\") else {
+        utf8.append(byte)
+        index += 1
+        continue
+      }
+      let escape = raw[index + 1]
+      index += 2
+      switch escape {
+      case UInt8(ascii: "b"): utf8.append(0x08)
+      case UInt8(ascii: "f"): utf8.append(0x0C)
+      case UInt8(ascii: "n"): utf8.append(0x0A)
+      case UInt8(ascii: "r"): utf8.append(0x0D)
+      case UInt8(ascii: "t"): utf8.append(0x09)
+      case UInt8(ascii: "u"):
+        var scalar = UInt32(hex(index))
+        index += 4
+        if (0xD800..<0xDC00).contains(scalar) {
+          // A high surrogate must be followed by an escaped low one; anything else is left to `JSONDecoder`.
+          guard raw.count - index >= 6, raw[index] == UInt8(ascii: "\\"), raw[index + 1] == UInt8(ascii: "u")
+          else { return nil }
+          let low = UInt32(hex(index + 2))
+          guard (0xDC00..<0xE000).contains(low) else { return nil }
+          scalar = 0x10000 + (scalar - 0xD800) << 10 + (low - 0xDC00)
+          index += 6
+        }
+        guard let unicode = Unicode.Scalar(scalar) else { return nil }
+        utf8.append(contentsOf: UTF8.encode(unicode)!)
+      default: utf8.append(escape)  // `"`, `\` and `/`, as the scanner checked.
+      }
+    }
+    return String(validating: utf8, as: UTF8.self)
+  }
+
   // MARK: - The map
 
   /// The kinds of values in the map; each entry starts with its kind.
   ///
   /// - `null`, `true`, `false`: the kind alone.
-  /// - `number`, `string`, `escapedString`: the kind, then the first and past-the-end offsets of its bytes (a
-  ///   string's without the quotes).
+  /// - `number`, `string` (ASCII without escapes), `escapedString` (with escapes or other characters): the kind,
+  ///   then the first and past-the-end offsets of its bytes (a string's without the quotes).
   /// - `array`, `object`: the kind, the count of elements (members), the map offset past the container, then each
   ///   element (each member's key, a string, and its value).
   enum Kind: Int {
@@ -185,17 +236,19 @@ final class JSONStreamDecoder {
       map[start + 2] = map.count
     }
 
-    /// A string, its escapes checked (they are resolved when the string is read); the bytes between the quotes must
-    /// be valid UTF-8, which reading checks.
+    /// A string, checked whole: its escapes and its UTF-8 (keys and values, read or not, as a refusal is safe and
+    /// a string `JSONDecoder` refuses is never read here).
     private mutating func scanString() throws(Unsupported) {
       position += 1
       let start = position
       var escaped = false
+      var ascii = true
       while true {
         guard position < bytes.count else { throw Unsupported() }
         let byte = bytes[position]
         if byte == UInt8(ascii: "\"") { break }
         guard byte >= 0x20 else { throw Unsupported() }
+        if byte >= 0x80 { ascii = false }
         if byte == UInt8(ascii: "\\") {
           escaped = true
           position += 1
@@ -215,7 +268,12 @@ final class JSONStreamDecoder {
           position += 1
         }
       }
-      append(escaped ? Kind.escapedString : Kind.string, start, position)
+      if escaped || !ascii {
+        guard JSONStreamDecoder.text(UnsafeRawBufferPointer(rebasing: bytes[start..<position])) != nil else {
+          throw Unsupported()
+        }
+      }
+      append(escaped || !ascii ? Kind.escapedString : Kind.string, start, position)
       position += 1
     }
 
@@ -355,66 +413,22 @@ final class JSONStreamDecoder {
         throw mismatch(at: value, expected: String.self)
       }
       let raw = UnsafeRawBufferPointer(rebasing: bytes[map[value + 1]..<map[value + 2]])
-      if kind == Kind.string.rawValue {
-        guard let string = String(validating: raw, as: UTF8.self) else { throw refuse() }
-        return string
-      }
-      return try unescape(raw)
+      if kind == Kind.string.rawValue { return String(decoding: raw, as: UTF8.self) }  // ASCII: valid as it is.
+      guard let text = JSONStreamDecoder.text(raw) else { throw refuse() }
+      return text
     }
 
-    /// Whether the string at `value` is `key`, without making a `String` of it if it has no escapes.
+    /// Whether the string at `value` is `key` as `String`'s `==` has it (canonical equivalence): byte for byte where
+    /// both are ASCII, otherwise as strings.
     func string(at value: Int, equals key: String) throws -> Bool {
       if map[value] == Kind.string.rawValue {
         let raw = UnsafeRawBufferPointer(rebasing: bytes[map[value + 1]..<map[value + 2]])
         var key = key
-        return key.withUTF8 { $0.elementsEqual(raw) }
+        if let same = key.withUTF8({ utf8 in utf8.allSatisfy { $0 < 0x80 } ? utf8.elementsEqual(raw) : nil }) {
+          return same
+        }
       }
       return try string(at: value) == key
-    }
-
-    private func unescape(_ raw: UnsafeRawBufferPointer) throws(Unsupported) -> String {
-      var utf8: [UInt8] = []
-      utf8.reserveCapacity(raw.count)
-      var index = 0
-      func hex(_ at: Int) -> UInt16 {
-        var value: UInt16 = 0
-        for offset in 0..<4 { value = value << 4 | Scanner.hexValue(raw[at + offset])! }
-        return value
-      }
-      while index < raw.count {
-        let byte = raw[index]
-        guard byte == UInt8(ascii: "\\") else {
-          utf8.append(byte)
-          index += 1
-          continue
-        }
-        let escape = raw[index + 1]
-        index += 2
-        switch escape {
-        case UInt8(ascii: "b"): utf8.append(0x08)
-        case UInt8(ascii: "f"): utf8.append(0x0C)
-        case UInt8(ascii: "n"): utf8.append(0x0A)
-        case UInt8(ascii: "r"): utf8.append(0x0D)
-        case UInt8(ascii: "t"): utf8.append(0x09)
-        case UInt8(ascii: "u"):
-          var scalar = UInt32(hex(index))
-          index += 4
-          if (0xD800..<0xDC00).contains(scalar) {
-            // A high surrogate must be followed by an escaped low one; anything else is left to `JSONDecoder`.
-            guard raw.count - index >= 6, raw[index] == UInt8(ascii: "\\"), raw[index + 1] == UInt8(ascii: "u")
-            else { throw refuse() }
-            let low = UInt32(hex(index + 2))
-            guard (0xDC00..<0xE000).contains(low) else { throw refuse() }
-            scalar = 0x10000 + (scalar - 0xD800) << 10 + (low - 0xDC00)
-            index += 6
-          }
-          guard let unicode = Unicode.Scalar(scalar) else { throw refuse() }
-          utf8.append(contentsOf: UTF8.encode(unicode)!)
-        default: utf8.append(escape)  // `"`, `\` and `/`, as the scanner checked.
-        }
-      }
-      guard let string = String(validating: utf8, as: UTF8.self) else { throw refuse() }
-      return string
     }
 
     /// An integer written as one (digits, with a minus sign), in range; anything else is left to `JSONDecoder`.
@@ -436,6 +450,8 @@ final class JSONStreamDecoder {
           negative
           ? times.subtractingReportingOverflow(I(digit)) : times.addingReportingOverflow(I(digit))
         guard !overflowed, !overflowedAgain else {
+          // Digits followed by a fraction or an exponent (`1000e-1`) may still be whole and in range.
+          if bytes[index..<end].contains(where: { $0 &- 0x30 >= 10 }) { throw try notAnInteger(I.self, at: value) }
           // Out of range: it fails in `JSONDecoder` too.
           throw DecodingError.dataCorrupted(
             DecodingError.Context(codingPath: path.keys, debugDescription: "The number is out of \(I.self)'s range."))
@@ -456,11 +472,16 @@ final class JSONStreamDecoder {
         DecodingError.Context(codingPath: path.keys, debugDescription: "The number \(number) is not an \(I.self)."))
     }
 
-    /// A number in range (`JSONDecoder` refuses one that reads as infinite).
+    /// A number in range: `JSONDecoder` refuses one that reads as infinite, or as zero though its digits are not.
     func floatingPoint<F: BinaryFloatingPoint & LosslessStringConvertible>(_: F.Type, at value: Int) throws -> F {
       guard map[value] == Kind.number.rawValue else { throw mismatch(at: value, expected: F.self) }
       let digits = UnsafeRawBufferPointer(rebasing: bytes[map[value + 1]..<map[value + 2]])
       guard let number = F(String(decoding: digits, as: UTF8.self)), number.isFinite else { throw refuse() }
+      if number == 0,
+        digits.prefix(while: { $0 | 0x20 != UInt8(ascii: "e") }).contains(where: { (0x31...0x39).contains($0) })
+      {
+        throw refuse()  // Underflowed.
+      }
       return number
     }
 
@@ -566,6 +587,9 @@ final class JSONStreamDecoder {
     func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try reader.integer(type, at: require(key)) }
     func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try reader.integer(type, at: require(key)) }
 
+    func decode(_ type: Int128.Type, forKey key: Key) throws -> Int128 { throw reader.refuse() }
+    func decode(_ type: UInt128.Type, forKey key: Key) throws -> UInt128 { throw reader.refuse() }
+
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
       try reader.value(type, at: require(key), path: .key(key, path))
     }
@@ -654,6 +678,9 @@ final class JSONStreamDecoder {
       try next(type) { try $0.integer(type, at: $1) }
     }
 
+    mutating func decode(_ type: Int128.Type) throws -> Int128 { throw reader.refuse() }
+    mutating func decode(_ type: UInt128.Type) throws -> UInt128 { throw reader.refuse() }
+
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
       let path = Reader.Path.key(IndexKey(index: currentIndex), path)
       return try next(type) { try $0.value(type, at: $1, path: path) }
@@ -704,6 +731,9 @@ final class JSONStreamDecoder {
     func decode(_ type: UInt16.Type) throws -> UInt16 { try reader.integer(type, at: value) }
     func decode(_ type: UInt32.Type) throws -> UInt32 { try reader.integer(type, at: value) }
     func decode(_ type: UInt64.Type) throws -> UInt64 { try reader.integer(type, at: value) }
+
+    func decode(_ type: Int128.Type) throws -> Int128 { throw reader.refuse() }
+    func decode(_ type: UInt128.Type) throws -> UInt128 { throw reader.refuse() }
 
     func decode<T: Decodable>(_ type: T.Type) throws -> T {
       try reader.value(type, at: value, path: path)

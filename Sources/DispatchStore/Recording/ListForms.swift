@@ -133,18 +133,17 @@ final class ListEncoding {
   ) throws {
     if !changes.updated.isEmpty {
       // In the order of the ids' JSON, so that the bytes do not depend on the trie's shape (the process's hash seed).
-      let sorted = try changes.updated.map { (try idJSON($0.id), $0) }.sorted { $0.0.lexicographicallyPrecedes($1.0) }
+      let sorted = try sortedByJSON(changes.updated, id: { $0.id })
       var set = container.nestedUnkeyedContainer(forKey: .set)
-      for (_, element) in sorted {
+      for element in sorted {
         var pair = set.nestedUnkeyedContainer()
         try Self.encode(element.id, into: &pair)
         try pair.encode(element)
       }
     }
     if !changes.removed.isEmpty {
-      let sorted = try changes.removed.map { (try idJSON($0), $0) }.sorted { $0.0.lexicographicallyPrecedes($1.0) }
       var remove = container.nestedUnkeyedContainer(forKey: .remove)
-      for (_, id) in sorted { try Self.encode(id, into: &remove) }
+      for id in try sortedByJSON(changes.removed, id: { $0 }) { try Self.encode(id, into: &remove) }
     }
     if !changes.splices.isEmpty {
       var order = container.nestedUnkeyedContainer(forKey: .order)
@@ -169,16 +168,25 @@ final class ListEncoding {
     try container.encode(id)
   }
 
-  /// An id's JSON, to order ids by.
-  private static func idJSON(_ id: some Hashable) throws -> [UInt8] {
-    var bytes: [UInt8] = []
-    let encodable = id as! any Encodable
-    try jsonOpened(encodable, into: &bytes)
-    return bytes
+  /// `values` in the order of their ids' JSON; one value (the common record, one element changed) as it is.
+  private static func sortedByJSON<Value, ID: Hashable>(_ values: [Value], id: (Value) -> ID) throws -> [Value] {
+    guard values.count > 1 else { return values }
+    let encoder = JSONStreamEncoder()
+    var keyed: [(json: [UInt8], value: Value)] = []
+    keyed.reserveCapacity(values.count)
+    for value in values {
+      var bytes: [UInt8] = []
+      let encodable = id(value) as! any Encodable
+      try jsonOpened(encodable, encoder, into: &bytes)
+      keyed.append((bytes, value))
+    }
+    return keyed.sorted { $0.json.lexicographicallyPrecedes($1.json) }.map(\.value)
   }
 
-  private static func jsonOpened<ID: Encodable>(_ id: ID, into bytes: inout [UInt8]) throws {
-    try JSONStreamEncoder().encode(id, into: &bytes)
+  private static func jsonOpened<ID: Encodable>(_ id: ID, _ encoder: JSONStreamEncoder, into bytes: inout [UInt8])
+    throws
+  {
+    try encoder.encode(id, into: &bytes)
   }
 
   /// Whether two elements hold the same bytes: the same values, and the same references to storage (a `String`'s,
@@ -227,6 +235,19 @@ final class ListDecoding: @unchecked Sendable {
     self.latest = latest
     self.keepingEach = keepingEach
     self.indexedBase = indexedBase
+  }
+
+  /// What the lines decoded so far left: a line decoded again (by `JSONDecoder`, after ``JSONStreamDecoder``
+  /// refused it once it had decoded) starts from it.
+  struct Checkpoint {
+    fileprivate let latest: [String: (index: Int, lists: LineLists)]
+    fileprivate let kept: [Int: LineLists]
+  }
+
+  var checkpoint: Checkpoint { Checkpoint(latest: latest, kept: kept) }
+
+  func restore(_ checkpoint: Checkpoint) {
+    (latest, kept) = (checkpoint.latest, checkpoint.kept)
   }
 
   /// Sets the latest lines of `store`: the line just decoded, and its lists (`nil` if it held none).

@@ -111,11 +111,14 @@ public struct Session: Sendable {
   {
     var userInfo: [CodingUserInfoKey: any Sendable] = [SessionFormat.LineDecoding.codecsKey: codecs]
     if let lists { userInfo[ListDecoding.key] = lists }
+    // The fast reader may refuse after the line's lists were taken as the next line's base: put back what was.
+    let checkpoint = lists?.checkpoint
     let fast = index.data.withUnsafeBytes { bytes in
       try? JSONStreamDecoder.decode(
         SessionFormat.LineDecoding.self, from: UnsafeRawBufferPointer(rebasing: bytes[line.range]), userInfo: userInfo)
     }
     if let fast { return fast.line }
+    if let lists, let checkpoint { lists.restore(checkpoint) }
     let decoder = JSONDecoder()
     decoder.userInfo = userInfo
     do {
@@ -555,6 +558,11 @@ public struct Session: Sendable {
       let action: any ActionType
       if let known = actions[line.store]?[actionJSON] {
         action = known
+      } else if let fast = index.data.withUnsafeBytes({
+        codec.decodeActionBytes(UnsafeRawBufferPointer(rebasing: $0[actionRange]))
+      }) {
+        action = fast
+        if actions[line.store, default: [:]].count < 4_096 { actions[line.store, default: [:]][actionJSON] = action }
       } else {
         do {
           action = try codec.decodeActionJSON(actionJSON, decoder)

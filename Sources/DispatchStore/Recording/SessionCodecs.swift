@@ -20,6 +20,9 @@ public struct SessionCodecs: Sendable {
     let decodeAction: @Sendable (LineReader, SessionLineKey) throws -> any ActionType
     /// An action from its JSON alone; the decoder is the caller's, reused.
     let decodeActionJSON: @Sendable (Data, JSONDecoder) throws -> any ActionType
+    /// An action from its JSON alone by ``JSONStreamDecoder``; `nil` where that one refuses or fails (then
+    /// `decodeActionJSON` decodes it and names any error).
+    let decodeActionBytes: @Sendable (UnsafeRawBufferPointer) -> (any ActionType)?
     let decodeModel: @Sendable (LineReader, SessionLineKey) throws -> any ModelType
     let decodeSnapshotModel: @Sendable (StoreReader, SessionFormat.StoreKey) throws -> any ModelType
     let decodeSnapshotAction: @Sendable (StoreReader, SessionFormat.StoreKey) throws -> any ActionType
@@ -87,6 +90,7 @@ public struct SessionCodecs: Sendable {
       },
       decodeAction: { try $0.decode(Action.self, forKey: $1) },
       decodeActionJSON: { try $1.decode(Action.self, from: $0) },
+      decodeActionBytes: { (try? JSONStreamDecoder.decode(Action.self, from: $0, userInfo: [:])) ?? nil },
       decodeModel: { try $0.decode(Model.self, forKey: $1) },
       decodeSnapshotModel: { try $0.decode(Model.self, forKey: $1) },
       decodeSnapshotAction: { try $0.decode(Action.self, forKey: $1) },

@@ -181,6 +181,76 @@ struct JSONStreamDecoderTests {
     #expect(stream(JSONValue.self, json(fine)) == foundation(JSONValue.self, json(fine)))
   }
 
+  @Test func numbersJSONDecoderReadsItsOwnWayAreLeftToIt() {
+    // Digits past an integer's range, then an exponent that brings them back: whole, so maybe readable there.
+    #expect(stream(Int8.self, json("1000e-1")) == nil)
+    let big = json("100000000000000000000e-5")
+    if let value = stream(JSONValue.self, big) { #expect(value == foundation(JSONValue.self, big)) }
+    // Digits that underflow to zero: refused there.
+    #expect(stream(Double.self, json("1e-400")) == nil)
+    #expect(stream(Float.self, json("1e-50")) == nil)
+    #expect(stream(Double.self, json("0e-400")) == foundation(Double.self, json("0e-400")))
+    #expect(stream(Int128.self, json("5")) == nil)
+    #expect(stream(UInt128.self, json("5")) == nil)
+  }
+
+  @Test func keysCompareAsStringsDoAndAreCheckedWhole() throws {
+    struct Café: Decodable, Equatable {
+      var café: Int?
+    }
+    // The key written decomposed (e and a combining accent), the property's name composed: equal as strings.
+    let decomposed = json("{\"cafe\u{301}\":1}")
+    #expect(stream(Café.self, decomposed) == foundation(Café.self, decomposed))
+    #expect(stream(Café.self, decomposed)?.café == 1)
+    // A key with an unpaired surrogate or invalid UTF-8, after the key read: refused, as there.
+    struct A: Decodable { var a: Int }
+    #expect(stream(A.self, json(#"{"a":1,"\udc00":2}"#)) == nil)
+    #expect(stream(A.self, json(#"{"a":1,""#) + [0xFF] + json(#"":2}"#)) == nil)
+  }
+
+  /// A model whose own code catches a failure to read a `URL` (which this decoder leaves to `JSONDecoder`), with a
+  /// list recorded as changes: each line is read again by `JSONDecoder` from the same base.
+  @Test func aLineReadAgainAfterARefusalReadsFromTheSameBase() throws {
+    struct Row: Identifiable, Codable, Equatable, Sendable {
+      let id: Int
+      var done = false
+    }
+    struct Linked: ModelType, Codable, Equatable {
+      var rows = IdentifiedList((0..<50).map { Row(id: $0) })
+      var link: URL? = URL(string: "https://example.com/a")
+      enum CodingKeys: String, CodingKey { case rows, link }
+      init() {}
+      init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        rows = try container.decode(IdentifiedList<Row>.self, forKey: .rows)
+        link = try? container.decode(URL.self, forKey: .link)
+      }
+    }
+    enum Toggle: ActionType, Codable { case row(Int) }
+    var codecs = SessionCodecs()
+    codecs.register(storeIdentifier: "linked", model: Linked.self, action: Toggle.self)
+    let file = TemporaryFile()
+    let dispatcher = Dispatcher()
+    try dispatcher.register(
+      store: Store(identifier: "linked", model: Linked()) { (action: Toggle, model) in
+        guard case .row(let id) = action else { return }
+        model.rows[id: id]?.done.toggle()
+      })
+    let recorder = RecorderMiddleware(maxNumberOfRecords: 100)
+    dispatcher.register(middleware: recorder)
+    try recorder.attach(appendingTo: file.url, codecs: codecs)
+    for id in [3, 7, 3, 40, 12] { try dispatcher.dispatchSync(action: Toggle.row(id)) }
+    recorder.flush()
+    #expect(file.lines.last?.contains(#""~set""#) == true)  // Written as changes.
+
+    let session = try Session.load(from: file.url, codecs: codecs)
+    let expected = recorder.records.map { $0.model as? Linked }
+    #expect(try session.records.map { $0.model as? Linked } == expected)
+    let last = try Session.load(from: file.url, codecs: codecs).record(at: session.firstIndex + 4)
+    #expect(last.model as? Linked == expected.last!)
+    #expect((last.model as? Linked)?.link == URL(string: "https://example.com/a"))
+  }
+
   /// Random JSON, and the same with random bytes changed: whatever this decoder reads, `JSONDecoder` reads the same.
   @Test func randomDocumentsAndDamagedOnesReadAsJSONDecoderReadsThemOrAreRefused() throws {
     var random = SplitMix(seed: 27)
