@@ -46,6 +46,13 @@ public struct IdentifiedList<Element: Identifiable> {
   ///
   /// - Parameter elements: The elements, each id at most once (a repeated id traps).
   @inlinable public init(_ elements: some Sequence<Element>) {
+    let elements = Array(elements)
+    if let trie = ElementTrie.build(elements) {
+      self.order = OrderTree(elements.map { $0.id })
+      self.elements = trie
+      return
+    }
+    // Two elements have one id: found one by one, to name it.
     var trie = ElementTrie<Element>()
     let ids = elements.map { element in
       // The update outside the precondition: `-Ounchecked` does not evaluate a precondition's condition.
@@ -296,17 +303,16 @@ extension IdentifiedList: Decodable where Element: Decodable {
       return
     }
     var container = try decoder.unkeyedContainer()
-    var trie = ElementTrie<Element>()
-    var ids: [Element.ID] = []
-    while !container.isAtEnd {
-      let element = try container.decode(Element.self)
-      guard trie.update(element) == nil else {
-        throw DecodingError.dataCorruptedError(
-          in: container, debugDescription: "Two elements have the id \(element.id).")
-      }
-      ids.append(element.id)
+    var elements: [Element] = []
+    if let count = container.count { elements.reserveCapacity(count) }
+    while !container.isAtEnd { elements.append(try container.decode(Element.self)) }
+    guard let trie = ElementTrie.build(elements) else {
+      var seen = Set<Element.ID>()
+      let repeated = elements.first { !seen.insert($0.id).inserted }!
+      throw DecodingError.dataCorruptedError(
+        in: container, debugDescription: "Two elements have the id \(repeated.id).")
     }
-    self.order = OrderTree(ids)
+    self.order = OrderTree(elements.map { $0.id })
     self.elements = trie
   }
 }

@@ -30,6 +30,33 @@
   }
 
   @inlinable static func hash(_ id: Element.ID) -> UInt { UInt(bitPattern: id.hashValue) }
+
+  /// The trie of `elements`, built node by node instead of element by element; `nil` if two have the same
+  /// identifier.
+  ///
+  /// The elements are sorted by their hashes' five-bit digits, first digit first: the elements under one node are
+  /// then a run, and each node is made once, with the nodes a trie of the same elements made by `update` has.
+  @inlinable static func build(_ elements: [Element]) -> ElementTrie? {
+    var order: [(hash: UInt, key: UInt, index: Int)] = []
+    order.reserveCapacity(elements.count)
+    for (index, element) in elements.enumerated() {
+      let hash = Self.hash(element.id)
+      // The digits reversed: the first (the root's) in the highest bits; the last digit has four bits.
+      var key: UInt = 0
+      var rest = hash
+      for _ in 0..<12 {
+        key = key << 5 | (rest & 31)
+        rest >>= 5
+      }
+      order.append((hash, key << 4 | (rest & 15), index))
+    }
+    // By key, then by position: elements with one hash keep their order, as `update` appends them.
+    order.sort { ($0.key, $0.index) < ($1.key, $1.index) }
+    guard let root = ElementNode.build(elements, order, 0..<order.count, shift: 0) else { return nil }
+    var trie = ElementTrie()
+    trie.root = root
+    return trie
+  }
 }
 
 extension ElementTrie where Element: Equatable {
@@ -82,6 +109,39 @@ extension ElementTrie where Element: Equatable {
   /// The position among the entries of `map` of the entry for `bit`.
   @inlinable static func slot(_ map: UInt32, _ bit: UInt32) -> Int {
     (map & (bit &- 1)).nonzeroBitCount
+  }
+
+  /// The node at `shift` of the elements at `range` of `order`, which ``ElementTrie/build(_:)`` sorted; `nil` if two
+  /// have the same identifier.
+  @inlinable static func build(
+    _ elements: [Element], _ order: [(hash: UInt, key: UInt, index: Int)], _ range: Range<Int>, shift: Int
+  ) -> ElementNode? {
+    if shift > lastShift {
+      let node = ElementNode(isCollision: true)
+      for position in range {
+        let element = elements[order[position].index]
+        guard !node.items.contains(where: { $0.id == element.id }) else { return nil }
+        node.items.append(element)
+      }
+      return node
+    }
+    let node = ElementNode()
+    var start = range.lowerBound
+    while start < range.upperBound {
+      let bit = Self.bit(order[start].hash, shift)
+      var end = start + 1
+      while end < range.upperBound, Self.bit(order[end].hash, shift) == bit { end += 1 }
+      if end - start == 1 {
+        node.itemMap |= bit
+        node.items.append(elements[order[start].index])
+      } else {
+        guard let child = build(elements, order, start..<end, shift: shift + bitsPerLevel) else { return nil }
+        node.childMap |= bit
+        node.children.append(child)
+      }
+      start = end
+    }
+    return node
   }
 
   /// Whether the node holds one element and nothing else: its parent takes the element in its place.

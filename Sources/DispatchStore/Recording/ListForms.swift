@@ -237,19 +237,6 @@ final class ListDecoding: @unchecked Sendable {
     self.indexedBase = indexedBase
   }
 
-  /// What the lines decoded so far left: a line decoded again (by `JSONDecoder`, after ``JSONStreamDecoder``
-  /// refused it once it had decoded) starts from it.
-  struct Checkpoint {
-    fileprivate let latest: [String: (index: Int, lists: LineLists)]
-    fileprivate let kept: [Int: LineLists]
-  }
-
-  var checkpoint: Checkpoint { Checkpoint(latest: latest, kept: kept) }
-
-  func restore(_ checkpoint: Checkpoint) {
-    (latest, kept) = (checkpoint.latest, checkpoint.kept)
-  }
-
   /// Sets the latest lines of `store`: the line just decoded, and its lists (`nil` if it held none).
   func decoded(store: String, index: Int, lists: LineLists?) {
     latest[store] = lists.map { (index, $0) }

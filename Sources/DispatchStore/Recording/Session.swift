@@ -111,14 +111,11 @@ public struct Session: Sendable {
   {
     var userInfo: [CodingUserInfoKey: any Sendable] = [SessionFormat.LineDecoding.codecsKey: codecs]
     if let lists { userInfo[ListDecoding.key] = lists }
-    // The fast reader may refuse after the line's lists were taken as the next line's base: put back what was.
-    let checkpoint = lists?.checkpoint
     let fast = index.data.withUnsafeBytes { bytes in
       try? JSONStreamDecoder.decode(
         SessionFormat.LineDecoding.self, from: UnsafeRawBufferPointer(rebasing: bytes[line.range]), userInfo: userInfo)
     }
     if let fast { return fast.line }
-    if let lists, let checkpoint { lists.restore(checkpoint) }
     let decoder = JSONDecoder()
     decoder.userInfo = userInfo
     do {

@@ -425,7 +425,9 @@ enum SessionFormat {
             ?? RedactionMark(),
           change: try container.decodeIfPresent(UInt32.self, forKey: .n) ?? 0,
           isRollback: try container.decodeIfPresent(Bool.self, forKey: .b) ?? false)
-        // Only a line decoded whole is a base: a line that failed is decoded again, against the same base.
+        // Only a line decoded whole is a base: a line that failed is decoded again, against the same base. So is one
+        // the session's reader refused where the value's own `try?` caught it: `JSONDecoder` reads it again.
+        if let reader = decoder as? JSONStreamDecoder.Reader, reader.unsupported { throw reader.refuse() }
         lists?.decoded(store: store, index: index, lists: paths.isEmpty ? nil : found)
         line = .record(record)
       case "s":

@@ -1,0 +1,68 @@
+import Testing
+
+@testable import DispatchStore
+
+/// An id whose hash takes one of `buckets` values: elements whose ids differ share hashes, so the trie keeps them
+/// in collision lists below its last level.
+private struct CrowdedID: Hashable, Sendable {
+  let value: Int
+  let buckets: Int
+
+  static func == (lhs: Self, rhs: Self) -> Bool { lhs.value == rhs.value }
+  func hash(into hasher: inout Hasher) { hasher.combine(value % buckets) }
+}
+
+private struct Entry: Identifiable, Equatable, Sendable {
+  let id: CrowdedID
+  var payload: Int
+}
+
+/// The shape of a node and of every node below it: maps, elements' ids in order, collision flags.
+private func shape<Element>(_ node: ElementNode<Element>) -> String where Element.ID: CustomStringConvertible {
+  let items = node.items.map(\.id.description).joined(separator: ",")
+  let children = node.children.map(shape).joined(separator: ";")
+  return "\(node.isCollision ? "C" : "")\(node.itemMap),\(node.childMap)[\(items)]{\(children)}"
+}
+
+extension CrowdedID: CustomStringConvertible {
+  var description: String { "\(value)" }
+}
+
+@Suite("ElementTrie")
+struct ElementTrieTests {
+  /// Built at once, a trie has the nodes the same elements added one by one make: the same maps, the same elements
+  /// in the same slots, collisions in the order added.
+  @Test(arguments: [0, 1, 2, 3, 33, 1_000, 10_000])
+  func aTrieBuiltAtOnceHasTheNodesOfOneBuiltElementByElement(count: Int) throws {
+    for buckets in [Int.max, 7] {
+      var random = SplitMix(seed: UInt64(count))
+      let entries = (0..<count).shuffled(using: &random).map {
+        Entry(id: CrowdedID(value: $0, buckets: buckets), payload: $0 * 3)
+      }
+      var byUpdate = ElementTrie<Entry>()
+      for entry in entries { byUpdate.update(entry) }
+      let built = try #require(ElementTrie.build(entries))
+      #expect(shape(built.root) == shape(byUpdate.root), "\(count) elements, \(buckets) hashes")
+      for entry in entries.prefix(100) { #expect(built[entry.id] == entry) }
+    }
+  }
+
+  @Test func twoElementsWithOneIDBuildNothing() {
+    for buckets in [Int.max, 3] {
+      let ids = [5, 9, 2, 9, 11]
+      let entries = ids.map { Entry(id: CrowdedID(value: $0, buckets: buckets), payload: 0) }
+      #expect(ElementTrie.build(entries) == nil)
+      #expect(ElementTrie.build(Array(entries.prefix(3))) != nil)
+    }
+  }
+
+  @Test func aListMadeOrDecodedAtOnceEqualsOneMadeElementByElement() throws {
+    let values = (0..<5_000).map { Entry(id: CrowdedID(value: $0, buckets: 1_000), payload: $0) }
+    var byElement = IdentifiedList<Entry>()
+    for value in values { byElement.append(value) }
+    let atOnce = IdentifiedList(values)
+    #expect(atOnce == byElement)
+    #expect(Array(atOnce) == values)
+    #expect(shape(atOnce.elements.root) == shape(byElement.elements.root))
+  }
+}
