@@ -316,8 +316,8 @@ struct AllOrNothingTests {
     if intercepted { dispatcher.register(interceptor: DecidesLater()) }
     let outer = dispatcher.start(
       action: FollowUpAction.outer(mode: mode, fails: fails), mode: .async, options: Self.allOrNothing)
-    guard let result = await firstValue(within: .seconds(30), { outer.whenFinished($0) }) else {
-      Issue.record("the dispatch did not finish within 30 s")
+    guard let result = await firstValue(within: .seconds(90), { outer.whenFinished($0) }) else {
+      Issue.record("the dispatch did not finish within 90 s")
       return
     }
     if fails {
@@ -345,7 +345,7 @@ struct AllOrNothingTests {
       // "p" is held by an all-or-nothing dispatch of its own until the test opens `app.holding`.
       _ = app.dispatcher.start(action: LaterRouteAction.hold, to: "p", mode: .async, options: Self.allOrNothing)
       guard await awaited({ await app.reached.wait(for: 1) }) != nil else {
-        Issue.record("the dispatch holding \"p\" did not start within 20 s")
+        Issue.record("the dispatch holding \"p\" did not start within 60 s")
         return
       }
     }
@@ -357,25 +357,25 @@ struct AllOrNothingTests {
     case .afterDependency:
       // The dependency, held at "b", ends on this thread, which is inside no dispatch.
       guard await awaited({ await app.reached.wait(for: 1) }) != nil else {
-        Issue.record("the follow-up was not started within 20 s")
+        Issue.record("the follow-up was not started within 60 s")
         return
       }
       // The dependency's own dispatch may reach "b" after the follow-up started: the gate opens only what it holds.
       guard await awaited({ await app.gate.waitForOperations(1) }) != nil else {
-        Issue.record("the dependency did not reach \"b\" within 20 s")
+        Issue.record("the dependency did not reach \"b\" within 60 s")
         return
       }
       app.gate.open()
     case .parkedResume:
       // `middle` waits at "p"; it resumes on another thread once the dispatch holding "p" ends.
       guard await eventually({ app.parked.state.withLock({ $0.gate?.parked.count ?? 0 }) > 0 }) else {
-        Issue.record("middle did not reach \"p\" within 20 s")
+        Issue.record("middle did not reach \"p\" within 60 s")
         return
       }
       app.holding.open()
     }
-    guard let result = await firstValue(within: .seconds(30), { outer.whenFinished($0) }) else {
-      Issue.record("the all-or-nothing dispatch did not finish within 30 s: its follow-up waited for it")
+    guard let result = await firstValue(within: .seconds(90), { outer.whenFinished($0) }) else {
+      Issue.record("the all-or-nothing dispatch did not finish within 90 s: its follow-up waited for it")
       return
     }
     #expect(result.isSuccess)
@@ -401,8 +401,8 @@ struct AllOrNothingTests {
         throw TestFailure(reason: "z failed")
       })
     let handle = dispatcher.start(action: ProbeAction(), mode: .async, options: Self.allOrNothing)
-    guard let result = await firstValue(within: .seconds(30), { handle.whenFinished($0) }) else {
-      Issue.record("the rollback did not end within 30 s: the released model's deinit waited for the store's lock")
+    guard let result = await firstValue(within: .seconds(90), { handle.whenFinished($0) }) else {
+      Issue.record("the rollback did not end within 90 s: the released model's deinit waited for the store's lock")
       return
     }
     guard case .failure(.rolledBack(let restored, _)) = result else {
@@ -444,8 +444,8 @@ struct AllOrNothingTests {
     try dispatcher.register(store: own)
     try dispatcher.register(store: other)
     let outer = dispatcher.start(action: AwaitingAction.outer, to: "c")
-    guard let result = await firstValue(within: .seconds(30), { outer.whenFinished($0) }) else {
-      Issue.record("the operation did not finish within 30 s: the dispatch it awaited waited for it")
+    guard let result = await firstValue(within: .seconds(90), { outer.whenFinished($0) }) else {
+      Issue.record("the operation did not finish within 90 s: the dispatch it awaited waited for it")
       return
     }
     #expect(result.isSuccess)
@@ -525,15 +525,15 @@ struct AllOrNothingTests {
       release.open()
       await followUpQueued.wait()
       earlierMayFinish.open()
-      #expect(await firstValue(within: .seconds(30), { running.whenFinished($0) })?.isSuccess == true)
+      #expect(await firstValue(within: .seconds(90), { running.whenFinished($0) })?.isSuccess == true)
     }
-    guard let result = await firstValue(within: .seconds(30), { holder.whenFinished($0) }) else {
-      Issue.record("the holder did not finish within 30 s: its follow-up waited behind the lane's parked job")
+    guard let result = await firstValue(within: .seconds(90), { holder.whenFinished($0) }) else {
+      Issue.record("the holder did not finish within 90 s: its follow-up waited behind the lane's parked job")
       return
     }
     #expect(result.isSuccess)
     #expect(followUps.values.count == 1 && followUps.values.first?.isSuccess == true)
-    #expect(await firstValue(within: .seconds(30), { job.whenFinished($0) })?.isSuccess == true)
+    #expect(await firstValue(within: .seconds(90), { job.whenFinished($0) })?.isSuccess == true)
     #expect(held.model.applied == [1, 2])
     #expect(other.model.applied == [3])
   }
@@ -581,12 +581,12 @@ struct AllOrNothingTests {
     release.open()
     #expect(await eventually { log.values.contains("first started") }, "the first follow-up did not start")
     firstMayFinish.open()
-    guard await firstValue(within: .seconds(30), { holder.whenFinished($0) }) != nil else {
-      Issue.record("the holder did not finish within 30 s")
+    guard await firstValue(within: .seconds(90), { holder.whenFinished($0) }) != nil else {
+      Issue.record("the holder did not finish within 90 s")
       return
     }
     #expect(log.values == ["first started", "first finished", "second"])
-    #expect(await firstValue(within: .seconds(30), { job.whenFinished($0) })?.isSuccess == true)
+    #expect(await firstValue(within: .seconds(90), { job.whenFinished($0) })?.isSuccess == true)
   }
 
   /// Two holders whose operations each await an all-or-nothing follow-up to the other's store both end.
@@ -622,13 +622,13 @@ struct AllOrNothingTests {
     let second = dispatcher.start(
       action: CycleAction.hold("s2"), to: "s2", mode: .async, options: DispatchOptions(allOrNothing: true))
     guard await awaited({ await holding.wait(for: 2) }) != nil else {
-      Issue.record("the two dispatches did not both hold their stores within 20 s")
+      Issue.record("the two dispatches did not both hold their stores within 60 s")
       return
     }
     bothHold.open()
     for handle in [first, second] {
-      guard let result = await firstValue(within: .seconds(30), { handle.whenFinished($0) }) else {
-        Issue.record("a holder did not end within 30 s: the two waited for each other")
+      guard let result = await firstValue(within: .seconds(90), { handle.whenFinished($0) }) else {
+        Issue.record("a holder did not end within 90 s: the two waited for each other")
         return
       }
       #expect(result.isSuccess)
@@ -742,7 +742,7 @@ struct AllOrNothingTests {
     try dispatcher.register(store: store)
     let outer = dispatcher.start(
       action: FollowUpAction.outer(mode: mode, fails: false, nested: true), mode: .async, options: Self.allOrNothing)
-    guard let result = await firstValue(within: .seconds(30), { outer.whenFinished($0) }) else {
+    guard let result = await firstValue(within: .seconds(90), { outer.whenFinished($0) }) else {
       Issue.record("the nested all-or-nothing dispatch waited for the one that awaited it")
       return
     }
@@ -767,7 +767,7 @@ struct AllOrNothingTests {
     try dispatcher.register(store: outerStore)
     try dispatcher.register(store: innerStore)
     let outer = dispatcher.start(action: NestingAction.outer, to: "f", mode: .async, options: Self.allOrNothing)
-    guard let result = await firstValue(within: .seconds(30), { outer.whenFinished($0) }) else {
+    guard let result = await firstValue(within: .seconds(90), { outer.whenFinished($0) }) else {
       Issue.record("the follow-up waited for the outer dispatch, which waited for it")
       return
     }
@@ -945,9 +945,13 @@ struct AllOrNothingTests {
     }
     #expect(recorder.records.contains { $0.isRollback })
     let file = TemporaryFile()
-    try recorder.save(to: file.url, codecs: Self.codecs)
+    let url = file.url
     let verified = LedgerApp()
-    try Session.load(from: file.url, codecs: Self.codecs).verify(against: verified.dispatcher, mode: mode)
+    // Saving and verifying block: off the cooperative pool (see `onOwnThread`).
+    _ = try await onOwnThread {
+      try recorder.save(to: url, codecs: Self.codecs)
+      return try Session.load(from: url, codecs: Self.codecs).verify(against: verified.dispatcher, mode: mode)
+    }
     #expect(verified.applied == app.applied)
   }
 }

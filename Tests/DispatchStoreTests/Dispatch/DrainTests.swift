@@ -76,7 +76,7 @@ struct DrainTests {
     // drain below is awaited while it runs.
     let started = startAside(CounterAction.increase(1), mode: mode, on: app.dispatcher)
     guard await eventually({ !app.dispatcher.inFlight.isIdle }) else {
-      Issue.record("the dispatch was not counted in flight within 20 s")
+      Issue.record("the dispatch was not counted in flight within 60 s")
       return
     }
 
@@ -133,7 +133,7 @@ struct DrainTests {
     let app = try makeApp()
     let handle = startAside(CounterAction.increase(1), mode: mode, on: app.dispatcher)
     guard await eventually({ app.gate.waiting > 0 }) else {
-      Issue.record("the operation did not reach the gate within 20 s")
+      Issue.record("the operation did not reach the gate within 60 s")
       return
     }
     app.dispatcher.cancelAll()

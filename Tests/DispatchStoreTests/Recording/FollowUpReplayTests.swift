@@ -87,7 +87,7 @@ struct PurchaseApp {
 
   /// Waits until the log holds `count` notes.
   func waitForNotes(_ count: Int) async throws {
-    let reached = await waitForModel(of: log, within: .seconds(30)) { $0.notes.count == count }
+    let reached = await waitForModel(of: log, within: .seconds(90)) { $0.notes.count == count }
     try #require(reached != nil, "the log did not reach \(count) notes: \(log.model.notes)")
   }
 }

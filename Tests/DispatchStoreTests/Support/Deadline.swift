@@ -1,13 +1,15 @@
 import Dispatch
 import Foundation
+
 @testable import DispatchStore
 
 /// Suspends until `start` delivers a value through the closure it is given, or `timeout` passed; returns `nil` then.
 ///
 /// For tests whose waits must end by themselves: a dispatch that never finishes fails the test with a message instead
 /// of holding the process past its time limit. The deadline is the failure path, never what the test waits for.
+/// The default, 60 s, is twice the longest that other tests of a parallel run were seen to hold the cooperative pool.
 func firstValue<Value: Sendable>(
-  within timeout: DispatchTimeInterval = .seconds(20),
+  within timeout: DispatchTimeInterval = .seconds(60),
   _ start: (@escaping @Sendable (Value) -> Void) -> Void
 ) async -> Value? {
   let once = Locked<CheckedContinuation<Value?, Never>?>(nil)
@@ -26,13 +28,13 @@ func firstValue<Value: Sendable>(
 
 /// Awaits `body` in a task of its own, or `timeout`; returns `nil` then (the task is left waiting).
 func awaited<Value: Sendable>(
-  within timeout: DispatchTimeInterval = .seconds(20), _ body: @escaping @Sendable () async -> Value
+  within timeout: DispatchTimeInterval = .seconds(60), _ body: @escaping @Sendable () async -> Value
 ) async -> Value? {
   await firstValue(within: timeout) { deliver in Task { deliver(await body()) } }
 }
 
 /// Suspends until `condition` holds, checking it between yields, or `timeout` passed; returns whether it held.
-func eventually(within timeout: Duration = .seconds(20), _ condition: () -> Bool) async -> Bool {
+func eventually(within timeout: Duration = .seconds(60), _ condition: () -> Bool) async -> Bool {
   let deadline = ContinuousClock.now + timeout
   while !condition() {
     if ContinuousClock.now >= deadline { return false }
@@ -45,7 +47,7 @@ func eventually(within timeout: Duration = .seconds(20), _ condition: () -> Bool
 ///
 /// Checked after every change (observed synchronously on the thread that made it) and once at the start.
 func waitForModel<Model: ModelType, Action: ActionType>(
-  of store: Store<Model, Action>, within timeout: DispatchTimeInterval = .seconds(20),
+  of store: Store<Model, Action>, within timeout: DispatchTimeInterval = .seconds(60),
   where condition: @escaping @Sendable (Model) -> Bool
 ) async -> Model? {
   let token = Locked<ObservationToken?>(nil)
