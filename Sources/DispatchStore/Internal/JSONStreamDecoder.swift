@@ -153,9 +153,9 @@ final class JSONStreamDecoder {
       guard position < bytes.count, depth < JSONStreamDecoder.maximumDepth else { throw Unsupported() }
       switch bytes[position] {
       case UInt8(ascii: "{"):
-        try scanObject(depth: depth)
+        try scanContainer(.object, depth: depth)
       case UInt8(ascii: "["):
-        try scanArray(depth: depth)
+        try scanContainer(.array, depth: depth)
       case UInt8(ascii: "\""):
         try scanString()
       case UInt8(ascii: "t"):
@@ -172,51 +172,26 @@ final class JSONStreamDecoder {
       }
     }
 
-    private mutating func scanObject(depth: Int) throws(Unsupported) {
+    /// An object (each member a key, a colon and a value) or an array, up to its closing bracket.
+    private mutating func scanContainer(_ kind: Kind, depth: Int) throws(Unsupported) {
+      let close = kind == .object ? UInt8(ascii: "}") : UInt8(ascii: "]")
       let start = map.count
-      append(Kind.object, 0, 0)
+      append(kind, 0, 0)
       position += 1
       skipSpace()
       var count = 0
-      if position < bytes.count, bytes[position] == UInt8(ascii: "}") {
+      if position < bytes.count, bytes[position] == close {
         position += 1
       } else {
         while true {
-          guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else { throw Unsupported() }
-          try scanString()
-          skipSpace()
-          guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else { throw Unsupported() }
-          position += 1
-          skipSpace()
-          try scanValue(depth: depth + 1)
-          count += 1
-          skipSpace()
-          guard position < bytes.count else { throw Unsupported() }
-          if bytes[position] == UInt8(ascii: ",") {
+          if kind == .object {
+            guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else { throw Unsupported() }
+            try scanString()
+            skipSpace()
+            guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else { throw Unsupported() }
             position += 1
             skipSpace()
-          } else if bytes[position] == UInt8(ascii: "}") {
-            position += 1
-            break
-          } else {
-            throw Unsupported()
           }
-        }
-      }
-      map[start + 1] = count
-      map[start + 2] = map.count
-    }
-
-    private mutating func scanArray(depth: Int) throws(Unsupported) {
-      let start = map.count
-      append(Kind.array, 0, 0)
-      position += 1
-      skipSpace()
-      var count = 0
-      if position < bytes.count, bytes[position] == UInt8(ascii: "]") {
-        position += 1
-      } else {
-        while true {
           try scanValue(depth: depth + 1)
           count += 1
           skipSpace()
@@ -224,7 +199,7 @@ final class JSONStreamDecoder {
           if bytes[position] == UInt8(ascii: ",") {
             position += 1
             skipSpace()
-          } else if bytes[position] == UInt8(ascii: "]") {
+          } else if bytes[position] == close {
             position += 1
             break
           } else {

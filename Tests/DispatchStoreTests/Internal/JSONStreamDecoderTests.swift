@@ -15,17 +15,6 @@ private func foundation<T: Decodable>(_ type: T.Type, _ json: some Collection<UI
 
 private func json(_ text: String) -> [UInt8] { Array(text.utf8) }
 
-private enum Shape: Codable, Equatable {
-  case circle(radius: Int)
-  case polygon([Point], closed: Bool)
-  case empty
-}
-
-private struct Point: Codable, Equatable {
-  var x: Int
-  var y: Int
-}
-
 private struct Everything: Codable, Equatable {
   var name = "quote \" backslash \\ slash / newline \n tab \t bell \u{7} é 🚀 \u{10FFFF}"
   var flag = true

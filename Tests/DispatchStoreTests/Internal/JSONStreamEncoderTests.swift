@@ -16,17 +16,6 @@ private func streamJSON<T: Encodable>(_ value: T) throws -> [UInt8] {
   return bytes
 }
 
-private enum Shape: Codable, Equatable {
-  case circle(radius: Int)
-  case polygon([Point], closed: Bool)
-  case empty
-}
-
-private struct Point: Codable, Equatable {
-  var x: Int
-  var y: Int
-}
-
 /// Everything but floating-point values, whose digits `JSONEncoder` may write differently.
 private struct Exact: Codable, Equatable {
   var name = "quote \" backslash \\ slash / newline \n tab \t bell \u{7} é 🚀"
