@@ -237,10 +237,27 @@ final class ListDecoding: @unchecked Sendable {
     self.indexedBase = indexedBase
   }
 
-  /// Sets the latest lines of `store`: the line just decoded, and its lists (`nil` if it held none).
-  func decoded(store: String, index: Int, lists: LineLists?) {
-    latest[store] = lists.map { (index, $0) }
-    if keepingEach, let lists { kept[index] = lists }
+  /// What a line, decoded whole, does to the bases of the lines after it.
+  enum Outcome {
+    /// A record line of `store`, holding `lists` (`nil` if none): the base of the store's next line.
+    case record(store: String, index: Int, lists: LineLists?)
+    /// A cursor move: the next record lines hold their lists whole.
+    case moved
+    /// Any other line.
+    case unchanged
+  }
+
+  /// Applies what a line decoded whole does to the bases of the lines after it.
+  func decoded(_ outcome: Outcome) {
+    switch outcome {
+    case .record(let store, let index, let lists):
+      latest[store] = lists.map { (index, $0) }
+      if keepingEach, let lists { kept[index] = lists }
+    case .moved:
+      latest.removeAll()
+    case .unchanged:
+      break
+    }
   }
 
   /// Starts decoding a record line's model.

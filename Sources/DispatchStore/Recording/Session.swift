@@ -107,6 +107,8 @@ public struct Session: Sendable {
 
   /// Decodes a line with ``JSONStreamDecoder``, or, where that one refuses or fails, with `JSONDecoder`, whose error
   /// names what is wrong.
+  ///
+  /// Only a line decoded whole changes `lists`: one read again reads from the same base.
   private func decode(_ line: SessionIndex.Line, lists: ListDecoding? = nil) throws(SessionError) -> SessionFormat.Line
   {
     var userInfo: [CodingUserInfoKey: any Sendable] = [SessionFormat.LineDecoding.codecsKey: codecs]
@@ -115,11 +117,16 @@ public struct Session: Sendable {
       try? JSONStreamDecoder.decode(
         SessionFormat.LineDecoding.self, from: UnsafeRawBufferPointer(rebasing: bytes[line.range]), userInfo: userInfo)
     }
-    if let fast { return fast.line }
+    if let fast {
+      lists?.decoded(fast.lists)
+      return fast.line
+    }
     let decoder = JSONDecoder()
     decoder.userInfo = userInfo
     do {
-      return try decoder.decode(SessionFormat.LineDecoding.self, from: index.bytes(of: line)).line
+      let decoded = try decoder.decode(SessionFormat.LineDecoding.self, from: index.bytes(of: line))
+      lists?.decoded(decoded.lists)
+      return decoded.line
     } catch let error as SessionFormat.UnknownStore {
       throw .unknownStore(identifier: error.identifier, line: line.number)
     } catch let error as SessionFormat.MissingBase {
@@ -555,14 +562,12 @@ public struct Session: Sendable {
       let action: any ActionType
       if let known = actions[line.store]?[actionJSON] {
         action = known
-      } else if let fast = index.data.withUnsafeBytes({
-        codec.decodeActionBytes(UnsafeRawBufferPointer(rebasing: $0[actionRange]))
-      }) {
-        action = fast
-        if actions[line.store, default: [:]].count < 4_096 { actions[line.store, default: [:]][actionJSON] = action }
       } else {
         do {
-          action = try codec.decodeActionJSON(actionJSON, decoder)
+          action =
+            try index.data.withUnsafeBytes {
+              codec.decodeActionBytes(UnsafeRawBufferPointer(rebasing: $0[actionRange]))
+            } ?? codec.decodeActionJSON(actionJSON, decoder)
         } catch let error as DecodingError {
           throw .corruptLine(line: line.line.number, reason: error.shortDescription)
         } catch {

@@ -384,6 +384,9 @@ enum SessionFormat {
   struct LineDecoding: Decodable {
     static let codecsKey = CodingUserInfoKey(rawValue: "DispatchStore.SessionCodecs")!
     let line: Line
+    /// What the line does to the lists its store's next line rests on, applied by the session once the whole line
+    /// has decoded (``ListDecoding/decoded(_:)``): a line that fails, and is read again, reads from the same base.
+    let lists: ListDecoding.Outcome
 
     init(from decoder: any Decoder) throws {
       let container = try decoder.container(keyedBy: SessionLineKey.self)
@@ -393,7 +396,7 @@ enum SessionFormat {
       switch try container.decode(String.self, forKey: .k) {
       case "m":
         line = .move(try container.decode(Int.self, forKey: .i))
-        (decoder.userInfo[ListDecoding.key] as? ListDecoding)?.latest.removeAll()
+        lists = .moved
       case "r":
         let store = try container.decode(String.self, forKey: .s)
         guard let codec = codecs.codecs[store] else { throw UnknownStore(identifier: store) }
@@ -401,19 +404,19 @@ enum SessionFormat {
         let dispatch = try container.decodeIfPresent(UInt64.self, forKey: .d).map(TransactionID.init) ?? transaction
         let index = try container.decode(Int.self, forKey: .i)
         // Format 3: the lists the line holds in their list forms, and the record line whose lists they change.
-        let lists = decoder.userInfo[ListDecoding.key] as? ListDecoding
+        let reading = decoder.userInfo[ListDecoding.key] as? ListDecoding
         let paths = try container.decodeIfPresent([[ListPath.Component]].self, forKey: .l) ?? []
         var base = LineLists.none
         let z = try container.decodeIfPresent(Int.self, forKey: .z)
         // The base loading checked, found right after the store: a "z" elsewhere in the line is not taken.
-        if let lists, lists.indexedBase(index) != z { throw MissingBase(index: z ?? -1) }
+        if let reading, reading.indexedBase(index) != z { throw MissingBase(index: z ?? -1) }
         if let z {
-          guard let latest = lists?.latest[store], latest.index == z else { throw MissingBase(index: z) }
+          guard let latest = reading?.latest[store], latest.index == z else { throw MissingBase(index: z) }
           base = latest.lists
         }
-        lists?.begin(modelDepth: decoder.codingPath.count + 1, paths: paths, base: base)
+        reading?.begin(modelDepth: decoder.codingPath.count + 1, paths: paths, base: base)
         let model = try codec.decodeModel(container, .m)
-        let found = lists?.end() ?? .none
+        let found = reading?.end() ?? .none
         let record = Record(
           index: index, dispatchID: dispatch, transactionID: transaction,
           storeIdentifier: store, action: try codec.decodeAction(container, .a), model: model,
@@ -425,11 +428,8 @@ enum SessionFormat {
             ?? RedactionMark(),
           change: try container.decodeIfPresent(UInt32.self, forKey: .n) ?? 0,
           isRollback: try container.decodeIfPresent(Bool.self, forKey: .b) ?? false)
-        // Only a line decoded whole is a base: a line that failed is decoded again, against the same base. So is one
-        // the session's reader refused where the value's own `try?` caught it: `JSONDecoder` reads it again.
-        if let reader = decoder as? JSONStreamDecoder.Reader, reader.unsupported { throw reader.refuse() }
-        lists?.decoded(store: store, index: index, lists: paths.isEmpty ? nil : found)
         line = .record(record)
+        self.lists = .record(store: store, index: index, lists: paths.isEmpty ? nil : found)
       case "s":
         let nested = try container.nestedContainer(keyedBy: StoreKey.self, forKey: .m)
         var models: [String: any ModelType] = [:]
@@ -446,6 +446,7 @@ enum SessionFormat {
           }
         }
         line = .snapshot(index: try container.decode(Int.self, forKey: .i), models: models, actions: actions)
+        lists = .unchanged
       case "e":
         let outcome: EffectOutcome =
           container.contains(.v)
@@ -454,11 +455,13 @@ enum SessionFormat {
         line = .effect(
           dispatchID: TransactionID(rawValue: try container.decode(UInt64.self, forKey: .d)),
           key: try container.decode(String.self, forKey: .key), outcome: outcome)
+        lists = .unchanged
       case "o":
         line = .outcome(
           transactionID: TransactionID(rawValue: try container.decode(UInt64.self, forKey: .t)), store: "",
           error: try container.decodeIfPresent(String.self, forKey: .e).map { RecordedError(description: $0) },
           cancelled: try container.decodeIfPresent(Bool.self, forKey: .c) ?? false)
+        lists = .unchanged
       case let kind:
         throw DecodingError.dataCorruptedError(
           forKey: .k, in: container, debugDescription: "unknown line kind \"\(kind)\"")
