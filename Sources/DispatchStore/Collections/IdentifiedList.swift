@@ -303,9 +303,24 @@ extension IdentifiedList: Decodable where Element: Decodable {
       return
     }
     var container = try decoder.unkeyedContainer()
-    var elements: [Element] = []
-    if let count = container.count { elements.reserveCapacity(count) }
-    while !container.isAtEnd { elements.append(try container.decode(Element.self)) }
+    let elements: [Element]
+    if let count = container.count {
+      // Written in place: appending, in code not specialised for the element type, looks up the array's type for
+      // each element.
+      elements = try Array(unsafeUninitializedCapacity: count) { buffer, initialized in
+        while initialized < count, !container.isAtEnd {
+          (buffer.baseAddress! + initialized).initialize(to: try container.decode(Element.self))
+          initialized += 1
+        }
+      }
+      guard container.isAtEnd else {
+        throw DecodingError.dataCorruptedError(in: container, debugDescription: "More elements than the array's count.")
+      }
+    } else {
+      var read: [Element] = []
+      while !container.isAtEnd { read.append(try container.decode(Element.self)) }
+      elements = read
+    }
     guard let trie = ElementTrie.build(elements) else {
       var seen = Set<Element.ID>()
       let repeated = elements.first { !seen.insert($0.id).inserted }!

@@ -39,8 +39,8 @@
   @inlinable static func build(_ elements: [Element]) -> ElementTrie? {
     var order: [(hash: UInt, key: UInt, index: Int)] = []
     order.reserveCapacity(elements.count)
-    for (index, element) in elements.enumerated() {
-      let hash = Self.hash(element.id)
+    for index in elements.indices {
+      let hash = Self.hash(elements[index].id)
       // The digits reversed: the first (the root's) in the highest bits; the last digit has four bits.
       var key: UInt = 0
       var rest = hash
@@ -125,23 +125,57 @@ extension ElementTrie where Element: Equatable {
       }
       return node
     }
+    // The runs of one digit: a run of one element stays in this node, a longer one is a child. Counted first, so
+    // that each array is made once at its size: appending, in code not specialised for the element type, looks up
+    // the array's type for each element, and grows the array several times.
     let node = ElementNode()
+    var (itemCount, childCount) = (0, 0)
     var start = range.lowerBound
     while start < range.upperBound {
-      let bit = Self.bit(order[start].hash, shift)
-      var end = start + 1
-      while end < range.upperBound, Self.bit(order[end].hash, shift) == bit { end += 1 }
-      if end - start == 1 {
-        node.itemMap |= bit
-        node.items.append(elements[order[start].index])
-      } else {
-        guard let child = build(elements, order, start..<end, shift: shift + bitsPerLevel) else { return nil }
-        node.childMap |= bit
-        node.children.append(child)
-      }
+      let end = runEnd(order, from: start, in: range, shift: shift)
+      if end - start == 1 { itemCount += 1 } else { childCount += 1 }
       start = end
     }
-    return node
+    node.items = Array(unsafeUninitializedCapacity: itemCount) { items, initialized in
+      var start = range.lowerBound
+      while start < range.upperBound {
+        let end = runEnd(order, from: start, in: range, shift: shift)
+        if end - start == 1 {
+          node.itemMap |= bit(order[start].hash, shift)
+          (items.baseAddress! + initialized).initialize(to: elements[order[start].index])
+          initialized += 1
+        }
+        start = end
+      }
+    }
+    var failed = false
+    node.children = Array(unsafeUninitializedCapacity: childCount) { children, initialized in
+      var start = range.lowerBound
+      while start < range.upperBound {
+        let end = runEnd(order, from: start, in: range, shift: shift)
+        if end - start > 1 {
+          guard let child = build(elements, order, start..<end, shift: shift + bitsPerLevel) else {
+            failed = true
+            return
+          }
+          node.childMap |= bit(order[start].hash, shift)
+          (children.baseAddress! + initialized).initialize(to: child)
+          initialized += 1
+        }
+        start = end
+      }
+    }
+    return failed ? nil : node
+  }
+
+  /// The end of the run of `order` from `start` whose hashes have the same digit at `shift`.
+  @inlinable static func runEnd(
+    _ order: [(hash: UInt, key: UInt, index: Int)], from start: Int, in range: Range<Int>, shift: Int
+  ) -> Int {
+    let digit = bit(order[start].hash, shift)
+    var end = start + 1
+    while end < range.upperBound, bit(order[end].hash, shift) == digit { end += 1 }
+    return end
   }
 
   /// Whether the node holds one element and nothing else: its parent takes the element in its place.

@@ -397,11 +397,19 @@ final class JSONStreamDecoder {
     /// both are ASCII, otherwise as strings.
     func string(at value: Int, equals key: String) throws -> Bool {
       if map[value] == Kind.string.rawValue {
-        let raw = UnsafeRawBufferPointer(rebasing: bytes[map[value + 1]..<map[value + 2]])
-        var key = key
-        if let same = key.withUTF8({ utf8 in utf8.allSatisfy { $0 < 0x80 } ? utf8.elementsEqual(raw) : nil }) {
-          return same
+        let start = map[value + 1]
+        let count = map[value + 2] - start
+        let same = key.utf8.withContiguousStorageIfAvailable { utf8 -> Bool? in
+          if utf8.count == count {
+            var offset = 0
+            while offset < count, utf8[offset] == bytes[start + offset] { offset += 1 }
+            if offset == count { return true }
+          }
+          // Different bytes: different strings, unless the key has non-ASCII characters (the Kelvin sign is "K").
+          for byte in utf8 where byte >= 0x80 { return nil }
+          return false
         }
+        if let same, let same { return same }
       }
       return try string(at: value) == key
     }

@@ -292,10 +292,7 @@ final class ListDecoding: @unchecked Sendable {
       list = try container.decode(IdentifiedList<Element>.self, forKey: .all)
       if let idType = Element.ID.self as? any Decodable.Type {
         var ids: any UnkeyedDecodingContainer = try container.nestedUnkeyedContainer(forKey: .ids)
-        var order: [Element.ID] = []
-        var next = list.order.makeIterator()
-        while let id = next.next() { order.append(id) }
-        guard try Self.ids(idType, of: Element.self, &ids) == order else {
+        guard try Self.ids(idType, of: Element.self, &ids, match: list.order) else {
           throw DecodingError.dataCorruptedError(
             forKey: ListFormKey.ids, in: container, debugDescription: "The ids of a list are not its elements' ids.")
         }
@@ -377,6 +374,19 @@ final class ListDecoding: @unchecked Sendable {
     var ids: [Element.ID] = []
     while !container.isAtEnd { ids.append(try container.decode(ID.self) as! Element.ID) }
     return ids
+  }
+
+  /// Whether the ids left in `container`, decoded as `ID` (which is `Element.ID`), are `order`'s, one by one.
+  private static func ids<ID: Decodable, Element: Identifiable>(
+    _: ID.Type, of _: Element.Type, _ container: inout any UnkeyedDecodingContainer, match order: OrderTree<Element.ID>
+  ) throws -> Bool {
+    // Compared as they are read: no array of ids is built (appending, in code not specialised for the element type,
+    // looks up the array's type for each id).
+    var next = order.makeIterator()
+    while !container.isAtEnd {
+      guard let id = next.next(), try container.decode(ID.self) as! Element.ID == id else { return false }
+    }
+    return next.next() == nil
   }
 
   /// The next id in `container`, decoded as `ID`, which is `Element.ID`.

@@ -191,6 +191,14 @@ struct JSONStreamDecoderTests {
     let decomposed = json("{\"cafe\u{301}\":1}")
     #expect(stream(Café.self, decomposed) == foundation(Café.self, decomposed))
     #expect(stream(Café.self, decomposed)?.café == 1)
+    // A key of the type's not in ASCII, written in ASCII: the Kelvin sign is canonically "K".
+    struct Kelvin: Decodable, Equatable {
+      var kelvin: Int?
+      enum CodingKeys: String, CodingKey { case kelvin = "\u{212A}" }
+    }
+    let ascii = json(#"{"Kx":0,"K":2}"#)
+    #expect(stream(Kelvin.self, ascii) == foundation(Kelvin.self, ascii))
+    #expect(stream(Kelvin.self, ascii)?.kelvin == 2)
     // A key with an unpaired surrogate or invalid UTF-8, after the key read: refused, as there.
     struct A: Decodable { var a: Int }
     #expect(stream(A.self, json(#"{"a":1,"\udc00":2}"#)) == nil)
