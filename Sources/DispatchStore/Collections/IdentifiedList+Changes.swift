@@ -103,28 +103,37 @@ extension ElementNode {
     }
     let bits = old.itemMap | old.childMap | new.itemMap | new.childMap
     var remaining = bits
+    // No optionals of elements here: in code not specialised for the element type, each one looks up its type.
     while remaining != 0 {
       let bit = remaining & (~remaining &+ 1)
       remaining &= remaining &- 1
-      let oldItem = old.itemMap & bit != 0 ? old.items[slot(old.itemMap, bit)] : nil
-      let newItem = new.itemMap & bit != 0 ? new.items[slot(new.itemMap, bit)] : nil
-      let oldChild = old.childMap & bit != 0 ? old.children[slot(old.childMap, bit)] : nil
-      let newChild = new.childMap & bit != 0 ? new.children[slot(new.childMap, bit)] : nil
-      if let oldChild, let newChild {
-        differences(from: oldChild, to: newChild, shift: shift + bitsPerLevel, same: same, into: &changes)
-      } else if oldChild != nil || newChild != nil {
+      let (oldHasChild, newHasChild) = (old.childMap & bit != 0, new.childMap & bit != 0)
+      let (oldHasItem, newHasItem) = (old.itemMap & bit != 0, new.itemMap & bit != 0)
+      if oldHasChild && newHasChild {
+        differences(
+          from: old.children[slot(old.childMap, bit)], to: new.children[slot(new.childMap, bit)],
+          shift: shift + bitsPerLevel, same: same, into: &changes)
+      } else if oldHasChild || newHasChild {
         // An element on one side, a subtree (or nothing) on the other: compare their elements by id.
-        let before = oldItem.map { [$0] } ?? oldChild?.allItems() ?? []
-        let after = newItem.map { [$0] } ?? newChild?.allItems() ?? []
+        let before =
+          oldHasChild
+          ? old.children[slot(old.childMap, bit)].allItems() : oldHasItem ? [old.items[slot(old.itemMap, bit)]] : []
+        let after =
+          newHasChild
+          ? new.children[slot(new.childMap, bit)].allItems() : newHasItem ? [new.items[slot(new.itemMap, bit)]] : []
         differences(from: before, to: after, same: same, into: &changes)
-      } else {
-        switch (oldItem, newItem) {
-        case (let oldItem?, let newItem?) where oldItem.id == newItem.id:
-          if !same(oldItem, newItem) { changes.updated.append(newItem) }
-        case (let oldItem, let newItem):
-          if let oldItem { changes.removed.append(oldItem.id) }
-          if let newItem { changes.updated.append(newItem) }
+      } else if oldHasItem && newHasItem {
+        let (oldSlot, newSlot) = (slot(old.itemMap, bit), slot(new.itemMap, bit))
+        if old.items[oldSlot].id == new.items[newSlot].id {
+          if !same(old.items[oldSlot], new.items[newSlot]) { changes.updated.append(new.items[newSlot]) }
+        } else {
+          changes.removed.append(old.items[oldSlot].id)
+          changes.updated.append(new.items[newSlot])
         }
+      } else if oldHasItem {
+        changes.removed.append(old.items[slot(old.itemMap, bit)].id)
+      } else {
+        changes.updated.append(new.items[slot(new.itemMap, bit)])
       }
     }
   }

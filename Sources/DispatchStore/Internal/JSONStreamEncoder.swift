@@ -38,6 +38,11 @@ final class JSONStreamEncoder {
   /// How deeply the last value encoded nests objects and arrays (0 for a number or a string): JSON decoders refuse
   /// values past a depth (`JSONDecoder`: 512), so a writer checks it.
   @exclusivity(unchecked) private(set) var lastDepth = 0
+  /// The keys of the last object sorted, in the order written, and the order of their positions that sorts them:
+  /// the objects of one type write the same keys in the same order, and are sorted alike.
+  @exclusivity(unchecked) private var lastSorted: (keys: [String], order: [Int]) = ([], [])
+  /// The bytes of the object being sorted, copied out to be written back in key order.
+  @exclusivity(unchecked) private var sortScratch: [UInt8] = []
   /// The lists of the record line being encoded, to write ``IdentifiedList``s in their session forms; `nil` to write
   /// them as plain arrays (``ListEncoding``).
   var lists: ListEncoding?
@@ -320,26 +325,40 @@ final class JSONStreamEncoder {
 
   /// Puts the entries of the object being closed, from `first` to the end of `entries`, in key order.
   private func sortEntries(from first: Int) throws {
+    let count = entries.count - first
+    if lastSorted.keys.count != count
+      || !lastSorted.keys.indices.allSatisfy({ lastSorted.keys[$0] == entries[first + $0].key })
+    {
+      let keys = entries[first...].map(\.key)
+      var order = Array(0..<count)
+      order.sort { keys[$0] < keys[$1] }
+      for index in order.indices.dropFirst() where keys[order[index - 1]] == keys[order[index]] {
+        throw Unsupported()  // A key written twice: `JSONEncoder` keeps the last value.
+      }
+      lastSorted = (keys, order)
+    }
+    // The entries written back in key order, over the same bytes: each entry but the last ends before the comma that
+    // starts the next.
+    let start = entries[first].offset
     let end = bytes.count
-    let own = entries[first...]
-    var ranges: [(key: String, range: Range<Int>)] = []
-    ranges.reserveCapacity(own.count)
-    for (position, entry) in zip(own.indices, own) {
-      // Each entry but the last ends before the comma that starts the next.
-      let next = position + 1 < entries.count ? entries[position + 1].offset - 1 : end
-      ranges.append((entry.key, entry.offset..<next))
+    sortScratch.removeAll(keepingCapacity: true)
+    sortScratch.append(contentsOf: bytes[start..<end])
+    var position = start
+    bytes.withUnsafeMutableBufferPointer { output in
+      sortScratch.withUnsafeBufferPointer { input in
+        for (index, entry) in lastSorted.order.enumerated() {
+          if index > 0 {
+            output[position] = UInt8(ascii: ",")
+            position += 1
+          }
+          let from = entries[first + entry].offset - start
+          let to = (first + entry + 1 < entries.count ? entries[first + entry + 1].offset - 1 : end) - start
+          output.baseAddress!.advanced(by: position).update(
+            from: input.baseAddress!.advanced(by: from), count: to - from)
+          position += to - from
+        }
+      }
     }
-    ranges.sort { $0.key < $1.key }
-    for index in ranges.indices.dropFirst() where ranges[index - 1].key == ranges[index].key {
-      throw Unsupported()  // A key written twice: `JSONEncoder` keeps the last value.
-    }
-    var sorted: [UInt8] = []
-    sorted.reserveCapacity(end - own[first].offset)
-    for (index, entry) in ranges.enumerated() {
-      if index > 0 { sorted.append(UInt8(ascii: ",")) }
-      sorted.append(contentsOf: bytes[entry.range])
-    }
-    bytes.replaceSubrange(own[first].offset..<end, with: sorted)
   }
 }
 

@@ -135,6 +135,30 @@ struct JSONStreamEncoderTests {
     #expect(written == keys.sorted())
   }
 
+  /// Objects of one type are sorted alike; the next object with as many keys but other ones, or the same keys in
+  /// another order, is sorted for its own keys; one encoder writes them all, one value after another.
+  @Test func objectsWithTheSameOrOtherKeysInARowAreEachSorted() throws {
+    struct Unsorted: Encodable { var zebra = 1, apple: [String: Int] = ["b": 2, "a": 1], mango = "m" }
+    struct Other: Encodable { var zulu = 1, alpha = 2, mike = 3 }
+    let dictionaries: [[String: Int]] = [
+      ["y": 1, "x": 2, "w": 3], ["c": 1, "b": 2, "a": 3], ["x": 0, "w": 1, "y": 2],
+    ]
+    let encoder = JSONStreamEncoder()
+    func stream<T: Encodable>(_ value: T) throws -> [UInt8] {
+      var bytes: [UInt8] = []
+      try encoder.encodeDirectly(value, into: &bytes)
+      return bytes
+    }
+    for _ in 0..<2 {
+      #expect(
+        try stream([Unsorted(), Unsorted(zebra: 3, apple: ["d": 0, "c": 1], mango: "n")])
+          == foundationJSON([Unsorted(), Unsorted(zebra: 3, apple: ["d": 0, "c": 1], mango: "n")]))
+      #expect(try stream(Other()) == foundationJSON(Other()))
+      #expect(try stream(dictionaries) == foundationJSON(dictionaries))
+      #expect(try stream(Unsorted()) == foundationJSON(Unsorted()))
+    }
+  }
+
   @Test func aSuperEncoderOrClosedContainerFallsBackToJSONEncoder() throws {
     let encoder = JSONStreamEncoder()
     var direct: [UInt8] = [1, 2]
