@@ -133,7 +133,7 @@ public struct OperationFailure: Sendable, Equatable, CustomStringConvertible {
   /// The error the operation finished with.
   public let error: any Error
 
-  /// Creates a failure record.
+  /// Creates a failure.
   /// - Parameters:
   ///   - storeIdentifier: The identifier of the store whose operation failed.
   ///   - transactionID: The transaction in which the operation ran.

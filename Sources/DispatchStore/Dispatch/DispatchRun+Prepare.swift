@@ -141,9 +141,9 @@ extension DispatchRun {
             dispatched: String(reflecting: type(of: action)))
         }
         let waits = store.withKind { $0.waitList(of: $1, for: mapped) }
-        // The same as the common case, given the store's own action: a recorder's record also needs the dispatched
-        // one, which `actions` keeps beside it.
-        if waits.isEmpty, middleware.borrowed.recorder == nil {
+        // The same as the common case, given the store's own action: a hook is also told the dispatched one
+        // (``TransactionHook/noteDispatchedAction(_:of:)``), which `actions` keeps beside it.
+        if waits.isEmpty, middleware.borrowed.hook == nil {
           return (
             alone(
               store, action: mapped, dispatcher: dispatcher, unregistrations: unregistrations,

@@ -24,7 +24,7 @@ struct DispatchRun: Sendable {
   /// What every store handles, unless `actions` says otherwise.
   let action: any ActionType
   /// Each store's action, where one maps the dispatched action to an action of its own and the dispatched action is
-  /// needed too (several stores, or a recorder); otherwise `nil`.
+  /// needed too (several stores, or a hook); otherwise `nil`.
   let actions: [any ActionType]?
   /// The registry's list when the dispatch was prepared, retained for this dispatch only: once
   /// `unregister(middleware:)` returned, only dispatches already running hold a middleware it removed.
@@ -235,16 +235,16 @@ struct DispatchRun: Sendable {
     if skips(store, kind: kind) { return .finished(nil) }
     if let target { return .finished(waitTargetFailure(index, of: store, kind: kind, target: target)) }
     var watch: StoreTransaction.Watch?
-    var recording: RecordingContext?
+    var hooked: HookedTransaction?
     if !middleware.isEmpty {
       let began = withAction(of: index) { action in
         StoreTransaction.begin(
           action, of: store, kind: kind, middleware: middleware.borrowed, context: context, dispatchID: dispatchID)
       }
-      recording = began.recording(middleware.borrowed, dispatched: dispatchedAction(ifMappedAt: index))
+      hooked = began.hooked(middleware.borrowed, dispatched: dispatchedAction(ifMappedAt: index))
       watch = began
     }
-    switch handleStore(index, of: store, kind: kind, context: context, recording: recording) {
+    switch handleStore(index, of: store, kind: kind, context: context, hooked: hooked) {
     case .done(let error, let ranOperation):
       return .finished(end(index, of: store, kind: kind, watch: watch, error: error, ranOperation: ranOperation))
     case .running(let operation):
@@ -252,7 +252,7 @@ struct DispatchRun: Sendable {
     }
   }
 
-  /// How a store handled its action (``handleStore(_:of:kind:context:recording:)``).
+  /// How a store handled its action (``handleStore(_:of:kind:context:hooked:)``).
   enum Handled {
     /// It reduced the action, or its operation finished within its start; with the error, if it failed.
     case done(error: (any Error)?, ranOperation: Bool)
@@ -264,13 +264,13 @@ struct DispatchRun: Sendable {
   /// store reduces it in place, or its operation starts with nobody to tell.
   @inline(__always)
   func handleStore(
-    _ index: Int, of store: AnyObject, kind: StoreKind, context: ThreadContext, recording: RecordingContext?
+    _ index: Int, of store: AnyObject, kind: StoreKind, context: ThreadContext, hooked: HookedTransaction?
   ) -> Handled {
     context.withRunning(dispatcherID) { () -> Handled in
-      switch withAction(of: index, { kind.handle($0, in: store, recording: recording) }) {
+      switch withAction(of: index, { kind.handle($0, in: store, hooked: hooked) }) {
       case .reduced(let failed):
         if let failed, let parked = failed as? ParkedStart.Parked {
-          return park(parked, index, recording: recording)
+          return park(parked, index, hooked: hooked)
         }
         return .done(error: failed, ranOperation: false)
       case .operation(let operation):
@@ -294,7 +294,7 @@ struct DispatchRun: Sendable {
   /// at once with ``DispatchError/reentrantSynchronousDispatch(actionType:)``, on whichever thread it starts: its
   /// caller blocks the thread the holder needs to end. (The parked start is then never set up, so it never runs.)
   @inline(never)
-  private func park(_ parked: ParkedStart.Parked, _ index: Int, recording: RecordingContext?) -> Handled {
+  private func park(_ parked: ParkedStart.Parked, _ index: Int, hooked: HookedTransaction?) -> Handled {
     if case .waitingMainQueue = placement, let holderQueue = parked.holder.mainQueue,
       holderQueue.runsOnThread(of: dispatcher._withUnsafeGuaranteedRef { $0.mainQueue })
     {
@@ -303,7 +303,7 @@ struct DispatchRun: Sendable {
     }
     let start = parked.start
     // The all-or-nothing dispatch this start is part of, if any: it still passes that one's stores when it resumes.
-    start.setUp(run: self, index: index, recording: recording, admitted: ThreadContext.admission())
+    start.setUp(run: self, index: index, hooked: hooked, admitted: ThreadContext.admission())
     handle?.operationRunning(start)
     // A lane's job: the holder's own jobs on that lane no longer wait behind it.
     if let lane = runningLane() {
@@ -318,7 +318,7 @@ struct DispatchRun: Sendable {
   /// A store removed from the dispatcher while its start waited does not start (``skips(_:kind:)``): its transaction,
   /// which middleware saw begin, fails with ``DispatchError/unknownStore(identifier:)``; a cancelled dispatch's, with
   /// ``DispatchError/cancelled``.
-  func resume(_ index: Int, recording: RecordingContext?, notifying handler: any OperationCompletionHandler) {
+  func resume(_ index: Int, hooked: HookedTransaction?, notifying handler: any OperationCompletionHandler) {
     let handled = ThreadContext.withCurrent { context in
       targets.withEntry(at: index) { kind, store -> Handled in
         if skips(store, kind: kind) {
@@ -326,7 +326,7 @@ struct DispatchRun: Sendable {
           let error = cancelled ? DispatchError.cancelled : .unknownStore(identifier: kind.identifier(of: store))
           return .done(error: error, ranOperation: false)
         }
-        return handleStore(index, of: store, kind: kind, context: context, recording: recording)
+        return handleStore(index, of: store, kind: kind, context: context, hooked: hooked)
       }
     }
     switch handled {

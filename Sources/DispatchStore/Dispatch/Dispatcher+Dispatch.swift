@@ -36,7 +36,7 @@ extension Dispatcher {
     message: "it does not wait, and top-level code picks it even under 'await': use 'try await start(action:).value'"
   )
   public func dispatch<Action: ActionType>(action: Action, to storeIdentifier: String? = nil, mode: Mode = .async) {
-    if isVerifying.load(ordering: .relaxed), absorbFollowUp(action, storeIdentifier: storeIdentifier) { return }
+    if isReplaying.load(ordering: .relaxed), absorbedByReplay(action, storeIdentifier: storeIdentifier) { return }
     routeIntercepted(storeIdentifier: storeIdentifier, action: action, mode: mode, then: Self.unheardCompletion(action))
   }
 
@@ -56,7 +56,7 @@ extension Dispatcher {
   func dispatch<Action: ActionType>(
     action: Action, to storeIdentifier: String? = nil, mode: Mode = .async, then completion: Completion?
   ) {
-    if isVerifying.load(ordering: .relaxed), absorbFollowUp(action, storeIdentifier: storeIdentifier) {
+    if isReplaying.load(ordering: .relaxed), absorbedByReplay(action, storeIdentifier: storeIdentifier) {
       return completion?(.success(())) ?? ()
     }
     routeIntercepted(storeIdentifier: storeIdentifier, action: action, mode: mode, then: completion)
@@ -70,7 +70,7 @@ extension Dispatcher {
     action: Action, to storeIdentifier: String? = nil, mode: Mode = .async,
     report: @escaping @Sendable (DispatchReport) -> Void
   ) {
-    if isVerifying.load(ordering: .relaxed), absorbFollowUp(action, storeIdentifier: storeIdentifier) {
+    if isReplaying.load(ordering: .relaxed), absorbedByReplay(action, storeIdentifier: storeIdentifier) {
       return report(DispatchReport(result: .success(()), actions: []))
     }
     if let chain = interceptorChain() {
@@ -160,8 +160,8 @@ extension Dispatcher {
     // Cancelled before it started (by its handle, `cancelAll()`, its id): it neither runs nor throttles, debounces
     // or cancels others.
     if handle.options != nil, handle.currentState.isFinished { return }
-    if isVerifying.load(ordering: .relaxed),
-      absorbFollowUp(handle.action, storeIdentifier: handle.storeIdentifier, checked: handle.options == nil)
+    if isReplaying.load(ordering: .relaxed),
+      absorbedByReplay(handle.action, storeIdentifier: handle.storeIdentifier, checked: handle.options == nil)
     {
       guard handle.markStarted() else { return }
       return handle.finish(.success(()))
@@ -189,33 +189,29 @@ extension Dispatcher {
   /// > ``DispatchError/reentrantSynchronousDispatch(actionType:)``.
   public func dispatchSync<Action: ActionType>(action: Action, to storeIdentifier: String? = nil) throws(DispatchError)
   {
-    if isVerifying.load(ordering: .relaxed), absorbFollowUp(action, storeIdentifier: storeIdentifier) { return }
+    if isReplaying.load(ordering: .relaxed), absorbedByReplay(action, storeIdentifier: storeIdentifier) { return }
     try dispatchSynchronouslyIntercepted(storeIdentifier: storeIdentifier, action: action).get()
   }
 
-  /// Absorbs a follow-up while a session is verified here; returns whether it did.
+  /// Whether the replay running here absorbs the dispatch of `action` (``ReplayHook/absorbs(_:storeIdentifier:checked:)``):
+  /// it then completes at once, successfully, without running.
   ///
-  /// A dispatch that is not the verification's own is a follow-up of an operation it re-runs: matched to the
-  /// session's records and absorbed, so that it completes at once, successfully, without running (the session's
-  /// record of it is replayed in its turn).
-  /// `checked`: whether the follow-up must match a record; not for one made with options (a throttled, debounced
-  /// or cancelled one may have left none when it was recorded).
-  private func absorbFollowUp(_ action: any ActionType, storeIdentifier: String?, checked: Bool = true) -> Bool {
-    guard let matcher = followUps.withLock({ $0 }) else { return false }
-    if checked { matcher.match(action, storeIdentifier: storeIdentifier) }
-    return true
+  /// `checked`: whether the replay checks it against what it replays; not for one made with options (throttled,
+  /// debounced or cancelled, it may have left nothing to check against).
+  private func absorbedByReplay(_ action: any ActionType, storeIdentifier: String?, checked: Bool = true) -> Bool {
+    guard let replay = replay.withLock({ $0 }) else { return false }
+    return replay.absorbs(action, storeIdentifier: storeIdentifier, checked: checked)
   }
 
-  /// Dispatches a record that ``Session/verify(against:mode:)`` re-runs, as
-  /// ``dispatch(action:to:mode:then:)`` does, but never absorbed as a follow-up.
+  /// Dispatches an action the replay running here re-runs (``ReplayHook``), as ``dispatch(action:to:mode:then:)``
+  /// does, but never absorbed by it.
   func dispatchReplayed(
     storeIdentifier: String, action: any ActionType, mode: Mode, then completion: @escaping Completion
   ) {
     routeIntercepted(storeIdentifier: storeIdentifier, action: action, mode: mode, then: completion)
   }
 
-  /// ``dispatchSync(action:to:)`` for a record that ``Session/verify(against:mode:)`` re-runs: never
-  /// absorbed as a follow-up.
+  /// ``dispatchSync(action:to:)`` for an action the replay running here re-runs: never absorbed by it.
   func dispatchReplayedSync(storeIdentifier: String, action: any ActionType) -> Result<Void, DispatchError> {
     dispatchSynchronouslyIntercepted(storeIdentifier: storeIdentifier, action: action)
   }
@@ -294,7 +290,7 @@ extension Dispatcher {
     if mode == .sync {
       // A loop, not recursion through completions: long synchronous sequences stay off the stack.
       for action in actions {
-        if isVerifying.load(ordering: .relaxed), absorbFollowUp(action, storeIdentifier: nil) { continue }
+        if isReplaying.load(ordering: .relaxed), absorbedByReplay(action, storeIdentifier: nil) { continue }
         let result = dispatchSynchronouslyIntercepted(storeIdentifier: nil, action: action)
         guard case .success = result else { return complete(completion, result, action) }
       }

@@ -124,13 +124,10 @@ public final class Dispatcher: Sendable {
   let admission = LockedValue(AdmissionState())
   /// The time throttling and debouncing count by.
   let clock: any DispatchClock
-  /// While ``Session/verify(against:mode:)`` re-runs a session here, the effects it recorded: operations read
-  /// them instead of running their effects (`ActionOperation.effect(_:_:)`).
-  let effectPlayback = LockedValue<EffectPlayback?>(nil)
-  /// While ``Session/verify(against:mode:)`` re-runs a session here, where the follow-ups its operations dispatch
-  /// are matched; the flag spares the lock while no session is verified.
-  let followUps = LockedValue<FollowUpMatcher?>(nil)
-  let isVerifying = Atomic<Bool>(false)
+  /// What re-runs earlier dispatches here, while it runs (``ReplayHook``); the flag spares the lock while nothing
+  /// does.
+  let replay = LockedValue<(any ReplayHook)?>(nil)
+  let isReplaying = Atomic<Bool>(false)
   /// Called after a dispatch made with ``start(action:to:mode:options:)`` finished, for the test kit
   /// (``onDispatchFinished(_:)``); the flag spares the lock while nobody set one.
   let dispatchFinishedObserver = LockedValue<(@Sendable () -> Void)?>(nil)

@@ -30,7 +30,7 @@ final class Reservation: HolderWaiter {
   #else
     nonisolated(unsafe) weak var enclosing: Reservation?
   #endif
-  /// The dispatch's identifier, which its transactions and rollback records share.
+  /// The dispatch's identifier, which its transactions and rollback entries share.
   let dispatchID: TransactionID
   /// The operations in whose task the dispatch was made (``OperationTaskScope``): it does not wait for them to
   /// finish before taking their stores, since they may be awaiting it.
@@ -187,13 +187,13 @@ final class Reservation: HolderWaiter {
 
   /// Why this reservation must not wait for `owner`, which holds a store it needs: called under that store's lock.
   ///
-  /// If it may wait, it is recorded as waiting behind `owner` (``waits``), until its next attempt.
+  /// If it may wait, it is noted as waiting behind `owner` (``waits``), until its next attempt.
   func refusal(behind owner: Reservation) -> Refusal? {
     if isInside(owner) { return .enclosing(owner) }
     if let blockedQueue, let holderQueue = owner.mainQueue, holderQueue.runsOnThread(of: blockedQueue) {
       return .blocksMainQueue
     }
-    // Checked and recorded in one critical section: of two reservations closing a cycle at once, the second sees it.
+    // Checked and noted in one critical section: of two reservations closing a cycle at once, the second sees it.
     return Self.waits.withLock { waits -> Refusal? in
       if let path = cycle(behind: owner, in: waits) { return .cycle(path: path) }
       waits[ObjectIdentifier(self)] = (self, owner)
@@ -259,29 +259,29 @@ final class Reservation: HolderWaiter {
   /// Releases every store once the dispatch ended with `result`.
   ///
   /// If it failed, or was cancelled (its later stores then did not start), each store it changed is put back first,
-  /// with a rollback record if a recorder is registered. Observers hear the rollback once every store is released:
+  /// with a rollback entry if a hook is registered (``TransactionHook``). Observers hear the rollback once every store is released:
   /// they may dispatch to any of them. Returns the dispatch's result: a failure becomes
   /// ``DispatchError/rolledBack(storeIdentifiers:failures:)``, a cancelled run ``DispatchError/cancelled``.
   func end(with result: Result<Void, DispatchError>, run: DispatchRun) -> Result<Void, DispatchError> {
     let cancelled = run.handle?.isCancelled == true
     let failed: Bool
     if case .failure = result { failed = true } else { failed = cancelled }
-    let recorder = failed ? run.middleware.borrowed.recorder : nil
+    let hook = failed ? run.middleware.borrowed.hook : nil
     let deliveries = PendingDeliveries()
     var restored: [String] = []
     let released = stores.map { store in
       let rollback =
         failed
-        ? run.withAction(of: store.node) { Rollback(action: $0, recorder: recorder, dispatchID: dispatchID) } : nil
+        ? run.withAction(of: store.node) { Rollback(action: $0, hook: hook, dispatchID: dispatchID) } : nil
       let released = store.entry.withKind { $0.release($1, from: self, rollingBack: rollback, deliveries: deliveries) }
       if released.restored { restored.append(store.entry.identifier) }
       return released
     }
     Self.running.wrappingSubtract(1, ordering: .relaxed)
     deliveries.deliver()
-    // The rollback records were filed under the stores' locks: the writer is woken (and, syncing each record, waited
-    // for) before the dispatch completes.
-    recorder?.didRecord()
+    // The rollback entries were filed under the stores' locks: the hook is told after them, before the dispatch
+    // completes.
+    hook?.didHandle()
     Self.resume(released)
     if cancelled { return .failure(.cancelled) }
     guard case .failure(let error) = result, case .operationsFailed(let failures) = error else { return result }
@@ -298,9 +298,9 @@ final class Reservation: HolderWaiter {
 }
 
 /// How a failed all-or-nothing dispatch puts a store back: announced with the action the store handled, and filed
-/// as a rollback record (``Record/isRollback``) if a recorder is registered.
+/// with the hook as a rollback entry if one is registered.
 struct Rollback {
   let action: any ActionType
-  let recorder: RecorderMiddleware?
+  let hook: (any TransactionHook)?
   let dispatchID: TransactionID
 }

@@ -16,15 +16,15 @@ enum StoreTransaction {
     let dispatchID: TransactionID
     let started: UInt64?
 
-    /// Where the store files the transaction's record, if a recorder is among `middleware`.
+    /// Where the store files the transaction's entry, if a hook is among `middleware` (``TransactionHook``).
     /// - Parameter dispatched: The dispatched action, where the store handles an action it mapped that one to.
     @inline(__always)
-    func recording(
+    func hooked(
       _ middleware: MiddlewareList.Borrowed, dispatched: @autoclosure () -> (any ActionType)? = nil
-    ) -> RecordingContext? {
-      guard let recorder = middleware.recorder else { return nil }
-      if let dispatched = dispatched() { recorder.noteDispatchedAction(dispatched, of: id) }
-      return RecordingContext(recorder: recorder, dispatchID: dispatchID, transactionID: id)
+    ) -> HookedTransaction? {
+      guard let hook = middleware.hook else { return nil }
+      if let dispatched = dispatched() { hook.noteDispatchedAction(dispatched, of: id) }
+      return HookedTransaction(hook: hook, dispatchID: dispatchID, transactionID: id)
     }
   }
 
@@ -43,8 +43,8 @@ enum StoreTransaction {
     let dispatchID = dispatchID ?? id
     let watch = Watch(
       id: id, dispatchID: dispatchID, started: middleware.needsDuration ? MonotonicClock.nanoseconds() : nil)
-    if middleware.onlyRecorder, let recorder = middleware.recorder {
-      recorder.willRecord(store, kind: kind)
+    if middleware.onlyHook, let hook = middleware.hook {
+      hook.willHandle(store, kind: kind)
       return watch
     }
     kind.tell(
@@ -58,8 +58,8 @@ enum StoreTransaction {
   /// Announces the change to the store's observers, tells every middleware's `didDispatch` (if `begin` watched the
   /// transaction), and returns the failure the dispatch reports, if the store's handling failed.
   ///
-  /// Observers first, then middleware: a middleware's `didDispatch` sees the store's model after the change, and a
-  /// recorder records what observers heard.
+  /// Observers first, then middleware: a middleware's `didDispatch` sees the store's model after the change
+  /// observers heard.
   /// - Parameters:
   ///   - ranOperation: Whether the store ran an operation, whose change is announced here; a reduction in place
   ///     announced its own.
@@ -112,8 +112,8 @@ enum StoreTransaction {
     _ action: any ActionType, of store: AnyObject, kind: StoreKind, middleware: MiddlewareList.Borrowed,
     watch: Watch, duration: Duration?, error: (any Error)?, handle: DispatchHandle?
   ) {
-    if middleware.onlyRecorder, let recorder = middleware.recorder {
-      recorder.didRecord()
+    if middleware.onlyHook, let hook = middleware.hook {
+      hook.didHandle()
       return
     }
     var transaction = Transaction(

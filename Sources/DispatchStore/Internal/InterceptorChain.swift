@@ -117,7 +117,7 @@ private final class Handoff: Sendable {
 
   private let state = LockedValue(State.starting)
 
-  /// Records `outcome`; returns it if the start already returned, so that the caller passes it on.
+  /// Keeps `outcome`; returns it if the start already returned, so that the caller passes it on.
   func decide(_ outcome: InterceptorChain.Outcome) -> InterceptorChain.Outcome? {
     state.withLock { state in
       guard case .started = state else {

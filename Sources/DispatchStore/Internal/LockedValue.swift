@@ -76,7 +76,7 @@ package struct LockedValue<Value>: ~Copyable, @unchecked Sendable {
     /// Runs `body` with the value under the lock if the lock is free; returns `nil` at once, running nothing, if it
     /// is taken.
     ///
-    /// For a thread that must not wait while it holds other locks (``RecorderMiddleware``'s moves).
+    /// For a thread that must not wait while it holds other locks (a restore that locks several stores).
     @inlinable
     package borrowing func withLockIfAvailable<Result, E: Error>(
       _ body: (inout sending Value) throws(E) -> sending Result

@@ -13,13 +13,13 @@ struct MiddlewareList: Sendable {
   /// Holds one registered middleware; immutable, so its property is read without retaining it.
   final class Entry: Sendable {
     let middleware: any Middleware
-    /// Whether its transactions are timed: every middleware's but the recorder's, whose records carry their
-    /// transaction's identifier, which holds its start time.
+    /// Whether its transactions are timed: every middleware's but a hook's (``TransactionHook``), whose entries
+    /// carry their transaction's identifier, which holds its start time.
     let needsDuration: Bool
 
     init(_ middleware: any Middleware) {
       self.middleware = middleware
-      self.needsDuration = !(middleware is RecorderMiddleware)
+      self.needsDuration = !(middleware is any TransactionHook)
     }
   }
 
@@ -28,17 +28,17 @@ struct MiddlewareList: Sendable {
     let entries: [Entry]
     /// Whether a middleware in the list needs transaction durations.
     let needsDuration: Bool
-    /// The first recorder in the list: stores file their records with it as they change (``RecordingContext``).
-    let recorder: RecorderMiddleware?
-    /// Whether the recorder is the only middleware: a transaction then calls it directly
-    /// (``RecorderMiddleware/willRecord(_:kind:)``), without making the `Transaction` values nobody else reads.
-    let onlyRecorder: Bool
+    /// The first hook in the list: stores file their entries with it as they change (``HookedTransaction``).
+    let hook: (any TransactionHook)?
+    /// Whether the hook is the only middleware: a transaction then calls it directly
+    /// (``TransactionHook/willHandle(_:kind:)``), without making the `Transaction` values nobody else reads.
+    let onlyHook: Bool
 
     init(_ entries: [Entry]) {
       self.entries = entries
       self.needsDuration = entries.contains { $0.needsDuration }
-      self.recorder = entries.lazy.compactMap { $0.middleware as? RecorderMiddleware }.first
-      self.onlyRecorder = entries.count == 1 && recorder != nil
+      self.hook = entries.lazy.compactMap { $0.middleware as? any TransactionHook }.first
+      self.onlyHook = entries.count == 1 && hook != nil
     }
   }
 
@@ -54,16 +54,16 @@ struct MiddlewareList: Sendable {
       return snapshot._withUnsafeGuaranteedRef { $0.needsDuration }
     }
 
-    /// Whether the recorder is the only middleware.
-    var onlyRecorder: Bool {
+    /// Whether the hook is the only middleware.
+    var onlyHook: Bool {
       guard let snapshot else { return false }
-      return snapshot._withUnsafeGuaranteedRef { $0.onlyRecorder }
+      return snapshot._withUnsafeGuaranteedRef { $0.onlyHook }
     }
 
-    /// The first recorder in the list, borrowed.
-    var recorder: RecorderMiddleware? {
+    /// The first hook in the list, borrowed.
+    var hook: (any TransactionHook)? {
       guard let snapshot else { return nil }
-      return snapshot._withUnsafeGuaranteedRef { $0.recorder }
+      return snapshot._withUnsafeGuaranteedRef { $0.hook }
     }
 
     /// An owned copy of the list: one retain, for what outlives the owner the view was borrowed from.

@@ -9,9 +9,9 @@ extension Store {
     case .announce:
       store.announceChange(of: action)
       return .announced
-    case .reduce(let recording):
+    case .reduce(let hooked):
       guard store.reducesInPlace else { return .notReducedInPlace }
-      return .reduced(error: store.reduceInPlace(action, recording: recording))
+      return .reduced(error: store.reduceInPlace(action, hooked: hooked))
     case .fileFinished(let finished):
       store.fileFinishedOperation(action, finished)
       return .filed
@@ -23,9 +23,9 @@ extension Store {
 @usableFromInline
 enum SpecialisedWork {
   case announce
-  /// Reduce in place; file the record with the context, if any.
-  case reduce(RecordingContext?)
-  /// File the record of an operation that finished (``Store/fileFinishedOperation(_:_:)``). By pointer, valid for
+  /// Reduce in place; file the entry with the hook, if any.
+  case reduce(HookedTransaction?)
+  /// File the entry of an operation that finished (``Store/fileFinishedOperation(_:_:)``). By pointer, valid for
   /// the call: the payload would otherwise make every case, and every plain dispatch's work, larger.
   case fileFinished(UnsafePointer<FinishedOperation>)
 }
@@ -38,6 +38,6 @@ enum SpecialisedOutcome {
   case reduced(error: (any Error)?)
   /// The reducer returns operations.
   case notReducedInPlace
-  /// The record was filed.
+  /// The entry was filed.
   case filed
 }

@@ -40,6 +40,7 @@ extension Store {
 /// without retaining it.
 ///
 /// `@unchecked Sendable`: immutable (the subclass adds no state).
+@usableFromInline
 class StoreKind: @unchecked Sendable {
   /// `ObjectIdentifier` of the stores' action type.
   let actionType: ObjectIdentifier
@@ -61,7 +62,7 @@ class StoreKind: @unchecked Sendable {
   func waitList(of store: AnyObject, for action: any ActionType) -> [String] {
     preconditionFailure("StoreKind is abstract")
   }
-  func handle(_ action: any ActionType, in store: AnyObject, recording: RecordingContext?) -> StoreHandling {
+  func handle(_ action: any ActionType, in store: AnyObject, hooked: HookedTransaction?) -> StoreHandling {
     preconditionFailure("StoreKind is abstract")
   }
   /// `action` as the store handles it, or `nil` (see ``Store/storeAction(for:)``).
@@ -117,8 +118,8 @@ private final class TypedStoreKind<Model: ModelType, Action: ActionType>: StoreK
   override func waitList(of store: AnyObject, for action: any ActionType) -> [String] {
     typed(store).waitList(for: action)
   }
-  override func handle(_ action: any ActionType, in store: AnyObject, recording: RecordingContext?) -> StoreHandling {
-    typed(store).handle(action, recording: recording)
+  override func handle(_ action: any ActionType, in store: AnyObject, hooked: HookedTransaction?) -> StoreHandling {
+    typed(store).handle(action, hooked: hooked)
   }
   override func storeAction(for action: any ActionType, in store: AnyObject) -> (any ActionType)? {
     typed(store).storeAction(for: action)

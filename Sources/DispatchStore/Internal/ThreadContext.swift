@@ -9,9 +9,9 @@
 /// Per-thread bookkeeping: which dispatchers are running an operation on this thread, and what else a dispatch
 /// needs to know about its thread.
 ///
-/// It records the running dispatchers (to refuse re-entrant `.sync` dispatch), the transaction identifiers the
+/// It keeps the running dispatchers (to refuse re-entrant `.sync` dispatch), the transaction identifiers the
 /// thread hands out, and whether the thread is one of the library's run-loop threads. It retains nothing a user
-/// registered beyond the call that set it (the recorded operation whose block runs here is held by the block's caller;
+/// registered beyond the call that set it (the operation whose block runs here is held by the block's caller;
 /// the all-or-nothing dispatch whose stores the thread passes is cleared when its scope ends).
 ///
 /// Each instance is reachable only from its own thread through a pthread key, so it needs no lock; it is not

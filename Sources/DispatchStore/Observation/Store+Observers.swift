@@ -108,7 +108,7 @@ extension Store {
   /// version catches up at the next announcement.
   ///
   /// Called for operations only: a reduction in place announced its change in the critical section that made it
-  /// (``reduceInPlace(_:recording:)``).
+  /// (``reduceInPlace(_:hooked:)``).
   /// - Parameter hidingRunningDispatchers: Hide the dispatchers running on this thread from the observers (they may
   ///   dispatch `.sync`).
   @inline(__always)

@@ -79,14 +79,16 @@ extension ActionOperation {
   }
 
   private func effectSource(_ key: String) -> EffectSource {
-    if let dispatcher = store.dispatcher, let playback = dispatcher.effectPlayback.withLock({ $0 }) {
-      switch playback.take(key) {
+    if let dispatcher = store.dispatcher, let replay = dispatcher.replay.withLock({ $0 }) as? SessionReplay {
+      switch replay.playback.take(key) {
       case .success(let value): return .recorded(value)
       case .failure(let error): return .missing(error)
       }
     }
     // A store whose values the privacy settings leave out or redact keeps its effects out too.
-    guard let context = recordingContext, !context.recorder.privacy.leavesEffectsOut(of: store.identifier) else {
+    guard let hooked, let recorder = hooked.hook as? RecorderMiddleware,
+      !recorder.privacy.leavesEffectsOut(of: store.identifier)
+    else {
       return .live { _ in }
     }
     return .live { result in
@@ -99,7 +101,7 @@ extension ActionOperation {
       case .failure(let error):
         outcome = .failure(String(describing: error))
       }
-      context.recorder.fileEffect(dispatchID: context.dispatchID, key: key, outcome: outcome)
+      recorder.fileEffect(dispatchID: hooked.dispatchID, key: key, outcome: outcome)
     }
   }
 }

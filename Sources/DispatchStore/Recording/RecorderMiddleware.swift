@@ -390,8 +390,9 @@ public final class RecorderMiddleware: Middleware {
   }
 
   /// ``willDispatch(transaction:action:in:)`` when the recorder is the only middleware: the dispatch calls it
-  /// directly, with the store as it holds it.
-  func willRecord(_ store: AnyObject, kind: StoreKind) {
+  /// directly, with the store as it holds it (``TransactionHook``).
+  @usableFromInline
+  func willHandle(_ store: AnyObject, kind: StoreKind) {
     if lastKnownStore.load(ordering: .relaxed) == UInt(bitPattern: ObjectIdentifier(store)) { return }
     noteStore(kind.anyStore(store), identifier: kind.identifier(of: store))
   }
@@ -420,11 +421,13 @@ public final class RecorderMiddleware: Middleware {
   ///
   /// The records themselves were filed by the store, in the critical sections of the transaction's changes.
   public func didDispatch(transaction: Transaction, action: any ActionType, in store: any AnyStore) {
-    didRecord()
+    didHandle()
   }
 
-  /// ``didDispatch(transaction:action:in:)`` when the recorder is the only middleware.
-  func didRecord() {
+  /// ``didDispatch(transaction:action:in:)`` when the recorder is the only middleware, and after a failed
+  /// all-or-nothing dispatch filed its rollback records.
+  @usableFromInline
+  func didHandle() {
     guard pendingWork.load(ordering: .relaxed) else { return }
     afterLock()
   }
@@ -432,7 +435,7 @@ public final class RecorderMiddleware: Middleware {
   /// Files a record; returns the event number, which the store keeps.
   ///
   /// Called by a store under its lock
-  /// (``RecordingContext/file(store:action:model:error:cancelled:elapsed:changedModel:change:first:)``).
+  /// (``HookedTransaction/file(store:action:model:error:cancelled:elapsed:changedModel:change:first:)``).
   ///
   /// Appends under the recorder's lock and queues the line for the writer; runs no user code, releases nothing
   /// (dropped records wait for ``afterLock()``), wakes nobody.
@@ -452,7 +455,7 @@ public final class RecorderMiddleware: Middleware {
   /// out.
   ///
   /// Called by the store under its lock, right after the change
-  /// (``RecordingContext/fileChange(store:action:model:change:first:)``); as
+  /// (``HookedTransaction/fileChange(store:action:model:change:first:)``); as
   /// ``file(dispatchID:transactionID:store:action:model:error:cancelled:elapsed:changedModel:change:first:)``.
   @usableFromInline
   func fileChange(
@@ -468,6 +471,7 @@ public final class RecorderMiddleware: Middleware {
   /// the recorder's event number, which the store keeps.
   ///
   /// Called by the store under its lock, with the model it was put back to (``Store/release(from:rollingBack:deliveries:)``).
+  @usableFromInline
   func fileRollback(dispatchID: TransactionID, store: String, action: any ActionType, model: any ModelType) -> UInt64 {
     let transactionID = TransactionID.next()
     let filed = fileRecord(
@@ -510,7 +514,7 @@ public final class RecorderMiddleware: Middleware {
   /// error or cancellation, and writes it as a line of its own.
   ///
   /// Called by the store under its lock when the operation finished
-  /// (``RecordingContext/fileOutcome(store:from:error:cancelled:)``); runs no user code, releases nothing.
+  /// (``HookedTransaction/fileOutcome(store:from:error:cancelled:)``); runs no user code, releases nothing.
   @usableFromInline
   func fileOutcome(
     transactionID: TransactionID, store: String, from first: Int, error: (any Error)?, cancelled: Bool
@@ -524,6 +528,7 @@ public final class RecorderMiddleware: Middleware {
 
   /// Keeps the action the app dispatched for the record of transaction `id`, whose store maps it to an action of
   /// its own; called before the store handles it.
+  @usableFromInline
   func noteDispatchedAction(_ action: any ActionType, of id: TransactionID) {
     let kept = DispatchedAction(action)
     storage.state.withLock { $0.dispatchedActions[id] = kept }
@@ -611,3 +616,6 @@ final class RecorderStorage: SessionLineSource {
     writer?.waitUntilWritten(queued)
   }
 }
+
+/// The recorder is the dispatch path's hook: stores file its records in the critical sections of their changes.
+extension RecorderMiddleware: TransactionHook {}

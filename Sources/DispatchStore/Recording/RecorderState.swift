@@ -21,7 +21,7 @@ struct RecorderState {
   /// The actions the app dispatched, for the records of transactions whose stores map them (rare): taken when the
   /// record is filed.
   var dispatchedActions: [TransactionID: DispatchedAction] = [:]
-  /// The number of the last record filed or move committed (``StoreState/recordedEvent``).
+  /// The number of the last record filed or move committed (``StoreState/filedEvent``).
   var event: UInt64 = 0
   /// What the recorder dropped, for the caller to release after the lock.
   var garbage: [any Sendable] = []

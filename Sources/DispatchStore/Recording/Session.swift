@@ -367,13 +367,11 @@ public struct Session: Sendable {
       steps: steps.indices.filter { !continues[$0] && !steps[$0].rollback }.map { (steps[$0].store, steps[$0].action) },
       codecs: codecs,
       unchecked: Set(index.redactions.keys))
-    dispatcher.effectPlayback.withLock { $0 = playback }
-    dispatcher.followUps.withLock { $0 = followUps }
-    dispatcher.isVerifying.store(true, ordering: .relaxed)
+    dispatcher.replay.withLock { $0 = SessionReplay(followUps: followUps, playback: playback) }
+    dispatcher.isReplaying.store(true, ordering: .relaxed)
     defer {
-      dispatcher.isVerifying.store(false, ordering: .relaxed)
-      dispatcher.followUps.withLock { $0 = nil }
-      dispatcher.effectPlayback.withLock { $0 = nil }
+      dispatcher.isReplaying.store(false, ordering: .relaxed)
+      dispatcher.replay.withLock { $0 = nil }
     }
     var stores: [String: any AnyStore] = [:]
     // Models are compared as the writer encoded them: the re-run model encoded the same way, against the recorded

@@ -35,19 +35,19 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   /// succeeded). Each is one compare-and-swap from the exact value it leaves; every other transition is made under
   /// the lock, also by compare-and-swap, so that the two lock-free ones cannot be lost.
   private let status = Atomic<UInt8>(OperationStatus.pending)
-  /// Where the operation files its transaction's records, while a recorder records the dispatch: one at each change
-  /// of its store's model, or one when it finishes if it made none.
+  /// Where the operation files its transaction's entries, while a hook follows the dispatch (``TransactionHook``):
+  /// one at each change of its store's model, or one when it finishes if it made none.
   ///
   /// `nonisolated(unsafe)`, and unchecked by the runtime's exclusivity checks (which would cost more than the
   /// read): written once, by the dispatching thread before the operation starts, and read by the threads that change
   /// the model and finish it, which the start happened before. Filing at finish is claimed in `status`.
-  @usableFromInline @exclusivity(unchecked) nonisolated(unsafe) var recording: RecordingContext?
-  /// The index of the first record filed at a change of the model, or -1.
+  @usableFromInline @exclusivity(unchecked) nonisolated(unsafe) var hooked: HookedTransaction?
+  /// The index of the first entry filed at a change of the model, or -1.
   ///
   /// `nonisolated(unsafe)`, and unchecked by the runtime: written and read only under the store's lock
   /// (``fileChange(_:)``, and the filing at finish, ``Store/fileFinishedOperation(_:_:)``).
   @usableFromInline @exclusivity(unchecked) nonisolated(unsafe) var firstChangeIndex = -1
-  /// How many records the operation filed at its changes; under the store's lock, as `firstChangeIndex`.
+  /// How many entries the operation filed at its changes; under the store's lock, as `firstChangeIndex`.
   @usableFromInline @exclusivity(unchecked) nonisolated(unsafe) var changeCount: UInt32 = 0
 
   /// Creates an operation whose work is `async`: it runs as a task, finishes when `body` returns, and fails with
@@ -137,7 +137,7 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
     }
     // Nobody else holds the operation any more: no transition can race with this one.
     let error = DispatchError.releasedWithoutFinishing(storeIdentifier: store.identifier)
-    fileRecord(error: error, cancelled: current & OperationStatus.cancelled != 0)
+    fileFinish(error: error, cancelled: current & OperationStatus.cancelled != 0)
     status.store(OperationStatus.finished(current, failed: true), ordering: .releasing)
     store.leaveForOperation()
     let handlers = state.withLock { $0.takeHandlers() }
@@ -161,38 +161,38 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   public func updateModel<Value, Failure: Error>(
     _ body: (inout Model) throws(Failure) -> Value
   ) throws(Failure) -> Value {
-    try store.change(by: action, operation: recording != nil ? self : nil, body).get()
+    try store.change(by: action, operation: hooked != nil ? self : nil, body).get()
   }
 
-  /// Files the record of the change just made to the store's model, in its critical section, while a recorder
-  /// records the operation: the record holds the model this change produced and takes its place in the history in
-  /// the order of the store's changes (proposal 0014, section 2).
+  /// Files the entry of the change just made to the store's model, in its critical section, while a hook follows
+  /// the operation: the entry holds the model this change produced and takes its place in the order of the store's
+  /// changes (proposal 0014, section 2).
   ///
   /// Called under the store's lock, after the change. A change made once the operation claimed its filing at finish
   /// is not filed here: the finish files it if it takes the store's lock after the change, and otherwise the store's
-  /// next record holds it (the store's version moved).
+  /// next entry holds it (the store's version moved).
   ///
   /// Inlinable, so that it is compiled for the store's types: unspecialised, reading the generic state would look up
   /// its type's metadata at every change.
   @inlinable
   func fileChange(_ state: inout StoreState<Model, Action>) {
-    guard let recording, !hasClaimedFiling else { return }
-    state.recordedVersion = state.version
-    // `nil` for a store the recorder leaves out.
+    guard let hooked, !hasClaimedFiling else { return }
+    state.filedVersion = state.version
+    // `nil` for a store the hook leaves out.
     guard
-      let filed = recording.fileChange(
+      let filed = hooked.fileChange(
         store: store.identifier, action: action, model: state.model, change: changeCount, first: firstChangeIndex)
     else { return }
-    state.recordedEvent = filed.event
+    state.filedEvent = filed.event
     // The lowest: a move back and a dispatch may have dropped the first, and this one took a lower position.
     if firstChangeIndex < 0 || filed.index < firstChangeIndex { firstChangeIndex = filed.index }
     changeCount &+= 1
   }
 
-  /// Whether the operation finished and claimed its filing (``fileRecord(error:cancelled:)``).
+  /// Whether the operation finished and claimed its filing (``fileFinish(error:cancelled:)``).
   @usableFromInline
   var hasClaimedFiling: Bool {
-    status.load(ordering: .acquiring) & OperationStatus.recorded != 0
+    status.load(ordering: .acquiring) & OperationStatus.filed != 0
   }
 
   /// Marks the operation as successfully finished.
@@ -246,8 +246,8 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   // MARK: - Implementation
 
   private func complete(with error: (any Error)?) {
-    // Filed before the operation counts as finished: whoever hears it finish finds the record.
-    if recording != nil, !isFinished { fileRecord(error: error, cancelled: isCancelled) }
+    // Filed before the operation counts as finished: whoever hears it finish finds the entry.
+    if hooked != nil, !isFinished { fileFinish(error: error, cancelled: isCancelled) }
     if error == nil {
       // Running, with nobody to tell: succeed without the lock.
       var current = status.load(ordering: .relaxed)
@@ -279,23 +279,18 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
     handlers.notify(error)
   }
 
-  /// The recording of the operation's dispatch, if a recorder records it.
-  var recordingContext: RecordingContext? {
-    recording
-  }
-
-  /// Files what the operation's finish leaves for its records, if a recorder records it, once: its record if it filed
-  /// none at its changes, otherwise its outcome (``Store/fileFinishedOperation(_:_:)``).
-  private func fileRecord(error: (any Error)?, cancelled: Bool) {
-    guard let recording else { return }
-    // `finish()` may be called twice, from two threads: the first to set the flag files the record.
-    guard update({ $0 & OperationStatus.recorded == 0 ? $0 | OperationStatus.recorded : nil }) != nil else { return }
+  /// Files what the operation's finish leaves for the hook, if one follows it, once: its entry if it filed none at
+  /// its changes, otherwise its outcome (``Store/fileFinishedOperation(_:_:)``).
+  private func fileFinish(error: (any Error)?, cancelled: Bool) {
+    guard let hooked else { return }
+    // `finish()` may be called twice, from two threads: the first to set the flag files the entry.
+    guard update({ $0 & OperationStatus.filed == 0 ? $0 | OperationStatus.filed : nil }) != nil else { return }
     // The duration, on the coarse clock the transaction identifier came from. (A reduction in place takes less than
-    // that clock's tick; its records say zero without reading it.)
+    // that clock's tick; its entries say zero without reading it.)
     let now = TransactionID.now()
-    let started = recording.transactionID.rawValue
+    let started = hooked.transactionID.rawValue
     let finished = FinishedOperation(
-      error: error, cancelled: cancelled, elapsed: now > started ? now - started : 0, recording: recording,
+      error: error, cancelled: cancelled, elapsed: now > started ? now - started : 0, hooked: hooked,
       operation: self)
     withUnsafePointer(to: finished) { _ = store.specialised(store, action, .fileFinished($0)) }
   }
@@ -345,9 +340,9 @@ protocol OperationStarting: AnyObject, Sendable {
   func startUnobserved() -> OperationOutcome
   /// Tells the operation that the dispatch running it was cancelled; later calls do nothing.
   func cancel()
-  /// Makes the operation file its transaction's records, at its changes or when it finishes; called before it
-  /// starts.
-  func record(with context: RecordingContext)
+  /// Makes the operation file its transaction's entries with the hook, at its changes or when it finishes; called
+  /// before it starts.
+  func attach(_ hooked: HookedTransaction)
 }
 
 /// How far an operation got.
@@ -428,8 +423,8 @@ extension ActionOperation: OperationStarting {
     }
   }
 
-  func record(with context: RecordingContext) {
-    recording = context
+  func attach(_ hooked: HookedTransaction) {
+    self.hooked = hooked
   }
 
   func cancel() {
@@ -457,8 +452,8 @@ enum OperationStatus {
   static let hasHandlers: UInt8 = 0b1000
   /// The dispatch running the operation was cancelled.
   static let cancelled: UInt8 = 0b10_0000
-  /// The operation finished and claimed its filing (a recorder records the dispatch): a later change is not filed.
-  static let recorded: UInt8 = 0b100_0000
+  /// The operation finished and claimed its filing (a hook follows the dispatch): a later change is not filed.
+  static let filed: UInt8 = 0b100_0000
 
   static func phase(of status: UInt8) -> UInt8 { status & phaseMask }
   static func isFinished(_ status: UInt8) -> Bool { phase(of: status) >= succeeded }

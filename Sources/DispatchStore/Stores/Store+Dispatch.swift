@@ -7,20 +7,20 @@ extension Store {
   /// Handles `action`: reduces it in place if the reducer is a ``SynchronousReducer``, otherwise asks the reducer
   /// for the operation, without starting it.
   ///
-  /// With `recording`, the transaction's record is filed in the critical section that made its change: the
+  /// With `hooked`, the transaction's entry is filed in the critical section that made its change: the
   /// reduction's, or the operation's changes (``ActionOperation/fileChange(_:)``), or, for an operation that changed
-  /// nothing, the one where it finishes (``ActionOperation/record(with:)``).
-  func handle(_ action: any ActionType, recording: RecordingContext?) -> StoreHandling {
+  /// nothing, the one where it finishes (``ActionOperation/attach(_:)``).
+  func handle(_ action: any ActionType, hooked: HookedTransaction?) -> StoreHandling {
     let action = ownAction(action)
-    if reducesInPlace, case .reduced(let error) = specialised(self, action, .reduce(recording)) {
+    if reducesInPlace, case .reduced(let error) = specialised(self, action, .reduce(hooked)) {
       return .reduced(error: error)
     }
     // Counted from before the reducer is asked: a reservation that takes the store after this waits for it.
     if let stopped = enterForOperation() { return .reduced(error: stopped) }
-    // Started right after this returns (``DispatchRun/handleStore(_:of:kind:context:recording:)``): the store counts
+    // Started right after this returns (``DispatchRun/handleStore(_:of:kind:context:hooked:)``): the store counts
     // it as running from its start until it finishes (``ActionOperation/finish()``).
     let operation = reducer.operation(for: action, in: self)
-    if let recording { operation.record(with: recording) }
+    if let hooked { operation.attach(hooked) }
     return .operation(operation)
   }
 }
@@ -37,15 +37,15 @@ extension Store {
   /// Runs the ``SynchronousReducer``'s `reduce(_:into:)` on the model and announces the change (``change(by:_:)``);
   /// returns the error it threw, as the transaction fails with it.
   ///
-  /// With `recording`, the transaction's record is filed in the same critical section, with the model and error the
+  /// With `hooked`, the transaction's entry is filed in the same critical section, with the model and error the
   /// reduction produced.
   @inlinable
-  func reduceInPlace(_ action: Action, recording: RecordingContext? = nil) -> (any Error)? {
+  func reduceInPlace(_ action: Action, hooked: HookedTransaction? = nil) -> (any Error)? {
     // Borrowed: the store holds its reducer.
     Unmanaged.passUnretained(reducer)._withUnsafeGuaranteedRef { reducer in
       let reducer = unsafeDowncast(reducer, to: SynchronousReducer<Model, Action>.self)
       // A reducer that throws notifies nobody.
-      let changed = change(by: action, recording: recording, announcesFailure: false, gated: true) {
+      let changed = change(by: action, hooked: hooked, announcesFailure: false, gated: true) {
         (model: inout Model) throws(any Error) in
         try reducer.reduce(action, into: &model)
       }
@@ -80,12 +80,12 @@ extension Store {
   /// not show is announced to it. With nobody observing, the announced version is left behind, and catches up at the
   /// next announcement.
   ///
-  /// With `recording`, the transaction's record is filed in the same critical section too; with `operation`, a
-  /// recorded operation's, the record of its change (``ActionOperation/fileChange(_:)``).
+  /// With `hooked`, the transaction's entry is filed in the same critical section too; with `operation`, a hooked
+  /// operation's, the entry of its change (``ActionOperation/fileChange(_:)``).
   @inlinable
   @inline(__always)
   func change<Value, Failure: Error>(
-    by action: Action, recording: RecordingContext? = nil, operation: ActionOperation<Model, Action>? = nil,
+    by action: Action, hooked: HookedTransaction? = nil, operation: ActionOperation<Model, Action>? = nil,
     announcesFailure: Bool = true, gated: Bool = false, _ body: (inout Model) throws(Failure) -> Value
   ) -> Result<Value, Failure> {
     let shouldNotify: Bool? =
@@ -104,10 +104,10 @@ extension Store {
         result = .failure(error)
       }
       state.version &+= 1
-      if let recording {
+      if let hooked {
         let failure: (any Error)?
         if case .failure(let error) = result { failure = reductionError(error) } else { failure = nil }
-        state.recordedEvent = recording.file(store: identifier, action: action, model: state.model, error: failure)
+        state.filedEvent = hooked.file(store: identifier, action: action, model: state.model, error: failure)
       }
       operation?.fileChange(&state)
       guard let observers = state.observers else { return (result, .none, false) }

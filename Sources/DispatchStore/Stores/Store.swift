@@ -33,7 +33,7 @@ public final class Store<Model: ModelType, Action: ActionType>: Sendable {
   @usableFromInline let gateWord: Atomic<UInt64>
   /// Runs the store's dispatch work that must be specialised for its types: announcing a finished operation's change
   /// (``announceChange(of:)``), and reducing an action in place with a ``SynchronousReducer``
-  /// (``reduceInPlace(_:recording:)``).
+  /// (``reduceInPlace(_:hooked:)``).
   ///
   /// The dispatcher is not generic, so code it calls on a store runs unspecialised, and unspecialised generic code
   /// looks up the metadata of every generic type it touches at run time (proposal 0004 has the measurements). This
@@ -89,12 +89,12 @@ struct StoreState<Model: ModelType, Action: ActionType> {
   @usableFromInline var mainQueue = MainQueue.default
   /// The dispatcher the store was last registered with, while it is registered there.
   @usableFromInline weak var dispatcher: Dispatcher?
-  /// The recorder's number for the last record filed or model restored here: a restore planned before it is not
-  /// applied (``RecorderMiddleware``'s moves).
-  @usableFromInline var recordedEvent: UInt64 = 0
-  /// `version` when an operation's record was last filed here (at a change, or at its finish): a record filed at an
+  /// The hook's event number of the last entry filed or model restored here (``TransactionHook``): a restore planned
+  /// before it is not applied.
+  @usableFromInline var filedEvent: UInt64 = 0
+  /// `version` when an operation's entry was last filed here (at a change, or at its finish): an entry filed at an
   /// operation's finish counts as a change if the version moved since.
-  @usableFromInline var recordedVersion: UInt64 = 0
+  @usableFromInline var filedVersion: UInt64 = 0
   /// The all-or-nothing dispatch holding the store, and the dispatches waiting for it; `nil` while none is.
   @usableFromInline var gate: StoreGate?
 

@@ -6,11 +6,10 @@ import Synchronization
 /// Kept in the store's state (``StoreState/gate``), and read and changed only under the store's lock; `nil` while no
 /// reservation holds the store or waits for it. While a reservation holds the store:
 /// - a reduction in place by another dispatch does not run: its start is parked (``ParkedStart``) in the critical
-///   section where it would have changed the model (``Store/change(by:recording:operation:announcesFailure:gated:_:)``);
+///   section where it would have changed the model (``Store/change(by:hooked:operation:announcesFailure:gated:_:)``);
 /// - an operation of another dispatch does not start: it is parked where it enters the store
 ///   (``Store/enterForOperation()``);
-/// - recorder moves and restores fail with ``SessionError/storeBusy(storeIdentifier:)``, changing nothing: they are
-///   the user's, who can try again (``ModelRestoring/restoreLocked(waiting:_:deliveries:)``).
+/// - restores of the store's model fail, changing nothing: they are the user's, who can try again.
 /// The holder's own starts pass: they run on a thread marked with its reservation (``ThreadContext/reserving``).
 ///
 /// `@unchecked Sendable`: every property is read and written under the lock of the one store whose state holds it.
@@ -109,7 +108,7 @@ extension Store {
 
   /// Ends `reservation`'s hold on the store, first putting back the model it had when taken with `rollback`.
   ///
-  /// The model is put back, and a rollback record filed, only if it changed since. Observers hear of the restore,
+  /// The model is put back, and a rollback entry filed with the hook, only if it changed since. Observers hear of the restore,
   /// with the rollback's action, through `deliveries`, once the caller released every store.
   /// - Returns: Whether the model was put back; the starts and reservations that waited, to resume and wake.
   func release(
@@ -128,10 +127,10 @@ extension Store {
         state.version &+= 1
         state.announcedVersion = state.version
         released.restored = true
-        if let recorder = rollback.recorder {
-          // Filed in the critical section that put the model back, as a reduction files its record.
-          state.recordedVersion = state.version
-          state.recordedEvent = recorder.fileRollback(
+        if let hook = rollback.hook {
+          // Filed in the critical section that put the model back, as a reduction files its entry.
+          state.filedVersion = state.version
+          state.filedEvent = hook.fileRollback(
             dispatchID: rollback.dispatchID, store: identifier, action: action, model: original)
         }
         if let observers = state.observers {

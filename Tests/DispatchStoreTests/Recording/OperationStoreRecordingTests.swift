@@ -292,7 +292,7 @@ struct OperationStoreRecordingTests {
     await #expect(throws: (any Error).self) { try await first.value }
     let records = recorder.records
     try #require(records.count == 4)
-    #expect(records[3].transactionID == held[0].recordingContext?.transactionID)
+    #expect(records[3].transactionID == held[0].hooked?.transactionID)
     #expect(records[3].succeeded == false)
   }
 

@@ -58,13 +58,13 @@ struct SynchronousReducerTests {
   @Test func storeReducesWithoutMakingAnOperation() {
     let store = Store(identifier: "counter", model: Counter(), reducer: CounterSynchronousReducer())
 
-    guard case .reduced(error: nil) = store.handle(CounterAction.increase(5), recording: nil) else {
+    guard case .reduced(error: nil) = store.handle(CounterAction.increase(5), hooked: nil) else {
       Issue.record("expected the action reduced in place")
       return
     }
     #expect(store.model.count == 5)
     // An operation reducer's store returns the operation instead.
-    guard case .operation = makeCounterStore("operations").handle(CounterAction.increase(1), recording: nil) else {
+    guard case .operation = makeCounterStore("operations").handle(CounterAction.increase(1), hooked: nil) else {
       Issue.record("expected an operation")
       return
     }

@@ -41,17 +41,6 @@ enum MoveAttempt {
   case failed(SessionError)
 }
 
-/// The notifications restores leave for observers (a move's, a rollback's), delivered once every lock is released.
-final class PendingDeliveries {
-  var pending: [() -> Void] = []
-
-  /// Delivers them, in the order they were left.
-  func deliver() {
-    for delivery in pending { delivery() }
-    pending = []
-  }
-}
-
 extension Store: ModelRestoring {
   func canRestore(model: any ModelType, action: (any ActionType)?) -> Bool {
     model is Model && (action == nil || action is Action)
@@ -67,14 +56,14 @@ extension Store: ModelRestoring {
     let turn = state.withLock { state -> SynchronousTurn<Model, Action>? in
       if state.gate?.owner != nil { return nil }
       if let event {
-        guard event > state.recordedEvent else { return SynchronousTurn.none }
-        state.recordedEvent = event
+        guard event > state.filedEvent else { return SynchronousTurn.none }
+        state.filedEvent = event
       }
       replaced = state.model
       state.model = model
       state.version &+= 1
       state.announcedVersion = state.version
-      state.recordedVersion = state.version  // A restore is not a change of the next operation's.
+      state.filedVersion = state.version  // A restore is not a change of the next operation's.
       guard let action else { return SynchronousTurn.none }
       return state.observers?.changes(
         of: model, by: action, origin: .restore, store: self, mainQueue: state.mainQueue, deliverer: deliverer)
@@ -121,12 +110,12 @@ extension Store: ModelRestoring {
       let step = commit.plan.steps.first(where: { $0.storeIdentifier == identifier }),
       let model = step.model as? Model
     else { return (attempt, .none) }
-    state.recordedEvent = commit.event
+    state.filedEvent = commit.event
     replaced = state.model
     state.model = model
     state.version &+= 1
     state.announcedVersion = state.version
-    state.recordedVersion = state.version  // A restore is not a change of the next operation's.
+    state.filedVersion = state.version  // A restore is not a change of the next operation's.
     guard let action = step.action as? Action, let observers = state.observers else { return (attempt, .none) }
     return (
       attempt,
