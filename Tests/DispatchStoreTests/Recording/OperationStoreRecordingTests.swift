@@ -92,7 +92,7 @@ struct OperationStoreRecordingTests {
   }
 
   /// Operations from eight threads record a session that verifies and restores, in every mode (issue 24, point 1):
-  /// 25 rounds in each mode, 100 sessions in all, of 8 × 500 dispatches each, of the three operation shapes, each
+  /// 10 rounds in each mode, 40 sessions in all, of 8 × 500 dispatches each, of the three operation shapes, each
   /// saved, loaded, verified and restored (one round in each mode under a sanitizer, which runs them ten times slower;
   /// `DISPATCHSTORE_STRESS_ROUNDS` sets another number).
   // One mode at a time: four at once make 32 busy threads on the machine, which starve other suites' tests.
@@ -103,7 +103,7 @@ struct OperationStoreRecordingTests {
 
   private func operationsFromEightThreadsRecordASessionThatVerifiesAlone(mode: Dispatcher.Mode) async throws {
     let rounds =
-      ProcessInfo.processInfo.environment["DISPATCHSTORE_STRESS_ROUNDS"].flatMap(Int.init) ?? (isSanitized ? 1 : 25)
+      ProcessInfo.processInfo.environment["DISPATCHSTORE_STRESS_ROUNDS"].flatMap(Int.init) ?? (isSanitized ? 1 : 10)
     var diverged = 0
     var first: (any Error)?
     for _ in 0..<rounds {
