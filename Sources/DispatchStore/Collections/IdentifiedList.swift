@@ -303,24 +303,20 @@ extension IdentifiedList: Decodable where Element: Decodable {
       return
     }
     var container = try decoder.unkeyedContainer()
-    let elements: [Element]
-    if let count = container.count {
+    var elements: [Element] = []
+    if let count = container.count, count > 0 {
       // Written in place: appending, in code not specialised for the element type, looks up the array's type for
-      // each element.
+      // each element. (Not for none: an array made with no capacity is the shared empty one, whose count the
+      // initialiser writes, a data race under ThreadSanitizer.)
       elements = try Array(unsafeUninitializedCapacity: count) { buffer, initialized in
         while initialized < count, !container.isAtEnd {
           (buffer.baseAddress! + initialized).initialize(to: try container.decode(Element.self))
           initialized += 1
         }
       }
-      guard container.isAtEnd else {
-        throw DecodingError.dataCorruptedError(in: container, debugDescription: "More elements than the array's count.")
-      }
-    } else {
-      var read: [Element] = []
-      while !container.isAtEnd { read.append(try container.decode(Element.self)) }
-      elements = read
     }
+    // Any the container's count left out (a decoder whose count is missing, or low).
+    while !container.isAtEnd { elements.append(try container.decode(Element.self)) }
     guard let trie = ElementTrie.build(elements) else {
       var seen = Set<Element.ID>()
       let repeated = elements.first { !seen.insert($0.id).inserted }!

@@ -193,8 +193,8 @@ extension Dispatcher {
     try dispatchSynchronouslyIntercepted(storeIdentifier: storeIdentifier, action: action).get()
   }
 
-  /// Whether the replay running here absorbs the dispatch of `action` (``ReplayHook/absorbs(_:storeIdentifier:checked:)``):
-  /// it then completes at once, successfully, without running.
+  /// Whether the replay running here absorbs the dispatch of `action`
+  /// (``ReplayHook/absorbs(_:storeIdentifier:checked:)``): it then completes at once, successfully, without running.
   ///
   /// `checked`: whether the replay checks it against what it replays; not for one made with options (throttled,
   /// debounced or cancelled, it may have left nothing to check against).

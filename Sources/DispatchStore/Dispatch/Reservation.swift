@@ -259,8 +259,8 @@ final class Reservation: HolderWaiter {
   /// Releases every store once the dispatch ended with `result`.
   ///
   /// If it failed, or was cancelled (its later stores then did not start), each store it changed is put back first,
-  /// with a rollback entry if a hook is registered (``TransactionHook``). Observers hear the rollback once every store is released:
-  /// they may dispatch to any of them. Returns the dispatch's result: a failure becomes
+  /// with a rollback entry if a hook is registered (``TransactionHook``). Observers hear the rollback once every
+  /// store is released: they may dispatch to any of them. Returns the dispatch's result: a failure becomes
   /// ``DispatchError/rolledBack(storeIdentifiers:failures:)``, a cancelled run ``DispatchError/cancelled``.
   func end(with result: Result<Void, DispatchError>, run: DispatchRun) -> Result<Void, DispatchError> {
     let cancelled = run.handle?.isCancelled == true

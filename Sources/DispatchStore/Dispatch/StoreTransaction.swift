@@ -2,7 +2,7 @@
 /// each store, written once.
 ///
 /// `begin` gives the transaction its identifier and tells `willDispatch`; the caller then has the store handle the
-/// action (``StoreKind/handle(_:in:)``: reduce in place, or start the operation); `end`, once that finished,
+/// action (``StoreKind/handle(_:in:hooked:)``: reduce in place, or start the operation); `end`, once that finished,
 /// announces the change to the store's observers, tells `didDispatch`, and turns an error into the dispatch's
 /// ``OperationFailure``. With no middleware and nobody to announce to, `end` calls no user code and reads no clock.
 enum StoreTransaction {

@@ -10,9 +10,9 @@
 /// A middleware the dispatch path tells of each store's changes in the critical sections that make them, and of
 /// the transactions around them: the first one registered is the dispatcher's hook (``MiddlewareList/Snapshot/hook``).
 ///
-/// Its transactions are not timed (``Transaction/duration``): its entries carry their transaction's identifier, which
-/// holds its start. Every requirement runs no user code, and those called under a store's lock take no other lock
-/// but the hook's own.
+/// It needs no durations (``Transaction/duration``): its entries carry their transaction's identifier, which holds
+/// its start. Its requirements run no user code, but for `didHandle`, called after every lock, where the hook may
+/// release what it dropped; those called under a store's lock take no other lock but the hook's own.
 @usableFromInline
 protocol TransactionHook: Middleware {
   /// ``Middleware/willDispatch(transaction:action:in:)`` when the hook is the only middleware: the dispatch calls it

@@ -136,33 +136,39 @@ extension ElementTrie where Element: Equatable {
       if end - start == 1 { itemCount += 1 } else { childCount += 1 }
       start = end
     }
-    node.items = Array(unsafeUninitializedCapacity: itemCount) { items, initialized in
-      var start = range.lowerBound
-      while start < range.upperBound {
-        let end = runEnd(order, from: start, in: range, shift: shift)
-        if end - start == 1 {
-          node.itemMap |= bit(order[start].hash, shift)
-          (items.baseAddress! + initialized).initialize(to: elements[order[start].index])
-          initialized += 1
+    // Not made for none: an array made with no capacity is the shared empty one, whose count the initialiser
+    // writes (a data race under ThreadSanitizer).
+    if itemCount > 0 {
+      node.items = Array(unsafeUninitializedCapacity: itemCount) { items, initialized in
+        var start = range.lowerBound
+        while start < range.upperBound {
+          let end = runEnd(order, from: start, in: range, shift: shift)
+          if end - start == 1 {
+            node.itemMap |= bit(order[start].hash, shift)
+            (items.baseAddress! + initialized).initialize(to: elements[order[start].index])
+            initialized += 1
+          }
+          start = end
         }
-        start = end
       }
     }
     var failed = false
-    node.children = Array(unsafeUninitializedCapacity: childCount) { children, initialized in
-      var start = range.lowerBound
-      while start < range.upperBound {
-        let end = runEnd(order, from: start, in: range, shift: shift)
-        if end - start > 1 {
-          guard let child = build(elements, order, start..<end, shift: shift + bitsPerLevel) else {
-            failed = true
-            return
+    if childCount > 0 {
+      node.children = Array(unsafeUninitializedCapacity: childCount) { children, initialized in
+        var start = range.lowerBound
+        while start < range.upperBound {
+          let end = runEnd(order, from: start, in: range, shift: shift)
+          if end - start > 1 {
+            guard let child = build(elements, order, start..<end, shift: shift + bitsPerLevel) else {
+              failed = true
+              return
+            }
+            node.childMap |= bit(order[start].hash, shift)
+            (children.baseAddress! + initialized).initialize(to: child)
+            initialized += 1
           }
-          node.childMap |= bit(order[start].hash, shift)
-          (children.baseAddress! + initialized).initialize(to: child)
-          initialized += 1
+          start = end
         }
-        start = end
       }
     }
     return failed ? nil : node

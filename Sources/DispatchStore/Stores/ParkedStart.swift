@@ -4,8 +4,8 @@ import Synchronization
 /// A start of a store, in a dispatch that found the store held by an all-or-nothing dispatch: it runs when that one
 /// ends, where its dispatch runs, and tells its run as an operation that finished later does.
 ///
-/// Three events, in any order, make it run: its gate's release, its run's setup (``setUp(run:index:hooked:admitted:)``),
-/// and the run registering to hear it (``start(notifying:token:)``).
+/// Three events, in any order, make it run: its gate's release, its run's setup
+/// (``setUp(run:index:hooked:admitted:)``), and the run registering to hear it (``start(notifying:token:)``).
 final class ParkedStart: OperationStarting, HolderWaiter {
   /// The error a parked start reports up to its run, carrying it.
   struct Parked: Error {
@@ -24,8 +24,8 @@ final class ParkedStart: OperationStarting, HolderWaiter {
 
   private let state = LockedValue(State())
 
-  /// Sets what the start needs to run: its run, its node, the transaction its hook follows, and the all-or-nothing dispatch it is part
-  /// of (``ThreadContext/admission()``), if any.
+  /// Sets what the start needs to run: its run, its node, the transaction its hook follows, and the all-or-nothing
+  /// dispatch it is part of (``ThreadContext/admission()``), if any.
   func setUp(run: DispatchRun, index: Int, hooked: HookedTransaction?, admitted: Reservation?) {
     runIfReady { $0.run = (run, index, hooked, admitted) }
   }

@@ -108,8 +108,8 @@ extension Store {
 
   /// Ends `reservation`'s hold on the store, first putting back the model it had when taken with `rollback`.
   ///
-  /// The model is put back, and a rollback entry filed with the hook, only if it changed since. Observers hear of the restore,
-  /// with the rollback's action, through `deliveries`, once the caller released every store.
+  /// The model is put back, and a rollback entry filed with the hook, only if it changed since. Observers hear of
+  /// the restore, with the rollback's action, through `deliveries`, once the caller released every store.
   /// - Returns: Whether the model was put back; the starts and reservations that waited, to resume and wake.
   func release(
     from reservation: Reservation, rollingBack rollback: Rollback?, deliveries: PendingDeliveries
