@@ -11,6 +11,9 @@ library: if the library loads them, its hash chain is the one the DocC article d
   make-session.py empty PATH       a header and a first snapshot: no record yet
   make-session.py lists PATH       the story in format version 3: its todo list written in list forms, whole or as
                                    the changes from the store's previous record line
+  make-session.py bigstory PATH    the story with its todos' ids past 2^53 (2^53 + 1 to 2^53 + 4), which a double
+                                   rounds: 2^53 + 3 and 2^53 + 4 are the same double
+  make-session.py biglists PATH    the same in format version 3, with list forms
 """
 import json
 import sys
@@ -64,15 +67,18 @@ def move(index):
     return '{"k":"m","i":%d}' % index
 
 
-def story(line):
-    """Dispatches 1-7 and three moves; the comments number the dispatches as the inspector does."""
+def story(line, base=0):
+    """Dispatches 1-7 and three moves; the comments number the dispatches as the inspector does. The todos' ids are
+    `base` + 1 to 4."""
+    def item(identifier, title, done):
+        return {"id": base + identifier, "title": title, "done": done}
     milk, dog = item(1, "buy milk", False), item(2, "walk the dog", False)
     at = iter(range(START, START + 10**12, 10**9))  # one second apart
     line(record(0, {"add": {"_0": "buy milk"}}, {"items": [milk], "nextID": 2}, time=next(at)))  # 1
     line(record(1, {"add": {"_0": "walk the dog"}}, {"items": [milk, dog], "nextID": 3}, time=next(at)))  # 2
     milk = item(1, "buy milk", True)
-    line(record(2, {"complete": {"_0": 1}}, {"items": [milk, dog], "nextID": 3}, time=next(at)))  # 3
-    line(record(3, {"complete": {"_0": 7}}, {"items": [milk, dog], "nextID": 3}, "there is no item 7",
+    line(record(2, {"complete": {"_0": base + 1}}, {"items": [milk, dog], "nextID": 3}, time=next(at)))  # 3
+    line(record(3, {"complete": {"_0": base + 7}}, {"items": [milk, dog], "nextID": 3}, "there is no item 7",
                        time=next(at)))  # 4: failed
     fetched = next(at)
     line('{"k":"e","d":%d,"key":"weather","v":{"rain":true}}' % fetched)
@@ -157,9 +163,9 @@ def main():
         lines.append(record(1, {"add": {"_0": "walk the dog"}}, {"items": [milk, dog], "nextID": 3}))
         # Recorded by a build whose `complete` forgot to mark the item: today's reducer does.
         lines.append(record(2, {"complete": {"_0": 1}}, {"items": [milk, dog], "nextID": 3}))
-    elif sys.argv[1] in ("story", "forged", "lists"):
-        story(lines.append)
-        if sys.argv[1] == "lists":
+    elif sys.argv[1] in ("story", "forged", "lists", "bigstory", "biglists"):
+        story(lines.append, base=2**53 if sys.argv[1].startswith("big") else 0)
+        if sys.argv[1] in ("lists", "biglists"):
             lines = with_list_forms(lines)
         if sys.argv[1] == "forged":
             # A record that is not JSON (its model is cut short by markup), hashed as if a recorder wrote it.

@@ -182,9 +182,21 @@ enum InspectorPage {
     class SessionFailure extends Error {}
     try {
     const dataElement = document.getElementById("session");
+    // Integers past 2^53 in models and actions (64-bit ids) are kept exact, as their digits: a double would round
+    // them, and two ids one apart would become one. A reviver is slower, so only a page whose data has a number that
+    // long is read with it (transaction identifiers are written as strings).
+    class Exact {
+      constructor(digits) { this.digits = digits; }
+      toJSON() { return "\u0000exact:" + this.digits; }
+    }
+    const stringify = (value) => JSON.stringify(value)?.replace(/"\\u0000exact:(-?\d+)"/g, "$1");
+    const exact = (key, value, context) =>
+      typeof value === "number" && !Number.isSafeInteger(value) && context !== undefined
+        && /^-?\d+$/.test(context.source) ? new Exact(context.source) : value;
     let S;
     try {
-      S = JSON.parse(dataElement.textContent);
+      const text = dataElement.textContent;
+      S = /[:,\[]-?\d{16}/.test(text) ? JSON.parse(text, exact) : JSON.parse(text);
     } catch (error) {
       throw new SessionFailure("The page's session data is not valid JSON (" + error.message + ").");
     }
@@ -328,7 +340,7 @@ enum InspectorPage {
     // A record's model. A line of format 3 may hold IdentifiedLists in their list forms ("l" lists their paths):
     // whole, {"~ids","~all"}, or as changes from the same list in its base line, {"~set","~remove","~order"}. The
     // model with plain arrays is rebuilt from the line whose lists are whole, or from the last one rebuilt.
-    const idKey = (id) => JSON.stringify(id);
+    const idKey = (id) => stringify(id);
     let lastLists = null;
     const remembered = [];
     function at(value, path) {
@@ -414,7 +426,7 @@ enum InspectorPage {
 
     // Field differences, by key path, as the library reports them.
     function differences(before, after, path, out) {
-      const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+      const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v) && !(v instanceof Exact);
       if (isObject(before) && isObject(after)) {
         const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])].sort();
         for (const key of keys) {
@@ -424,7 +436,7 @@ enum InspectorPage {
       } else if (Array.isArray(before) && Array.isArray(after)) {
         const count = Math.max(before.length, after.length);
         for (let i = 0; i < count; i++) differences(before[i], after[i], path + "[" + i + "]", out);
-      } else if (JSON.stringify(before) !== JSON.stringify(after)) {
+      } else if (stringify(before) !== stringify(after)) {
         out.push({ path, before, after });
       }
       return out;
@@ -436,15 +448,15 @@ enum InspectorPage {
     const duration = (ns) => ns >= 1e9 ? (ns / 1e9).toFixed(2) + " s" : ns >= 1e6 ? (ns / 1e6).toFixed(1) + " ms"
       : ns > 0 ? "<1 ms" : "";
     function actionText(action) {
-      if (action === null || typeof action !== "object") return JSON.stringify(action);
+      if (action === null || typeof action !== "object" || action instanceof Exact) return stringify(action);
       const keys = Object.keys(action);
-      if (keys.length !== 1) return JSON.stringify(action);
+      if (keys.length !== 1) return stringify(action);
       const payload = action[keys[0]];
-      if (payload && typeof payload === "object" && !Array.isArray(payload)) {
-        const values = Object.entries(payload).map(([k, v]) => (k.startsWith("_") ? "" : k + ": ") + JSON.stringify(v));
+      if (payload && typeof payload === "object" && !Array.isArray(payload) && !(payload instanceof Exact)) {
+        const values = Object.entries(payload).map(([k, v]) => (k.startsWith("_") ? "" : k + ": ") + stringify(v));
         return keys[0] + "(" + values.join(", ") + ")";
       }
-      return keys[0] + "(" + JSON.stringify(payload) + ")";
+      return keys[0] + "(" + stringify(payload) + ")";
     }
     function jsonTree(value, indent = "") {
       const span = (cls, text) => el("span", { class: cls }, text);
@@ -456,6 +468,8 @@ enum InspectorPage {
           out.append(indent + "  ", jsonTree(item, indent + "  "), i < value.length - 1 ? ",\n" : "\n");
         });
         out.append(indent + "]");
+      } else if (value instanceof Exact) {
+        out.append(span("n", value.digits));
       } else if (value !== null && typeof value === "object") {
         const keys = Object.keys(value).sort();
         if (!keys.length) { out.append("{}"); return out; }
@@ -480,7 +494,7 @@ enum InspectorPage {
         if (entry.kind === "move") {
           entry.text = ("move " + (entry.back ? "undo back " : "redo forward ") + moveText(entry)).toLowerCase();
         } else {
-          entry.text = [entry.stores.join(" "), actionText(entry.first.a), JSON.stringify(entry.first.a),
+          entry.text = [entry.stores.join(" "), actionText(entry.first.a), stringify(entry.first.a),
             ...entry.records.map((r) => r.e === undefined ? "" : r.e), statusOf(entry), entry.cancelled ? "cancelled" : "",
             entry.rolledBack ? "rolled back" : "",
             entry.undone ? "undone" : "", entry.replaced ? "replaced undone" : "", entry.diverged ? "diverged" : "",
@@ -743,8 +757,8 @@ enum InspectorPage {
           for (const f of fields) {
             table.append(el("tr", { "data-path": f.path, class: marked.includes(f.path) ? "diverged" : "" },
               el("td", {}, f.path || "(model)"),
-              el("td", { class: "before" }, f.before === undefined ? "(absent)" : JSON.stringify(f.before)),
-              el("td", { class: "after" }, f.after === undefined ? "(absent)" : JSON.stringify(f.after))));
+              el("td", { class: "before" }, f.before === undefined ? "(absent)" : stringify(f.before)),
+              el("td", { class: "after" }, f.after === undefined ? "(absent)" : stringify(f.after))));
           }
           body.append(table);
         }
@@ -759,7 +773,7 @@ enum InspectorPage {
         for (const effect of effects) {
           table.append(el("tr", {}, el("td", {}, effect.key),
             "e" in effect ? el("td", { class: "threw" }, "threw " + effect.e)
-              : el("td", {}, JSON.stringify(effect.v))));
+              : el("td", {}, stringify(effect.v))));
         }
         detail.append(el("div", { class: "card" }, el("h3", {}, "Recorded effects"), el("div", { class: "body" }, table)));
       }
