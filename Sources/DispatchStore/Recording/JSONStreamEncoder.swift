@@ -362,6 +362,32 @@ final class JSONStreamEncoder {
   }
 }
 
+// MARK: - Elements written again (``ListEncoding``)
+
+extension JSONStreamEncoder {
+  /// Encodes `element` as the next element of `container`, an unkeyed container of this encoder, and returns the
+  /// bytes written for it (the separator before it left out); `nil` if the encoder refused something in it (the
+  /// value is then encoded again with `JSONEncoder`, and those bytes are not its JSON).
+  func encodeElement<Element: Encodable>(
+    _ element: Element, into container: inout any UnkeyedEncodingContainer
+  ) throws -> ArraySlice<UInt8>? {
+    let separated = container.count > 0
+    let start = bytes.count
+    try container.encode(element)
+    guard !unsupported else { return nil }
+    return bytes[(separated ? start + 1 : start)...]
+  }
+
+  /// Writes `json`, the JSON this encoder wrote for an element before (``encodeElement(_:into:)``), as the next
+  /// element of `container`, an unkeyed container of this encoder.
+  func appendElementJSON(_ json: ArraySlice<UInt8>, to container: inout any UnkeyedEncodingContainer) throws {
+    guard let unkeyed = container as? UnkeyedContainer else { throw Unsupported() }
+    try enter(unkeyed.depth, unkeyed.id)
+    writeSeparator(at: unkeyed.depth)
+    bytes.append(contentsOf: json)
+  }
+}
+
 extension JSONStreamEncoder: Encoder {
   var codingPath: [any CodingKey] {
     frames.prefix(slot.depth).compactMap(\.key)

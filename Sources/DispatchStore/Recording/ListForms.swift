@@ -82,6 +82,11 @@ final class ListEncoding {
   private(set) var written: [[UInt8]: Any] = [:]
   /// The paths of the forms written, in the order written.
   private(set) var paths: [[UInt8]] = []
+  /// The JSON of each element of the list last written whole at a path (``ElementJSON``).
+  ///
+  /// A list written whole again copies the JSON of the elements whose stored bytes are unchanged, instead of encoding
+  /// them. It holds a copy of the list's elements and their JSON, per path, for as long as the encoder lives.
+  private var wholeJSON: [[UInt8]: Any] = [:]
 
   init(base: LineLists = .none) {
     self.base = base
@@ -121,11 +126,63 @@ final class ListEncoding {
       var order = list.order.makeIterator()
       while let id = order.next() { try Self.encode(id, into: &ids) }
       var all = container.nestedUnkeyedContainer(forKey: .all)
-      for element in list { try all.encode(element) }
+      try writeWhole(list, at: path, to: &all, encoder: encoder)
     }
     written[path] = list
     paths.append(path)
     return true
+  }
+
+  /// Writes the elements of `list` into `all`, then keeps their JSON for the next time a list is written whole at
+  /// `path`.
+  ///
+  /// An element found at the same place in the list last written whole there (or one or two places on: elements
+  /// removed since), with the same stored bytes (``sameBytes(_:_:)``: the same value, so the same JSON), is written
+  /// by copying its JSON; the others are encoded.
+  private func writeWhole<Element: Identifiable & Encodable>(
+    _ list: IdentifiedList<Element>, at path: [UInt8], to all: inout any UnkeyedEncodingContainer,
+    encoder: JSONStreamEncoder
+  ) throws {
+    let known = wholeJSON[path] as? ElementJSON<Element>
+    // Dropped first: a write that fails keeps none, rather than the JSON of a list half written.
+    wholeJSON[path] = nil
+    guard !list.isEmpty else { return }
+    var json: [UInt8] = []
+    json.reserveCapacity(known?.json.count ?? 0)
+    var ends: [Int] = []
+    ends.reserveCapacity(list.count)
+    var complete = true
+    var cursor = 0
+    // Made at its size: appending, in code not specialised for the element type, looks up the array's type for each
+    // element.
+    let elements = try [Element](unsafeUninitializedCapacity: list.count) { buffer, initialized in
+      for element in list {
+        var copied = false
+        if let known {
+          for candidate in cursor..<min(cursor + 3, known.elements.count)
+          where known.elements[candidate].id == element.id {
+            cursor = candidate + 1
+            guard Self.sameBytes(known.elements[candidate], element) else { break }
+            let bytes = known.json[(candidate == 0 ? 0 : known.ends[candidate - 1])..<known.ends[candidate]]
+            try encoder.appendElementJSON(bytes, to: &all)
+            json.append(contentsOf: bytes)
+            copied = true
+            break
+          }
+        }
+        if !copied {
+          if let bytes = try encoder.encodeElement(element, into: &all) {
+            json.append(contentsOf: bytes)
+          } else {
+            complete = false
+          }
+        }
+        (buffer.baseAddress! + initialized).initialize(to: element)
+        initialized += 1
+        ends.append(json.count)
+      }
+    }
+    if complete { wholeJSON[path] = ElementJSON(elements: elements, ends: ends, json: json) }
   }
 
   private static func write<Element: Identifiable & Encodable>(
@@ -201,6 +258,18 @@ final class ListEncoding {
         left.count == right.count && (left.count == 0 || memcmp(left.baseAddress!, right.baseAddress!, left.count) == 0)
       }
     }
+  }
+}
+
+/// The elements of a list written whole, in order, and the JSON written for each, one after another
+/// (``ListEncoding``): element `i`'s ends at `ends[i]`.
+final class ElementJSON<Element: Identifiable> {
+  let elements: [Element]
+  let ends: [Int]
+  let json: [UInt8]
+
+  init(elements: [Element], ends: [Int], json: [UInt8]) {
+    (self.elements, self.ends, self.json) = (elements, ends, json)
   }
 }
 

@@ -381,6 +381,13 @@ public struct Session: Sendable {
     // Per store, the lists this run encoded for its last record compared: the next record's list changes are
     // encoded against them, as the writer encoded them against the lists it had written.
     var encodedLists: [String: (index: Int, lists: LineLists)] = [:]
+    var listEncodings: [String: ListEncoding] = [:]
+    func listEncoding(_ store: String, _ base: LineLists) -> ListEncoding {
+      let encoding = listEncodings[store] ?? ListEncoding()
+      listEncodings[store] = encoding
+      encoding.begin(base: base)
+      return encoding
+    }
     // Dispatches with a transaction that was not re-run: their recorded effects are not all asked for.
     var partial: Set<TransactionID> = []
     for (offset, step) in steps.enumerated() {
@@ -471,13 +478,14 @@ public struct Session: Sendable {
       }
       if let bytes = last.modelBytes {
         // Lists in their session forms: the changes from the lists this run encoded for the line's base.
+        // One encoding per store for the whole run: it keeps the JSON of the elements of the lists it wrote whole.
         let lists: ListEncoding?
         if !last.hasListForms {
           lists = nil
         } else if let base = last.base {
-          lists = encodedLists[step.store].flatMap { $0.index == base ? ListEncoding(base: $0.lists) : nil }
+          lists = encodedLists[step.store].flatMap { $0.index == base ? listEncoding(step.store, $0.lists) : nil }
         } else {
-          lists = ListEncoding(base: .none)
+          lists = listEncoding(step.store, .none)
         }
         encodedLists[step.store] = nil
         if lists != nil || !last.hasListForms {

@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+
+@testable import DispatchStore
+
+/// A list written whole again copies the JSON kept for the elements whose stored bytes did not change: the bytes
+/// are the ones encoding every element writes, whatever changed in between.
+@Suite("List encoding")
+struct ListEncodingTests {
+  struct Row: Identifiable, Encodable, Equatable {
+    let id: Int
+    var title: String
+    var done = false
+    /// An element that uses `superEncoder`, which the stream encoder refuses (the line is then encoded by
+    /// `JSONEncoder`).
+    var refuses = false
+
+    enum CodingKeys: String, CodingKey { case id, title, done }
+
+    func encode(to encoder: any Encoder) throws {
+      var container = encoder.container(keyedBy: CodingKeys.self)
+      try container.encode(title, forKey: .title)
+      try container.encode(id, forKey: .id)
+      try container.encode(done, forKey: .done)
+      if refuses { _ = container.superEncoder() }
+    }
+  }
+
+  struct Holder: Encodable {
+    var rows: IdentifiedList<Row>
+  }
+
+  /// The line's model with its list written whole by `lists`; `nil` if the stream encoder refused it.
+  static func whole(_ rows: IdentifiedList<Row>, with lists: ListEncoding) throws -> [UInt8]? {
+    let encoder = JSONStreamEncoder()
+    lists.begin(base: .none)
+    encoder.lists = lists
+    var bytes: [UInt8] = []
+    do {
+      try encoder.encodeDirectly(Holder(rows: rows), into: &bytes)
+    } catch is JSONStreamEncoder.Unsupported {
+      return nil
+    }
+    return bytes
+  }
+
+  /// Titles past 15 bytes, so that a title made again is stored apart: equal, not the same bytes.
+  static func title(_ id: Int, _ suffix: String = "") -> String {
+    "a row of the list, number \(id)\(suffix)"
+  }
+
+  @Test func aListWrittenWholeAgainIsWhatEncodingEveryElementWrites() throws {
+    let kept = ListEncoding()
+    var rows = IdentifiedList((0..<1_000).map { Row(id: $0, title: Self.title($0)) })
+    #expect(try Self.whole(rows, with: kept) == Self.whole(rows, with: ListEncoding()))
+    var generator = SystemRandomNumberGenerator()
+    for round in 0..<20 {
+      // Changed values, titles made again (equal, stored apart), removals, insertions, moves.
+      for _ in 0..<10 {
+        let id = rows[Int.random(in: 0..<rows.count, using: &generator)].id
+        rows[id: id]?.done.toggle()
+      }
+      for _ in 0..<5 {
+        let id = rows[Int.random(in: 0..<rows.count, using: &generator)].id
+        rows[id: id]?.title = Self.title(id)
+      }
+      for _ in 0..<3 { rows.remove(at: Int.random(in: 0..<rows.count, using: &generator)) }
+      for offset in 0..<3 {
+        let id = 1_000 + round * 3 + offset
+        rows.insert(Row(id: id, title: Self.title(id, " new")), at: Int.random(in: 0...rows.count, using: &generator))
+      }
+      rows.swapAt(0, rows.count - 1)
+      let written = try Self.whole(rows, with: kept)
+      #expect(written == (try Self.whole(rows, with: ListEncoding())), "round \(round)")
+      #expect(written != nil)
+    }
+  }
+
+  /// A line the stream encoder refused (then encoded by `JSONEncoder`) leaves no JSON kept for the list: the next
+  /// line writes what encoding every element writes.
+  @Test func aRefusedLineKeepsNoElementJSON() throws {
+    let kept = ListEncoding()
+    var rows = IdentifiedList((0..<50).map { Row(id: $0, title: Self.title($0)) })
+    #expect(try Self.whole(rows, with: kept) != nil)
+    rows[id: 25]?.refuses = true
+    rows[id: 10]?.done = true
+    #expect(try Self.whole(rows, with: kept) == nil)
+    rows[id: 25]?.refuses = false
+    rows[id: 40]?.done = true
+    let written = try Self.whole(rows, with: kept)
+    #expect(written != nil)
+    #expect(written == (try Self.whole(rows, with: ListEncoding())))
+  }
+}
