@@ -262,7 +262,7 @@ final class ListEncoding {
 }
 
 /// The elements of a list written whole, in order, and the JSON written for each, one after another
-/// (``ListEncoding``): element `i`'s ends at `ends[i]`.
+/// (``ListEncoding``): element `i`'s JSON ends at `ends[i]`.
 final class ElementJSON<Element: Identifiable> {
   let elements: [Element]
   let ends: [Int]

@@ -117,16 +117,20 @@ public struct Session: Sendable {
       try? JSONStreamDecoder.decode(
         SessionFormat.LineDecoding.self, from: UnsafeRawBufferPointer(rebasing: bytes[line.range]), userInfo: userInfo)
     }
-    if let fast {
-      lists?.decoded(fast.lists)
-      return fast.line
-    }
+    let decoded: SessionFormat.LineDecoding
+    if let fast { decoded = fast } else { decoded = try decodeWithFoundation(line, userInfo: userInfo) }
+    lists?.decoded(decoded.lists)
+    return decoded.line
+  }
+
+  /// Decodes a line with `JSONDecoder`, naming what is wrong with it.
+  private func decodeWithFoundation(
+    _ line: SessionIndex.Line, userInfo: [CodingUserInfoKey: any Sendable]
+  ) throws(SessionError) -> SessionFormat.LineDecoding {
     let decoder = JSONDecoder()
     decoder.userInfo = userInfo
     do {
-      let decoded = try decoder.decode(SessionFormat.LineDecoding.self, from: index.bytes(of: line))
-      lists?.decoded(decoded.lists)
-      return decoded.line
+      return try decoder.decode(SessionFormat.LineDecoding.self, from: index.bytes(of: line))
     } catch let error as SessionFormat.UnknownStore {
       throw .unknownStore(identifier: error.identifier, line: line.number)
     } catch let error as SessionFormat.MissingBase {
