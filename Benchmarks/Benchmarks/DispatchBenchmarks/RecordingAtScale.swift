@@ -358,7 +358,7 @@ private func scaleConfiguration(count: Int, atEveryCount: Bool = false, mallocSl
 {
   .init(
     metrics: [.wallClock, .mallocCountTotal, .custom("bytesPerRecord", useScalingFactor: false)],
-    timeUnits: .nanoseconds, scalingFactor: count <= 1_000 || atEveryCount ? .kilo : .one, maxDuration: .seconds(2),
+    timeUnits: .nanoseconds, scalingFactor: count <= 1_000 || atEveryCount ? .kilo : .one, maxDuration: caseDuration,
     maxIterations: 200,
     // The CI guard checks the recorded cases at 10,000 items (Benchmarks/README.md), with 1% slack as the other
     // guarded cases; 5% for the nested shape, whose count in memory moved by up to 3% between runs (one more malloc
