@@ -248,6 +248,26 @@ for fragment in "#click=1" "#click=2" "#click=3" "#click=4" "#click=5" "#click=6
 done
 grep -q '"walk the dog"' <<< "$(text "$work/lists-click.dom" detail-models)" || fail "the lists story's models"
 echo "inspector: a format 3 session with list forms shows what its version 2 twin shows"
+# Lists inside the elements of lists (an outline's sections, their rows, the rows' tags): every list in its list form,
+# a changed element's lists as the changes from the element it replaces; the page shows what the version 2 twin shows.
+for kind in outline outlinelists; do
+  python3 .ci/make-session.py $kind "$work/$kind.jsonl"
+  "$bin/dispatchstore-inspect" "$work/$kind.jsonl" -o "$work/$kind.html"
+done
+grep -q '"rows":{"~set":\[\[11,{"done":true,"id":11,"tags":{"~order"' "$work/outlinelists.jsonl" \
+  || fail "the outline holds no list changes inside a changed element"
+for fragment in "#click=2" "#click=4" "#move=1" "#click=6" "#click=7" "#click=8"; do
+  dom "$work/outline.html" "$fragment" > "$work/outline-click.dom"
+  dom "$work/outlinelists.html" "$fragment" > "$work/outlinelists-click.dom"
+  [ "$(rows "$work/outlinelists-click.dom")" = "$(rows "$work/outline-click.dom")" ] \
+    || fail "nested list forms: rows differ at $fragment"
+  for part in detail-title detail-changes detail-models; do
+    [ "$(text "$work/outlinelists-click.dom" $part)" = "$(text "$work/outline-click.dom" $part)" ] \
+      || fail "nested list forms: $part differs at $fragment: $(text "$work/outlinelists-click.dom" $part)"
+  done
+done
+grep -q '"write report"' <<< "$(text "$work/outlinelists-click.dom" detail-models)" || fail "the outline's models"
+echo "inspector: lists inside the elements of lists show what their version 2 twin shows"
 # Ids past 2^53 (64-bit ids), which a double rounds (2^53 + 3 and 2^53 + 4 are one double): the list forms rebuild
 # what the version 2 twin shows, and both show the ids' exact digits, in models, changes and actions.
 for kind in bigstory biglists; do

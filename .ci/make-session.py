@@ -14,6 +14,11 @@ library: if the library loads them, its hash chain is the one the DocC article d
   make-session.py bigstory PATH    the story with its todos' ids past 2^53 (2^53 + 1 to 2^53 + 4), which a double
                                    rounds: 2^53 + 3 and 2^53 + 4 are the same double
   make-session.py biglists PATH    the same in format version 3, with list forms
+  make-session.py outline PATH     an outline of sections of rows with tags, lists inside the elements of lists:
+                                   rows and tags added, changed, moved and removed, a section added and removed, an
+                                   undo and a dispatch after it
+  make-session.py outlinelists PATH  the same in format version 3, every list in its list form, the lists inside a
+                                   changed element as the changes from the element it replaces
 """
 import json
 import sys
@@ -99,6 +104,78 @@ def item(identifier, title, done):
     return {"id": identifier, "title": title, "done": done}
 
 
+def outline(line):
+    """Seven dispatches and a move over an outline: sections hold rows, rows hold tags."""
+    def row(identifier, title, done=False, tags=()):
+        return {"id": identifier, "title": title, "done": done, "tags": [{"id": t, "color": c} for t, c in tags]}
+
+    def model(*sections):
+        return {"title": "Outline", "sections": [{"id": i, "name": n, "rows": list(r)} for i, n, r in sections]}
+    at = iter(range(START, START + 10**12, 10**9))
+    milk, dog = row(11, "buy milk"), row(12, "walk the dog")
+    line(record(0, {"addSection": {"_0": "Home"}}, model((1, "Home", [milk])), time=next(at)))  # 1
+    line(record(1, {"addRow": {"_0": "walk the dog"}}, model((1, "Home", [milk, dog])), time=next(at)))  # 2
+    milk = row(11, "buy milk", True)
+    line(record(2, {"toggle": {"_0": 11}}, model((1, "Home", [milk, dog])), time=next(at)))  # 3
+    milk = row(11, "buy milk", True, [("red", 1)])
+    line(record(3, {"tag": {"_0": 11}}, model((1, "Home", [milk, dog])), time=next(at)))  # 4
+    report = row(21, "write report", tags=[("blue", 3)])
+    line(record(4, {"addSection": {"_0": "Work"}}, model((1, "Home", [milk, dog]), (2, "Work", [report])),
+                time=next(at)))  # 5: undone below
+    line(move(3))  # undo dispatch 5
+    milk = row(11, "buy milk", True, [("red", 2), ("green", 4)])
+    line(record(4, {"tag": {"_0": 11}}, model((1, "Home", [milk, dog])), time=next(at)))  # 6: replaces dispatch 5
+    milk = row(11, "buy milk", True, [("green", 4)])
+    line(record(5, {"untag": {"_0": 11}}, model((1, "Home", [dog, milk])), time=next(at)))  # 7: moved, untagged
+    line(record(6, {"addSection": {"_0": "Work"}}, model((2, "Work", [report]), (1, "Home", [dog, milk])),
+                time=next(at)))  # 8: a section before the first
+
+
+# Where an outline's lists are: the model's "sections", each section's "rows", each row's "tags".
+OUTLINE_LISTS = {(): ["sections"], ("sections",): ["rows"], ("sections", "rows"): ["tags"]}
+
+
+def list_form(items, previous, kind, path, paths):
+    """The list form of `items` at `path` (a list of `kind`): whole if there is no `previous` (the same list in the
+    base line, or in the element this element replaces), otherwise its changes from it. Lists inside its elements
+    are written in their forms too; `paths` gets each form's path."""
+    if previous is None:
+        form = {"~ids": [i["id"] for i in items],
+                "~all": [element_forms(i, None, kind, path + ["~all", n], paths) for n, i in enumerate(items)]}
+    else:
+        old = {key(i["id"]): i for i in previous}
+        new = {key(i["id"]): i for i in items}
+        form = {}
+        updated = sorted((k, i) for k, i in new.items() if old.get(k) != i)
+        if updated:
+            form["~set"] = [[i["id"], element_forms(i, old.get(k), kind, path + ["~set", n, 1], paths)]
+                            for n, (k, i) in enumerate(updated)]
+        removed = sorted(k for k in old if k not in new)
+        if removed:
+            form["~remove"] = [json.loads(k) for k in removed]
+        before, after = [key(i["id"]) for i in previous], [key(i["id"]) for i in items]
+        if before != after:
+            start = 0
+            while start < min(len(before), len(after)) and before[start] == after[start]:
+                start += 1
+            end = 0
+            while end < min(len(before), len(after)) - start and before[-1 - end] == after[-1 - end]:
+                end += 1
+            form["~order"] = [[start, len(before) - start - end,
+                               [json.loads(k) for k in after[start:len(after) - end]]]]
+    paths.append(path)
+    return form
+
+
+def element_forms(element, replaced, kind, path, paths):
+    """`element` with the lists it holds in their forms: against the lists of `replaced`, if there is one."""
+    element = dict(element)
+    for name in OUTLINE_LISTS.get(kind, []):
+        previous = replaced.get(name) if replaced is not None else None
+        element[name] = list_form(element[name], previous, kind + (name,), path + [name], paths)
+    return element
+
+
 def key(value):
     return compact(value)
 
@@ -154,6 +231,31 @@ def with_list_forms(lines):
     return out
 
 
+def with_nested_list_forms(lines):
+    """The outline's lines in format version 3, every list in its list form (OUTLINE_LISTS); written from the DocC
+    article's version 3 section, not from the library."""
+    out, previous = [], None
+    for text in lines:
+        value = json.loads(text)
+        if value.get("format"):
+            value["version"] = 3
+            out.append(compact(value))
+            continue
+        if value["k"] == "m":
+            previous = None
+        if value["k"] != "r":
+            out.append(text)
+            continue
+        paths = []
+        model = element_forms(value["m"], previous[1] if previous else None, (), [], paths)
+        head = '{"k":"r","i":%d,"t":%d,"s":"todos"' % (value["i"], value["t"])
+        if previous is not None:
+            head += ',"z":%d' % previous[0]
+        out.append(head + ',"a":%s,"m":%s,"l":%s}' % (compact(value["a"]), compact(model), compact(paths)))
+        previous = (value["i"], value["m"])
+    return out
+
+
 def main():
     lines = [HEADER, '{"k":"s","i":0,"m":{"todos":{"items":[],"nextID":1}},"a":{}}']
     if sys.argv[1] == "diverging":
@@ -171,6 +273,11 @@ def main():
             # A record that is not JSON (its model is cut short by markup), hashed as if a recorder wrote it.
             lines[5] = ('{"k":"r","i":3,"t":%d,"s":"todos","a":{"complete":{"_0":7}},"m":{"items":[' % START +
                         '{"id":1,"title":"buy milk","done":true},</script><!--<script>}')
+    elif sys.argv[1] in ("outline", "outlinelists"):
+        lines[1] = '{"k":"s","i":0,"m":{"todos":{"sections":[],"title":"Outline"}},"a":{}}'
+        outline(lines.append)
+        if sys.argv[1] == "outlinelists":
+            lines = with_nested_list_forms(lines)
     elif sys.argv[1] == "big":
         count = int(sys.argv[2])
         title = "water the plants" + ("." * int(sys.argv[3]) if len(sys.argv) > 4 else "")

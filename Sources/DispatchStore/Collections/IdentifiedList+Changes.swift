@@ -31,10 +31,12 @@ extension IdentifiedList {
   ///
   /// - Parameters:
   ///   - old: An earlier version of this list (any list works; one that shares no node costs a walk of both).
-  ///   - same: Whether two elements with the same id are equal; an element for which it returns `false` is listed
-  ///     as updated.
+  ///   - same: Whether two elements with the same id, where the lists store them, are equal; an element for which it
+  ///     returns `false` is listed as updated.
   /// - Returns: The changes that turn `old` into this list.
-  func changes(since old: IdentifiedList, same: (Element, Element) -> Bool) -> ListChanges<Element> {
+  func changes(
+    since old: IdentifiedList, same: (UnsafePointer<Element>, UnsafePointer<Element>) -> Bool
+  ) -> ListChanges<Element> {
     var changes = ListChanges<Element>()
     ElementNode.differences(from: old.elements.root, to: elements.root, shift: 0, same: same, into: &changes)
     changes.splices = OrderNode.splices(from: old.order.root, to: order.root)
@@ -93,7 +95,7 @@ extension ElementNode {
   /// Adds to `changes` the elements of `new` that are not in `old` or differ from it (`updated`) and the ids of
   /// `old` that are not in `new` (`removed`), skipping the subtrees the two share.
   static func differences(
-    from old: ElementNode, to new: ElementNode, shift: Int, same: (Element, Element) -> Bool,
+    from old: ElementNode, to new: ElementNode, shift: Int, same: (UnsafePointer<Element>, UnsafePointer<Element>) -> Bool,
     into changes: inout ListChanges<Element>
   ) {
     if old === new { return }
@@ -125,7 +127,12 @@ extension ElementNode {
       } else if oldHasItem && newHasItem {
         let (oldSlot, newSlot) = (slot(old.itemMap, bit), slot(new.itemMap, bit))
         if old.items[oldSlot].id == new.items[newSlot].id {
-          if !same(old.items[oldSlot], new.items[newSlot]) { changes.updated.append(new.items[newSlot]) }
+          // Compared where the nodes store them: a copy of an element outside its node need not keep the bytes of
+          // the padding between its fields.
+          let unchanged = old.items.withUnsafeBufferPointer { before in
+            new.items.withUnsafeBufferPointer { after in same(before.baseAddress! + oldSlot, after.baseAddress! + newSlot) }
+          }
+          if !unchanged { changes.updated.append(new.items[newSlot]) }
         } else {
           changes.removed.append(old.items[oldSlot].id)
           changes.updated.append(new.items[newSlot])
@@ -140,13 +147,16 @@ extension ElementNode {
 
   /// The differences between two small lists of elements, by id.
   private static func differences(
-    from old: [Element], to new: [Element], same: (Element, Element) -> Bool, into changes: inout ListChanges<Element>
+    from old: [Element], to new: [Element], same: (UnsafePointer<Element>, UnsafePointer<Element>) -> Bool,
+    into changes: inout ListChanges<Element>
   ) {
     var before: [Element.ID: Element] = [:]
     for item in old { before[item.id] = item }
     for item in new {
       if let previous = before.removeValue(forKey: item.id) {
-        if !same(previous, item) { changes.updated.append(item) }
+        if !withUnsafePointer(to: previous, { before in withUnsafePointer(to: item) { same(before, $0) } }) {
+          changes.updated.append(item)
+        }
       } else {
         changes.updated.append(item)
       }

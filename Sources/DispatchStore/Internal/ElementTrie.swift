@@ -92,9 +92,26 @@ extension ElementTrie where Element: Equatable {
   @inlinable init(copying node: ElementNode) {
     itemMap = node.itemMap
     childMap = node.childMap
-    items = node.items
+    items = Self.exactCopy(of: node.items)
     children = node.children
     isCollision = node.isCollision
+  }
+
+  /// A copy of `items` that holds their bytes exactly, the padding between their fields included: a session's writer
+  /// compares elements by their stored bytes (``IdentifiedList/changes(since:same:)``), and an element copied with
+  /// its node must compare the same as the one it copies. Copying a value copies its fields, not its padding.
+  @inlinable static func exactCopy(of items: [Element]) -> [Element] {
+    let count = items.count
+    guard count > 0 else { return items }
+    return items.withUnsafeBufferPointer { source in
+      Array(unsafeUninitializedCapacity: count) { buffer, initialized in
+        buffer.baseAddress!.initialize(from: source.baseAddress!, count: count)
+        // The fields hold the same values (their references retained above): this writes only the padding.
+        UnsafeMutableRawPointer(buffer.baseAddress!).copyMemory(
+          from: source.baseAddress!, byteCount: count * MemoryLayout<Element>.stride)
+        initialized = count
+      }
+    }
   }
 
   /// Makes `node` one that only the caller holds, copying it if it is shared.

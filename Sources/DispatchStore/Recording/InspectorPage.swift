@@ -338,14 +338,117 @@ enum InspectorPage {
       return record ? { model: modelOf(record), from: "record #" + record.i } : null;
     }
     // A record's model. A line of format 3 may hold IdentifiedLists in their list forms ("l" lists their paths):
-    // whole, {"~ids","~all"}, or as changes from the same list in its base line, {"~set","~remove","~order"}. The
-    // model with plain arrays is rebuilt from the line whose lists are whole, or from the last one rebuilt.
+    // whole, {"~ids","~all"}, or as changes from the same list in its base line, {"~set","~remove","~order"}. A list
+    // inside an element of a form is in a form too, at its path through the form (["sections","~set",0,1,"rows"]):
+    // whole in an element written whole, and in a changed element the changes from the same list in the element it
+    // replaces. The model with plain arrays is rebuilt from the line whose lists are whole, or from the last one
+    // rebuilt.
     const idKey = (id) => stringify(id);
+    // A list rebuilt: its ids' keys in order, and its elements by key. An element holding lists holds them rebuilt
+    // (and is in `holdsLists`) until a model is made of it.
+    class Listed {
+      constructor(ids, byKey) { this.ids = ids; this.byKey = byKey; }
+      copy() { return new Listed(this.ids.slice(), new Map(this.byKey)); }
+    }
+    const holdsLists = new WeakSet();
     let lastLists = null;
     const remembered = [];
     function at(value, path) {
       for (const key of path) value = value === null || typeof value !== "object" ? undefined : value[key];
       return value;
+    }
+    // The forms of a line: for each listed path, the path of the list form whose element holds it (none for a list
+    // of the model's own), and the lists held directly by each element, by the element's path.
+    function formsOf(line) {
+      if (line.forms) return line.forms;
+      const listed = new Set((line.l || []).map((path) => JSON.stringify(path)));
+      const parents = new Map(), held = new Map(), top = [];
+      for (const path of line.l || []) {
+        let parent = null, element = null;
+        for (let n = path.length - 2; n > 0 && !parent; n--) {
+          if (path[n] === "~all" || path[n] === "~set") {
+            const prefix = path.slice(0, n);
+            if (listed.has(JSON.stringify(prefix))) {
+              parent = prefix;
+              element = path.slice(0, path[n] === "~all" ? n + 2 : n + 3);
+            }
+          }
+        }
+        if (!parent) { top.push(path); continue; }
+        parents.set(JSON.stringify(path), parent);
+        const key = JSON.stringify(element);
+        if (!held.has(key)) held.set(key, []);
+        held.get(key).push(path.slice(element.length));
+      }
+      line.forms = { parents, held, top };
+      return line.forms;
+    }
+    // Rebuilds the lists of `line` over `lists`, the lists of its base line (changed in place): returns the lists of
+    // the model's own.
+    function rebuild(line, lists) {
+      const { parents, held, top } = formsOf(line);
+      const fail = (name, why) => {
+        throw new SessionFailure("Line " + line.n + ": the list at " + name + " " + why + ".", { cause: "file" });
+      };
+      // The list the form at `path` changes: the base line's, or the one in the element its element replaces.
+      function baseOf(path) {
+        const name = JSON.stringify(path), parent = parents.get(name);
+        if (!parent) return lists.get(name);
+        const step = path[parent.length];
+        const form = at(line.m, parent);
+        if (step !== "~set" || !form || !Array.isArray(form["~set"])) return undefined;
+        const pair = form["~set"][path[parent.length + 1]];
+        const outer = baseOf(parent);
+        const replaced = pair && outer ? outer.byKey.get(idKey(pair[0])) : undefined;
+        const list = at(replaced, path.slice(parent.length + 3));
+        return list instanceof Listed ? list : undefined;
+      }
+      // The element at `path` with the lists it holds rebuilt.
+      function withLists(element, path) {
+        const inner = held.get(JSON.stringify(path));
+        if (!inner) return element;
+        const copy = Array.isArray(element) ? element.slice() : Object.assign({}, element);
+        for (const rest of inner) {
+          let node = copy;
+          for (const key of rest.slice(0, -1)) {
+            node[key] = Array.isArray(node[key]) ? node[key].slice() : Object.assign({}, node[key]);
+            node = node[key];
+          }
+          node[rest[rest.length - 1]] = rebuilt(path.concat(rest));
+        }
+        holdsLists.add(copy);
+        return copy;
+      }
+      function rebuilt(path) {
+        const name = JSON.stringify(path), form = at(line.m, path);
+        if (form === null || typeof form !== "object" || Array.isArray(form)) fail(name, "is not in a list form");
+        let list;
+        if (form["~all"] !== undefined) {
+          const ids = (form["~ids"] || []).map(idKey);
+          if (!Array.isArray(form["~all"]) || ids.length !== form["~all"].length) {
+            fail(name, "does not have as many ids as elements");
+          }
+          list = new Listed(ids, new Map(ids.map((key, n) => [key, withLists(form["~all"][n], path.concat(["~all", n]))])));
+        } else {
+          const base = baseOf(path);
+          if (!base) fail(name, "changes a list its base does not hold");
+          // A list of the model's own is changed in place (it is the base line's, copied once); one inside an
+          // element, copied: the element it replaces keeps its own.
+          list = parents.has(name) ? base.copy() : base;
+          (form["~set"] || []).forEach(([id, element], n) => {
+            list.byKey.set(idKey(id), withLists(element, path.concat(["~set", n, 1])));
+          });
+          for (const id of form["~remove"] || []) list.byKey.delete(idKey(id));
+          for (const [position, removing, added] of form["~order"] || []) {
+            list.ids = list.ids.slice(0, position).concat(added.map(idKey), list.ids.slice(position + removing));
+          }
+          if (list.ids.length !== list.byKey.size) fail(name, "does not fit its base");
+        }
+        return list;
+      }
+      const seen = new Map();
+      for (const path of top) seen.set(JSON.stringify(path), rebuilt(path));
+      return seen;
     }
     function listsOf(r) {
       const chain = [];
@@ -357,48 +460,43 @@ enum InspectorPage {
       }
       // The lists by path: their ids' keys in order, and their elements by key.
       const lists = new Map();
-      for (const [path, list] of start || []) lists.set(path, { ids: list.ids.slice(), byKey: new Map(list.byKey) });
+      for (const [path, list] of start || []) lists.set(path, list.copy());
       for (const line of chain.reverse()) {
-        const seen = new Map();
-        for (const path of line.l || []) {
-          const name = JSON.stringify(path), form = at(line.m, path);
-          const fail = (why) => {
-            throw new SessionFailure("Line " + line.n + ": the list at " + name + " " + why + ".", { cause: "file" });
-          };
-          if (form === null || typeof form !== "object" || Array.isArray(form)) fail("is not in a list form");
-          let list;
-          if (form["~all"] !== undefined) {
-            const ids = (form["~ids"] || []).map(idKey);
-            if (!Array.isArray(form["~all"]) || ids.length !== form["~all"].length) fail("does not have as many ids as elements");
-            list = { ids, byKey: new Map(ids.map((key, n) => [key, form["~all"][n]])) };
-          } else {
-            const base = lists.get(name);
-            if (!base) fail("changes a list its base does not hold");
-            list = base;
-            for (const [id, element] of form["~set"] || []) list.byKey.set(idKey(id), element);
-            for (const id of form["~remove"] || []) list.byKey.delete(idKey(id));
-            for (const [position, removing, added] of form["~order"] || []) {
-              list.ids = list.ids.slice(0, position).concat(added.map(idKey), list.ids.slice(position + removing));
-            }
-            if (list.ids.length !== list.byKey.size) fail("does not fit its base");
-          }
-          seen.set(name, list);
-        }
+        const seen = rebuild(line, lists);
         lists.clear();
         for (const [name, list] of seen) lists.set(name, list);
       }
       lastLists = { line: r, lists };
       return lists;
     }
+    // A value with the lists it holds as plain arrays.
+    function plain(value) {
+      if (value instanceof Listed) return value.ids.map((key) => plain(value.byKey.get(key)));
+      if (!holdsLists.has(value)) return value;
+      const out = Array.isArray(value) ? value.slice() : Object.assign({}, value);
+      for (const key of Object.keys(out)) {
+        const v = out[key];
+        if (v instanceof Listed || (v !== null && typeof v === "object")) out[key] = deepPlain(v);
+      }
+      return out;
+    }
+    function deepPlain(value) {
+      if (value instanceof Listed || holdsLists.has(value)) return plain(value);
+      if (value === null || typeof value !== "object" || value instanceof Exact) return value;
+      const out = Array.isArray(value) ? value.slice() : Object.assign({}, value);
+      for (const key of Object.keys(out)) out[key] = deepPlain(out[key]);
+      return out;
+    }
     function modelOf(r) {
       if (!r.l || !r.l.length) return r.m;
       if (r.full !== undefined) return r.full;
       const lists = listsOf(r);
-      const elements = (path) => { const list = lists.get(JSON.stringify(path)); return list.ids.map((key) => list.byKey.get(key)); };
+      const elements = (path) => { const list = lists.get(JSON.stringify(path)); return list.ids.map((key) => plain(list.byKey.get(key))); };
       // A model that is itself a list has the empty path.
-      const root = r.l.some((path) => !path.length);
+      const top = formsOf(r).top;
+      const root = top.some((path) => !path.length);
       const model = root ? elements([]) : Array.isArray(r.m) ? r.m.slice() : Object.assign({}, r.m);
-      for (const path of root ? [] : r.l) {
+      for (const path of root ? [] : top) {
         let node = model;
         for (const key of path.slice(0, -1)) {
           node[key] = Array.isArray(node[key]) ? node[key].slice() : Object.assign({}, node[key]);

@@ -10,6 +10,10 @@ import Foundation
 /// The line lists where these forms are in its model (`"l"`, coding paths as arrays of keys and indices) and, when
 /// it has a base, the record line whose lists its changes apply to (`"z"`). Everywhere else a list is a plain JSON
 /// array.
+///
+/// A list inside an element of a list form is in a form too, at its path through the form (`["sections","~set",0,1,
+/// "rows"]`): whole in an element written whole or added, and in a changed element as the changes from the same list
+/// in the element it replaces (the element with its id in the outer list's base).
 enum ListFormKey: String, CodingKey {
   case ids = "~ids"
   case all = "~all"
@@ -87,6 +91,13 @@ final class ListEncoding {
   /// A list written whole again copies the JSON of the elements whose stored bytes are unchanged, instead of encoding
   /// them. It holds a copy of the list's elements and their JSON, per path, for as long as the encoder lives.
   private var wholeJSON: [[UInt8]: Any] = [:]
+  /// The elements of list forms being written, innermost last: a list inside one is written in its form too.
+  private var scopes: [ElementScope] = []
+  /// The lists found so far by ``lists(in:)``, while it encodes an element; `nil` otherwise.
+  private var found: [[UInt8]: Any]?
+  /// The encoder ``lists(in:)`` uses, and the bytes it writes (thrown away).
+  private lazy var finder = JSONStreamEncoder()
+  private var scratch: [UInt8] = []
 
   init(base: LineLists = .none) {
     self.base = base
@@ -102,6 +113,21 @@ final class ListEncoding {
   func reset() {
     if !written.isEmpty { written = [:] }
     if !paths.isEmpty { paths = [] }
+    if !scopes.isEmpty { scopes = [] }
+  }
+
+  /// The lists in `element` that are not inside another list, by their coding paths from it: the bases of the changes
+  /// of the lists inside the element that replaces it.
+  func lists(in element: any Encodable) throws -> [[UInt8]: Any] {
+    found = [:]
+    finder.lists = self
+    defer {
+      found = nil
+      finder.lists = nil
+      scratch.removeAll(keepingCapacity: true)
+    }
+    try finder.encode(element, into: &scratch)
+    return found ?? [:]
   }
 
   /// Writes `list` at the encoder's coding path in its list form.
@@ -114,23 +140,55 @@ final class ListEncoding {
     // Changes are found by comparing elements' stored bytes: an element that is a class, changed in place, would
     // look unchanged, so such lists are written as plain arrays.
     guard Element.ID.self is any Encodable.Type, !(Element.self is AnyObject.Type) else { return false }
-    let path = ListPath.json(encoder.codingPath)
-    // Lists inside the elements written here are plain arrays: their coding paths pass through the form.
-    encoder.lists = nil
-    defer { encoder.lists = self }
+    let codingPath = encoder.codingPath
+    if found != nil {
+      // Finding an element's lists: noted, not written.
+      found?[ListPath.json(codingPath)] = list
+      _ = encoder.unkeyedContainer()
+      return true
+    }
+    let path = ListPath.json(codingPath)
+    let previous: IdentifiedList<Element>?
+    if scopes.isEmpty {
+      previous = base.lists[path] as? IdentifiedList<Element>
+    } else {
+      previous = try replacedList(at: codingPath) as? IdentifiedList<Element>
+    }
     var container = encoder.container(keyedBy: ListFormKey.self)
-    if let previous = base.lists[path] as? IdentifiedList<Element> {
-      try Self.write(list.changes(since: previous) { Self.sameBytes($0, $1) }, to: &container)
+    if let previous {
+      try write(
+        list.changes(since: previous) { Self.sameBytes($0, $1) }, replacing: previous, depth: codingPath.count,
+        to: &container)
     } else {
       var ids = container.nestedUnkeyedContainer(forKey: .ids)
       var order = list.order.makeIterator()
       while let id = order.next() { try Self.encode(id, into: &ids) }
       var all = container.nestedUnkeyedContainer(forKey: .all)
-      try writeWhole(list, at: path, to: &all, encoder: encoder)
+      if scopes.isEmpty {
+        try writeWhole(list, at: path, depth: codingPath.count, to: &all, encoder: encoder)
+      } else {
+        for element in list { try within(ElementScope(depth: codingPath.count + 2)) { try all.encode(element) } }
+      }
     }
-    written[path] = list
+    if scopes.isEmpty { written[path] = list }
     paths.append(path)
     return true
+  }
+
+  /// Runs `body`, which writes the element of `scope`.
+  private func within<Result>(_ scope: ElementScope, _ body: () throws -> Result) rethrows -> Result {
+    scopes.append(scope)
+    defer { scopes.removeLast() }
+    return try body()
+  }
+
+  /// The list at `codingPath` in the element the innermost scope's element replaces, if there is one.
+  private func replacedList(at codingPath: [any CodingKey]) throws -> Any? {
+    let innermost = scopes.count - 1
+    if scopes[innermost].lists == nil {
+      scopes[innermost].lists = try scopes[innermost].replaced?.lists(finder: self) ?? [:]
+    }
+    return scopes[innermost].lists?[ListPath.json(codingPath, dropping: scopes[innermost].depth)]
   }
 
   /// Writes the elements of `list` into `all`, then keeps their JSON for the next time a list is written whole at
@@ -139,8 +197,10 @@ final class ListEncoding {
   /// An element found at the same place in the list last written whole there (or one or two places on: elements
   /// removed since), with the same stored bytes (``sameBytes(_:_:)``: the same value, so the same JSON), is written
   /// by copying its JSON; the others are encoded.
+  ///
+  /// An element that holds lists in their forms is encoded each time: their paths go into `"l"`.
   private func writeWhole<Element: Identifiable & Encodable>(
-    _ list: IdentifiedList<Element>, at path: [UInt8], to all: inout any UnkeyedEncodingContainer,
+    _ list: IdentifiedList<Element>, at path: [UInt8], depth: Int, to all: inout any UnkeyedEncodingContainer,
     encoder: JSONStreamEncoder
   ) throws {
     let known = wholeJSON[path] as? ElementJSON<Element>
@@ -162,7 +222,10 @@ final class ListEncoding {
           for candidate in cursor..<min(cursor + 3, known.elements.count)
           where known.elements[candidate].id == element.id {
             cursor = candidate + 1
-            guard Self.sameBytes(known.elements[candidate], element) else { break }
+            let unchanged = known.elements.withUnsafeBufferPointer { stored in
+              withUnsafePointer(to: element) { Self.sameBytes(stored.baseAddress! + candidate, $0) }
+            }
+            guard unchanged else { break }
             let bytes = known.json[(candidate == 0 ? 0 : known.ends[candidate - 1])..<known.ends[candidate]]
             try encoder.appendElementJSON(bytes, to: &all)
             json.append(contentsOf: bytes)
@@ -171,7 +234,10 @@ final class ListEncoding {
           }
         }
         if !copied {
-          if let bytes = try encoder.encodeElement(element, into: &all) {
+          let forms = paths.count
+          if let bytes = try within(ElementScope(depth: depth + 2), { try encoder.encodeElement(element, into: &all) }),
+            paths.count == forms
+          {
             json.append(contentsOf: bytes)
           } else {
             complete = false
@@ -185,22 +251,26 @@ final class ListEncoding {
     if complete { wholeJSON[path] = ElementJSON(elements: elements, ends: ends, json: json) }
   }
 
-  private static func write<Element: Identifiable & Encodable>(
-    _ changes: ListChanges<Element>, to container: inout KeyedEncodingContainer<ListFormKey>
+  /// Writes `changes` from `previous`, the list at the coding path of length `depth`.
+  private func write<Element: Identifiable & Encodable>(
+    _ changes: ListChanges<Element>, replacing previous: IdentifiedList<Element>, depth: Int,
+    to container: inout KeyedEncodingContainer<ListFormKey>
   ) throws {
     if !changes.updated.isEmpty {
       // In the order of the ids' JSON, so that the bytes do not depend on the trie's shape (the process's hash seed).
-      let sorted = try sortedByJSON(changes.updated, id: { $0.id })
+      let sorted = try Self.sortedByJSON(changes.updated, id: { $0.id })
       var set = container.nestedUnkeyedContainer(forKey: .set)
       for element in sorted {
         var pair = set.nestedUnkeyedContainer()
         try Self.encode(element.id, into: &pair)
-        try pair.encode(element)
+        // Lists inside it are written as the changes from the element it replaces.
+        let scope = ElementScope(depth: depth + 3, replaced: ReplacedElement(list: previous, id: element.id))
+        try within(scope) { try pair.encode(element) }
       }
     }
     if !changes.removed.isEmpty {
       var remove = container.nestedUnkeyedContainer(forKey: .remove)
-      for id in try sortedByJSON(changes.removed, id: { $0 }) { try Self.encode(id, into: &remove) }
+      for id in try Self.sortedByJSON(changes.removed, id: { $0 }) { try Self.encode(id, into: &remove) }
     }
     if !changes.splices.isEmpty {
       var order = container.nestedUnkeyedContainer(forKey: .order)
@@ -251,12 +321,50 @@ final class ListEncoding {
   ///
   /// Not `==`, which an element may define more loosely (by its id alone), and which would then leave a change
   /// unwritten. Two equal values stored apart (a string built again) differ here: they are written, which costs
-  /// bytes, never a change.
-  static func sameBytes<Element>(_ lhs: Element, _ rhs: Element) -> Bool {
-    withUnsafeBytes(of: lhs) { left in
-      withUnsafeBytes(of: rhs) { right in
-        left.count == right.count && (left.count == 0 || memcmp(left.baseAddress!, right.baseAddress!, left.count) == 0)
-      }
+  /// bytes, never a change. Compared where they are stored: a copy keeps its fields' bytes, not its padding's.
+  static func sameBytes<Element>(_ lhs: UnsafePointer<Element>, _ rhs: UnsafePointer<Element>) -> Bool {
+    memcmp(lhs, rhs, MemoryLayout<Element>.size) == 0
+  }
+}
+
+/// An element of a list form being written or read: the lists inside it are in their forms too.
+struct ElementScope {
+  /// The length of the element's coding path.
+  let depth: Int
+  /// For a changed element, the element it replaces in the list's base (none if it was added); `nil` for an element
+  /// of a list written whole.
+  let replaced: (any ReplacedLists)?
+  /// The lists in the replaced element, by their coding paths from it, once asked for.
+  var lists: [[UInt8]: Any]?
+
+  init(depth: Int, replaced: (any ReplacedLists)? = nil) {
+    self.depth = depth
+    self.replaced = replaced
+  }
+}
+
+/// The element a changed element replaces: the lists inside the changed one are the changes from its lists.
+protocol ReplacedLists {
+  /// The lists in the element that are not inside another list, by their coding paths from it.
+  func lists(finder: ListEncoding) throws -> [[UInt8]: Any]
+}
+
+/// The element with `id` in `list`, the base of a list form, if it has one.
+struct ReplacedElement<Element: Identifiable>: ReplacedLists {
+  let list: IdentifiedList<Element>
+  let id: Element.ID
+
+  func lists(finder: ListEncoding) throws -> [[UInt8]: Any] {
+    guard let element = list[id: id] else { return [:] }
+    // Found by encoding it: a reader's type that is not `Encodable` cannot find them.
+    guard let encodable = element as? any Encodable else { throw NotEncodable(type: "\(Element.self)") }
+    return try finder.lists(in: encodable)
+  }
+
+  struct NotEncodable: Error, CustomStringConvertible {
+    let type: String
+    var description: String {
+      "the changes of a list inside a changed \(type) are read against the element it replaces, which needs \(type) to be Encodable"
     }
   }
 }
@@ -289,6 +397,10 @@ final class ListDecoding: @unchecked Sendable {
   private var paths: Set<[UInt8]> = []
   private var base = LineLists.none
   private var found: [[UInt8]: Any] = [:]
+  /// The elements of list forms being decoded, innermost last (``ElementScope``).
+  private var scopes: [ElementScope] = []
+  /// Finds the lists in the elements that changed ones replace.
+  private lazy var finder = ListEncoding()
 
   /// With `keepingEach`, the lists of every record line decoded, by record index; otherwise empty.
   private(set) var kept: [Int: LineLists] = [:]
@@ -335,6 +447,7 @@ final class ListDecoding: @unchecked Sendable {
     self.paths = Set(paths.map(ListPath.json))
     self.base = base
     found = [:]
+    scopes = []
   }
 
   /// Ends the model begun; returns the lists it held.
@@ -355,10 +468,13 @@ final class ListDecoding: @unchecked Sendable {
     let path = ListPath.json(decoder.codingPath, dropping: modelDepth)
     guard paths.contains(path) else { return nil }
     let container = try decoder.container(keyedBy: ListFormKey.self)
+    let depth = decoder.codingPath.count
     let list: IdentifiedList<Element>
     if container.contains(.all) {
       // The elements carry their ids; "~ids" is for readers without the types (the inspector), and must agree.
-      list = try container.decode(IdentifiedList<Element>.self, forKey: .all)
+      list = try within(ElementScope(depth: depth + 2)) {
+        try container.decode(IdentifiedList<Element>.self, forKey: .all)
+      }
       if let idType = Element.ID.self as? any Decodable.Type {
         var ids: any UnkeyedDecodingContainer = try container.nestedUnkeyedContainer(forKey: .ids)
         guard try Self.ids(idType, of: Element.self, &ids, match: list.order) else {
@@ -367,13 +483,20 @@ final class ListDecoding: @unchecked Sendable {
         }
       }
     } else {
-      guard var changed = base.lists[path] as? IdentifiedList<Element> else {
+      let previous =
+        scopes.isEmpty
+        ? base.lists[path] as? IdentifiedList<Element>
+        : try replacedList(at: decoder.codingPath) as? IdentifiedList<Element>
+      guard let previous else {
         throw DecodingError.dataCorruptedError(
           forKey: ListFormKey.set, in: container,
-          debugDescription: "The changes of a list have no list of this type at the same path in the base record.")
+          debugDescription: scopes.isEmpty
+            ? "The changes of a list have no list of this type at the same path in the base record."
+            : "The changes of a list have no list of this type at the same path in the element its element replaces.")
       }
+      var changed = previous
       do {
-        try changed.apply(try Self.changes(of: Element.self, in: container))
+        try changed.apply(try changes(replacing: previous, depth: depth, in: container))
       } catch let mismatch as ListChangesMismatch {
         throw DecodingError.dataCorruptedError(
           forKey: ListFormKey.order, in: container,
@@ -381,12 +504,29 @@ final class ListDecoding: @unchecked Sendable {
       }
       list = changed
     }
-    found[path] = list
+    if scopes.isEmpty { found[path] = list }
     return list
   }
 
-  private static func changes<Element: Identifiable & Decodable>(
-    of _: Element.Type, in container: KeyedDecodingContainer<ListFormKey>
+  /// Runs `body`, which decodes the element of `scope`.
+  private func within<Result>(_ scope: ElementScope, _ body: () throws -> Result) rethrows -> Result {
+    scopes.append(scope)
+    defer { scopes.removeLast() }
+    return try body()
+  }
+
+  /// The list at `codingPath` in the element the innermost scope's element replaces, if there is one.
+  private func replacedList(at codingPath: [any CodingKey]) throws -> Any? {
+    let innermost = scopes.count - 1
+    if scopes[innermost].lists == nil {
+      scopes[innermost].lists = try scopes[innermost].replaced?.lists(finder: finder) ?? [:]
+    }
+    return scopes[innermost].lists?[ListPath.json(codingPath, dropping: scopes[innermost].depth)]
+  }
+
+  /// The changes in `container` from `previous`, the list at the coding path of length `depth`.
+  private func changes<Element: Identifiable & Decodable>(
+    replacing previous: IdentifiedList<Element>, depth: Int, in container: KeyedDecodingContainer<ListFormKey>
   ) throws -> ListChanges<Element> {
     var changes = ListChanges<Element>()
     let idType = Element.ID.self as? any Decodable.Type
@@ -402,7 +542,9 @@ final class ListDecoding: @unchecked Sendable {
           _ = try pair.decode(Skipped.self)
           id = nil
         }
-        let element = try pair.decode(Element.self)
+        // Lists inside it are the changes from the element it replaces.
+        let scope = ElementScope(depth: depth + 3, replaced: id.map { ReplacedElement(list: previous, id: $0) })
+        let element = try within(scope) { try pair.decode(Element.self) }
         guard id == nil || id == element.id else {
           throw DecodingError.dataCorruptedError(
             forKey: ListFormKey.set, in: container, debugDescription: "A changed element's id is not the one given.")

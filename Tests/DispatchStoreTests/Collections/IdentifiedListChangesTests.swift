@@ -55,7 +55,7 @@ struct IdentifiedListChangesTests {
     for round in 0..<(isSanitized ? 60 : 300) {
       let (old, oldReference) = (list, reference)
       for _ in 0..<(round % 5 + 1) { Self.change(&list, &reference, nextID: &nextID, using: &random) }
-      let changes = list.changes(since: old, same: ==)
+      let changes = list.changes(since: old, same: { $0.pointee == $1.pointee })
 
       var same = old
       try same.apply(changes)
@@ -76,31 +76,31 @@ struct IdentifiedListChangesTests {
 
     var changed = list
     changed[id: 6_000]?.value = 1
-    var changes = changed.changes(since: list, same: ==)
+    var changes = changed.changes(since: list, same: { $0.pointee == $1.pointee })
     #expect(changes.updated == [Item(id: 6_000, value: 1)])
     #expect(changes.removed.isEmpty && changes.splices.isEmpty)
 
     var appended = list
     appended.append(Item(id: 10_000, value: 0))
-    changes = appended.changes(since: list, same: ==)
+    changes = appended.changes(since: list, same: { $0.pointee == $1.pointee })
     #expect(changes.updated == [Item(id: 10_000, value: 0)])
     #expect(changes.splices == [OrderSplice(position: 10_000, removing: 0, ids: [10_000])])
 
     var removed = list
     removed.remove(at: 3_000)
-    changes = removed.changes(since: list, same: ==)
+    changes = removed.changes(since: list, same: { $0.pointee == $1.pointee })
     #expect(changes.removed == [3_000])
     #expect(changes.splices == [OrderSplice(position: 3_000, removing: 1, ids: [])])
     #expect(changes.updated.isEmpty)
 
-    #expect(list.changes(since: list, same: ==).isEmpty)
+    #expect(list.changes(since: list, same: { $0.pointee == $1.pointee }).isEmpty)
   }
 
   @Test func changesThatDoNotFitThrowAndLeaveTheListAsItWas() {
     let list = IdentifiedList((0..<100).map { Item(id: $0, value: 0) })
     var other = list
     other.remove(at: 10)
-    let changes = other.changes(since: list, same: ==)
+    let changes = other.changes(since: list, same: { $0.pointee == $1.pointee })
     // Applied to a list that no longer holds the id they remove.
     var target = other
     #expect(throws: ListChangesMismatch.self) { try target.apply(changes) }
