@@ -95,7 +95,8 @@ extension ElementNode {
   /// Adds to `changes` the elements of `new` that are not in `old` or differ from it (`updated`) and the ids of
   /// `old` that are not in `new` (`removed`), skipping the subtrees the two share.
   static func differences(
-    from old: ElementNode, to new: ElementNode, shift: Int, same: (UnsafePointer<Element>, UnsafePointer<Element>) -> Bool,
+    from old: ElementNode, to new: ElementNode, shift: Int,
+    same: (UnsafePointer<Element>, UnsafePointer<Element>) -> Bool,
     into changes: inout ListChanges<Element>
   ) {
     if old === new { return }
@@ -130,7 +131,9 @@ extension ElementNode {
           // Compared where the nodes store them: a copy of an element outside its node need not keep the bytes of
           // the padding between its fields.
           let unchanged = old.items.withUnsafeBufferPointer { before in
-            new.items.withUnsafeBufferPointer { after in same(before.baseAddress! + oldSlot, after.baseAddress! + newSlot) }
+            new.items.withUnsafeBufferPointer { after in
+              same(before.baseAddress! + oldSlot, after.baseAddress! + newSlot)
+            }
           }
           if !unchanged { changes.updated.append(new.items[newSlot]) }
         } else {

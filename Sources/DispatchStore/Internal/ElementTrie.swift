@@ -97,9 +97,11 @@ extension ElementTrie where Element: Equatable {
     isCollision = node.isCollision
   }
 
-  /// A copy of `items` that holds their bytes exactly, the padding between their fields included: a session's writer
-  /// compares elements by their stored bytes (``IdentifiedList/changes(since:same:)``), and an element copied with
-  /// its node must compare the same as the one it copies. Copying a value copies its fields, not its padding.
+  /// A copy of `items` that holds their bytes exactly, the padding between their fields included.
+  ///
+  /// A session's writer compares elements by their stored bytes (``IdentifiedList/changes(since:same:)``), and an
+  /// element copied with its node must compare the same as the one it copies. Copying a value copies its fields, not
+  /// its padding.
   @inlinable static func exactCopy(of items: [Element]) -> [Element] {
     let count = items.count
     guard count > 0 else { return items }

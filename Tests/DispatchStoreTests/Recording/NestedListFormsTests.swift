@@ -150,10 +150,12 @@ struct NestedListFormsTests {
     #expect(try session.records.map { $0.model as? Outline } == recorder.records.map { $0.model as? Outline })
   }
 
-  /// Random sessions of changes at every depth (rows, their tags, optional lists that come and go, sections added,
-  /// removed and moved), with undos and jumps: every record reads back as recorded, some one at a time in any order,
-  /// all at once; the session verifies, restores its current model, and saves again to the same models. Six sessions
-  /// of 60 steps (two under a sanitizer).
+  /// Random sessions of changes at every depth read back exactly every way.
+  ///
+  /// Rows, their tags, optional lists that come and go, sections added, removed and moved, with undos and jumps:
+  /// every record reads back as recorded, some one at a time in any order, and all at once; the session verifies,
+  /// restores its current model, and saves again to the same models. Six sessions of 60 steps (two under a
+  /// sanitizer).
   @Test func randomSessionsOfNestedChangesReadBackExactlyEveryWay() async throws {
     let differences = try await onOwnThread { () throws -> [String] in try Self.randomSessions() }
     #expect(differences.isEmpty, "\(differences)")
