@@ -83,6 +83,8 @@ extension ElementTrie where Element: Equatable {
   @usableFromInline @exclusivity(unchecked) var childMap: UInt32 = 0
   @usableFromInline @exclusivity(unchecked) var items: [Element] = []
   @usableFromInline @exclusivity(unchecked) var children: [ElementNode] = []
+  /// Whether `items` is still the buffer of the node this one copies: copied exactly before it changes.
+  @usableFromInline @exclusivity(unchecked) var sharesItems = false
   @usableFromInline let isCollision: Bool
 
   @inlinable init(isCollision: Bool = false) {
@@ -92,9 +94,18 @@ extension ElementTrie where Element: Equatable {
   @inlinable init(copying node: ElementNode) {
     itemMap = node.itemMap
     childMap = node.childMap
-    items = Self.exactCopy(of: node.items)
+    items = node.items
+    sharesItems = !node.items.isEmpty
     children = node.children
     isCollision = node.isCollision
+  }
+
+  /// Makes `items` this node's own before it changes: copied exactly (``exactCopy(of:)``) if it is the buffer of the
+  /// node this one copies.
+  @inlinable func ownItems() {
+    guard sharesItems else { return }
+    items = Self.exactCopy(of: items)
+    sharesItems = false
   }
 
   /// A copy of `items` that holds their bytes exactly, the padding between their fields included.
@@ -225,6 +236,7 @@ extension ElementTrie where Element: Equatable {
   /// Adds or replaces in this node, which the caller holds uniquely; returns the element replaced.
   @inlinable func update(_ element: Element, hash: UInt, shift: Int) -> Element? {
     if isCollision {
+      ownItems()
       if let index = items.firstIndex(where: { $0.id == element.id }) {
         defer { items[index] = element }
         return items[index]
@@ -234,6 +246,7 @@ extension ElementTrie where Element: Equatable {
     }
     let bit = Self.bit(hash, shift)
     if itemMap & bit != 0 {
+      ownItems()
       let index = Self.slot(itemMap, bit)
       if items[index].id == element.id {
         defer { items[index] = element }
@@ -253,6 +266,7 @@ extension ElementTrie where Element: Equatable {
       Self.makeUnique(&children[index])
       return children[index].update(element, hash: hash, shift: shift + Self.bitsPerLevel)
     }
+    ownItems()
     itemMap |= bit
     items.insert(element, at: Self.slot(itemMap, bit))
     return nil
@@ -286,12 +300,14 @@ extension ElementTrie where Element: Equatable {
   @inlinable func remove(_ id: Element.ID, hash: UInt, shift: Int) -> Element? {
     if isCollision {
       guard let index = items.firstIndex(where: { $0.id == id }) else { return nil }
+      ownItems()
       return items.remove(at: index)
     }
     let bit = Self.bit(hash, shift)
     if itemMap & bit != 0 {
       let index = Self.slot(itemMap, bit)
       guard items[index].id == id else { return nil }
+      ownItems()
       itemMap ^= bit
       return items.remove(at: index)
     }
@@ -303,6 +319,7 @@ extension ElementTrie where Element: Equatable {
       let item = children[index].items[0]
       children.remove(at: index)
       childMap ^= bit
+      ownItems()
       itemMap |= bit
       items.insert(item, at: Self.slot(itemMap, bit))
     }
