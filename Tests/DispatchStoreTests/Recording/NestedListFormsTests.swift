@@ -252,4 +252,49 @@ struct NestedListFormsTests {
     }
     return differences
   }
+
+  /// Nested list forms a writer never writes are corrupt lines naming them, whichever way the record is read: changes
+  /// inside an element written whole (no element it replaces), and changes that do not fit the list in the element
+  /// replaced.
+  @Test func craftedNestedListFormsAreCorruptLinesNamingThem() throws {
+    let file = TemporaryFile()
+    let dispatcher = Dispatcher()
+    try dispatcher.register(store: Self.makeStore(sections: 3, rows: 3))
+    let recorder = RecorderMiddleware(maxNumberOfRecords: 100)
+    dispatcher.register(middleware: recorder)
+    try recorder.attach(appendingTo: file.url, codecs: Self.codecs)
+    try dispatcher.dispatchSync(action: OutlineAction.toggle(row: 1_001))
+    try dispatcher.dispatchSync(action: OutlineAction.toggle(row: 2_002))
+    recorder.flush()
+    let objects = file.lines.map(ListFormsTests.object)
+    try #require(objects.count == 4)
+    #expect(objects[3].contains(#""rows":{"~set":[[2002,{"done":true,"id":2002,"tags":{},"title":"Row 2"}]]}"#))
+    for (line, original, edit, what) in [
+      (
+        2, #""rows":{"~all":[{"done":false,"id":0,"tags":{"~all":[],"~ids":[]}"#,
+        #""rows":{"~all":[{"done":false,"id":0,"tags":{"~set":[["red",{"color":1,"id":"red"}]]}"#,
+        "changes inside an element written whole"
+      ),
+      (3, #""rows":{"~set":[[2002,"#, #""rows":{"~remove":[7],"~set":[[2002,"#, "a removal of a row not there"),
+      (3, #""rows":{"~set":[[2002,"#, #""rows":{"~order":[[0,9,[]]],"~set":[[2002,"#, "a splice past the end"),
+      (3, #""tags":{}"#, #""tags":{"~remove":["red"]}"#, "a removal of a tag not there"),
+    ] {
+      var edited = objects
+      #expect(edited[line].contains(original), "\(what)")
+      edited[line] = edited[line].replacingOccurrences(of: original, with: edit)
+      writeSession(edited, to: file.url)
+      let session = try Session.load(from: file.url, codecs: Self.codecs)
+      #expect(throws: SessionError.self, "\(what)") { try session.record(at: line - 2) }
+      do {
+        _ = try Session.load(from: file.url, codecs: Self.codecs).records
+        Issue.record("\(what): read without an error")
+      } catch {
+        guard case .corruptLine(let number, _) = error else {
+          Issue.record("\(what): \(error)")
+          continue
+        }
+        #expect(number == line + 1, "\(what)")
+      }
+    }
+  }
 }
