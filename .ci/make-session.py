@@ -19,6 +19,7 @@ library: if the library loads them, its hash chain is the one the DocC article d
                                    undo and a dispatch after it
   make-session.py outlinelists PATH  the same in format version 3, every list in its list form, the lists inside a
                                    changed element as the changes from the element it replaces
+  make-session.py outlineroot PATH, outlinerootlists PATH  the same two with the model the list of sections itself
 """
 import json
 import sys
@@ -104,13 +105,15 @@ def item(identifier, title, done):
     return {"id": identifier, "title": title, "done": done}
 
 
-def outline(line):
-    """Seven dispatches and a move over an outline: sections hold rows, rows hold tags."""
+def outline(line, root=False):
+    """Seven dispatches and a move over an outline: sections hold rows, rows hold tags. With `root`, the model is
+    the list of sections itself."""
     def row(identifier, title, done=False, tags=()):
         return {"id": identifier, "title": title, "done": done, "tags": [{"id": t, "color": c} for t, c in tags]}
 
     def model(*sections):
-        return {"title": "Outline", "sections": [{"id": i, "name": n, "rows": list(r)} for i, n, r in sections]}
+        listed = [{"id": i, "name": n, "rows": list(r)} for i, n, r in sections]
+        return listed if root else {"title": "Outline", "sections": listed}
     at = iter(range(START, START + 10**12, 10**9))
     milk, dog = row(11, "buy milk"), row(12, "walk the dog")
     line(record(0, {"addSection": {"_0": "Home"}}, model((1, "Home", [milk])), time=next(at)))  # 1
@@ -231,9 +234,9 @@ def with_list_forms(lines):
     return out
 
 
-def with_nested_list_forms(lines):
+def with_nested_list_forms(lines, root=False):
     """The outline's lines in format version 3, every list in its list form (OUTLINE_LISTS); written from the DocC
-    article's version 3 section, not from the library."""
+    article's version 3 section, not from the library. With `root`, the model is the list of sections."""
     out, previous = [], None
     for text in lines:
         value = json.loads(text)
@@ -247,7 +250,10 @@ def with_nested_list_forms(lines):
             out.append(text)
             continue
         paths = []
-        model = element_forms(value["m"], previous[1] if previous else None, (), [], paths)
+        if root:
+            model = list_form(value["m"], previous[1] if previous else None, ("sections",), [], paths)
+        else:
+            model = element_forms(value["m"], previous[1] if previous else None, (), [], paths)
         head = '{"k":"r","i":%d,"t":%d,"s":"todos"' % (value["i"], value["t"])
         if previous is not None:
             head += ',"z":%d' % previous[0]
@@ -273,11 +279,12 @@ def main():
             # A record that is not JSON (its model is cut short by markup), hashed as if a recorder wrote it.
             lines[5] = ('{"k":"r","i":3,"t":%d,"s":"todos","a":{"complete":{"_0":7}},"m":{"items":[' % START +
                         '{"id":1,"title":"buy milk","done":true},</script><!--<script>}')
-    elif sys.argv[1] in ("outline", "outlinelists"):
-        lines[1] = '{"k":"s","i":0,"m":{"todos":{"sections":[],"title":"Outline"}},"a":{}}'
-        outline(lines.append)
-        if sys.argv[1] == "outlinelists":
-            lines = with_nested_list_forms(lines)
+    elif sys.argv[1] in ("outline", "outlinelists", "outlineroot", "outlinerootlists"):
+        root = sys.argv[1].startswith("outlineroot")
+        lines[1] = '{"k":"s","i":0,"m":{"todos":%s},"a":{}}' % ("[]" if root else '{"sections":[],"title":"Outline"}')
+        outline(lines.append, root)
+        if sys.argv[1].endswith("lists"):
+            lines = with_nested_list_forms(lines, root)
     elif sys.argv[1] == "big":
         count = int(sys.argv[2])
         title = "water the plants" + ("." * int(sys.argv[3]) if len(sys.argv) > 4 else "")

@@ -72,6 +72,9 @@ public struct IdentifiedList<Element: Identifiable> {
   /// ```swift
   /// model.messages[id: id]?.isRead = true
   /// ```
+  /// A change through the subscript changes the element where the list holds it: a list held nowhere else copies
+  /// nothing, not even the lists inside the element.
+  ///
   /// - Parameter id: The element's id; an element set must have this id.
   @inlinable public subscript(id id: Element.ID) -> Element? {
     get { elements[id] }
@@ -82,6 +85,27 @@ public struct IdentifiedList<Element: Identifiable> {
       }
       precondition(newValue.id == id, "IdentifiedList: the element set for id \(id) has the id \(newValue.id)")
       if elements.update(newValue) == nil { order.insert(id, at: order.count) }
+    }
+    _modify {
+      if elements.containsItem(id) {
+        // Moved out of its node and back: a copy would share what the element holds (a list inside it), which
+        // its change would then copy.
+        var element: Element? = elements.takeItem(id)
+        defer {
+          if let element {
+            precondition(element.id == id, "IdentifiedList: the element set for id \(id) has the id \(element.id)")
+            elements.putBack(element)
+          } else {
+            elements.dropTaken(id)
+            _ = order.remove(at: order.firstIndex(of: id)!)
+          }
+        }
+        yield &element
+      } else {
+        var element = elements[id]
+        defer { self[id: id] = element }
+        yield &element
+      }
     }
   }
 

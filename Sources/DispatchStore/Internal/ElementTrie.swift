@@ -31,6 +31,69 @@
 
   @inlinable static func hash(_ id: Element.ID) -> UInt { UInt(bitPattern: id.hashValue) }
 
+  // MARK: Changing an element in place
+
+  /// Whether the element with `id` is an item of a node that is not a collision list: then ``takeItem(_:)`` can move
+  /// it out of its node and ``putBack(_:)`` or ``dropTaken(_:)`` end the change.
+  @inlinable func containsItem(_ id: Element.ID) -> Bool {
+    let hash = Self.hash(id)
+    var node = root
+    var shift = 0
+    while !node.isCollision {
+      let bit = ElementNode<Element>.bit(hash, shift)
+      if node.itemMap & bit != 0 { return node.items[ElementNode<Element>.slot(node.itemMap, bit)].id == id }
+      guard node.childMap & bit != 0 else { return false }
+      node = node.children[ElementNode<Element>.slot(node.childMap, bit)]
+      shift += ElementNode<Element>.bitsPerLevel
+    }
+    return false
+  }
+
+  /// Moves the element with `id` (``containsItem(_:)``) out of its node.
+  ///
+  /// The trie then holds that node uniquely, as the nodes above it: a change to the element copies nothing it holds.
+  /// Its slot stays in its node's map until ``putBack(_:)`` or ``dropTaken(_:)``; nothing else may use the trie in
+  /// between.
+  @inlinable mutating func takeItem(_ id: Element.ID) -> Element {
+    ElementNode.makeUnique(&root)
+    let hash = Self.hash(id)
+    var node = root
+    var shift = 0
+    while true {
+      let bit = ElementNode<Element>.bit(hash, shift)
+      if node.itemMap & bit != 0 {
+        node.ownItems()
+        return node.items.remove(at: ElementNode<Element>.slot(node.itemMap, bit))
+      }
+      let index = ElementNode<Element>.slot(node.childMap, bit)
+      ElementNode.makeUnique(&node.children[index])
+      node = node.children[index]
+      shift += ElementNode<Element>.bitsPerLevel
+    }
+  }
+
+  /// Puts `element`, which has the id of the element taken, back in its slot.
+  @inlinable mutating func putBack(_ element: Element) {
+    let hash = Self.hash(element.id)
+    var node = root
+    var shift = 0
+    while true {
+      let bit = ElementNode<Element>.bit(hash, shift)
+      if node.itemMap & bit != 0 {
+        node.items.insert(element, at: ElementNode<Element>.slot(node.itemMap, bit))
+        return
+      }
+      node = node.children[ElementNode<Element>.slot(node.childMap, bit)]
+      shift += ElementNode<Element>.bitsPerLevel
+    }
+  }
+
+  /// Ends the change of the element taken with `id` by removing it: its slot leaves its node's map, as ``remove(_:)``
+  /// would leave the trie.
+  @inlinable mutating func dropTaken(_ id: Element.ID) {
+    root.dropTaken(hash: Self.hash(id), shift: 0)
+  }
+
   /// The trie of `elements`, built node by node instead of element by element; `nil` if two have the same
   /// identifier.
   ///
@@ -115,7 +178,9 @@ extension ElementTrie where Element: Equatable {
   /// its padding.
   @inlinable static func exactCopy(of items: [Element]) -> [Element] {
     let count = items.count
-    guard count > 0 else { return items }
+    // A type that is not bitwise-takable (an Objective-C weak reference, a C++ type that points into itself) may
+    // depend on its address: its copies are left to `Array`.
+    guard count > 0, _isBitwiseTakable(Element.self) else { return items }
     return items.withUnsafeBufferPointer { source in
       Array(unsafeUninitializedCapacity: count) { buffer, initialized in
         buffer.baseAddress!.initialize(from: source.baseAddress!, count: count)
@@ -324,6 +389,26 @@ extension ElementTrie where Element: Equatable {
       items.insert(item, at: Self.slot(itemMap, bit))
     }
     return removed
+  }
+
+  /// Removes the slot of the element ``ElementTrie/takeItem(_:)`` took, below this node, which the caller holds
+  /// uniquely; a child left with one element gives it to this node, as ``remove(_:hash:shift:)`` does.
+  @inlinable func dropTaken(hash: UInt, shift: Int) {
+    let bit = Self.bit(hash, shift)
+    if itemMap & bit != 0 {
+      itemMap ^= bit
+      return
+    }
+    let index = Self.slot(childMap, bit)
+    children[index].dropTaken(hash: hash, shift: shift + Self.bitsPerLevel)
+    if children[index].isSingleItem {
+      let item = children[index].items[0]
+      children.remove(at: index)
+      childMap ^= bit
+      ownItems()
+      itemMap |= bit
+      items.insert(item, at: Self.slot(itemMap, bit))
+    }
   }
 
   /// Calls `body` with every element, in no particular order.

@@ -360,12 +360,11 @@ enum InspectorPage {
     // The forms of a line: for each listed path, the path of the list form whose element holds it (none for a list
     // of the model's own), and the lists held directly by each element, by the element's path.
     function formsOf(line) {
-      if (line.forms) return line.forms;
       const listed = new Set((line.l || []).map((path) => JSON.stringify(path)));
       const parents = new Map(), held = new Map(), top = [];
       for (const path of line.l || []) {
         let parent = null, element = null;
-        for (let n = path.length - 2; n > 0 && !parent; n--) {
+        for (let n = path.length - 2; n >= 0 && !parent; n--) {
           if (path[n] === "~all" || path[n] === "~set") {
             const prefix = path.slice(0, n);
             if (listed.has(JSON.stringify(prefix))) {
@@ -380,8 +379,7 @@ enum InspectorPage {
         if (!held.has(key)) held.set(key, []);
         held.get(key).push(path.slice(element.length));
       }
-      line.forms = { parents, held, top };
-      return line.forms;
+      return { parents, held, top };
     }
     // Rebuilds the lists of `line` over `lists`, the lists of its base line (changed in place): returns the lists of
     // the model's own.
@@ -400,11 +398,15 @@ enum InspectorPage {
         const pair = form["~set"][path[parent.length + 1]];
         const outer = baseOf(parent);
         const replaced = pair && outer ? outer.byKey.get(idKey(pair[0])) : undefined;
-        const list = at(replaced, path.slice(parent.length + 3));
+        // Not through an array inside the element (the writer writes such a list whole).
+        const rest = path.slice(parent.length + 3);
+        if (rest.some((key) => typeof key === "number")) return undefined;
+        const list = at(replaced, rest);
         return list instanceof Listed ? list : undefined;
       }
       // The element at `path` with the lists it holds rebuilt.
       function withLists(element, path) {
+        if (!held.size) return element;
         const inner = held.get(JSON.stringify(path));
         if (!inner) return element;
         const copy = Array.isArray(element) ? element.slice() : Object.assign({}, element);
@@ -433,8 +435,9 @@ enum InspectorPage {
           const base = baseOf(path);
           if (!base) fail(name, "changes a list its base does not hold");
           // A list of the model's own is changed in place (it is the base line's, copied once); one inside an
-          // element, copied: the element it replaces keeps its own.
-          list = parents.has(name) ? base.copy() : base;
+          // element, copied if it changed: the element it replaces keeps its own.
+          const changed = form["~set"] || form["~remove"] || form["~order"];
+          list = parents.has(name) && changed ? base.copy() : base;
           (form["~set"] || []).forEach(([id, element], n) => {
             list.byKey.set(idKey(id), withLists(element, path.concat(["~set", n, 1])));
           });
@@ -493,7 +496,7 @@ enum InspectorPage {
       const lists = listsOf(r);
       const elements = (path) => { const list = lists.get(JSON.stringify(path)); return list.ids.map((key) => plain(list.byKey.get(key))); };
       // A model that is itself a list has the empty path.
-      const top = formsOf(r).top;
+      const { top } = formsOf(r);
       const root = top.some((path) => !path.length);
       const model = root ? elements([]) : Array.isArray(r.m) ? r.m.slice() : Object.assign({}, r.m);
       for (const path of root ? [] : top) {

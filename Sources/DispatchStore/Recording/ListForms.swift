@@ -34,6 +34,14 @@ enum ListPath {
       })
   }
 
+  /// Whether `codingPath`, without its first `dropping` keys, passes through an array's position.
+  static func hasIndex(_ codingPath: [any CodingKey], dropping: Int) -> Bool {
+    codingPath.dropFirst(dropping).contains { key in
+      if let index = key.intValue, key.stringValue == "Index \(index)" { return true }
+      return false
+    }
+  }
+
   /// One key of a path in `"l"`, decoded.
   enum Component: Decodable {
     case key(String)
@@ -118,6 +126,9 @@ final class ListEncoding {
 
   /// The lists in `element` that are not inside another list, by their coding paths from it: the bases of the changes
   /// of the lists inside the element that replaces it.
+  ///
+  /// - Throws: `JSONStreamEncoder.Unsupported` for an element this encoder does not follow: the line's whole model is
+  ///   then written by `JSONEncoder`, without list forms, as for any such value.
   func lists(in element: any Encodable) throws -> [[UInt8]: Any] {
     found = [:]
     finder.lists = self
@@ -126,7 +137,8 @@ final class ListEncoding {
       finder.lists = nil
       scratch.removeAll(keepingCapacity: true)
     }
-    try finder.encode(element, into: &scratch)
+    // Not `encode`, whose fallback would forget the forms of the line this encoding is writing.
+    try finder.encodeDirectly(element, into: &scratch)
     return found ?? [:]
   }
 
@@ -185,6 +197,9 @@ final class ListEncoding {
   /// The list at `codingPath` in the element the innermost scope's element replaces, if there is one.
   private func replacedList(at codingPath: [any CodingKey]) throws -> Any? {
     let innermost = scopes.count - 1
+    // Not through an array inside the element: a `Set`, or a `Dictionary` whose keys are not strings or integers,
+    // encodes in its hash order, which the element a reader decodes need not share. Such a list is written whole.
+    guard !ListPath.hasIndex(codingPath, dropping: scopes[innermost].depth) else { return nil }
     if scopes[innermost].lists == nil {
       scopes[innermost].lists = try scopes[innermost].replaced?.lists(finder: self) ?? [:]
     }
@@ -518,6 +533,9 @@ final class ListDecoding: @unchecked Sendable {
   /// The list at `codingPath` in the element the innermost scope's element replaces, if there is one.
   private func replacedList(at codingPath: [any CodingKey]) throws -> Any? {
     let innermost = scopes.count - 1
+    // Not through an array inside the element: a `Set`, or a `Dictionary` whose keys are not strings or integers,
+    // encodes in its hash order, which the element a reader decodes need not share. Such a list is written whole.
+    guard !ListPath.hasIndex(codingPath, dropping: scopes[innermost].depth) else { return nil }
     if scopes[innermost].lists == nil {
       scopes[innermost].lists = try scopes[innermost].replaced?.lists(finder: finder) ?? [:]
     }

@@ -39,7 +39,7 @@ struct IdentifiedListTests {
     // Fewer steps under a sanitizer: its runtime makes each several times slower, and the suites beside this one
     // wait for Dispatch's threads with deadlines.
     for step in 0..<(isSanitized ? 1_000 : 3_000) {
-      let operation = Int.random(in: 0..<10, using: &random)
+      let operation = Int.random(in: 0..<12, using: &random)
       switch operation {
       case 0:
         let item = Item(id: nextID, value: step)
@@ -88,6 +88,17 @@ struct IdentifiedListTests {
         )
         reference.swapAt(first, second)
         list.swapAt(first, second)
+      case 10 where !reference.isEmpty:
+        // Removed through an in-place change of the subscript by id.
+        let id = reference[Int.random(in: 0..<reference.count, using: &random)].id
+        Self.change(&list[id: id]) { $0 = nil }
+        reference.remove(at: reference.firstIndex { $0.id == id }!)
+      case 11:
+        // Added through one.
+        let item = Item(id: nextID, value: step)
+        nextID += 1
+        Self.change(&list[id: item.id]) { $0 = item }
+        reference.append(item)
       case 9 where !reference.isEmpty:
         // A new element at a position: the old one is gone.
         let position = Int.random(in: 0..<reference.count, using: &random)
@@ -257,6 +268,55 @@ struct IdentifiedListTests {
     }
   }
 
+  /// Changes `value` with `body`: an in-place change, as `list[id: id]?.value = 1` makes one.
+  static func change<Value>(_ value: inout Value, _ body: (inout Value) -> Void) {
+    body(&value)
+  }
+
+  struct Section: Identifiable, Equatable, Sendable {
+    let id: Int
+    var flag = false
+    var rows: IdentifiedList<Item>
+  }
+
+  /// A list held nowhere else changes an element through its id where it holds it: the list inside the element is
+  /// changed in place, not copied (it would be if the element were read out and written back).
+  @Test func changingAnElementByIDChangesItInPlace() {
+    var sections = IdentifiedList(
+      (0..<200).map { section in Section(id: section, rows: IdentifiedList((0..<50).map { Item(id: $0, value: 0) })) })
+    let root = ObjectIdentifier(sections[id: 120]!.rows.elements.root)
+    sections[id: 120]?.rows[id: 7]?.value = 5
+    sections[id: 120]?.flag = true
+    #expect(ObjectIdentifier(sections[id: 120]!.rows.elements.root) == root)
+    #expect(sections[id: 120]?.rows[id: 7]?.value == 5)
+    #expect(sections[id: 120]?.flag == true)
+    // A copy held elsewhere keeps its own: the change copies the path then.
+    let kept = sections
+    sections[id: 120]?.rows[id: 8]?.value = 6
+    #expect(kept[id: 120]?.rows[id: 8]?.value == 0)
+    #expect(sections[id: 120]?.rows[id: 8]?.value == 6)
+    #expect(kept[id: 120]?.rows[id: 7]?.value == 5)
+    // Removing and adding through an in-place change; an element with another id is refused (see below).
+    Self.change(&sections[id: 3]) { $0 = nil }
+    Self.change(&sections[id: 500]) { $0 = Section(id: 500, rows: []) }
+    #expect(sections.count == 200)
+    #expect(sections.index(id: 3) == nil)
+    #expect(sections.last?.id == 500)
+    #expect(sections.map(\.id) == Array(0..<3) + Array(4..<200) + [500])
+  }
+
+  @Test func changingCollidingElementsByIDInPlace() {
+    var list = IdentifiedList((0..<30).map { CollidingItem(id: CollidingID(value: $0), value: $0) })
+    list[id: CollidingID(value: 4)]?.value = 40
+    Self.change(&list[id: CollidingID(value: 5)]) { $0 = nil }
+    Self.change(&list[id: CollidingID(value: 99)]) { $0 = CollidingItem(id: CollidingID(value: 99), value: 9) }
+    var reference = (0..<30).map { CollidingItem(id: CollidingID(value: $0), value: $0) }
+    reference[4].value = 40
+    reference.remove(at: 5)
+    reference.append(CollidingItem(id: CollidingID(value: 99), value: 9))
+    #expect(Array(list) == reference)
+  }
+
   @Test func subscriptByIDAppendsReplacesAndRemoves() {
     var list: IdentifiedList<Item> = [Item(id: 1, value: 1), Item(id: 2, value: 2)]
     list[id: 3] = Item(id: 3, value: 3)
@@ -329,6 +389,13 @@ struct IdentifiedListTests {
       await #expect(processExitsWith: .failure) {
         var list: IdentifiedList<Item> = [Item(id: 1, value: 1)]
         list.append(Item(id: 1, value: 2))
+      }
+    }
+
+    @Test func anElementChangedInPlaceToAnotherIDTraps() async {
+      await #expect(processExitsWith: .failure) {
+        var list: IdentifiedList<Item> = [Item(id: 1, value: 1), Item(id: 2, value: 2)]
+        IdentifiedListTests.change(&list[id: 1]) { $0 = Item(id: 3, value: 3) }
       }
     }
   #endif

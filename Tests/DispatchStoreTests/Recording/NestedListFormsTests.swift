@@ -297,4 +297,68 @@ struct NestedListFormsTests {
       }
     }
   }
+
+  struct Board: ModelType, Codable, Equatable {
+    var columns: IdentifiedList<Column>
+  }
+
+  /// Rows by key, in a dictionary that encodes as an array of keys and values, in its hash order.
+  struct Column: Identifiable, Codable, Equatable, Sendable {
+    let id: Int
+    var byKey: [Key: IdentifiedList<Row>]
+  }
+
+  /// A key that encodes as an object: a dictionary of them encodes as an array of keys and values.
+  struct Key: Hashable, Codable, Sendable {
+    let name: String
+  }
+
+  enum BoardAction: ActionType, Codable {
+    case toggle(column: Int, key: String, row: Int)
+  }
+
+  static func makeBoard() -> Store<Board, BoardAction> {
+    let rows = IdentifiedList((0..<20).map { Row(id: $0, title: "Row \($0)") })
+    let keys = (0..<8).map { Key(name: "key \($0)") }
+    let model = Board(
+      columns: IdentifiedList(
+        (0..<3).map { column in Column(id: column, byKey: Dictionary(uniqueKeysWithValues: keys.map { ($0, rows) })) }))
+    return Store(identifier: "board", model: model) { action, model in
+      switch action {
+      case .toggle(let column, let key, let row):
+        model.columns[id: column]?.byKey[Key(name: key)]?[id: row]?.done.toggle()
+      }
+    }
+  }
+
+  /// Lists inside a dictionary of an element, which encodes in its hash order: a reader's decoded element need not
+  /// share the writer's order, so they are written whole inside a changed element, and read back exactly.
+  @Test func listsInsideADictionaryOfAChangedElementAreWrittenWholeAndReadBackExactly() throws {
+    var codecs = SessionCodecs()
+    codecs.register(storeIdentifier: "board", model: Board.self, action: BoardAction.self)
+    let file = TemporaryFile()
+    let dispatcher = Dispatcher()
+    try dispatcher.register(store: Self.makeBoard())
+    let recorder = RecorderMiddleware(maxNumberOfRecords: 100)
+    dispatcher.register(middleware: recorder)
+    try recorder.attach(appendingTo: file.url, codecs: codecs)
+    for step in 0..<24 {
+      try dispatcher.dispatchSync(action: BoardAction.toggle(column: step % 3, key: "key \(step % 8)", row: step % 20))
+    }
+    recorder.flush()
+    #expect(recorder.persistenceError == nil)
+    let lines = file.lines
+    #expect(lines[3].contains(#""columns":{"~set":[["#))
+    #expect(lines[3].contains(#""byKey",1]"#))
+    // No row list as changes: whole, with its ids, inside each changed column.
+    for line in lines[3...] {
+      #expect(line.range(of: #"\{"~set":\[\[[0-9]+,\{"done""#, options: .regularExpression) == nil)
+      #expect(line.contains(#""byKey":[{"name":"key "#))
+    }
+    let session = try Session.load(from: file.url, codecs: codecs)
+    #expect(try session.records.map { $0.model as? Board } == recorder.records.map { $0.model as? Board })
+    let verifying = Dispatcher()
+    try verifying.register(store: Self.makeBoard())
+    try session.verify(against: verifying)
+  }
 }
