@@ -305,6 +305,22 @@ struct IdentifiedListTests {
     #expect(sections.map(\.id) == Array(0..<3) + Array(4..<200) + [500])
   }
 
+  struct Conversation: Identifiable, Sendable {
+    let id: Int
+    var messages: [String]
+  }
+
+  /// An array inside an element grows where it is: appending to it through the element's id does not copy it (as
+  /// reading the element out and writing it back would, at the cost of the whole array each time).
+  @Test func appendingToAnArrayInsideAnElementByIDDoesNotCopyIt() {
+    var conversations = IdentifiedList((0..<100).map { Conversation(id: $0, messages: []) })
+    conversations[id: 42]?.messages.reserveCapacity(2_000)
+    let buffer = conversations[id: 42]!.messages.withUnsafeBufferPointer { $0.baseAddress }
+    for number in 0..<1_000 { conversations[id: 42]?.messages.append("message \(number)") }
+    #expect(conversations[id: 42]!.messages.withUnsafeBufferPointer { $0.baseAddress } == buffer)
+    #expect(conversations[id: 42]?.messages.count == 1_000)
+  }
+
   @Test func changingCollidingElementsByIDInPlace() {
     var list = IdentifiedList((0..<30).map { CollidingItem(id: CollidingID(value: $0), value: $0) })
     list[id: CollidingID(value: 4)]?.value = 40
