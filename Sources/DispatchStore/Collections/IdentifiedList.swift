@@ -90,11 +90,12 @@ public struct IdentifiedList<Element: Identifiable> {
       if elements.containsItem(id) {
         // Moved out of its node and back: a copy would share what the element holds (a list inside it), which
         // its change would then copy.
-        var element: Element? = elements.takeItem(id)
+        var element: Element?
+        let (node, slot) = elements.takeItem(id, into: &element)
         defer {
           if let element {
             precondition(element.id == id, "IdentifiedList: the element set for id \(id) has the id \(element.id)")
-            elements.putBack(element)
+            node.items.insert(element, at: slot)
           } else {
             elements.dropTaken(id)
             _ = order.remove(at: order.firstIndex(of: id)!)

@@ -34,7 +34,7 @@
   // MARK: Changing an element in place
 
   /// Whether the element with `id` is an item of a node that is not a collision list: then ``takeItem(_:)`` can move
-  /// it out of its node and ``putBack(_:)`` or ``dropTaken(_:)`` end the change.
+  /// it out of its node, and putting it back or ``dropTaken(_:)`` ends the change.
   @inlinable func containsItem(_ id: Element.ID) -> Bool {
     let hash = Self.hash(id)
     var node = root
@@ -49,12 +49,15 @@
     return false
   }
 
-  /// Moves the element with `id` (``containsItem(_:)``) out of its node.
+  /// Moves the element with `id` (``containsItem(_:)``) out of its node into `element`; returns the node and the
+  /// element's slot among its items.
   ///
   /// The trie then holds that node uniquely, as the nodes above it: a change to the element copies nothing it holds.
-  /// Its slot stays in its node's map until ``putBack(_:)`` or ``dropTaken(_:)``; nothing else may use the trie in
-  /// between.
-  @inlinable mutating func takeItem(_ id: Element.ID) -> Element {
+  /// Its slot stays in its node's map until the element is put back at it (`items.insert(_:at:)`) or
+  /// ``dropTaken(_:)``; nothing else may use the trie in between.
+  @inlinable mutating func takeItem(_ id: Element.ID, into element: inout Element?) -> (
+    node: ElementNode<Element>, slot: Int
+  ) {
     ElementNode.makeUnique(&root)
     let hash = Self.hash(id)
     var node = root
@@ -63,27 +66,13 @@
       let bit = ElementNode<Element>.bit(hash, shift)
       if node.itemMap & bit != 0 {
         node.ownItems()
-        return node.items.remove(at: ElementNode<Element>.slot(node.itemMap, bit))
+        let slot = ElementNode<Element>.slot(node.itemMap, bit)
+        element = node.items.remove(at: slot)
+        return (node, slot)
       }
       let index = ElementNode<Element>.slot(node.childMap, bit)
       ElementNode.makeUnique(&node.children[index])
       node = node.children[index]
-      shift += ElementNode<Element>.bitsPerLevel
-    }
-  }
-
-  /// Puts `element`, which has the id of the element taken, back in its slot.
-  @inlinable mutating func putBack(_ element: Element) {
-    let hash = Self.hash(element.id)
-    var node = root
-    var shift = 0
-    while true {
-      let bit = ElementNode<Element>.bit(hash, shift)
-      if node.itemMap & bit != 0 {
-        node.items.insert(element, at: ElementNode<Element>.slot(node.itemMap, bit))
-        return
-      }
-      node = node.children[ElementNode<Element>.slot(node.childMap, bit)]
       shift += ElementNode<Element>.bitsPerLevel
     }
   }
