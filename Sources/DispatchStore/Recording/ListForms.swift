@@ -213,7 +213,8 @@ final class ListEncoding {
   /// removed since), with the same stored bytes (``sameBytes(_:_:)``: the same value, so the same JSON), is written
   /// by copying its JSON; the others are encoded.
   ///
-  /// An element that holds lists in their forms is encoded each time: their paths go into `"l"`.
+  /// The lists inside an element are in their forms, whole, and their paths go into `"l"`: an element copied adds the
+  /// paths its JSON holds, at its new position.
   private func writeWhole<Element: Identifiable & Encodable>(
     _ list: IdentifiedList<Element>, at path: [UInt8], depth: Int, to all: inout any UnkeyedEncodingContainer,
     encoder: JSONStreamEncoder
@@ -228,6 +229,19 @@ final class ListEncoding {
     ends.reserveCapacity(list.count)
     var complete = true
     var cursor = 0
+    // The paths in `"l"` of the lists inside each element, after the element's own path (`,"rows"]`): an index into
+    // `innerPaths` per element (0: none), kept once per set of paths. Empty while no element holds a list.
+    var inner: [Int] = []
+    var innerPaths: [[[UInt8]]] = [[]]
+    var innerIndex: [[[UInt8]]: Int] = [:]
+    // The path of the element at `position`, without its closing bracket: `["items","~all",position`.
+    func elementPath(_ position: Int) -> [UInt8] {
+      var bytes = Array(path.dropLast())
+      if bytes.count > 1 { bytes.append(UInt8(ascii: ",")) }
+      bytes.append(contentsOf: #""~all","#.utf8)
+      JSONText.append(position, to: &bytes)
+      return bytes
+    }
     // Made at its size: appending, in code not specialised for the element type, looks up the array's type for each
     // element.
     let elements = try [Element](unsafeUninitializedCapacity: list.count) { buffer, initialized in
@@ -244,16 +258,40 @@ final class ListEncoding {
             let bytes = known.json[(candidate == 0 ? 0 : known.ends[candidate - 1])..<known.ends[candidate]]
             try encoder.appendElementJSON(bytes, to: &all)
             json.append(contentsOf: bytes)
+            if !known.inner.isEmpty, known.inner[candidate] != 0 {
+              let own = elementPath(initialized)
+              for rest in known.innerPaths[known.inner[candidate]] { paths.append(own + rest) }
+              if inner.isEmpty { inner = Array(repeating: 0, count: list.count) }
+              let set = known.innerPaths[known.inner[candidate]]
+              if let index = innerIndex[set] {
+                inner[initialized] = index
+              } else {
+                innerIndex[set] = innerPaths.count
+                inner[initialized] = innerPaths.count
+                innerPaths.append(set)
+              }
+            }
             copied = true
             break
           }
         }
         if !copied {
           let forms = paths.count
-          if let bytes = try within(ElementScope(depth: depth + 2), { try encoder.encodeElement(element, into: &all) }),
-            paths.count == forms
+          if let bytes = try within(ElementScope(depth: depth + 2), { try encoder.encodeElement(element, into: &all) })
           {
             json.append(contentsOf: bytes)
+            if paths.count > forms {
+              let own = elementPath(initialized)
+              let set = paths[forms...].map { Array($0.dropFirst(own.count)) }
+              if inner.isEmpty { inner = Array(repeating: 0, count: list.count) }
+              if let index = innerIndex[set] {
+                inner[initialized] = index
+              } else {
+                innerIndex[set] = innerPaths.count
+                inner[initialized] = innerPaths.count
+                innerPaths.append(set)
+              }
+            }
           } else {
             complete = false
           }
@@ -263,7 +301,9 @@ final class ListEncoding {
         ends.append(json.count)
       }
     }
-    if complete { wholeJSON[path] = ElementJSON(elements: elements, ends: ends, json: json) }
+    if complete {
+      wholeJSON[path] = ElementJSON(elements: elements, ends: ends, json: json, inner: inner, innerPaths: innerPaths)
+    }
   }
 
   /// Writes `changes` from `previous`, the list at the coding path of length `depth`.
@@ -390,9 +430,13 @@ final class ElementJSON<Element: Identifiable> {
   let elements: [Element]
   let ends: [Int]
   let json: [UInt8]
+  /// Per element, an index into `innerPaths`: the paths in `"l"` of the lists inside it, after its own path; empty if
+  /// no element holds a list.
+  let inner: [Int]
+  let innerPaths: [[[UInt8]]]
 
-  init(elements: [Element], ends: [Int], json: [UInt8]) {
-    (self.elements, self.ends, self.json) = (elements, ends, json)
+  init(elements: [Element], ends: [Int], json: [UInt8], inner: [Int], innerPaths: [[[UInt8]]]) {
+    (self.elements, self.ends, self.json, self.inner, self.innerPaths) = (elements, ends, json, inner, innerPaths)
   }
 }
 

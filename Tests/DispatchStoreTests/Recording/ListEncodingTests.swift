@@ -91,4 +91,50 @@ struct ListEncodingTests {
     #expect(written != nil)
     #expect(written == (try Self.whole(rows, with: ListEncoding())))
   }
+
+  struct Section: Identifiable, Encodable, Equatable {
+    let id: Int
+    var rows: IdentifiedList<Row>
+  }
+
+  struct Outline: Encodable {
+    var sections: IdentifiedList<Section>
+  }
+
+  /// The outline written whole by `lists`, and the paths of the forms it wrote (what `"l"` lists).
+  static func whole(_ sections: IdentifiedList<Section>, with lists: ListEncoding) throws -> ([UInt8], [[UInt8]]) {
+    let encoder = JSONStreamEncoder()
+    lists.begin(base: .none)
+    encoder.lists = lists
+    var bytes: [UInt8] = []
+    try encoder.encodeDirectly(Outline(sections: sections), into: &bytes)
+    return (bytes, lists.paths)
+  }
+
+  /// Sections holding rows: a section copied from the last whole write adds the paths of its rows' forms at its new
+  /// position, the bytes and paths of encoding every section.
+  @Test func elementsHoldingListsWrittenWholeAgainListTheirFormsAtTheirNewPositions() throws {
+    let kept = ListEncoding()
+    var sections = IdentifiedList(
+      (0..<40).map { section in
+        Section(
+          id: section, rows: IdentifiedList((0..<(section % 4)).map { Row(id: $0, title: Self.title($0)) }))
+      })
+    #expect(try Self.whole(sections, with: kept) == Self.whole(sections, with: ListEncoding()))
+    var generator = SystemRandomNumberGenerator()
+    for round in 0..<20 {
+      for offset in 0..<3 {
+        let id = sections[Int.random(in: 0..<sections.count, using: &generator)].id
+        sections[id: id]?.rows.append(Row(id: 100 + round * 3 + offset, title: Self.title(round)))
+      }
+      sections.remove(at: Int.random(in: 0..<sections.count, using: &generator))
+      sections.insert(
+        Section(id: 1_000 + round, rows: [Row(id: 1, title: Self.title(1))]),
+        at: Int.random(in: 0...sections.count, using: &generator))
+      sections.swapAt(0, sections.count - 1)
+      let written = try Self.whole(sections, with: kept)
+      #expect(written == (try Self.whole(sections, with: ListEncoding())), "round \(round)")
+      #expect(written.1.count == sections.count + 1)
+    }
+  }
 }
