@@ -896,7 +896,7 @@ struct AllOrNothingTests {
     let recorder = RecorderMiddleware(maxNumberOfRecords: 1_000_000)
     app.dispatcher.register(middleware: recorder)
     // Models grow with the steps, and each record holds one: the session's size grows with the square of the steps.
-    let steps = isSanitized ? 40 : 80
+    let steps = isSanitized ? 25 : 60
     let outcomes = Locked<[Int: (stores: Set<Int>, succeeded: Bool)]>([:])
     await onThreads(8) { thread in
       var seed = UInt64(thread + 1) &* 0x9E37_79B9_7F4A_7C15

@@ -201,7 +201,7 @@ struct TimeTravelTests {
     }
   }
 
-  /// Eight threads dispatch while another undoes, redoes and jumps 600 times (150 under a sanitizer): afterwards
+  /// Eight threads dispatch while another undoes, redoes and jumps 400 times (100 under a sanitizer): afterwards
   /// every store is at the cursor's models, and the saved history verifies, in every mode, with stores that reduce
   /// in place and with operation stores whose change comes within their start or after it, on another thread
   /// (issue 25, point 2).
@@ -252,7 +252,7 @@ struct TimeTravelTests {
       }
       group.enter()
       Thread {
-        for step in 0..<(isSanitized ? 150 : 600) {
+        for step in 0..<(isSanitized ? 100 : 400) {
           let done: Record?? =
             switch step % 4 {
             case 0: try? app.recorder.undo()
@@ -269,7 +269,7 @@ struct TimeTravelTests {
       }.start()
       group.notify(queue: .global()) { done.resume() }
     }
-    #expect(moved.withLock { $0 } > (isSanitized ? 75 : 300))
+    #expect(moved.withLock { $0 } > (isSanitized ? 50 : 200))
     let cursor = app.recorder.cursor
     let records = app.recorder.records
     for store in app.stores {
