@@ -369,15 +369,20 @@ extension ElementTrie where Element: Equatable {
     let index = Self.slot(childMap, bit)
     Self.makeUnique(&children[index])
     let removed = children[index].remove(id, hash: hash, shift: shift + Self.bitsPerLevel)
-    if children[index].isSingleItem {
-      let item = children[index].items[0]
-      children.remove(at: index)
-      childMap ^= bit
-      ownItems()
-      itemMap |= bit
-      items.insert(item, at: Self.slot(itemMap, bit))
-    }
+    pullUpSingleItemChild(at: index, bit: bit)
     return removed
+  }
+
+  /// Makes the element of the child at `index` (under `bit`) an item of this node if the child holds nothing else,
+  /// so that a trie's shape depends only on what it holds.
+  @inlinable func pullUpSingleItemChild(at index: Int, bit: UInt32) {
+    guard children[index].isSingleItem else { return }
+    let item = children[index].items[0]
+    children.remove(at: index)
+    childMap ^= bit
+    ownItems()
+    itemMap |= bit
+    items.insert(item, at: Self.slot(itemMap, bit))
   }
 
   /// Removes the slot of the element ``ElementTrie/takeItem(_:)`` took, below this node, which the caller holds
@@ -390,14 +395,7 @@ extension ElementTrie where Element: Equatable {
     }
     let index = Self.slot(childMap, bit)
     children[index].dropTaken(hash: hash, shift: shift + Self.bitsPerLevel)
-    if children[index].isSingleItem {
-      let item = children[index].items[0]
-      children.remove(at: index)
-      childMap ^= bit
-      ownItems()
-      itemMap |= bit
-      items.insert(item, at: Self.slot(itemMap, bit))
-    }
+    pullUpSingleItemChild(at: index, bit: bit)
   }
 
   /// Calls `body` with every element, in no particular order.

@@ -164,7 +164,7 @@ final class ListEncoding {
     if scopes.isEmpty {
       previous = base.lists[path] as? IdentifiedList<Element>
     } else {
-      previous = try replacedList(at: codingPath) as? IdentifiedList<Element>
+      previous = try scopes.replacedList(at: codingPath, finder: self) as? IdentifiedList<Element>
     }
     var container = encoder.container(keyedBy: ListFormKey.self)
     if let previous {
@@ -192,18 +192,6 @@ final class ListEncoding {
     scopes.append(scope)
     defer { scopes.removeLast() }
     return try body()
-  }
-
-  /// The list at `codingPath` in the element the innermost scope's element replaces, if there is one.
-  private func replacedList(at codingPath: [any CodingKey]) throws -> Any? {
-    let innermost = scopes.count - 1
-    // Not through an array inside the element: a `Set`, or a `Dictionary` whose keys are not strings or integers,
-    // encodes in its hash order, which the element a reader decodes need not share. Such a list is written whole.
-    guard !ListPath.hasIndex(codingPath, dropping: scopes[innermost].depth) else { return nil }
-    if scopes[innermost].lists == nil {
-      scopes[innermost].lists = try scopes[innermost].replaced?.lists(finder: self) ?? [:]
-    }
-    return scopes[innermost].lists?[ListPath.json(codingPath, dropping: scopes[innermost].depth)]
   }
 
   /// Writes the elements of `list` into `all`, then keeps their JSON for the next time a list is written whole at
@@ -398,6 +386,21 @@ struct ElementScope {
   }
 }
 
+extension [ElementScope] {
+  /// The list at `codingPath` in the element the innermost scope's element replaces, if there is one; `finder` finds
+  /// that element's lists on first use.
+  mutating func replacedList(at codingPath: [any CodingKey], finder: ListEncoding) throws -> Any? {
+    let innermost = count - 1
+    // Not through an array inside the element: a `Set`, or a `Dictionary` whose keys are not strings or integers,
+    // encodes in its hash order, which the element a reader decodes need not share. Such a list is written whole.
+    guard !ListPath.hasIndex(codingPath, dropping: self[innermost].depth) else { return nil }
+    if self[innermost].lists == nil {
+      self[innermost].lists = try self[innermost].replaced?.lists(finder: finder) ?? [:]
+    }
+    return self[innermost].lists?[ListPath.json(codingPath, dropping: self[innermost].depth)]
+  }
+}
+
 /// The element a changed element replaces: the lists inside the changed one are the changes from its lists.
 protocol ReplacedLists {
   /// The lists in the element that are not inside another list, by their coding paths from it.
@@ -545,7 +548,7 @@ final class ListDecoding: @unchecked Sendable {
       let previous =
         scopes.isEmpty
         ? base.lists[path] as? IdentifiedList<Element>
-        : try replacedList(at: decoder.codingPath) as? IdentifiedList<Element>
+        : try scopes.replacedList(at: decoder.codingPath, finder: finder) as? IdentifiedList<Element>
       guard let previous else {
         throw DecodingError.dataCorruptedError(
           forKey: ListFormKey.set, in: container,
@@ -572,18 +575,6 @@ final class ListDecoding: @unchecked Sendable {
     scopes.append(scope)
     defer { scopes.removeLast() }
     return try body()
-  }
-
-  /// The list at `codingPath` in the element the innermost scope's element replaces, if there is one.
-  private func replacedList(at codingPath: [any CodingKey]) throws -> Any? {
-    let innermost = scopes.count - 1
-    // Not through an array inside the element: a `Set`, or a `Dictionary` whose keys are not strings or integers,
-    // encodes in its hash order, which the element a reader decodes need not share. Such a list is written whole.
-    guard !ListPath.hasIndex(codingPath, dropping: scopes[innermost].depth) else { return nil }
-    if scopes[innermost].lists == nil {
-      scopes[innermost].lists = try scopes[innermost].replaced?.lists(finder: finder) ?? [:]
-    }
-    return scopes[innermost].lists?[ListPath.json(codingPath, dropping: scopes[innermost].depth)]
   }
 
   /// The changes in `container` from `previous`, the list at the coding path of length `depth`.
