@@ -199,28 +199,7 @@ def with_list_forms(lines):
             out.append(text)
             continue
         items = value["m"]["items"]
-        if previous is None:
-            form = {"~ids": [i["id"] for i in items], "~all": items}
-        else:
-            old = {key(i["id"]): i for i in previous[1]}
-            new = {key(i["id"]): i for i in items}
-            form = {}
-            updated = sorted((k, i) for k, i in new.items() if old.get(k) != i)
-            if updated:
-                form["~set"] = [[i["id"], i] for _, i in updated]
-            removed = sorted(k for k in old if k not in new)
-            if removed:
-                form["~remove"] = [json.loads(k) for k in removed]
-            before, after = [key(i["id"]) for i in previous[1]], [key(i["id"]) for i in items]
-            if before != after:
-                start = 0
-                while start < min(len(before), len(after)) and before[start] == after[start]:
-                    start += 1
-                end = 0
-                while end < min(len(before), len(after)) - start and before[-1 - end] == after[-1 - end]:
-                    end += 1
-                form["~order"] = [[start, len(before) - start - end,
-                                   [json.loads(k) for k in after[start:len(after) - end]]]]
+        form = list_form(items, previous[1] if previous else None, ("items",), ["items"], [])
         head = '{"k":"r","i":%d,"t":%d,"s":"todos"' % (value["i"], value["t"])
         if previous is not None:
             head += ',"z":%d' % previous[0]
