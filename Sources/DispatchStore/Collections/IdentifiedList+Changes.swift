@@ -104,6 +104,10 @@ extension ElementNode {
       differences(from: old.allItems(), to: new.allItems(), same: same, into: &changes)
       return
     }
+    if old.itemMap == new.itemMap && old.childMap == new.childMap {
+      sameShapeDifferences(from: old, to: new, shift: shift, same: same, into: &changes)
+      return
+    }
     let bits = old.itemMap | old.childMap | new.itemMap | new.childMap
     var remaining = bits
     // No optionals of elements here: in code not specialised for the element type, each one looks up its type.
@@ -145,6 +149,46 @@ extension ElementNode {
       } else {
         changes.updated.append(new.items[slot(new.itemMap, bit)])
       }
+    }
+  }
+
+  /// ``differences(from:to:shift:same:into:)`` for two nodes with the same maps, compared where they are stored.
+  ///
+  /// The common case: a node copied for a change below it, or of one of its elements. Nothing is copied to compare:
+  /// unspecialised, each copy of an element or a node is a call through its type's witnesses.
+  private static func sameShapeDifferences(
+    from old: ElementNode, to new: ElementNode, shift: Int,
+    same: (UnsafePointer<Element>, UnsafePointer<Element>) -> Bool,
+    into changes: inout ListChanges<Element>
+  ) {
+    // Items: none to compare if the two nodes share their buffer (a node copied for a change below it).
+    old.items.withUnsafeBufferPointer { before in
+      new.items.withUnsafeBufferPointer { after in
+        guard let before = before.baseAddress, let after = after.baseAddress, before != after else { return }
+        for slot in 0..<new.items.count {
+          if (before + slot).pointee.id == (after + slot).pointee.id {
+            if !same(before + slot, after + slot) { changes.updated.append((after + slot).pointee) }
+          } else {
+            changes.removed.append((before + slot).pointee.id)
+            changes.updated.append((after + slot).pointee)
+          }
+        }
+      }
+    }
+    // Children: the slots whose nodes differ, found without retaining one, then visited.
+    let differing = old.children.withUnsafeBufferPointer { before in
+      new.children.withUnsafeBufferPointer { after in
+        var mask: UInt32 = 0
+        for slot in 0..<after.count where before[slot] !== after[slot] { mask |= 1 << UInt32(slot) }
+        return mask
+      }
+    }
+    var remaining = differing
+    while remaining != 0 {
+      let slot = remaining.trailingZeroBitCount
+      remaining &= remaining &- 1
+      differences(
+        from: old.children[slot], to: new.children[slot], shift: shift + bitsPerLevel, same: same, into: &changes)
     }
   }
 

@@ -1,3 +1,5 @@
+import Foundation
+
 /// An ordered collection of identified elements, each id at most once, whose copies share what they did not change:
 /// the way to hold a large collection in a model.
 ///
@@ -196,6 +198,23 @@ extension IdentifiedList: RandomAccessCollection, MutableCollection {
     let (firstID, secondID) = (order[first], order[second])
     order.replace(at: first, with: secondID)
     order.replace(at: second, with: firstID)
+  }
+
+  /// Moves the elements at `source` to `destination`, keeping their order, as SwiftUI's `onMove` reports a drag.
+  ///
+  /// Only the order changes, not the elements: a recorded session's record of a move holds the order's change alone.
+  ///
+  /// - Parameters:
+  ///   - source: The positions of the elements to move.
+  ///   - destination: The position, in the list before the move, that the elements go before (`count` for the end).
+  @inlinable public mutating func move(fromOffsets source: IndexSet, toOffset destination: Int) {
+    precondition(destination >= 0 && destination <= count, "IdentifiedList: destination out of range")
+    guard let first = source.first, let last = source.last else { return }
+    precondition(first >= 0 && last < count, "IdentifiedList: index out of range")
+    let ids = source.map { order[$0] }
+    for position in source.reversed() { _ = order.remove(at: position) }
+    let target = destination - source.count(in: 0..<destination)
+    for (offset, id) in ids.enumerated() { order.insert(id, at: target + offset) }
   }
 
   /// Sorts the list in place; like `Array`'s, the sort is not promised to be stable.

@@ -378,12 +378,24 @@ extension JSONStreamEncoder {
     return bytes[(separated ? start + 1 : start)...]
   }
 
-  /// Writes `json`, the JSON this encoder wrote for an element before (``encodeElement(_:into:)``), as the next
-  /// element of `container`, an unkeyed container of this encoder.
-  func appendElementJSON(_ json: ArraySlice<UInt8>, to container: inout any UnkeyedEncodingContainer) throws {
+  /// How many bytes the encoder has written.
+  var writtenCount: Int { bytes.count }
+
+  /// Whether the encoder followed every value so far: else what it wrote is not the value's JSON.
+  var isComplete: Bool { !unsupported }
+
+  /// The bytes written from `start` on.
+  func written(from start: Int) -> [UInt8] { Array(bytes[start...]) }
+
+  /// Writes `json`, the JSON this encoder wrote for `count` elements before (``encodeElement(_:into:)``), separated
+  /// by commas, as the next elements of `container`, an unkeyed container of this encoder.
+  func appendElementsJSON(
+    _ json: ArraySlice<UInt8>, count: Int, to container: inout any UnkeyedEncodingContainer
+  ) throws {
     guard let unkeyed = container as? UnkeyedContainer else { throw Unsupported() }
     try enter(unkeyed.depth, unkeyed.id)
     writeSeparator(at: unkeyed.depth)
+    frames[unkeyed.depth].count += count - 1
     bytes.append(contentsOf: json)
   }
 }

@@ -172,14 +172,23 @@ final class ListEncoding {
         list.changes(since: previous) { Self.sameBytes($0, $1) }, replacing: previous, depth: codingPath.count,
         to: &container)
     } else {
-      var ids = container.nestedUnkeyedContainer(forKey: .ids)
-      var order = list.order.makeIterator()
-      while let id = order.next() { try Self.encode(id, into: &ids) }
+      // `"~all"` first, in the order the encoder sorts keys in: the list's JSON is not moved when the object closes.
       var all = container.nestedUnkeyedContainer(forKey: .all)
+      let kept: ElementJSON<Element>?
       if scopes.isEmpty {
-        try writeWhole(list, at: path, depth: codingPath.count, to: &all, encoder: encoder)
+        kept = try writeWhole(list, at: path, depth: codingPath.count, to: &all, encoder: encoder)
       } else {
+        kept = nil
         for element in list { try within(ElementScope(depth: codingPath.count + 2)) { try all.encode(element) } }
+      }
+      var ids = container.nestedUnkeyedContainer(forKey: .ids)
+      if let kept, let json = kept.idsJSON, kept.keptOrder {
+        try encoder.appendElementsJSON(json[...], count: list.count, to: &ids)
+      } else {
+        let start = encoder.writtenCount
+        var order = list.order.makeIterator()
+        while let id = order.next() { try Self.encode(id, into: &ids) }
+        if let kept, encoder.isComplete { kept.idsJSON = encoder.written(from: start) }
       }
     }
     if scopes.isEmpty { written[path] = list }
@@ -197,39 +206,39 @@ final class ListEncoding {
   /// Writes the elements of `list` into `all`, then keeps their JSON for the next time a list is written whole at
   /// `path`.
   ///
-  /// An element found at the same place in the list last written whole there (or one or two places on: elements
-  /// removed since), with the same stored bytes (``sameBytes(_:_:)``: the same value, so the same JSON), is written
-  /// by copying its JSON; the others are encoded.
+  /// If the list has the ids, in the same order, of the list last written whole there, the elements that changed
+  /// since (``IdentifiedList/changes(since:same:)``) are encoded and the runs between them copied
+  /// (``writeWholeKeepingOrder(_:known:depth:to:encoder:)``). Otherwise an element found at the same place in that
+  /// list (or one or two places on: elements removed since), with the same stored bytes (``sameBytes(_:_:)``: the same
+  /// value, so the same JSON), is written by copying its JSON; the others are encoded.
   ///
   /// The lists inside an element are in their forms, whole, and their paths go into `"l"`: an element copied adds the
   /// paths its JSON holds, at its new position.
+  /// - Returns: The JSON kept for the next time, if any: its ids' JSON is for the caller to keep.
   private func writeWhole<Element: Identifiable & Encodable>(
     _ list: IdentifiedList<Element>, at path: [UInt8], depth: Int, to all: inout any UnkeyedEncodingContainer,
     encoder: JSONStreamEncoder
-  ) throws {
+  ) throws -> ElementJSON<Element>? {
     let known = wholeJSON[path] as? ElementJSON<Element>
     // Dropped first: a write that fails keeps none, rather than the JSON of a list half written.
     wholeJSON[path] = nil
-    guard !list.isEmpty else { return }
-    var json: [UInt8] = []
-    json.reserveCapacity(known?.json.count ?? 0)
-    var ends: [Int] = []
-    ends.reserveCapacity(list.count)
-    var complete = true
-    var cursor = 0
-    // The paths in `"l"` of the lists inside each element, after the element's own path (`,"rows"]`): an index into
-    // `innerPaths` per element (0: none), kept once per set of paths. Empty while no element holds a list.
-    var inner: [Int] = []
-    var innerPaths: [[[UInt8]]] = [[]]
-    var innerIndex: [[[UInt8]]: Int] = [:]
-    // The path of the element at `position`, without its closing bracket: `["items","~all",position`.
-    func elementPath(_ position: Int) -> [UInt8] {
-      var bytes = Array(path.dropLast())
-      if bytes.count > 1 { bytes.append(UInt8(ascii: ",")) }
-      bytes.append(contentsOf: #""~all","#.utf8)
-      JSONText.append(position, to: &bytes)
-      return bytes
+    guard !list.isEmpty else { return nil }
+    var whole = WholeJSON<Element>(path: path, count: list.count)
+    if let known, known.inner.isEmpty,
+      let positions = Self.positions(of: list, in: known)
+    {
+      try writeWholeKeepingOrder(
+        list, known: known, positions: positions, depth: depth, to: &all, into: &whole, encoder: encoder)
+      guard whole.complete else { return nil }
+      let kept = ElementJSON(
+        list: list, elements: whole.elements, ends: whole.ends, json: whole.json, inner: whole.inner,
+        innerPaths: whole.innerPaths, positions: known.positions)
+      (kept.idsJSON, kept.keptOrder) = (known.idsJSON, true)
+      wholeJSON[path] = kept
+      return kept
     }
+    whole.json.reserveCapacity(known?.json.count ?? 0)
+    var cursor = 0
     // Made at its size: appending, in code not specialised for the element type, looks up the array's type for each
     // element.
     let elements = try [Element](unsafeUninitializedCapacity: list.count) { buffer, initialized in
@@ -243,54 +252,100 @@ final class ListEncoding {
               withUnsafePointer(to: element) { Self.sameBytes(stored.baseAddress! + candidate, $0) }
             }
             guard unchanged else { break }
-            let bytes = known.json[(candidate == 0 ? 0 : known.ends[candidate - 1])..<known.ends[candidate]]
-            try encoder.appendElementJSON(bytes, to: &all)
-            json.append(contentsOf: bytes)
+            let bytes = known.json[known.start(candidate)..<known.ends[candidate]]
+            try encoder.appendElementsJSON(bytes, count: 1, to: &all)
+            let position = whole.ends.count
+            whole.append(bytes)
             if !known.inner.isEmpty, known.inner[candidate] != 0 {
-              let own = elementPath(initialized)
-              for rest in known.innerPaths[known.inner[candidate]] { paths.append(own + rest) }
-              if inner.isEmpty { inner = Array(repeating: 0, count: list.count) }
               let set = known.innerPaths[known.inner[candidate]]
-              if let index = innerIndex[set] {
-                inner[initialized] = index
-              } else {
-                innerIndex[set] = innerPaths.count
-                inner[initialized] = innerPaths.count
-                innerPaths.append(set)
-              }
+              let own = whole.elementPath(position)
+              for rest in set { paths.append(own + rest) }
+              whole.noteInner(set, at: position)
             }
             copied = true
             break
           }
         }
-        if !copied {
-          let forms = paths.count
-          if let bytes = try within(ElementScope(depth: depth + 2), { try encoder.encodeElement(element, into: &all) })
-          {
-            json.append(contentsOf: bytes)
-            if paths.count > forms {
-              let own = elementPath(initialized)
-              let set = paths[forms...].map { Array($0.dropFirst(own.count)) }
-              if inner.isEmpty { inner = Array(repeating: 0, count: list.count) }
-              if let index = innerIndex[set] {
-                inner[initialized] = index
-              } else {
-                innerIndex[set] = innerPaths.count
-                inner[initialized] = innerPaths.count
-                innerPaths.append(set)
-              }
-            }
-          } else {
-            complete = false
-          }
-        }
+        if !copied { try writeElement(element, depth: depth, to: &all, into: &whole, encoder: encoder) }
         (buffer.baseAddress! + initialized).initialize(to: element)
         initialized += 1
-        ends.append(json.count)
       }
     }
-    if complete {
-      wholeJSON[path] = ElementJSON(elements: elements, ends: ends, json: json, inner: inner, innerPaths: innerPaths)
+    whole.elements = elements
+    guard whole.complete else { return nil }
+    let kept = ElementJSON(
+      list: list, elements: whole.elements, ends: whole.ends, json: whole.json, inner: whole.inner,
+      innerPaths: whole.innerPaths, positions: nil)
+    wholeJSON[path] = kept
+    return kept
+  }
+
+  /// The elements of `list` that changed since `known`'s list, with their positions, by position; `nil` unless `list`
+  /// has the ids of that list in the same order.
+  private static func positions<Element: Identifiable & Encodable>(
+    of list: IdentifiedList<Element>, in known: ElementJSON<Element>
+  ) -> (changed: [Element], order: [(position: Int, index: Int)])? {
+    let changes = list.changes(since: known.list) { sameBytes($0, $1) }
+    guard changes.splices.isEmpty, changes.removed.isEmpty, list.count == known.elements.count else { return nil }
+    // Positions and indices sorted, not the elements: a sort of elements, unspecialised, copies them through their
+    // type's witnesses.
+    var order: [(position: Int, index: Int)] = []
+    order.reserveCapacity(changes.updated.count)
+    for index in changes.updated.indices {
+      // The order is the same, so every id updated was there: an id added would have changed the order.
+      guard let position = known.position(of: changes.updated[index].id) else { return nil }
+      order.append((position, index))
+    }
+    order.sort { $0.position < $1.position }
+    return (changes.updated, order)
+  }
+
+  /// Writes a list with the ids and order of `known`'s: the elements at `changed` encoded, the runs of elements
+  /// between them copied from `known`'s JSON, each run at once.
+  private func writeWholeKeepingOrder<Element: Identifiable & Encodable>(
+    _ list: IdentifiedList<Element>, known: ElementJSON<Element>,
+    positions changed: (changed: [Element], order: [(position: Int, index: Int)]), depth: Int,
+    to all: inout any UnkeyedEncodingContainer, into whole: inout WholeJSON<Element>, encoder: JSONStreamEncoder
+  ) throws {
+    whole.json.reserveCapacity(known.json.count + 64)
+    whole.elements = known.elements
+    var cursor = 0
+    func copy(upTo end: Int) throws {
+      guard end > cursor else { return }
+      let (from, to) = (known.start(cursor), known.ends[end - 1])
+      try encoder.appendElementsJSON(known.json[from..<to], count: end - cursor, to: &all)
+      if !whole.json.isEmpty { whole.json.append(UInt8(ascii: ",")) }
+      let shift = whole.json.count - from
+      whole.json.append(contentsOf: known.json[from..<to])
+      for index in cursor..<end { whole.ends.append(known.ends[index] + shift) }
+      cursor = end
+    }
+    for (position, index) in changed.order {
+      try copy(upTo: position)
+      try writeElement(changed.changed[index], depth: depth, to: &all, into: &whole, encoder: encoder)
+      whole.elements[position] = changed.changed[index]
+      cursor = position + 1
+    }
+    try copy(upTo: list.count)
+  }
+
+  /// Encodes `element` as the next element of a list written whole, noting the paths of the lists inside it.
+  private func writeElement<Element: Identifiable & Encodable>(
+    _ element: Element, depth: Int, to all: inout any UnkeyedEncodingContainer, into whole: inout WholeJSON<Element>,
+    encoder: JSONStreamEncoder
+  ) throws {
+    let forms = paths.count
+    let position = whole.ends.count
+    guard let bytes = try within(ElementScope(depth: depth + 2), { try encoder.encodeElement(element, into: &all) })
+    else {
+      whole.complete = false
+      whole.append([])
+      return
+    }
+    whole.append(bytes)
+    if paths.count > forms {
+      let own = whole.elementPath(position)
+      whole.noteInner(paths[forms...].map { Array($0.dropFirst(own.count)) }, at: position)
     }
   }
 
@@ -427,9 +482,11 @@ struct ReplacedElement<Element: Identifiable>: ReplacedLists {
   }
 }
 
-/// The elements of a list written whole, in order, and the JSON written for each, one after another
-/// (``ListEncoding``): element `i`'s JSON ends at `ends[i]`.
+/// The elements of a list written whole, in order, and the JSON written for each (``ListEncoding``): the JSON of
+/// the elements one after another, separated by commas, element `i`'s ending at `ends[i]`.
 final class ElementJSON<Element: Identifiable> {
+  /// The list written.
+  let list: IdentifiedList<Element>
   let elements: [Element]
   let ends: [Int]
   let json: [UInt8]
@@ -437,9 +494,79 @@ final class ElementJSON<Element: Identifiable> {
   /// no element holds a list.
   let inner: [Int]
   let innerPaths: [[[UInt8]]]
+  /// Each id's position, made on first use; handed on to the next list written whole in the same order.
+  private(set) var positions: [Element.ID: Int]?
+  /// The JSON of the list's ids, separated by commas; whether the list has the ids, in the same order, of the list
+  /// written whole before it at its path (whose ids' JSON it then has).
+  var idsJSON: [UInt8]?
+  var keptOrder = false
 
-  init(elements: [Element], ends: [Int], json: [UInt8], inner: [Int], innerPaths: [[[UInt8]]]) {
-    (self.elements, self.ends, self.json, self.inner, self.innerPaths) = (elements, ends, json, inner, innerPaths)
+  init(
+    list: IdentifiedList<Element>, elements: [Element], ends: [Int], json: [UInt8], inner: [Int],
+    innerPaths: [[[UInt8]]], positions: [Element.ID: Int]?
+  ) {
+    (self.list, self.elements, self.ends, self.json) = (list, elements, ends, json)
+    (self.inner, self.innerPaths, self.positions) = (inner, innerPaths, positions)
+  }
+
+  /// Where the JSON of element `index` starts.
+  func start(_ index: Int) -> Int { index == 0 ? 0 : ends[index - 1] + 1 }
+
+  /// The position of the element with `id`.
+  func position(of id: Element.ID) -> Int? {
+    if positions == nil {
+      var made = [Element.ID: Int](minimumCapacity: elements.count)
+      for index in elements.indices { made[elements[index].id] = index }
+      positions = made
+    }
+    return positions?[id]
+  }
+}
+
+/// A list's JSON while ``ListEncoding`` writes it whole: the next ``ElementJSON`` of its path.
+struct WholeJSON<Element: Identifiable> {
+  let path: [UInt8]
+  let count: Int
+  var elements: [Element] = []
+  var ends: [Int] = []
+  var json: [UInt8] = []
+  var inner: [Int] = []
+  var innerPaths: [[[UInt8]]] = [[]]
+  var innerIndex: [[[UInt8]]: Int] = [:]
+  /// Whether every element was encoded by the session's encoder: only then is the JSON kept.
+  var complete = true
+
+  init(path: [UInt8], count: Int) {
+    (self.path, self.count) = (path, count)
+    ends.reserveCapacity(count)
+  }
+
+  /// Adds the JSON of the next element.
+  mutating func append(_ bytes: some Collection<UInt8>) {
+    if !ends.isEmpty { json.append(UInt8(ascii: ",")) }
+    json.append(contentsOf: bytes)
+    ends.append(json.count)
+  }
+
+  /// Notes that the element at `position` holds lists, at `set` after its own path.
+  mutating func noteInner(_ set: [[UInt8]], at position: Int) {
+    if inner.isEmpty { inner = Array(repeating: 0, count: count) }
+    if let index = innerIndex[set] {
+      inner[position] = index
+    } else {
+      innerIndex[set] = innerPaths.count
+      inner[position] = innerPaths.count
+      innerPaths.append(set)
+    }
+  }
+
+  /// The path of the element at `position`, without its closing bracket: `["items","~all",position`.
+  func elementPath(_ position: Int) -> [UInt8] {
+    var bytes = Array(path.dropLast())
+    if bytes.count > 1 { bytes.append(UInt8(ascii: ",")) }
+    bytes.append(contentsOf: #""~all","#.utf8)
+    JSONText.append(position, to: &bytes)
+    return bytes
   }
 }
 

@@ -347,10 +347,12 @@ public struct Session: Sendable {
     if !index.redactions.isEmpty { steps.removeAll { index.redactions[$0.store] != nil } }
     playback = EffectPlayback(effects: try effects())
     var lastOfDispatch: [TransactionID: Int] = [:]
+    lastOfDispatch.reserveCapacity(steps.count)
     for step in steps { lastOfDispatch[step.dispatchID] = step.index }
     // An operation's records filed at its changes share its transaction: re-run at the first, and compared with the
     // last (`final`, by offset in `steps`); the others are not dispatched again.
     var firstOfTransaction: [TransactionID: Int] = [:]
+    firstOfTransaction.reserveCapacity(steps.count)
     var final = Array(steps.indices)
     var continues = [Bool](repeating: false, count: steps.count)
     for (offset, step) in steps.enumerated() {
@@ -552,12 +554,34 @@ public struct Session: Sendable {
           cancelled: record.wasCancelled, rollback: record.isRollback, modelBytes: nil, record: record)
       }
     }
+    let lines = index.records
+    // Reading the lines, decoding their actions, is a large share of verifying a long session: the two halves of one
+    // are read at once, on two threads. The first error in the file's order is the one thrown.
+    let parts = lines.count >= 4_096 && ProcessInfo.processInfo.activeProcessorCount > 1 ? 2 : 1
+    guard parts > 1 else { return try verifySteps(lines[...]) }
+    let results = LockedValue<[Result<[VerifyStep], SessionError>?]>(Array(repeating: nil, count: parts))
+    DispatchQueue.concurrentPerform(iterations: parts) { part in
+      let range = (lines.count * part / parts)..<(lines.count * (part + 1) / parts)
+      let result = Result { () throws(SessionError) in try verifySteps(lines[range]) }
+      results.withLock { $0[part] = result }
+    }
+    var steps: [VerifyStep] = []
+    steps.reserveCapacity(lines.count)
+    for result in results.withLock({ $0 }) {
+      guard let result else { preconditionFailure("concurrentPerform returned before running every part") }
+      steps.append(contentsOf: try result.get())
+    }
+    return steps
+  }
+
+  /// The steps of `lines`, in order (``verifySteps()``).
+  private func verifySteps(_ lines: ArraySlice<SessionIndex.RecordLine>) throws(SessionError) -> [VerifyStep] {
     let decoder = JSONDecoder()
     // Sessions repeat actions (the same tap, the same tick): each distinct encoding is decoded once per store.
     var actions: [String: [Data: any ActionType]] = [:]
     var steps: [VerifyStep] = []
-    steps.reserveCapacity(index.records.count)
-    for line in index.records {
+    steps.reserveCapacity(lines.count)
+    for line in lines {
       let fields = index.data.withUnsafeBytes { RecordFields($0, range: line.line.range) }
       guard let fields, let actionRange = fields.action, let modelRange = fields.model,
         let transaction = index.data.withUnsafeBytes({ RecordFields.unsigned($0, fields.transaction) }),

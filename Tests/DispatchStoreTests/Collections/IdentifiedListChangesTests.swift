@@ -96,6 +96,24 @@ struct IdentifiedListChangesTests {
     #expect(list.changes(since: list, same: { $0.pointee == $1.pointee }).isEmpty)
   }
 
+  /// An element with padding between its fields (after `done`).
+  struct Padded: Identifiable {
+    let id: Int
+    var done: Bool
+    var title: String
+  }
+
+  /// A move changes the order only: no element is listed as updated, though copying one would not copy its padding.
+  @Test func aMoveChangesOnlyTheOrder() {
+    let old = IdentifiedList((0..<100).map { Padded(id: $0, done: $0 % 2 == 0, title: "a title of row \($0)") })
+    var new = old
+    new.move(fromOffsets: [3, 50, 51], toOffset: 90)
+    let changes = new.changes(since: old) { ListEncoding.sameBytes($0, $1) }
+    #expect(changes.updated.isEmpty)
+    #expect(changes.removed.isEmpty)
+    #expect(!changes.splices.isEmpty)
+  }
+
   @Test func changesThatDoNotFitThrowAndLeaveTheListAsItWas() {
     let list = IdentifiedList((0..<100).map { Item(id: $0, value: 0) })
     var other = list

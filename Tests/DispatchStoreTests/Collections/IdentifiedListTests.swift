@@ -389,6 +389,27 @@ struct IdentifiedListTests {
     #expect(Array(list) == Array(before))
   }
 
+  /// `move(fromOffsets:toOffset:)` leaves what removing the elements at the offsets and inserting them, in order,
+  /// before the destination's element leaves.
+  @Test func moveFromOffsetsMovesAsRemovingAndInsertingDoes() {
+    var random = SplitMix(seed: 11)
+    var reference = (0..<40).map { Item(id: $0, value: $0) }
+    var list = IdentifiedList(reference)
+    for round in 0..<200 {
+      var source = IndexSet()
+      for _ in 0..<Int.random(in: 0...4, using: &random) {
+        source.insert(Int.random(in: 0..<reference.count, using: &random))
+      }
+      let destination = round % 10 == 0 ? reference.count : Int.random(in: 0...reference.count, using: &random)
+      let moved = source.map { reference[$0] }
+      for position in source.reversed() { reference.remove(at: position) }
+      reference.insert(contentsOf: moved, at: destination - source.count(in: 0..<destination))
+      list.move(fromOffsets: source, toOffset: destination)
+      #expect(Array(list) == reference, "round \(round): \(Array(source)) to \(destination)")
+    }
+    for item in reference { #expect(list[id: item.id] == item) }
+  }
+
   @Test func reverseAndShuffleKeepEveryElementOnce() {
     var random = SplitMix(seed: 7)
     let items = (0..<500).map { Item(id: $0, value: $0) }

@@ -76,6 +76,35 @@ struct ListEncodingTests {
     }
   }
 
+  /// A list with the ids, in the same order, of the list last written whole encodes the elements changed since and
+  /// copies the rest, its ids included: the bytes of encoding every element, rounds that change the order between.
+  @Test func aListWrittenWholeInTheSameOrderIsWhatEncodingEveryElementWrites() throws {
+    let kept = ListEncoding()
+    var rows = IdentifiedList((0..<1_000).map { Row(id: $0, title: Self.title($0)) })
+    #expect(try Self.whole(rows, with: kept) == Self.whole(rows, with: ListEncoding()))
+    var generator = SystemRandomNumberGenerator()
+    for round in 0..<30 {
+      // Every fifth round changes the order; every third changes no value.
+      if round % 5 == 4 { rows.swapAt(0, rows.count - 1) }
+      if round % 3 != 0 {
+        for _ in 0..<20 {
+          let id = rows[Int.random(in: 0..<rows.count, using: &generator)].id
+          rows[id: id]?.done.toggle()
+        }
+        let id = rows[Int.random(in: 0..<rows.count, using: &generator)].id
+        rows[id: id]?.title = Self.title(id)
+      }
+      // The first and the last elements: no run of copied elements before or after them.
+      if round % 7 == 6 {
+        rows[0].done.toggle()
+        rows[rows.count - 1].done.toggle()
+      }
+      let written = try Self.whole(rows, with: kept)
+      #expect(written == (try Self.whole(rows, with: ListEncoding())), "round \(round)")
+      #expect(written != nil)
+    }
+  }
+
   /// A line the stream encoder refused (then encoded by `JSONEncoder`) leaves no JSON kept for the list: the next
   /// line writes what encoding every element writes.
   @Test func aRefusedLineKeepsNoElementJSON() throws {
@@ -109,6 +138,40 @@ struct ListEncodingTests {
     var bytes: [UInt8] = []
     try encoder.encodeDirectly(Outline(sections: sections), into: &bytes)
     return (bytes, lists.paths)
+  }
+
+  struct Tagged: Identifiable, Encodable {
+    let id: Int
+    var tags: IdentifiedList<Row>?
+  }
+
+  struct Board: Encodable {
+    var items: IdentifiedList<Tagged>
+  }
+
+  /// An element that gains a list in a list written whole in the same order lists that list's form in `"l"`, at its
+  /// position; the next whole write, with elements holding lists, copies them with their paths.
+  @Test func anElementThatGainsAListInTheSameOrderListsItsForm() throws {
+    func whole(_ items: IdentifiedList<Tagged>, with lists: ListEncoding) throws -> ([UInt8], [[UInt8]]) {
+      let encoder = JSONStreamEncoder()
+      lists.begin(base: .none)
+      encoder.lists = lists
+      var bytes: [UInt8] = []
+      try encoder.encodeDirectly(Board(items: items), into: &bytes)
+      return (bytes, lists.paths)
+    }
+    let kept = ListEncoding()
+    var items = IdentifiedList((0..<20).map { Tagged(id: $0, tags: nil) })
+    #expect(try whole(items, with: kept) == whole(items, with: ListEncoding()))
+    items[id: 7]?.tags = [Row(id: 1, title: Self.title(1))]
+    let gained = try whole(items, with: kept)
+    #expect(gained == (try whole(items, with: ListEncoding())))
+    #expect(gained.1.map { String(decoding: $0, as: UTF8.self) } == [#"["items","~all",7,"tags"]"#, #"["items"]"#])
+    items[id: 3]?.tags = []
+    items[id: 7]?.tags?.append(Row(id: 2, title: Self.title(2)))
+    #expect(try whole(items, with: kept) == whole(items, with: ListEncoding()))
+    items[id: 12]?.tags = [Row(id: 5, title: Self.title(5))]
+    #expect(try whole(items, with: kept) == whole(items, with: ListEncoding()))
   }
 
   /// Sections holding rows: a section copied from the last whole write adds the paths of its rows' forms at its new

@@ -183,6 +183,41 @@ struct SessionTests {
     }
   }
 
+  /// Verify reads a long session's lines in two parts at once: the unreadable line it names is still the first in
+  /// the file, whichever part finds one first.
+  @Test func verifyOfALongSessionNamesTheFirstUnreadableLine() throws {
+    let file = TemporaryFile()
+    func makeStore() -> Store<Counter, PickyAction> {
+      Store(identifier: "picky", model: Counter()) { (action: PickyAction, model) in model.count += action.amount }
+    }
+    var codecs = SessionCodecs()
+    codecs.register(storeIdentifier: "picky", model: Counter.self, action: PickyAction.self)
+    let dispatcher = Dispatcher()
+    try dispatcher.register(store: makeStore())
+    let recorder = RecorderMiddleware(maxNumberOfRecords: 10)
+    dispatcher.register(middleware: recorder)
+    try recorder.attach(appendingTo: file.url, codecs: codecs)
+    // Two amounts this app cannot read back: one in each half of the records.
+    for step in 0..<6_000 {
+      let amount = step == 1_000 ? 2_000_000 : step == 5_000 ? 3_000_000 : 1
+      try dispatcher.dispatchSync(action: PickyAction(amount: amount))
+    }
+    recorder.flush()
+    #expect(recorder.persistenceError == nil)
+    let firstBad = try #require(file.lines.firstIndex { $0.contains("2000000") }) + 1
+    let session = try Session.load(from: file.url, codecs: codecs)
+    #expect(session.recordCount == 6_000)
+    let verifying = Dispatcher()
+    try verifying.register(store: makeStore())
+    do {
+      try session.verify(against: verifying)
+      Issue.record("a session with an unreadable action must not verify")
+    } catch {
+      guard case .corruptLine(let line, _) = error else { throw error }
+      #expect(line == firstBad)
+    }
+  }
+
   @Test func aTenThousandActionSessionRoundTrips() async throws {
     // Two stores of different types; the models stay small so the file grows linearly.
     @Sendable func makeApp() throws -> (
@@ -305,6 +340,21 @@ final class ScoreReducer: Reducer<Score, ScoreAction>, @unchecked Sendable {
         $0.last = amount
       }
       operation.finish()
+    }
+  }
+}
+
+/// An action whose amounts from a million on this app cannot read (a newer app wrote them).
+struct PickyAction: ActionType, Codable {
+  let amount: Int
+
+  init(amount: Int) { self.amount = amount }
+
+  init(from decoder: any Decoder) throws {
+    let container = try decoder.container(keyedBy: CodingKeys.self)
+    amount = try container.decode(Int.self, forKey: .amount)
+    guard amount < 1_000_000 else {
+      throw DecodingError.dataCorruptedError(forKey: .amount, in: container, debugDescription: "too large")
     }
   }
 }

@@ -84,11 +84,78 @@ func recordRows(count: Int, items: Int) {
   precondition(recorder.records.count == min(count, 1_000), "the probe's recorder kept \(recorder.records.count)")
 }
 
+struct CodedRow: Identifiable, Codable, Sendable, Equatable {
+  let id: Int
+  var title: String
+  var done = false
+}
+
+struct CodedRows: ModelType, Codable {
+  var rows: IdentifiedList<CodedRow>
+}
+
+enum CodedRowsAction: ActionType, Codable {
+  case toggle(Int)
+}
+
+/// COUNT toggles of a store of `items` rows in an `IdentifiedList`, recorded to a file, then the session verified
+/// and restored in fresh stores: records per second and the restore's time (issue 27, point 3).
+func sessionRows(count: Int, items: Int) throws {
+  func makeStore() -> Store<CodedRows, CodedRowsAction> {
+    Store(
+      identifier: "rows",
+      model: CodedRows(rows: IdentifiedList((0..<items).map { CodedRow(id: $0, title: "Row \($0)") }))
+    ) { (action: CodedRowsAction, model) in
+      switch action {
+      case .toggle(let id): model.rows[id: id]?.done.toggle()
+      }
+    }
+  }
+  var codecs = SessionCodecs()
+  codecs.register(storeIdentifier: "rows", model: CodedRows.self, action: CodedRowsAction.self)
+  // With DISPATCHPROBE_SESSION naming a file, the session is recorded there once and read from there after, so that
+  // a profiler sees the reading alone.
+  let kept = ProcessInfo.processInfo.environment["DISPATCHPROBE_SESSION"].map { URL(fileURLWithPath: $0) }
+  let file = kept ?? FileManager.default.temporaryDirectory.appendingPathComponent("probe-rows-\(UUID()).jsonl")
+  defer { if kept == nil { try? FileManager.default.removeItem(at: file) } }
+  let dispatcher = Dispatcher()
+  let live = makeStore()
+  try dispatcher.register(store: live)
+  let toggles = (0..<count).map { CodedRowsAction.toggle(($0 * 7_919) % items) }
+  if kept == nil || !FileManager.default.fileExists(atPath: file.path) {
+    let recorder = RecorderMiddleware(maxNumberOfRecords: 1_000)
+    dispatcher.register(middleware: recorder)
+    try recorder.attach(appendingTo: file, codecs: codecs)
+    for toggle in toggles { try dispatcher.dispatchSync(action: toggle) }
+    recorder.flush()
+  } else {
+    for toggle in toggles { try dispatcher.dispatchSync(action: toggle) }
+  }
+  let loading = ContinuousClock.now
+  let session = try Session.load(from: file, codecs: codecs)
+  let loaded = ContinuousClock.now
+  let verifying = Dispatcher()
+  try verifying.register(store: makeStore())
+  try session.verify(against: verifying)
+  let verified = ContinuousClock.now
+  let restoring = Dispatcher()
+  let restored = makeStore()
+  try restoring.register(store: restored)
+  try session.restore(into: restoring)
+  let end = ContinuousClock.now
+  precondition(restored.model.rows == live.model.rows, "the restored rows differ from the recorded ones")
+  let seconds =
+    Double((verified - loaded).components.attoseconds) / 1e18 + Double((verified - loaded).components.seconds)
+  print(
+    "load: \(loaded - loading); verify: \(Int(Double(session.recordCount) / seconds)) records/s; restore: \(end - verified)"
+  )
+}
+
 let shapes = [
   "inplace", "op", "chain", "tokensinplace", "tokensop", "handle", "recorder",
   "recorderfile", "oprecorder", "oprecorderfile", "verify", "restore",
   "handle10", "allornothing", "allornothing10", "contended", "contendedallornothing",
-  "observedrows10", "observedrows10000", "recordedrows10", "recordedrows10000",
+  "observedrows10", "observedrows10000", "recordedrows10", "recordedrows10000", "sessionrows10", "sessionrows10000",
 ]
 let arguments = CommandLine.arguments
 guard arguments.count == 3, let count = Int(arguments[1]),
@@ -100,6 +167,10 @@ else {
 let shape = arguments[2]
 if shape.hasPrefix("observedrows") {
   observeRows(count: count, items: Int(shape.dropFirst("observedrows".count))!)
+  exit(0)
+}
+if shape.hasPrefix("sessionrows") {
+  try sessionRows(count: count, items: Int(shape.dropFirst("sessionrows".count))!)
   exit(0)
 }
 if shape.hasPrefix("recordedrows") {
