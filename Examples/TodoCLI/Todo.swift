@@ -2,13 +2,14 @@ import DispatchStore
 
 /// The whole state of the todo list.
 struct TodoList: ModelType, Codable, Equatable {
-  struct Item: Codable, Equatable {
-    var id: Int
+  struct Item: Identifiable, Codable, Equatable {
+    let id: Int
     var title: String
     var done = false
   }
 
-  var items: [Item] = []
+  /// An `IdentifiedList`: a record of a change to one item holds that item, however many there are.
+  var items: IdentifiedList<Item> = []
   var nextID = 1
 }
 
@@ -47,9 +48,9 @@ func makeTodoStore() -> Store<TodoList, TodoAction> {
       list.items.append(TodoList.Item(id: list.nextID, title: title))
       list.nextID += 1
     case .complete(let id):
-      guard let index = list.items.firstIndex(where: { $0.id == id }) else { throw TodoError.noSuchItem(id) }
-      guard !list.items[index].done else { throw TodoError.alreadyDone(id) }
-      list.items[index].done = true
+      guard let item = list.items[id: id] else { throw TodoError.noSuchItem(id) }
+      guard !item.done else { throw TodoError.alreadyDone(id) }
+      list.items[id: id]?.done = true
     }
   }
 }

@@ -333,6 +333,9 @@ public struct Session: Sendable {
   /// The stores whose models or actions the recorder's ``SessionPrivacy`` redacted cannot be checked: their records
   /// are neither re-run nor compared, and their identifiers are returned.
   ///
+  /// A session of 4,096 records or more is read on two threads: the error thrown is the first in the session's order
+  /// all the same.
+  ///
   /// > Important: This blocks until each dispatch finished; do not call it on the thread a mode needs
   /// > (the main run-loop thread for `.mainThread`). While it runs, every other dispatch on `dispatcher` is
   /// > absorbed as a follow-up: verify against a dispatcher of its own.
@@ -380,20 +383,8 @@ public struct Session: Sendable {
       dispatcher.replay.withLock { $0 = nil }
     }
     var stores: [String: any AnyStore] = [:]
-    // Models are compared as the writer encoded them: the re-run model encoded the same way, against the recorded
-    // bytes. Only when the bytes differ is the recorded model decoded and compared as a value.
-    let encoder = JSONStreamEncoder()
-    var encoded: [UInt8] = []
-    // Per store, the lists this run encoded for its last record compared: the next record's list changes are
-    // encoded against them, as the writer encoded them against the lists it had written.
-    var encodedLists: [String: (index: Int, lists: LineLists)] = [:]
-    var listEncodings: [String: ListEncoding] = [:]
-    func listEncoding(_ store: String, _ base: LineLists) -> ListEncoding {
-      let encoding = listEncodings[store] ?? ListEncoding()
-      listEncodings[store] = encoding
-      encoding.begin(base: base)
-      return encoding
-    }
+    // Models are compared as the writer encoded them (`ModelComparison`).
+    var comparison = ModelComparison(session: self)
     // Dispatches with a transaction that was not re-run: their recorded effects are not all asked for.
     var partial: Set<TransactionID> = []
     for (offset, step) in steps.enumerated() {
@@ -478,54 +469,14 @@ public struct Session: Sendable {
       default:
         break
       }
-      let actual = store.anyModel
-      guard let codec = codecs.codecs[step.store] else {
-        throw .unregisteredStore(index: step.index, storeIdentifier: step.store)
-      }
-      if let bytes = last.modelBytes {
-        // Lists in their session forms: the changes from the lists this run encoded for the line's base.
-        // One encoding per store for the whole run: it keeps the JSON of the elements of the lists it wrote whole.
-        let lists: ListEncoding?
-        if !last.hasListForms {
-          lists = nil
-        } else if let base = last.base {
-          lists = encodedLists[step.store].flatMap { $0.index == base ? listEncoding(step.store, $0.lists) : nil }
-        } else {
-          lists = listEncoding(step.store, .none)
-        }
-        encodedLists[step.store] = nil
-        if lists != nil || !last.hasListForms {
-          encoded.removeAll(keepingCapacity: true)
-          encoder.lists = lists
-          let written = (try? codec.encodeModel(step.store, actual, encoder, &encoded)) != nil
-          encoder.lists = nil
-          if written, let lists { encodedLists[step.store] = (last.index, LineLists(lists: lists.written)) }
-          if written, index.data.elementsEqual(encoded, in: bytes) { continue }
-        }
-      }
-      let recorded: Record
-      if let decoded = last.record {
-        recorded = decoded
-      } else {
-        recorded = try record(at: last.index)
-      }
-      guard !codec.modelsEqual(recorded.model, actual) else { continue }
-      var differences = JSONValue.differences(
-        expected: codec.modelTree(recorded.model), actual: codec.modelTree(actual))
-      if differences.isEmpty {
-        // Equal as JSON, unequal with `==`: the difference is in what the encoding leaves out.
-        differences = [FieldDifference(path: "", expected: "\(recorded.model)", actual: "\(actual)")]
-      }
-      throw .diverged(
-        index: last.index, dispatchID: step.dispatchID, storeIdentifier: step.store, action: "\(step.action)",
-        differences: differences)
+      try comparison.compare(store.anyModel, after: step, with: last)
     }
     return redactedStores
   }
 
   /// A record as ``verify(against:mode:)`` re-runs it: its action decoded, its model left as the bytes written
   /// (a version 2 or 3 file), or the whole record decoded (a version 1 file, or records decoded already).
-  private struct VerifyStep {
+  struct VerifyStep {
     let index: Int
     let dispatchID: TransactionID
     let transactionID: TransactionID

@@ -218,6 +218,64 @@ struct SessionTests {
     }
   }
 
+  /// A long session of 6,000 increments, recorded to `file` by a store of `PickyAction`s.
+  static func recordLongSession(to file: TemporaryFile) throws -> SessionCodecs {
+    var codecs = SessionCodecs()
+    codecs.register(storeIdentifier: "picky", model: Counter.self, action: PickyAction.self)
+    let dispatcher = Dispatcher()
+    try dispatcher.register(
+      store: Store(identifier: "picky", model: Counter()) { (action: PickyAction, model) in model.count += action.amount
+      })
+    let recorder = RecorderMiddleware(maxNumberOfRecords: 10)
+    dispatcher.register(middleware: recorder)
+    try recorder.attach(appendingTo: file.url, codecs: codecs)
+    for _ in 0..<6_000 { try dispatcher.dispatchSync(action: PickyAction(amount: 1)) }
+    recorder.flush()
+    #expect(recorder.persistenceError == nil)
+    return codecs
+  }
+
+  /// A long session (read on two threads) that diverges, then fails: the divergence, the first, is the one thrown.
+  @Test func verifyOfALongSessionThrowsItsFirstDivergenceBeforeALaterFailure() throws {
+    let file = TemporaryFile()
+    let session = try Session.load(from: file.url, codecs: Self.recordLongSession(to: file))
+    let verifying = Dispatcher()
+    try verifying.register(
+      store: Store(identifier: "picky", model: Counter()) { (action: PickyAction, model) in
+        // Record 3,000 adds two; from a count of 3,010 on, the reducer throws.
+        guard model.count < 3_010 else { throw TestFailure(reason: "past 3,010") }
+        model.count += model.count == 3_000 ? 2 : action.amount
+      })
+    do {
+      try session.verify(against: verifying)
+      Issue.record("a diverging session must throw")
+    } catch {
+      guard case .diverged(let index, _, let store, _, let differences) = error else { throw error }
+      #expect(index == 3_000)
+      #expect(store == "picky")
+      #expect(differences == [FieldDifference(path: "count", expected: "3001", actual: "3002")])
+    }
+  }
+
+  /// A long session whose re-run fails without diverging before: the failure is thrown.
+  @Test func verifyOfALongSessionThrowsALaterFailureWhenNothingDivergedBefore() throws {
+    let file = TemporaryFile()
+    let session = try Session.load(from: file.url, codecs: Self.recordLongSession(to: file))
+    let verifying = Dispatcher()
+    try verifying.register(
+      store: Store(identifier: "picky", model: Counter()) { (action: PickyAction, model) in
+        guard model.count < 4_000 else { throw TestFailure(reason: "past 4,000") }
+        model.count += action.amount
+      })
+    do {
+      try session.verify(against: verifying)
+      Issue.record("a failing re-run must throw")
+    } catch {
+      guard case .dispatchFailed(let index, _, _, _, _) = error else { throw error }
+      #expect(index == 4_000)
+    }
+  }
+
   @Test func aTenThousandActionSessionRoundTrips() async throws {
     // Two stores of different types; the models stay small so the file grows linearly.
     @Sendable func makeApp() throws -> (

@@ -1,0 +1,81 @@
+/// Compares the models a verify's re-run made with the models its session recorded, record after record, in the
+/// session's order (``Session/verify(against:mode:)``).
+///
+/// A model is encoded as the writer encoded it, its lists as the changes from the lists this comparison encoded for
+/// the record the line rests on, and compared with the line's bytes. Only when they differ is the record decoded and
+/// compared as a value, and the fields that differ named. Used on one thread at a time.
+struct ModelComparison {
+  let session: Session
+  private let encoder = JSONStreamEncoder()
+  private var encoded: [UInt8] = []
+  /// Per store, the lists this comparison encoded for its last record compared: the next record's list changes are
+  /// encoded against them, as the writer encoded them against the lists it had written.
+  private var encodedLists: [String: (index: Int, lists: LineLists)] = [:]
+  /// One encoding per store for the whole run: it keeps the JSON of the elements of the lists it wrote whole.
+  private var listEncodings: [String: ListEncoding] = [:]
+
+  init(session: Session) {
+    self.session = session
+  }
+
+  /// Compares `actual`, the model a transaction's re-run made, with the model of its last record.
+  ///
+  /// - Parameters:
+  ///   - actual: The re-run model.
+  ///   - step: The transaction's first step, the one re-run: its dispatch, action and store name a divergence.
+  ///   - last: The transaction's last record.
+  /// - Throws: ``SessionError/diverged(index:dispatchID:storeIdentifier:action:differences:)`` naming the fields that
+  ///   differ; ``SessionError/unregisteredStore(index:storeIdentifier:)`` for a store without a codec; what reading
+  ///   the record throws.
+  mutating func compare(
+    _ actual: any ModelType, after step: Session.VerifyStep, with last: Session.VerifyStep
+  ) throws(SessionError) {
+    guard let codec = session.codecs.codecs[step.store] else {
+      throw .unregisteredStore(index: step.index, storeIdentifier: step.store)
+    }
+    if let bytes = last.modelBytes {
+      // Lists in their session forms: the changes from the lists this run encoded for the line's base.
+      let lists: ListEncoding?
+      if !last.hasListForms {
+        lists = nil
+      } else if let base = last.base {
+        lists = encodedLists[step.store].flatMap { $0.index == base ? listEncoding(step.store, $0.lists) : nil }
+      } else {
+        lists = listEncoding(step.store, .none)
+      }
+      encodedLists[step.store] = nil
+      if lists != nil || !last.hasListForms {
+        encoded.removeAll(keepingCapacity: true)
+        encoder.lists = lists
+        let written = (try? codec.encodeModel(step.store, actual, encoder, &encoded)) != nil
+        encoder.lists = nil
+        if written, let lists { encodedLists[step.store] = (last.index, LineLists(lists: lists.written)) }
+        if written, session.index.data.elementsEqual(encoded, in: bytes) { return }
+      }
+    }
+    let recorded: Record
+    if let decoded = last.record {
+      recorded = decoded
+    } else {
+      recorded = try session.record(at: last.index)
+    }
+    guard !codec.modelsEqual(recorded.model, actual) else { return }
+    var differences = JSONValue.differences(
+      expected: codec.modelTree(recorded.model), actual: codec.modelTree(actual))
+    if differences.isEmpty {
+      // Equal as JSON, unequal with `==`: the difference is in what the encoding leaves out.
+      differences = [FieldDifference(path: "", expected: "\(recorded.model)", actual: "\(actual)")]
+    }
+    throw .diverged(
+      index: last.index, dispatchID: step.dispatchID, storeIdentifier: step.store, action: "\(step.action)",
+      differences: differences)
+  }
+
+  /// The store's list encoding, started for a line whose lists change `base`'s.
+  private mutating func listEncoding(_ store: String, _ base: LineLists) -> ListEncoding {
+    let encoding = listEncodings[store] ?? ListEncoding()
+    listEncodings[store] = encoding
+    encoding.begin(base: base)
+    return encoding
+  }
+}
