@@ -205,8 +205,9 @@ extension IdentifiedList: RandomAccessCollection, MutableCollection {
   /// Only the order changes, not the elements: a recorded session's record of a move holds the order's change alone.
   ///
   /// - Parameters:
-  ///   - source: The positions of the elements to move.
-  ///   - destination: The position, in the list before the move, that the elements go before (`count` for the end).
+  ///   - source: The positions of the elements to move; a position outside the list traps.
+  ///   - destination: The position, in the list before the move, that the elements go before (`count` for the end);
+  ///     a position outside `0...count` traps.
   @inlinable public mutating func move(fromOffsets source: IndexSet, toOffset destination: Int) {
     precondition(destination >= 0 && destination <= count, "IdentifiedList: destination out of range")
     guard let first = source.first, let last = source.last else { return }

@@ -392,6 +392,7 @@ extension JSONStreamEncoder {
   func appendElementsJSON(
     _ json: ArraySlice<UInt8>, count: Int, to container: inout any UnkeyedEncodingContainer
   ) throws {
+    precondition(count > 0 && !json.isEmpty, "appendElementsJSON: a run of no elements")
     guard let unkeyed = container as? UnkeyedContainer else { throw Unsupported() }
     try enter(unkeyed.depth, unkeyed.id)
     writeSeparator(at: unkeyed.depth)

@@ -182,7 +182,7 @@ final class ListEncoding {
         for element in list { try within(ElementScope(depth: codingPath.count + 2)) { try all.encode(element) } }
       }
       var ids = container.nestedUnkeyedContainer(forKey: .ids)
-      if let kept, let json = kept.idsJSON, kept.keptOrder {
+      if let kept, let json = kept.idsJSON {
         try encoder.appendElementsJSON(json[...], count: list.count, to: &ids)
       } else {
         let start = encoder.writtenCount
@@ -208,7 +208,7 @@ final class ListEncoding {
   ///
   /// If the list has the ids, in the same order, of the list last written whole there, the elements that changed
   /// since (``IdentifiedList/changes(since:same:)``) are encoded and the runs between them copied
-  /// (``writeWholeKeepingOrder(_:known:depth:to:encoder:)``). Otherwise an element found at the same place in that
+  /// (``writeWholeKeepingOrder(_:known:changes:depth:to:into:encoder:)``). Otherwise an element found at the same place in that
   /// list (or one or two places on: elements removed since), with the same stored bytes (``sameBytes(_:_:)``: the same
   /// value, so the same JSON), is written by copying its JSON; the others are encoded.
   ///
@@ -225,15 +225,17 @@ final class ListEncoding {
     guard !list.isEmpty else { return nil }
     var whole = WholeJSON<Element>(path: path, count: list.count)
     if let known, known.inner.isEmpty,
-      let positions = Self.positions(of: list, in: known)
+      let changes = Self.changesKeepingOrder(of: list, since: known)
     {
       try writeWholeKeepingOrder(
-        list, known: known, positions: positions, depth: depth, to: &all, into: &whole, encoder: encoder)
+        list, known: known, changes: changes, depth: depth, to: &all, into: &whole, encoder: encoder)
       guard whole.complete else { return nil }
       let kept = ElementJSON(
         list: list, elements: whole.elements, ends: whole.ends, json: whole.json, inner: whole.inner,
         innerPaths: whole.innerPaths, positions: known.positions)
-      (kept.idsJSON, kept.keptOrder) = (known.idsJSON, true)
+      // The ids' JSON too, unless an id was replaced by an equal one stored apart (`"é"` spelt `"e\u{301}"`),
+      // whose JSON may differ.
+      if changes.sameIDs { kept.idsJSON = known.idsJSON }
       wholeJSON[path] = kept
       return kept
     }
@@ -280,31 +282,39 @@ final class ListEncoding {
     return kept
   }
 
-  /// The elements of `list` that changed since `known`'s list, with their positions, by position; `nil` unless `list`
-  /// has the ids of that list in the same order.
-  private static func positions<Element: Identifiable & Encodable>(
-    of list: IdentifiedList<Element>, in known: ElementJSON<Element>
-  ) -> (changed: [Element], order: [(position: Int, index: Int)])? {
+  /// The elements of `list` that changed since `known`'s list, and their positions in order.
+  ///
+  /// `nil` unless `list` has the ids of that list in the same order. `sameIDs`: whether each changed element's id has
+  /// the stored bytes of the id it replaces.
+  private static func changesKeepingOrder<Element: Identifiable & Encodable>(
+    of list: IdentifiedList<Element>, since known: ElementJSON<Element>
+  ) -> (changed: [Element], order: [(position: Int, index: Int)], sameIDs: Bool)? {
     let changes = list.changes(since: known.list) { sameBytes($0, $1) }
     guard changes.splices.isEmpty, changes.removed.isEmpty, list.count == known.elements.count else { return nil }
     // Positions and indices sorted, not the elements: a sort of elements, unspecialised, copies them through their
     // type's witnesses.
     var order: [(position: Int, index: Int)] = []
     order.reserveCapacity(changes.updated.count)
+    var sameIDs = true
     for index in changes.updated.indices {
       // The order is the same, so every id updated was there: an id added would have changed the order.
       guard let position = known.position(of: changes.updated[index].id) else { return nil }
       order.append((position, index))
+      if sameIDs {
+        sameIDs = withUnsafePointer(to: changes.updated[index].id) { updated in
+          withUnsafePointer(to: known.elements[position].id) { sameBytes(updated, $0) }
+        }
+      }
     }
     order.sort { $0.position < $1.position }
-    return (changes.updated, order)
+    return (changes.updated, order, sameIDs)
   }
 
   /// Writes a list with the ids and order of `known`'s: the elements at `changed` encoded, the runs of elements
   /// between them copied from `known`'s JSON, each run at once.
   private func writeWholeKeepingOrder<Element: Identifiable & Encodable>(
     _ list: IdentifiedList<Element>, known: ElementJSON<Element>,
-    positions changed: (changed: [Element], order: [(position: Int, index: Int)]), depth: Int,
+    changes changed: (changed: [Element], order: [(position: Int, index: Int)], sameIDs: Bool), depth: Int,
     to all: inout any UnkeyedEncodingContainer, into whole: inout WholeJSON<Element>, encoder: JSONStreamEncoder
   ) throws {
     whole.json.reserveCapacity(known.json.count + 64)
@@ -312,12 +322,9 @@ final class ListEncoding {
     var cursor = 0
     func copy(upTo end: Int) throws {
       guard end > cursor else { return }
-      let (from, to) = (known.start(cursor), known.ends[end - 1])
-      try encoder.appendElementsJSON(known.json[from..<to], count: end - cursor, to: &all)
-      if !whole.json.isEmpty { whole.json.append(UInt8(ascii: ",")) }
-      let shift = whole.json.count - from
-      whole.json.append(contentsOf: known.json[from..<to])
-      for index in cursor..<end { whole.ends.append(known.ends[index] + shift) }
+      let run = known.json[known.start(cursor)..<known.ends[end - 1]]
+      try encoder.appendElementsJSON(run, count: end - cursor, to: &all)
+      whole.appendRun(run, ends: known.ends[cursor..<end])
       cursor = end
     }
     for (position, index) in changed.order {
@@ -496,10 +503,9 @@ final class ElementJSON<Element: Identifiable> {
   let innerPaths: [[[UInt8]]]
   /// Each id's position, made on first use; handed on to the next list written whole in the same order.
   private(set) var positions: [Element.ID: Int]?
-  /// The JSON of the list's ids, separated by commas; whether the list has the ids, in the same order, of the list
-  /// written whole before it at its path (whose ids' JSON it then has).
+  /// The JSON of the list's ids, separated by commas, once written; a list written in the order of the one before it
+  /// takes that one's (``ListEncoding``).
   var idsJSON: [UInt8]?
-  var keptOrder = false
 
   init(
     list: IdentifiedList<Element>, elements: [Element], ends: [Int], json: [UInt8], inner: [Int],
@@ -546,6 +552,15 @@ struct WholeJSON<Element: Identifiable> {
     if !ends.isEmpty { json.append(UInt8(ascii: ",")) }
     json.append(contentsOf: bytes)
     ends.append(json.count)
+  }
+
+  /// Adds the JSON of the next elements, separated by commas, taken from an ``ElementJSON``'s `json` (`run`), where
+  /// they end at `runEnds`.
+  mutating func appendRun(_ run: ArraySlice<UInt8>, ends runEnds: ArraySlice<Int>) {
+    if !ends.isEmpty { json.append(UInt8(ascii: ",")) }
+    let shift = json.count - run.startIndex
+    json.append(contentsOf: run)
+    for end in runEnds { ends.append(end + shift) }
   }
 
   /// Notes that the element at `position` holds lists, at `set` after its own path.

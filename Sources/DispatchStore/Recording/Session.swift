@@ -333,8 +333,8 @@ public struct Session: Sendable {
   /// The stores whose models or actions the recorder's ``SessionPrivacy`` redacted cannot be checked: their records
   /// are neither re-run nor compared, and their identifiers are returned.
   ///
-  /// A session of 4,096 records or more is read on two threads: the error thrown is the first in the session's order
-  /// all the same.
+  /// A session of 4,096 records or more is read on two threads where the machine has two or more processors: the error
+  /// thrown is the first in the session's order all the same.
   ///
   /// > Important: This blocks until each dispatch finished; do not call it on the thread a mode needs
   /// > (the main run-loop thread for `.mainThread`). While it runs, every other dispatch on `dispatcher` is

@@ -105,6 +105,36 @@ struct ListEncodingTests {
     }
   }
 
+  struct Named: Identifiable, Encodable {
+    let id: String
+    var note = ""
+  }
+
+  struct Names: Encodable {
+    var names: IdentifiedList<Named>
+  }
+
+  /// An id replaced by an equal one spelt otherwise (`"é"` as `"e\u{301}"`: equal strings, other JSON) in a list
+  /// written whole in the same order: its ids are written as they are now, not copied from the last time.
+  @Test func anIDReplacedByAnEqualOneSpeltOtherwiseIsWrittenAsItIsNow() throws {
+    func whole(_ names: IdentifiedList<Named>, with lists: ListEncoding) throws -> [UInt8] {
+      let encoder = JSONStreamEncoder()
+      lists.begin(base: .none)
+      encoder.lists = lists
+      var bytes: [UInt8] = []
+      try encoder.encodeDirectly(Names(names: names), into: &bytes)
+      return bytes
+    }
+    let kept = ListEncoding()
+    var names: IdentifiedList<Named> = [Named(id: "a"), Named(id: "\u{E9}"), Named(id: "b")]
+    #expect(try whole(names, with: kept) == whole(names, with: ListEncoding()))
+    names.remove(at: 1)
+    names.insert(Named(id: "e\u{301}"), at: 1)
+    let written = try whole(names, with: kept)
+    #expect(written == (try whole(names, with: ListEncoding())))
+    #expect(String(decoding: written, as: UTF8.self).contains(#""~ids":["a","e\#u{301}","b"]"#))
+  }
+
   /// A line the stream encoder refused (then encoded by `JSONEncoder`) leaves no JSON kept for the list: the next
   /// line writes what encoding every element writes.
   @Test func aRefusedLineKeepsNoElementJSON() throws {
