@@ -259,6 +259,25 @@ extension OrderNode {
         suffix += 1
       }
       guard removed.count - prefix - suffix > 0 || inserted.count - prefix - suffix > 0 else { return }
+      // One id moved across the region (a drag): two splices of one id, not the ids between.
+      let (removedEnd, insertedEnd) = (removed.count - suffix, inserted.count - suffix)
+      let count = removedEnd - prefix
+      if count >= 2 && insertedEnd - prefix == count {
+        if removed[prefix] == inserted[insertedEnd - 1]
+          && removed[(prefix + 1)..<removedEnd].elementsEqual(inserted[prefix..<(insertedEnd - 1)])
+        {
+          splices.append(OrderSplice(position: position + prefix, removing: 1, ids: []))
+          splices.append(OrderSplice(position: position + prefix + count - 1, removing: 0, ids: [removed[prefix]]))
+          return
+        }
+        if removed[removedEnd - 1] == inserted[prefix]
+          && removed[prefix..<(removedEnd - 1)].elementsEqual(inserted[(prefix + 1)..<insertedEnd])
+        {
+          splices.append(OrderSplice(position: position + prefix, removing: 0, ids: [inserted[prefix]]))
+          splices.append(OrderSplice(position: position + prefix + count, removing: 1, ids: []))
+          return
+        }
+      }
       splices.append(
         OrderSplice(
           position: position + prefix, removing: removed.count - prefix - suffix,

@@ -41,7 +41,8 @@ public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
 
   // Restoring and verifying
 
-  /// The store named by record `index` is not registered in the dispatcher, or has other types.
+  /// The store named by record `index` is not registered in the dispatcher, or has other types; `index` is one less
+  /// than the session's first record for a store of the snapshot before it (-1 in a session that starts at 0).
   case unregisteredStore(index: Int, storeIdentifier: String)
   /// Re-running a transaction that succeeded when recorded failed.
   case dispatchFailed(
@@ -110,6 +111,8 @@ public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
     case .historyMismatch(let file, let recorder):
       return
         "The file's history has \(file) records but the recorder's next record is #\(recorder); resume the session first"
+    case .unregisteredStore(let index, let store) where index < 0:
+      return "Before the first record: store \"\(store)\" is not registered in the dispatcher, or has other types"
     case .unregisteredStore(let index, let store):
       return "Record #\(index): store \"\(store)\" is not registered in the dispatcher, or has other types"
     case .dispatchFailed(let index, let dispatch, let store, let action, let error):

@@ -114,6 +114,23 @@ struct IdentifiedListChangesTests {
     #expect(!changes.splices.isEmpty)
   }
 
+  /// One element moved, forward or back, any distance: the order's change is two splices of one id, and applying
+  /// them to the old list makes the new one.
+  @Test(arguments: [1, 10, 30, 63, 64, 100, 1_000])
+  func aMoveIsTwoSplicesOfOneID(distance: Int) throws {
+    let old = IdentifiedList((0..<10_000).map { Item(id: $0, value: $0) })
+    for (from, to) in [(5_000, 5_000 + distance + 1), (5_000, 5_000 - distance)] {
+      var new = old
+      new.move(fromOffsets: [from], toOffset: to)
+      let changes = new.changes(since: old) { ListEncoding.sameBytes($0, $1) }
+      #expect(changes.splices.count == 2, "\(from) to \(to): \(changes.splices.count) splices")
+      #expect(changes.splices.allSatisfy { $0.removing + $0.ids.count == 1 }, "\(from) to \(to)")
+      var applied = old
+      try applied.apply(changes)
+      #expect(Array(applied) == Array(new), "\(from) to \(to)")
+    }
+  }
+
   @Test func changesThatDoNotFitThrowAndLeaveTheListAsItWas() {
     let list = IdentifiedList((0..<100).map { Item(id: $0, value: 0) })
     var other = list

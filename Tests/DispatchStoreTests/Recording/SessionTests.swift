@@ -218,6 +218,29 @@ struct SessionTests {
     }
   }
 
+  /// Verifying into a dispatcher without the session's store names the store, and says the models before the first
+  /// record need it (not "Record #-1"); restoring names the record restored.
+  @Test func aStoreMissingBeforeTheFirstRecordIsNamed() throws {
+    let file = TemporaryFile()
+    let app = RecordedApp()
+    try app.recorder.attach(appendingTo: file.url, codecs: appCodecs())
+    app.send(CounterAction.increase(1))
+    app.recorder.flush()
+    let session = try Session.load(from: file.url, codecs: appCodecs())
+    #expect {
+      try session.verify(against: Dispatcher())
+    } throws: { error in
+      guard case .unregisteredStore(let index, let store) = error as? SessionError else { return false }
+      return index == -1 && "\(error)".hasPrefix("Before the first record: store \"\(store)\" is not registered")
+    }
+    #expect {
+      try session.restore(into: Dispatcher())
+    } throws: { error in
+      guard case .unregisteredStore(let index, let store) = error as? SessionError else { return false }
+      return index == 0 && "\(error)".hasPrefix("Record #0: store \"\(store)\" is not registered")
+    }
+  }
+
   /// A long session of 6,000 increments, recorded to `file` by a store of `PickyAction`s.
   static func recordLongSession(to file: TemporaryFile) throws -> SessionCodecs {
     var codecs = SessionCodecs()
