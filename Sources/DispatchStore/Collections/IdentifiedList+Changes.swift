@@ -225,6 +225,8 @@ extension OrderNode {
   /// the top, only where their nodes differ, then comparing the identifiers of the leaves that differ.
   static func splices(from old: OrderNode, to new: OrderNode) -> [OrderSplice<ID>] {
     if old === new { return [] }
+    var aligned: [OrderSplice<ID>] = []
+    if alignedSplices(from: old, to: new, at: 0, into: &aligned) { return aligned }
     var before = [Frontier(node: old, height: old.height)]
     var after = [Frontier(node: new, height: new.height)]
     // Expand the highest nodes the other side does not hold, until the nodes that differ are leaves.
@@ -250,38 +252,7 @@ extension OrderNode {
         removed.removeAll()
         inserted.removeAll()
       }
-      var prefix = 0
-      while prefix < removed.count && prefix < inserted.count && removed[prefix] == inserted[prefix] { prefix += 1 }
-      var suffix = 0
-      while suffix < removed.count - prefix && suffix < inserted.count - prefix
-        && removed[removed.count - 1 - suffix] == inserted[inserted.count - 1 - suffix]
-      {
-        suffix += 1
-      }
-      guard removed.count - prefix - suffix > 0 || inserted.count - prefix - suffix > 0 else { return }
-      // One id moved across the region (a drag): two splices of one id, not the ids between.
-      let (removedEnd, insertedEnd) = (removed.count - suffix, inserted.count - suffix)
-      let count = removedEnd - prefix
-      if count >= 2 && insertedEnd - prefix == count {
-        if removed[prefix] == inserted[insertedEnd - 1]
-          && removed[(prefix + 1)..<removedEnd].elementsEqual(inserted[prefix..<(insertedEnd - 1)])
-        {
-          splices.append(OrderSplice(position: position + prefix, removing: 1, ids: []))
-          splices.append(OrderSplice(position: position + prefix + count - 1, removing: 0, ids: [removed[prefix]]))
-          return
-        }
-        if removed[removedEnd - 1] == inserted[prefix]
-          && removed[prefix..<(removedEnd - 1)].elementsEqual(inserted[(prefix + 1)..<insertedEnd])
-        {
-          splices.append(OrderSplice(position: position + prefix, removing: 0, ids: [inserted[prefix]]))
-          splices.append(OrderSplice(position: position + prefix + count, removing: 1, ids: []))
-          return
-        }
-      }
-      splices.append(
-        OrderSplice(
-          position: position + prefix, removing: removed.count - prefix - suffix,
-          ids: Array(inserted[prefix..<(inserted.count - suffix)])))
+      leafSplices(from: removed[...], to: inserted[...], at: position, into: &splices)
     }
     for entry in before {
       if let match = inAfter[ObjectIdentifier(entry.node)], match > lastMatched {
@@ -304,6 +275,89 @@ extension OrderNode {
     }
     flush()
     return splices
+  }
+
+  /// Appends the splices that turn `old` into `new`, two nodes of one height whose children line up one for one.
+  ///
+  /// The common case: no node split or merged, and the identifiers of the inner nodes that changed changed within
+  /// them. The children that differ are compared, the others skipped, and no set or dictionary of nodes is made.
+  /// Adjacent leaves that differ are compared as one region: a rebalanced tree moves identifiers between neighbours.
+  /// Returns `false` otherwise (what it appended is then to be dropped).
+  private static func alignedSplices(
+    from old: OrderNode, to new: OrderNode, at position: Int, into splices: inout [OrderSplice<ID>]
+  ) -> Bool {
+    if old === new { return true }
+    guard old.isLeaf == new.isLeaf else { return false }
+    if old.isLeaf {
+      leafSplices(from: old.ids[...], to: new.ids[...], at: position, into: &splices)
+      return true
+    }
+    let count = new.children.count
+    guard old.children.count == count else { return false }
+    var position = position
+    var index = 0
+    while index < count {
+      let (before, after) = (old.children[index], new.children[index])
+      if before === after {
+        position += after.count
+        index += 1
+      } else if !after.isLeaf {
+        // An inner node that lost or gained identifiers: its neighbours' boundaries may have moved too.
+        guard before.count == after.count, alignedSplices(from: before, to: after, at: position, into: &splices)
+        else { return false }
+        position += after.count
+        index += 1
+      } else {
+        // A run of leaves that differ (siblings are all leaves, or none is).
+        var removed: [ID] = []
+        var inserted: [ID] = []
+        while index < count, old.children[index] !== new.children[index] {
+          guard old.children[index].isLeaf else { return false }
+          removed.append(contentsOf: old.children[index].ids)
+          inserted.append(contentsOf: new.children[index].ids)
+          index += 1
+        }
+        leafSplices(from: removed[...], to: inserted[...], at: position, into: &splices)
+        position += inserted.count
+      }
+    }
+    return true
+  }
+
+  /// Appends the splices that turn `removed` into `inserted`, the identifiers of a region of the order at `position`:
+  /// none if they are the same; the identifiers between the first and the last that differ; or, for one identifier
+  /// moved across the region (a drag), two splices of that identifier.
+  private static func leafSplices(
+    from removed: ArraySlice<ID>, to inserted: ArraySlice<ID>, at position: Int, into splices: inout [OrderSplice<ID>]
+  ) {
+    var prefix = 0
+    while prefix < removed.count && prefix < inserted.count
+      && removed[removed.startIndex + prefix] == inserted[inserted.startIndex + prefix]
+    {
+      prefix += 1
+    }
+    var suffix = 0
+    while suffix < removed.count - prefix && suffix < inserted.count - prefix
+      && removed[removed.endIndex - 1 - suffix] == inserted[inserted.endIndex - 1 - suffix]
+    {
+      suffix += 1
+    }
+    let old = removed[(removed.startIndex + prefix)..<(removed.endIndex - suffix)]
+    let new = inserted[(inserted.startIndex + prefix)..<(inserted.endIndex - suffix)]
+    guard !old.isEmpty || !new.isEmpty else { return }
+    if old.count >= 2 && new.count == old.count {
+      if old.first == new.last && old.dropFirst().elementsEqual(new.dropLast()) {
+        splices.append(OrderSplice(position: position + prefix, removing: 1, ids: []))
+        splices.append(OrderSplice(position: position + prefix + old.count - 1, removing: 0, ids: [old.first!]))
+        return
+      }
+      if old.last == new.first && old.dropLast().elementsEqual(new.dropFirst()) {
+        splices.append(OrderSplice(position: position + prefix, removing: 0, ids: [new.first!]))
+        splices.append(OrderSplice(position: position + prefix + old.count, removing: 1, ids: []))
+        return
+      }
+    }
+    splices.append(OrderSplice(position: position + prefix, removing: old.count, ids: Array(new)))
   }
 
   struct Frontier {
