@@ -279,10 +279,11 @@ extension OrderNode {
 
   /// Appends the splices that turn `old` into `new`, two nodes of one height whose children line up one for one.
   ///
-  /// The common case: no node split or merged, and the identifiers of the inner nodes that changed changed within
-  /// them. The children that differ are compared, the others skipped, and no set or dictionary of nodes is made.
-  /// Adjacent leaves that differ are compared as one region: a rebalanced tree moves identifiers between neighbours.
-  /// Returns `false` otherwise (what it appended is then to be dropped).
+  /// The common case: no node split or merged, and the inner nodes that changed kept their counts. The children that
+  /// differ are compared, the others skipped, and no set or dictionary of nodes is made. Two adjacent leaves that
+  /// differ are compared as one region (an identifier moved from one to the other). Returns `false` otherwise, what
+  /// it appended then to be dropped: a longer run of leaves that differ is a merge in one place and a split in
+  /// another, which shift every leaf between them, and the general walk finds the leaves they still share.
   private static func alignedSplices(
     from old: OrderNode, to new: OrderNode, at position: Int, into splices: inout [OrderSplice<ID>]
   ) -> Bool {
@@ -302,17 +303,18 @@ extension OrderNode {
         position += after.count
         index += 1
       } else if !after.isLeaf {
-        // An inner node that lost or gained identifiers: its neighbours' boundaries may have moved too.
+        // Paired only if it kept its count: one that lost or gained identifiers shifted its neighbours' boundaries.
         guard before.count == after.count, alignedSplices(from: before, to: after, at: position, into: &splices)
         else { return false }
         position += after.count
         index += 1
       } else {
-        // A run of leaves that differ (siblings are all leaves, or none is).
+        // A run of leaves that differ (siblings are all leaves, or none is), of at most two.
         var removed: [ID] = []
         var inserted: [ID] = []
+        let start = index
         while index < count, old.children[index] !== new.children[index] {
-          guard old.children[index].isLeaf else { return false }
+          guard old.children[index].isLeaf, index - start < 2 else { return false }
           removed.append(contentsOf: old.children[index].ids)
           inserted.append(contentsOf: new.children[index].ids)
           index += 1

@@ -131,6 +131,21 @@ struct IdentifiedListChangesTests {
     }
   }
 
+  /// A merge of two leaves in one place and a split in another, in one change, shift every leaf between them: the
+  /// order's change is still the few ids moved, not the ids between (a review's counterexample).
+  @Test func aMergeAndASplitInOneChangeWriteOnlyTheIDsMoved() throws {
+    var old = IdentifiedList((0..<2_048).map { Item(id: $0, value: $0) })
+    old.insert(Item(id: 5_000, value: 0), at: 100)
+    var new = old
+    new.move(fromOffsets: [64, 65], toOffset: 1_000)
+    let changes = new.changes(since: old) { ListEncoding.sameBytes($0, $1) }
+    let written = changes.splices.reduce(0) { $0 + $1.ids.count + 1 }
+    #expect(written <= 10, "\(changes.splices.count) splices, \(written) ids and counts")
+    var applied = old
+    try applied.apply(changes)
+    #expect(Array(applied) == Array(new))
+  }
+
   @Test func changesThatDoNotFitThrowAndLeaveTheListAsItWas() {
     let list = IdentifiedList((0..<100).map { Item(id: $0, value: 0) })
     var other = list
