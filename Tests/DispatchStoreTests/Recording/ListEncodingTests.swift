@@ -30,18 +30,24 @@ struct ListEncodingTests {
     var rows: IdentifiedList<Row>
   }
 
-  /// The line's model with its list written whole by `lists`; `nil` if the stream encoder refused it.
-  static func whole(_ rows: IdentifiedList<Row>, with lists: ListEncoding) throws -> [UInt8]? {
+  /// `model` encoded as a line's model, its lists written whole by `lists`, and the paths of the forms it wrote (what
+  /// `"l"` lists).
+  static func encoded(_ model: some Encodable, with lists: ListEncoding) throws -> (bytes: [UInt8], paths: [[UInt8]]) {
     let encoder = JSONStreamEncoder()
     lists.begin(base: .none)
     encoder.lists = lists
     var bytes: [UInt8] = []
+    try encoder.encodeDirectly(model, into: &bytes)
+    return (bytes, lists.paths)
+  }
+
+  /// The line's model with its list written whole by `lists`; `nil` if the stream encoder refused it.
+  static func whole(_ rows: IdentifiedList<Row>, with lists: ListEncoding) throws -> [UInt8]? {
     do {
-      try encoder.encodeDirectly(Holder(rows: rows), into: &bytes)
+      return try encoded(Holder(rows: rows), with: lists).bytes
     } catch is JSONStreamEncoder.Unsupported {
       return nil
     }
-    return bytes
   }
 
   /// Titles past 15 bytes, so that a title made again is stored apart: equal, not the same bytes.
@@ -118,12 +124,7 @@ struct ListEncodingTests {
   /// written whole in the same order: its ids are written as they are now, not copied from the last time.
   @Test func anIDReplacedByAnEqualOneSpeltOtherwiseIsWrittenAsItIsNow() throws {
     func whole(_ names: IdentifiedList<Named>, with lists: ListEncoding) throws -> [UInt8] {
-      let encoder = JSONStreamEncoder()
-      lists.begin(base: .none)
-      encoder.lists = lists
-      var bytes: [UInt8] = []
-      try encoder.encodeDirectly(Names(names: names), into: &bytes)
-      return bytes
+      try Self.encoded(Names(names: names), with: lists).bytes
     }
     let kept = ListEncoding()
     var names: IdentifiedList<Named> = [Named(id: "a"), Named(id: "\u{E9}"), Named(id: "b")]
@@ -162,12 +163,7 @@ struct ListEncodingTests {
 
   /// The outline written whole by `lists`, and the paths of the forms it wrote (what `"l"` lists).
   static func whole(_ sections: IdentifiedList<Section>, with lists: ListEncoding) throws -> ([UInt8], [[UInt8]]) {
-    let encoder = JSONStreamEncoder()
-    lists.begin(base: .none)
-    encoder.lists = lists
-    var bytes: [UInt8] = []
-    try encoder.encodeDirectly(Outline(sections: sections), into: &bytes)
-    return (bytes, lists.paths)
+    try encoded(Outline(sections: sections), with: lists)
   }
 
   struct Tagged: Identifiable, Encodable {
@@ -183,12 +179,7 @@ struct ListEncodingTests {
   /// position; the next whole write, with elements holding lists, copies them with their paths.
   @Test func anElementThatGainsAListInTheSameOrderListsItsForm() throws {
     func whole(_ items: IdentifiedList<Tagged>, with lists: ListEncoding) throws -> ([UInt8], [[UInt8]]) {
-      let encoder = JSONStreamEncoder()
-      lists.begin(base: .none)
-      encoder.lists = lists
-      var bytes: [UInt8] = []
-      try encoder.encodeDirectly(Board(items: items), into: &bytes)
-      return (bytes, lists.paths)
+      try Self.encoded(Board(items: items), with: lists)
     }
     let kept = ListEncoding()
     var items = IdentifiedList((0..<20).map { Tagged(id: $0, tags: nil) })
