@@ -3,9 +3,12 @@
 ///
 /// A model is encoded as the writer encoded it, its lists as the changes from the lists this comparison encoded for
 /// the record the line rests on, and compared with the line's bytes. Only when they differ is the record decoded and
-/// compared as a value, and the fields that differ named. Used on one thread at a time.
+/// compared as a value, and the fields that differ named. A line that holds its lists whole is handed to `wholeLines`,
+/// if there is one, once its lists are found. Used on one thread at a time.
 struct ModelComparison {
   let session: Session
+  /// Where the lines that hold their lists whole are compared, on another thread; `nil` to compare them here.
+  let wholeLines: WholeLineComparison?
   private let encoder = JSONStreamEncoder()
   private var encoded: [UInt8] = []
   /// Per store, the lists this comparison encoded for its last record compared: the next record's list changes are
@@ -14,8 +17,9 @@ struct ModelComparison {
   /// One encoding per store for the whole run: it keeps the JSON of the elements of the lists it wrote whole.
   private var listEncodings: [String: ListEncoding] = [:]
 
-  init(session: Session) {
+  init(session: Session, wholeLines: WholeLineComparison?) {
     self.session = session
+    self.wholeLines = wholeLines
   }
 
   /// Compares `actual`, the model a transaction's re-run made, with the model of its last record.
@@ -32,6 +36,14 @@ struct ModelComparison {
   ) throws(SessionError) {
     guard let codec = session.codecs.codecs[step.store] else {
       throw .unregisteredStore(index: step.index, storeIdentifier: step.store)
+    }
+    if let wholeLines, last.modelBytes != nil, last.hasListForms, last.base == nil, !wholeLines.hasFailed,
+      let lists = lists(of: actual, store: step.store)
+    {
+      // The next lines' base, found without encoding the lists; the line itself is encoded on the other thread.
+      encodedLists[step.store] = (last.index, lists)
+      wholeLines.compare(actual, after: step, with: last)
+      return
     }
     if let bytes = last.modelBytes {
       // Lists in their session forms: the changes from the lists this run encoded for the line's base.
@@ -69,6 +81,15 @@ struct ModelComparison {
     throw .diverged(
       index: last.index, dispatchID: step.dispatchID, storeIdentifier: step.store, action: "\(step.action)",
       differences: differences)
+  }
+
+  /// The lists of `model` as a line that holds them whole writes them, found without encoding them; `nil` if its
+  /// encoder does not follow it.
+  private mutating func lists(of model: any ModelType, store: String) -> LineLists? {
+    guard let encodable = model as? any Encodable else { return nil }
+    let encoding = listEncodings[store] ?? ListEncoding()
+    listEncodings[store] = encoding
+    return (try? encoding.lists(in: encodable)).map { LineLists(lists: $0) }
   }
 
   /// The store's list encoding, started for a line whose lists change `base`'s.

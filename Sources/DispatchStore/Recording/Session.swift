@@ -333,8 +333,9 @@ public struct Session: Sendable {
   /// The stores whose models or actions the recorder's ``SessionPrivacy`` redacted cannot be checked: their records
   /// are neither re-run nor compared, and their identifiers are returned.
   ///
-  /// A session of 4,096 records or more is read on two threads where the machine has two or more processors: the error
-  /// thrown is the first in the session's order all the same.
+  /// Where the machine has two or more processors, a session of 4,096 records or more is read on two threads, and the
+  /// records that hold their lists whole are compared on a second thread while the re-run goes on: the error thrown is
+  /// the first in the session's order all the same, and after one the stores may be a few records past it.
   ///
   /// > Important: This blocks until each dispatch finished; do not call it on the thread a mode needs
   /// > (the main run-loop thread for `.mainThread`). While it runs, every other dispatch on `dispatcher` is
@@ -382,9 +383,30 @@ public struct Session: Sendable {
       dispatcher.isReplaying.store(false, ordering: .relaxed)
       dispatcher.replay.withLock { $0 = nil }
     }
+    // Models are compared as the writer encoded them (`ModelComparison`); the lines that hold their lists whole on
+    // another thread, where there are two processors. Each of those lines comes before the step an error of this
+    // thread's is at: the first in the session's order is the one thrown.
+    let wholeLines = ProcessInfo.processInfo.activeProcessorCount > 1 ? WholeLineComparison(session: self) : nil
+    var comparison = ModelComparison(session: self, wholeLines: wholeLines)
+    do throws(SessionError) {
+      try rerun(
+        steps, final: final, continues: continues, lastOfDispatch: lastOfDispatch, in: dispatcher, mode: mode,
+        playback: playback, followUps: followUps, comparison: &comparison)
+    } catch {
+      throw wholeLines?.finish() ?? error
+    }
+    if let failure = wholeLines?.finish() { throw failure }
+    return redactedStores
+  }
+
+  /// Re-runs the transactions of `steps` in `dispatcher`, one after another, and compares their models with the
+  /// records' (``verify(against:mode:)``).
+  private func rerun(
+    _ steps: [VerifyStep], final: [Int], continues: [Bool], lastOfDispatch: [TransactionID: Int],
+    in dispatcher: Dispatcher, mode: Dispatcher.Mode, playback: EffectPlayback, followUps: FollowUpMatcher,
+    comparison: inout ModelComparison
+  ) throws(SessionError) {
     var stores: [String: any AnyStore] = [:]
-    // Models are compared as the writer encoded them (`ModelComparison`).
-    var comparison = ModelComparison(session: self)
     // Dispatches with a transaction that was not re-run: their recorded effects are not all asked for.
     var partial: Set<TransactionID> = []
     for (offset, step) in steps.enumerated() {
@@ -471,12 +493,11 @@ public struct Session: Sendable {
       }
       try comparison.compare(store.anyModel, after: step, with: last)
     }
-    return redactedStores
   }
 
   /// A record as ``verify(against:mode:)`` re-runs it: its action decoded, its model left as the bytes written
   /// (a version 2 or 3 file), or the whole record decoded (a version 1 file, or records decoded already).
-  struct VerifyStep {
+  struct VerifyStep: Sendable {
     let index: Int
     let dispatchID: TransactionID
     let transactionID: TransactionID
@@ -558,7 +579,7 @@ public struct Session: Sendable {
         } catch {
           throw .corruptLine(line: line.line.number, reason: "\(error)")
         }
-        if actions[line.store, default: [:]].count < 4_096 { actions[line.store, default: [:]][actionJSON] = action }
+        if actions[line.store, default: [:]].count < 65_536 { actions[line.store, default: [:]][actionJSON] = action }
       }
       steps.append(
         VerifyStep(

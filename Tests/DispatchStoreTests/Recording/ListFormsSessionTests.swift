@@ -168,4 +168,52 @@ struct ListFormsSessionTests {
     }
     return differences
   }
+
+  /// A re-run that diverges at a line holding its lists whole (compared on another thread), and whose dispatch fails
+  /// five records on: the divergence, the first, is the one thrown, naming its field; and alone, it is thrown too.
+  @Test(arguments: [true, false])
+  func aDivergenceInALineOfWholeListsIsThrownBeforeLaterErrors(failingLater: Bool) throws {
+    let file = TemporaryFile()
+    let dispatcher = Dispatcher()
+    try dispatcher.register(store: LargeModelRecordingTests.makeStore(count: 100))
+    let recorder = RecorderMiddleware(maxNumberOfRecords: 10)
+    dispatcher.register(middleware: recorder)
+    try recorder.attach(appendingTo: file.url, codecs: LargeModelRecordingTests.codecs)
+    for offset in 0..<1_100 {
+      try dispatcher.dispatchSync(action: CatalogAction.restock(id: offset % 100, amount: offset + 1))
+    }
+    recorder.flush()
+    #expect(recorder.persistenceError == nil)
+    // The first record after the start that holds its lists whole: its index, and its action's amount.
+    let wholeLines = file.lines.compactMap { line -> (index: Int, amount: Int)? in
+      guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+        object["k"] as? String == "r", object["z"] == nil, object["l"] != nil,
+        let index = object["i"] as? Int, index > 10,
+        let restock = (object["a"] as? [String: Any])?["restock"] as? [String: Any],
+        let amount = restock["amount"] as? Int
+      else { return nil }
+      return (index, amount)
+    }
+    let whole = try #require(wholeLines.first)
+
+    let session = try Session.load(from: file.url, codecs: LargeModelRecordingTests.codecs)
+    let verifying = Dispatcher()
+    try verifying.register(
+      store: Store(identifier: "catalog", model: LargeModelRecordingTests.initial(count: 100)) {
+        (action: CatalogAction, model) in
+        guard case .restock(let id, let amount) = action else { return }
+        if failingLater, amount == whole.amount + 5 { throw TestFailure(reason: "five records on") }
+        model.products[id: id]?.stock += amount == whole.amount ? amount + 1 : amount
+        model.edits += 1
+      })
+    do {
+      try session.verify(against: verifying)
+      Issue.record("a diverging session must throw")
+    } catch {
+      guard case .diverged(let index, _, let store, _, let differences) = error else { throw error }
+      #expect(index == whole.index)
+      #expect(store == "catalog")
+      #expect(differences.count == 1 && differences.first?.path.hasSuffix("stock") == true, "\(differences)")
+    }
+  }
 }
