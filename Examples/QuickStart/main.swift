@@ -26,6 +26,7 @@ func start() throws -> ObservationToken {
     print("count is now \(change.model.count) after \(change.action)")
   }
   dispatcher.dispatch(action: CounterAction.increase(by: 1), mode: .sync)  // returns when done
+  print("count after the sync dispatch: \(counter.model.count)")  // the store's model, read from any thread
   dispatcher.dispatch(action: CounterAction.reset, mode: .serial)  // fire and forget, from synchronous code
   return observation
 }

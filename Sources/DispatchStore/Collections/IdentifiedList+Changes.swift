@@ -31,8 +31,8 @@ extension IdentifiedList {
   ///
   /// - Parameters:
   ///   - old: An earlier version of this list (any list works; one that shares no node costs a walk of both).
-  ///   - same: Whether two elements with the same id, where the lists store them, are equal; an element for which it
-  ///     returns `false` is listed as updated.
+  ///   - same: Whether two elements, where the lists store them, are equal, their ids included; an element for which
+  ///     it returns `false` is listed as updated (or, under another id, as removed and added).
   /// - Returns: The changes that turn `old` into this list.
   func changes(
     since old: IdentifiedList, same: (UnsafePointer<Element>, UnsafePointer<Element>) -> Bool
@@ -166,8 +166,11 @@ extension ElementNode {
       new.items.withUnsafeBufferPointer { after in
         guard let before = before.baseAddress, let after = after.baseAddress, before != after else { return }
         for slot in 0..<new.items.count {
+          // `same` first: an element it finds unchanged has its id too, and comparing ids unspecialised is a call
+          // through the id type's witnesses, for each of the node's elements.
+          if same(before + slot, after + slot) { continue }
           if (before + slot).pointee.id == (after + slot).pointee.id {
-            if !same(before + slot, after + slot) { changes.updated.append((after + slot).pointee) }
+            changes.updated.append((after + slot).pointee)
           } else {
             changes.removed.append((before + slot).pointee.id)
             changes.updated.append((after + slot).pointee)

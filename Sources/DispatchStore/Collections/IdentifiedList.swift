@@ -95,9 +95,11 @@ public struct IdentifiedList<Element: Identifiable> {
         var element: Element?
         let (node, slot) = elements.takeItem(id, into: &element)
         defer {
-          if let element {
-            precondition(element.id == id, "IdentifiedList: the element set for id \(id) has the id \(element.id)")
-            node.items.insert(element, at: slot)
+          // Moved back, not copied: a copy keeps its fields' bytes, not its padding's, and an element changed in no
+          // byte must stay so, for a recording to find it unchanged.
+          if let changed = element.take() {
+            precondition(changed.id == id, "IdentifiedList: the element set for id \(id) has the id \(changed.id)")
+            node.items.insert(consume changed, at: slot)
           } else {
             elements.dropTaken(id)
             _ = order.remove(at: order.firstIndex(of: id)!)

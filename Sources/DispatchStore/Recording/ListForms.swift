@@ -125,7 +125,8 @@ final class ListEncoding {
   }
 
   /// The lists in `element` that are not inside another list, by their coding paths from it: the bases of the changes
-  /// of the lists inside the element that replaces it.
+  /// of the lists inside the element that replaces it, or, for a model, the lists a line writing them whole records
+  /// (``written``), found without encoding their elements.
   ///
   /// - Throws: `JSONStreamEncoder.Unsupported` for an element this encoder does not follow: the line's whole model is
   ///   then written by `JSONEncoder`, without list forms, as for any such value.
@@ -361,7 +362,8 @@ final class ListEncoding {
     _ changes: ListChanges<Element>, replacing previous: IdentifiedList<Element>, depth: Int,
     to container: inout KeyedEncodingContainer<ListFormKey>
   ) throws {
-    if !changes.updated.isEmpty {
+    // `count`, not `isEmpty`: unspecialised, `isEmpty` looks up the array's type and its witnesses.
+    if changes.updated.count > 0 {
       // In the order of the ids' JSON, so that the bytes do not depend on the trie's shape (the process's hash seed).
       let sorted = try Self.sortedByJSON(changes.updated, id: { $0.id })
       var set = container.nestedUnkeyedContainer(forKey: .set)
@@ -373,11 +375,11 @@ final class ListEncoding {
         try within(scope) { try pair.encode(element) }
       }
     }
-    if !changes.removed.isEmpty {
+    if changes.removed.count > 0 {
       var remove = container.nestedUnkeyedContainer(forKey: .remove)
       for id in try Self.sortedByJSON(changes.removed, id: { $0 }) { try Self.encode(id, into: &remove) }
     }
-    if !changes.splices.isEmpty {
+    if changes.splices.count > 0 {
       var order = container.nestedUnkeyedContainer(forKey: .order)
       for splice in changes.splices {
         var entry = order.nestedUnkeyedContainer()
@@ -426,9 +428,29 @@ final class ListEncoding {
   ///
   /// Not `==`, which an element may define more loosely (by its id alone), and which would then leave a change
   /// unwritten. Two equal values stored apart (a string built again) differ here: they are written, which costs
-  /// bytes, never a change. Compared where they are stored: a copy keeps its fields' bytes, not its padding's.
+  /// bytes, never a change.
+  ///
+  /// The bytes of the padding between fields are not compared: a copy of a type that holds references writes its
+  /// fields, not its padding, so an element copied (into a node copied for a change beside it, or taken out and put
+  /// back) may differ from its original there alone. Where the stored bytes differ, each element is copied over
+  /// zeros and over ones: the same fields make the same bytes both times. (A type without references is copied
+  /// whole, its padding included: its stored bytes are compared as they are.)
   static func sameBytes<Element>(_ lhs: UnsafePointer<Element>, _ rhs: UnsafePointer<Element>) -> Bool {
-    memcmp(lhs, rhs, MemoryLayout<Element>.size) == 0
+    let size = MemoryLayout<Element>.size
+    if memcmp(lhs, rhs, size) == 0 { return true }
+    let stride = MemoryLayout<Element>.stride
+    return withUnsafeTemporaryAllocation(byteCount: 4 * stride, alignment: MemoryLayout<Element>.alignment) { raw in
+      let base = raw.baseAddress!
+      base.initializeMemory(as: UInt8.self, repeating: 0, count: 2 * stride)
+      (base + 2 * stride).initializeMemory(as: UInt8.self, repeating: 0xFF, count: 2 * stride)
+      let copies = base.bindMemory(to: Element.self, capacity: 4)
+      copies.initialize(from: lhs, count: 1)
+      (copies + 1).initialize(from: rhs, count: 1)
+      (copies + 2).initialize(from: lhs, count: 1)
+      (copies + 3).initialize(from: rhs, count: 1)
+      defer { copies.deinitialize(count: 4) }
+      return memcmp(copies, copies + 1, size) == 0 && memcmp(copies + 2, copies + 3, size) == 0
+    }
   }
 }
 

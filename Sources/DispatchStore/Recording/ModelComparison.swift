@@ -11,11 +11,23 @@ struct ModelComparison {
   let wholeLines: WholeLineComparison?
   private let encoder = JSONStreamEncoder()
   private var encoded: [UInt8] = []
-  /// Per store, the lists this comparison encoded for its last record compared: the next record's list changes are
-  /// encoded against them, as the writer encoded them against the lists it had written.
-  private var encodedLists: [String: (index: Int, lists: LineLists)] = [:]
-  /// One encoding per store for the whole run: it keeps the JSON of the elements of the lists it wrote whole.
-  private var listEncodings: [String: ListEncoding] = [:]
+  /// How the records were compared so far.
+  private(set) var counts = Session.VerifyCounts()
+  /// What this comparison keeps per store, found once by the store's identifier.
+  private var stores: [String: StoreLines] = [:]
+
+  /// One store's codec, its list encoding for the whole run (which keeps the JSON of the elements of the lists it
+  /// wrote whole), and the lists this comparison encoded for the store's last record compared: the next record's
+  /// list changes are encoded against them, as the writer encoded them against the lists it had written.
+  private final class StoreLines {
+    let codec: SessionCodecs.Codec
+    let listEncoding = ListEncoding()
+    var encodedLists: (index: Int, lists: LineLists)?
+
+    init(codec: SessionCodecs.Codec) {
+      self.codec = codec
+    }
+  }
 
   init(session: Session, wholeLines: WholeLineComparison?) {
     self.session = session
@@ -34,15 +46,25 @@ struct ModelComparison {
   mutating func compare(
     _ actual: any ModelType, after step: Session.VerifyStep, with last: Session.VerifyStep
   ) throws(SessionError) {
-    guard let codec = session.codecs.codecs[step.store] else {
-      throw .unregisteredStore(index: step.index, storeIdentifier: step.store)
+    let store: StoreLines
+    if let known = stores[step.store] {
+      store = known
+    } else {
+      guard let codec = session.codecs.codecs[step.store] else {
+        throw .unregisteredStore(index: step.index, storeIdentifier: step.store)
+      }
+      store = StoreLines(codec: codec)
+      stores[step.store] = store
     }
+    let encodedLists = store.encodedLists
+    store.encodedLists = nil
     if let wholeLines, last.modelBytes != nil, last.hasListForms, last.base == nil, !wholeLines.hasFailed,
-      let lists = lists(of: actual, store: step.store)
+      let encodable = actual as? any Encodable, let lists = try? store.listEncoding.lists(in: encodable)
     {
       // The next lines' base, found without encoding the lists; the line itself is encoded on the other thread.
-      encodedLists[step.store] = (last.index, lists)
+      store.encodedLists = (last.index, LineLists(lists: lists))
       wholeLines.compare(actual, after: step, with: last)
+      counts.handedOver += 1
       return
     }
     if let bytes = last.modelBytes {
@@ -51,20 +73,26 @@ struct ModelComparison {
       if !last.hasListForms {
         lists = nil
       } else if let base = last.base {
-        lists = encodedLists[step.store].flatMap { $0.index == base ? listEncoding(step.store, $0.lists) : nil }
+        lists = encodedLists.flatMap { $0.index == base ? store.listEncoding : nil }
+        if let encodedLists, lists != nil { store.listEncoding.begin(base: encodedLists.lists) }
       } else {
-        lists = listEncoding(step.store, .none)
+        lists = store.listEncoding
+        store.listEncoding.begin(base: .none)
       }
-      encodedLists[step.store] = nil
       if lists != nil || !last.hasListForms {
         encoded.removeAll(keepingCapacity: true)
         encoder.lists = lists
-        let written = (try? codec.encodeModel(step.store, actual, encoder, &encoded)) != nil
+        let written = (try? store.codec.encodeModel(step.store, actual, encoder, &encoded)) != nil
         encoder.lists = nil
-        if written, let lists { encodedLists[step.store] = (last.index, LineLists(lists: lists.written)) }
-        if written, session.index.data.elementsEqual(encoded, in: bytes) { return }
+        if written, let lists { store.encodedLists = (last.index, LineLists(lists: lists.written)) }
+        if written, session.index.data.elementsEqual(encoded, in: bytes) {
+          counts.byBytes += 1
+          return
+        }
       }
     }
+    counts.decoded += 1
+    let codec = store.codec
     let recorded: Record
     if let decoded = last.record {
       recorded = decoded
@@ -81,22 +109,5 @@ struct ModelComparison {
     throw .diverged(
       index: last.index, dispatchID: step.dispatchID, storeIdentifier: step.store, action: "\(step.action)",
       differences: differences)
-  }
-
-  /// The lists of `model` as a line that holds them whole writes them, found without encoding them; `nil` if its
-  /// encoder does not follow it.
-  private mutating func lists(of model: any ModelType, store: String) -> LineLists? {
-    guard let encodable = model as? any Encodable else { return nil }
-    let encoding = listEncodings[store] ?? ListEncoding()
-    listEncodings[store] = encoding
-    return (try? encoding.lists(in: encodable)).map { LineLists(lists: $0) }
-  }
-
-  /// The store's list encoding, started for a line whose lists change `base`'s.
-  private mutating func listEncoding(_ store: String, _ base: LineLists) -> ListEncoding {
-    let encoding = listEncodings[store] ?? ListEncoding()
-    listEncodings[store] = encoding
-    encoding.begin(base: base)
-    return encoding
   }
 }

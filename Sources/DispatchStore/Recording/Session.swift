@@ -333,9 +333,9 @@ public struct Session: Sendable {
   /// The stores whose models or actions the recorder's ``SessionPrivacy`` redacted cannot be checked: their records
   /// are neither re-run nor compared, and their identifiers are returned.
   ///
-  /// Where the machine has two or more processors, a session of 4,096 records or more is read on two threads, and the
-  /// records that hold their lists whole are compared on a second thread while the re-run goes on: the error thrown is
-  /// the first in the session's order all the same, and after one the stores may be a few records past it.
+  /// A session of 4,096 records or more is read on two threads where the machine has two or more processors, and the
+  /// records that hold their lists whole are compared on a thread of their own while the re-run goes on: the error
+  /// thrown is the first in the session's order all the same, and the stores may then be a few records past it.
   ///
   /// > Important: This blocks until each dispatch finished; do not call it on the thread a mode needs
   /// > (the main run-loop thread for `.mainThread`). While it runs, every other dispatch on `dispatcher` is
@@ -345,6 +345,25 @@ public struct Session: Sendable {
   ///   record, undone ones included.
   @discardableResult
   public func verify(against dispatcher: Dispatcher, mode: Dispatcher.Mode = .sync) throws(SessionError) -> [String] {
+    var counts = VerifyCounts()
+    return try verify(against: dispatcher, mode: mode, counts: &counts)
+  }
+
+  /// How a verify compared its records (``verify(against:dispatcher:mode:counts:)``), for tests.
+  struct VerifyCounts {
+    /// Records whose models were compared by their bytes, on the re-running thread.
+    var byBytes = 0
+    /// Records whose models were decoded to be compared: their encodings differed, or had no base to rest on.
+    var decoded = 0
+    /// Records that hold their lists whole, handed to the other thread.
+    var handedOver = 0
+  }
+
+  /// ``verify(against:mode:)``, counting in `counts` how the records were compared.
+  @discardableResult
+  func verify(
+    against dispatcher: Dispatcher, mode: Dispatcher.Mode, counts: inout VerifyCounts
+  ) throws(SessionError) -> [String] {
     var steps: [VerifyStep]
     let playback: EffectPlayback
     steps = try verifySteps()
@@ -384,18 +403,19 @@ public struct Session: Sendable {
       dispatcher.replay.withLock { $0 = nil }
     }
     // Models are compared as the writer encoded them (`ModelComparison`); the lines that hold their lists whole on
-    // another thread, where there are two processors. Each of those lines comes before the step an error of this
-    // thread's is at: the first in the session's order is the one thrown.
-    let wholeLines = ProcessInfo.processInfo.activeProcessorCount > 1 ? WholeLineComparison(session: self) : nil
+    // another thread. Each of those lines comes before the step an error of this thread's is at: the first in the
+    // session's order is the one thrown.
+    let wholeLines = WholeLineComparison(session: self)
     var comparison = ModelComparison(session: self, wholeLines: wholeLines)
+    defer { counts = comparison.counts }
     do throws(SessionError) {
       try rerun(
         steps, final: final, continues: continues, lastOfDispatch: lastOfDispatch, in: dispatcher, mode: mode,
         playback: playback, followUps: followUps, comparison: &comparison)
     } catch {
-      throw wholeLines?.finish() ?? error
+      throw wholeLines.finish() ?? error
     }
-    if let failure = wholeLines?.finish() { throw failure }
+    if let failure = wholeLines.finish() { throw failure }
     return redactedStores
   }
 
@@ -410,6 +430,10 @@ public struct Session: Sendable {
     // Dispatches with a transaction that was not re-run: their recorded effects are not all asked for.
     var partial: Set<TransactionID> = []
     for (offset, step) in steps.enumerated() {
+      // A line compared on the other thread differed: the re-run stops there, not at the session's end.
+      if let wholeLines = comparison.wholeLines, wholeLines.hasFailed, let failure = wholeLines.finish() {
+        throw failure
+      }
       if continues[offset] {
         if lastOfDispatch[step.dispatchID] == step.index, !partial.contains(step.dispatchID),
           let unused = playback.unused(in: step.dispatchID)

@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 
 /// Compares the lines of a verify that hold their lists whole, on a thread of its own, in the order they are handed
 /// over (``ModelComparison``).
@@ -9,11 +10,14 @@ import Dispatch
 /// encodes.
 ///
 /// `@unchecked Sendable`: `comparison` is used only by the jobs of `queue`, a serial queue, one after another;
-/// `failure` is behind its lock; `slots` bounds the jobs waiting, holding their models.
+/// `failure` is behind its lock, and `failed` set after it; `slots` bounds the lines not yet compared, holding their
+/// models.
 final class WholeLineComparison: @unchecked Sendable {
   private let queue = DispatchQueue(label: "DispatchStore.Session.verify.wholeLines")
   private var comparison: ModelComparison
   private let failure = LockedValue<SessionError?>(nil)
+  /// Whether `failure` is set: read by the re-running thread at each step, without the lock.
+  private let failed = Atomic(false)
   private let slots = DispatchSemaphore(value: 4)
 
   init(session: Session) {
@@ -21,11 +25,11 @@ final class WholeLineComparison: @unchecked Sendable {
   }
 
   /// Whether a line handed over differed from its re-run; the caller stops handing more over.
-  var hasFailed: Bool { failure.withLock { $0 != nil } }
+  var hasFailed: Bool { failed.load(ordering: .acquiring) }
 
   /// Compares `actual` with the model of `last`, a line that holds its lists whole, after those handed over before.
   ///
-  /// Waits while four lines are waiting. Lines handed over after one that differed are not compared.
+  /// Waits while four lines are not yet compared. Lines handed over after one that differed are not compared.
   func compare(_ actual: any ModelType, after step: Session.VerifyStep, with last: Session.VerifyStep) {
     slots.wait()
     queue.async { [self] in
@@ -35,6 +39,7 @@ final class WholeLineComparison: @unchecked Sendable {
         try comparison.compare(actual, after: step, with: last)
       } catch {
         failure.withLock { $0 = $0 ?? error }
+        failed.store(true, ordering: .releasing)
       }
     }
   }

@@ -114,6 +114,39 @@ struct IdentifiedListChangesTests {
     #expect(!changes.splices.isEmpty)
   }
 
+  /// Two elements whose bytes differ in their padding alone (as a copy leaves it) have the same bytes.
+  ///
+  /// A changed field is a change. The padding is written here, so that the test does not rest on what an allocator
+  /// left there.
+  @Test func elementsThatDifferInTheirPaddingAloneHaveTheSameBytes() throws {
+    let gap = (MemoryLayout<Padded>.offset(of: \.done)! + 1)..<MemoryLayout<Padded>.offset(of: \.title)!
+    try #require(!gap.isEmpty)
+    var zeros = Padded(id: 1, done: true, title: String(repeating: "a title stored apart ", count: 3))
+    var ones = zeros
+    withUnsafeMutableBytes(of: &zeros) { bytes in for offset in gap { bytes[offset] = 0 } }
+    withUnsafeMutableBytes(of: &ones) { bytes in for offset in gap { bytes[offset] = 0xA5 } }
+    func same(_ lhs: inout Padded, _ rhs: inout Padded) -> Bool {
+      withUnsafePointer(to: &lhs) { lhs in withUnsafePointer(to: &rhs) { rhs in ListEncoding.sameBytes(lhs, rhs) } }
+    }
+    #expect(withUnsafeBytes(of: &zeros) { Array($0) } != withUnsafeBytes(of: &ones) { Array($0) })
+    #expect(same(&zeros, &ones))
+    var toggled = ones
+    toggled.done.toggle()
+    #expect(!same(&zeros, &toggled))
+    var renamed = ones
+    renamed.title = "another title"
+    #expect(!same(&zeros, &renamed))
+
+    // In a list: an element removed and inserted again unchanged is not listed as updated.
+    let old = IdentifiedList((0..<100).map { Padded(id: $0, done: $0 % 2 == 0, title: "a title of row \($0)") })
+    var new = old
+    let removed = new.remove(id: 7)
+    let seven = try #require(removed)
+    new.insert(seven, at: 7)
+    new[id: 8]?.done.toggle()
+    #expect(new.changes(since: old) { ListEncoding.sameBytes($0, $1) }.updated.map(\.id) == [8])
+  }
+
   /// One element moved, forward or back, any distance: the order's change is two splices of one id, and applying
   /// them to the old list makes the new one.
   @Test(arguments: [1, 10, 30, 63, 64, 100, 1_000])

@@ -169,10 +169,11 @@ struct ListFormsSessionTests {
     return differences
   }
 
-  /// A re-run that diverges at a line holding its lists whole (compared on another thread), and whose dispatch fails
-  /// five records on: the divergence, the first, is the one thrown, naming its field; and alone, it is thrown too.
-  @Test(arguments: [true, false])
-  func aDivergenceInALineOfWholeListsIsThrownBeforeLaterErrors(failingLater: Bool) throws {
+  /// A re-run that diverges at a line holding its lists whole (compared on another thread), or at the line after it
+  /// (compared on the re-running thread, against the lists found for the whole line), alone or five records before a
+  /// dispatch that fails: the divergence, the first, is the one thrown, naming its field.
+  @Test(arguments: [0, 1], [true, false])
+  func aDivergenceAtOrAfterALineOfWholeListsIsThrownBeforeLaterErrors(after: Int, failingLater: Bool) throws {
     let file = TemporaryFile()
     let dispatcher = Dispatcher()
     try dispatcher.register(store: LargeModelRecordingTests.makeStore(count: 100))
@@ -184,17 +185,19 @@ struct ListFormsSessionTests {
     }
     recorder.flush()
     #expect(recorder.persistenceError == nil)
-    // The first record after the start that holds its lists whole: its index, and its action's amount.
-    let wholeLines = file.lines.compactMap { line -> (index: Int, amount: Int)? in
+    // Each record's index, its action's amount, and whether it holds its lists whole.
+    let records = file.lines.compactMap { line -> (index: Int, amount: Int, whole: Bool)? in
       guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-        object["k"] as? String == "r", object["z"] == nil, object["l"] != nil,
-        let index = object["i"] as? Int, index > 10,
+        object["k"] as? String == "r", let index = object["i"] as? Int,
         let restock = (object["a"] as? [String: Any])?["restock"] as? [String: Any],
         let amount = restock["amount"] as? Int
       else { return nil }
-      return (index, amount)
+      return (index, amount, object["z"] == nil && object["l"] != nil)
     }
-    let whole = try #require(wholeLines.first)
+    // The first record after the start that holds its lists whole, and the one that diverges.
+    let whole = try #require(records.first { $0.whole && $0.index > 10 })
+    let diverging = try #require(records.first { $0.amount == whole.amount + after })
+    #expect(diverging.whole == (after == 0))
 
     let session = try Session.load(from: file.url, codecs: LargeModelRecordingTests.codecs)
     let verifying = Dispatcher()
@@ -203,17 +206,19 @@ struct ListFormsSessionTests {
         (action: CatalogAction, model) in
         guard case .restock(let id, let amount) = action else { return }
         if failingLater, amount == whole.amount + 5 { throw TestFailure(reason: "five records on") }
-        model.products[id: id]?.stock += amount == whole.amount ? amount + 1 : amount
+        model.products[id: id]?.stock += amount == diverging.amount ? amount + 1 : amount
         model.edits += 1
       })
+    var counts = Session.VerifyCounts()
     do {
-      try session.verify(against: verifying)
+      try session.verify(against: verifying, mode: .sync, counts: &counts)
       Issue.record("a diverging session must throw")
     } catch {
       guard case .diverged(let index, _, let store, _, let differences) = error else { throw error }
-      #expect(index == whole.index)
+      #expect(index == diverging.index)
       #expect(store == "catalog")
       #expect(differences.count == 1 && differences.first?.path.hasSuffix("stock") == true, "\(differences)")
     }
+    #expect(counts.handedOver >= 2, "the first record and the later whole line, compared on the other thread")
   }
 }

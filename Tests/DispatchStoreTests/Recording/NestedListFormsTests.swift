@@ -150,6 +150,65 @@ struct NestedListFormsTests {
     #expect(try session.records.map { $0.model as? Outline } == recorder.records.map { $0.model as? Outline })
   }
 
+  /// A long session of two outline stores (rows and their tags changed, added, removed and moved, optional pinned
+  /// lists that come and go, sections moved): each line after one that holds its lists whole, whose lists are found
+  /// without encoding them while it is compared on another thread, rests on those lists and compares by its bytes.
+  @Test func theLinesAfterALineOfWholeListsCompareByBytesAgainstTheListsFoundForIt() throws {
+    let file = TemporaryFile()
+    let dispatcher = Dispatcher()
+    var codecs = SessionCodecs()
+    var stores: [Store<Outline, OutlineAction>] = []
+    for identifier in ["outline", "second"] {
+      let store = Store(identifier: identifier, model: Outline(sections: 4, rows: 8)) { action, model in
+        Self.reduce(action, &model)
+      }
+      try dispatcher.register(store: store)
+      codecs.register(storeIdentifier: identifier, model: Outline.self, action: OutlineAction.self)
+      stores.append(store)
+    }
+    let recorder = RecorderMiddleware(maxNumberOfRecords: 10)
+    dispatcher.register(middleware: recorder)
+    try recorder.attach(appendingTo: file.url, codecs: codecs)
+    var random = SplitMix(seed: 1_308)
+    let steps = isSanitized ? 1_100 : 2_300
+    for step in 0..<steps {
+      let store = stores[step % 2]
+      let rowIDs = store.model.sections.flatMap { $0.rows.map(\.id) }
+      let row = rowIDs.isEmpty ? 0 : rowIDs[Int.random(in: 0..<rowIDs.count, using: &random)]
+      let section = store.model.sections[Int.random(in: 0..<store.model.sections.count, using: &random)].id
+      let action: OutlineAction =
+        switch Int.random(in: 0..<9, using: &random) {
+        case 0: .rename(row: row, title: "Renamed \(step)")
+        case 1: .addRow(section: section, row: section * 1_000 + 100 + step)
+        case 2: .removeRow(row: row)
+        case 3: .moveRow(row: row, to: Int.random(in: 0..<8, using: &random))
+        case 4: .tag(row: row, tag: ["red", "green"][step % 2], color: step)
+        case 5: .untag(row: row, tag: "red")
+        case 6: .pin(row: row)
+        case 7: .moveSection(section, to: Int.random(in: 0..<4, using: &random))
+        default: .toggle(row: row)
+        }
+      try dispatcher.dispatchSync(action: action, to: store.identifier)
+    }
+    recorder.flush()
+    #expect(recorder.persistenceError == nil)
+
+    let session = try Session.load(from: file.url, codecs: codecs)
+    let verifying = Dispatcher()
+    for identifier in ["outline", "second"] {
+      try verifying.register(
+        store: Store(identifier: identifier, model: Outline(sections: 4, rows: 8)) { action, model in
+          Self.reduce(action, &model)
+        })
+    }
+    var counts = Session.VerifyCounts()
+    try session.verify(against: verifying, mode: .sync, counts: &counts)
+    // Each store's first record, and (past 1,001 records of it) one in every 1,001, are handed over.
+    #expect(counts.handedOver >= (isSanitized ? 2 : 4))
+    #expect(counts.decoded == 0)
+    #expect(counts.byBytes + counts.handedOver == session.recordCount)
+  }
+
   /// Random sessions of changes at every depth read back exactly every way.
   ///
   /// Rows, their tags, optional lists that come and go, sections added, removed and moved, with undos and jumps:
