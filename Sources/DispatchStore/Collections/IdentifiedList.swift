@@ -95,8 +95,7 @@ public struct IdentifiedList<Element: Identifiable> {
         var element: Element?
         let (node, slot) = elements.takeItem(id, into: &element)
         defer {
-          // Moved back, not copied: a copy keeps its fields' bytes, not its padding's, and an element changed in no
-          // byte must stay so, for a recording to find it unchanged.
+          // Moved back, not copied: nothing it holds is retained and released again.
           if let changed = element.take() {
             precondition(changed.id == id, "IdentifiedList: the element set for id \(id) has the id \(changed.id)")
             node.items.insert(consume changed, at: slot)

@@ -431,27 +431,30 @@ final class ListEncoding {
   /// bytes, never a change.
   ///
   /// The bytes of the padding between fields are not compared: a copy of a type that holds references writes its
-  /// fields, not its padding, so an element copied (into a node copied for a change beside it, or taken out and put
-  /// back) may differ from its original there alone. Where the stored bytes differ, each element is copied over
-  /// zeros and over ones: the same fields make the same bytes both times. (A type without references is copied
-  /// whole, its padding included: its stored bytes are compared as they are.)
+  /// fields, not its padding, so an element copied (taken out and put back, or removed and inserted again) may differ
+  /// from its original there alone. Where the stored bytes differ, both elements are copied over zeros and those
+  /// copies compared: the same fields make the same bytes. (A type without references, or one over 512 bytes, is
+  /// compared as stored: an element of it built again with the same values may be written again.)
   static func sameBytes<Element>(_ lhs: UnsafePointer<Element>, _ rhs: UnsafePointer<Element>) -> Bool {
     let size = MemoryLayout<Element>.size
     if memcmp(lhs, rhs, size) == 0 { return true }
+    // Copies of a type without references are its bytes, padding included; a type that is not bitwise-takable may
+    // copy otherwise; scratch space over 1 KB is not on the stack.
     let stride = MemoryLayout<Element>.stride
-    return withUnsafeTemporaryAllocation(byteCount: 4 * stride, alignment: MemoryLayout<Element>.alignment) { raw in
+    guard !_isPOD(Element.self), _isBitwiseTakable(Element.self), stride <= 512 else { return false }
+    return withUnsafeTemporaryAllocation(byteCount: 2 * stride, alignment: MemoryLayout<Element>.alignment) { raw in
       let base = raw.baseAddress!
       base.initializeMemory(as: UInt8.self, repeating: 0, count: 2 * stride)
-      (base + 2 * stride).initializeMemory(as: UInt8.self, repeating: 0xFF, count: 2 * stride)
-      let copies = base.bindMemory(to: Element.self, capacity: 4)
+      let copies = base.bindMemory(to: Element.self, capacity: 2)
       copies.initialize(from: lhs, count: 1)
       (copies + 1).initialize(from: rhs, count: 1)
-      (copies + 2).initialize(from: lhs, count: 1)
-      (copies + 3).initialize(from: rhs, count: 1)
-      defer { copies.deinitialize(count: 4) }
-      return memcmp(copies, copies + 1, size) == 0 && memcmp(copies + 2, copies + 3, size) == 0
+      defer { copies.deinitialize(count: 2) }
+      // Two values of one type write the same bytes when their cases (and an existential's type) are the same, and
+      // those differ in bytes that both write.
+      return memcmp(copies, copies + 1, size) == 0
     }
   }
+
 }
 
 /// An element of a list form being written or read: the lists inside it are in their forms too.

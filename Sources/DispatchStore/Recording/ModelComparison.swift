@@ -3,18 +3,28 @@
 ///
 /// A model is encoded as the writer encoded it, its lists as the changes from the lists this comparison encoded for
 /// the record the line rests on, and compared with the line's bytes. Only when they differ is the record decoded and
-/// compared as a value, and the fields that differ named. A line that holds its lists whole is handed to `wholeLines`,
-/// if there is one, once its lists are found. Used on one thread at a time.
+/// compared as a value, and the fields that differ named. With a `background`, the lines that hold their lists whole,
+/// and runs of records while it is idle, are compared there instead. Used on one thread at a time.
 struct ModelComparison {
   let session: Session
-  /// Where the lines that hold their lists whole are compared, on another thread; `nil` to compare them here.
-  let wholeLines: WholeLineComparison?
+  /// Where records are compared on another thread; `nil` to compare every record here.
+  let background: BackgroundComparison?
   private let encoder = JSONStreamEncoder()
   private var encoded: [UInt8] = []
   /// How the records were compared so far.
   private(set) var counts = Session.VerifyCounts()
   /// What this comparison keeps per store, found once by the store's identifier.
   private var stores: [String: StoreLines] = [:]
+  /// The records of the run being handed to `background`, not yet handed over.
+  private var run: [BackgroundComparison.Job] = []
+  /// How many more records the current run has, and whether `background` compares it.
+  private var runLeft = 0
+  private var runInBackground = false
+  /// Whether ``finish()`` counted the records compared in `background`.
+  private var finished = false
+  /// The records of a run: enough that handing one over costs little per record, few enough that the two threads
+  /// take turns often.
+  private static let runLength = 128
 
   /// One store's codec, its list encoding for the whole run (which keeps the JSON of the elements of the lists it
   /// wrote whole), and the lists this comparison encoded for the store's last record compared: the next record's
@@ -23,18 +33,72 @@ struct ModelComparison {
     let codec: SessionCodecs.Codec
     let listEncoding = ListEncoding()
     var encodedLists: (index: Int, lists: LineLists)?
+    /// The store's last record compared here or handed over, and its re-run model: the lists its next record rests
+    /// on are found from it when the comparison that takes that record does not have them.
+    var lastModel: (index: Int, model: any ModelType)?
+    /// The store's last record handed over: `background` has its lists.
+    var handedOver: Int?
 
     init(codec: SessionCodecs.Codec) {
       self.codec = codec
     }
+
+    /// The lists of ``lastModel`` if it is the model of record `index`.
+    func lists(at index: Int) -> LineLists? {
+      guard let lastModel, lastModel.index == index else { return nil }
+      return lists(of: lastModel.model)
+    }
+
+    /// The lists of `model` as a line that holds them whole writes them, found without encoding them; `nil` if the
+    /// encoder does not follow the model.
+    func lists(of model: any ModelType) -> LineLists? {
+      guard let encodable = model as? any Encodable, let lists = try? listEncoding.lists(in: encodable) else {
+        return nil
+      }
+      return LineLists(lists: lists)
+    }
   }
 
-  init(session: Session, wholeLines: WholeLineComparison?) {
+  init(session: Session, background: BackgroundComparison?) {
     self.session = session
-    self.wholeLines = wholeLines
+    self.background = background
   }
 
-  /// Compares `actual`, the model a transaction's re-run made, with the model of its last record.
+  /// Makes `lists` the lists of `store`'s record `index`, which its next record's changes rest on.
+  mutating func rest(_ store: String, at index: Int, on lists: LineLists) {
+    guard let lines = try? storeLines(store, index: index) else { return }
+    lines.encodedLists = (index, lists)
+  }
+
+  /// Hands the records kept for `background` over, waits until it compared them all, and returns what the first
+  /// that differed threw, if one did; `counts` then counts the records compared there too.
+  mutating func finish() -> SessionError? {
+    guard let background else { return nil }
+    if !run.isEmpty {
+      background.compare(run)
+      run = []
+    }
+    let (failure, counts) = background.finish()
+    if !finished {
+      finished = true
+      self.counts.byBytes += counts.byBytes
+      self.counts.decoded += counts.decoded
+    }
+    return failure
+  }
+
+  private mutating func storeLines(_ store: String, index: Int) throws(SessionError) -> StoreLines {
+    if let known = stores[store] { return known }
+    guard let codec = session.codecs.codecs[store] else {
+      throw .unregisteredStore(index: index, storeIdentifier: store)
+    }
+    let lines = StoreLines(codec: codec)
+    stores[store] = lines
+    return lines
+  }
+
+  /// Compares `actual`, the model a transaction's re-run made, with the model of its last record, here or on the
+  /// other thread.
   ///
   /// - Parameters:
   ///   - actual: The re-run model.
@@ -42,31 +106,65 @@ struct ModelComparison {
   ///   - last: The transaction's last record.
   /// - Throws: ``SessionError/diverged(index:dispatchID:storeIdentifier:action:differences:)`` naming the fields that
   ///   differ; ``SessionError/unregisteredStore(index:storeIdentifier:)`` for a store without a codec; what reading
-  ///   the record throws.
+  ///   the record throws. A record handed over throws from ``finish()`` instead.
   mutating func compare(
     _ actual: any ModelType, after step: Session.VerifyStep, with last: Session.VerifyStep
   ) throws(SessionError) {
-    let store: StoreLines
-    if let known = stores[step.store] {
-      store = known
-    } else {
-      guard let codec = session.codecs.codecs[step.store] else {
-        throw .unregisteredStore(index: step.index, storeIdentifier: step.store)
-      }
-      store = StoreLines(codec: codec)
-      stores[step.store] = store
+    let store = try storeLines(step.store, index: step.index)
+    defer { store.lastModel = (last.index, actual) }
+    guard let background, last.modelBytes != nil, !background.hasFailed else {
+      return try compareHere(actual, after: step, with: last, store: store)
     }
-    let encodedLists = store.encodedLists
-    store.encodedLists = nil
-    if let wholeLines, last.modelBytes != nil, last.hasListForms, last.base == nil, !wholeLines.hasFailed,
-      let encodable = actual as? any Encodable, let lists = try? store.listEncoding.lists(in: encodable)
-    {
-      // The next lines' base, found without encoding the lists; the line itself is encoded on the other thread.
-      store.encodedLists = (last.index, LineLists(lists: lists))
-      wholeLines.compare(actual, after: step, with: last)
-      counts.handedOver += 1
+    if last.hasListForms, last.base == nil {
+      // A line of whole lists: the next lines' base found here without encoding the lists; the line compared there.
+      guard let lists = store.lists(of: actual) else {
+        return try compareHere(actual, after: step, with: last, store: store)
+      }
+      store.encodedLists = (last.index, lists)
+      hand(actual, step, last, base: nil, store: store)
       return
     }
+    if runLeft == 0 {
+      if !run.isEmpty {
+        background.compare(run)
+        run = []
+      }
+      runInBackground = background.isIdle
+      runLeft = Self.runLength
+    }
+    runLeft -= 1
+    // The lists this record rests on, found where the comparison that takes it does not have them.
+    var base: (index: Int, lists: LineLists)?
+    if last.hasListForms, let index = last.base {
+      if runInBackground {
+        if store.handedOver != index { base = store.lists(at: index).map { (index, $0) } }
+      } else if store.encodedLists?.index != index, let lists = store.lists(at: index) {
+        store.encodedLists = (index, lists)
+      }
+    }
+    guard runInBackground, !last.hasListForms || last.base == nil || store.handedOver == last.base || base != nil
+    else {
+      return try compareHere(actual, after: step, with: last, store: store)
+    }
+    hand(actual, step, last, base: base, store: store)
+  }
+
+  /// Keeps the record for the run `background` is to compare.
+  private mutating func hand(
+    _ actual: any ModelType, _ step: Session.VerifyStep, _ last: Session.VerifyStep,
+    base: (index: Int, lists: LineLists)?, store: StoreLines
+  ) {
+    run.append(BackgroundComparison.Job(actual: actual, step: step, last: last, base: base))
+    store.handedOver = last.index
+    counts.handedOver += 1
+  }
+
+  /// ``compare(_:after:with:)`` on this thread.
+  private mutating func compareHere(
+    _ actual: any ModelType, after step: Session.VerifyStep, with last: Session.VerifyStep, store: StoreLines
+  ) throws(SessionError) {
+    let encodedLists = store.encodedLists
+    store.encodedLists = nil
     if let bytes = last.modelBytes {
       // Lists in their session forms: the changes from the lists this run encoded for the line's base.
       let lists: ListEncoding?

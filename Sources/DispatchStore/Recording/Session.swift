@@ -333,9 +333,9 @@ public struct Session: Sendable {
   /// The stores whose models or actions the recorder's ``SessionPrivacy`` redacted cannot be checked: their records
   /// are neither re-run nor compared, and their identifiers are returned.
   ///
-  /// A session of 4,096 records or more is read on two threads where the machine has two or more processors, and the
-  /// records that hold their lists whole are compared on a thread of their own while the re-run goes on: the error
-  /// thrown is the first in the session's order all the same, and the stores may then be a few records past it.
+  /// A session of 4,096 records or more is read on two threads where the machine has two or more processors, and
+  /// records are compared on a second thread while the re-run goes on: the error thrown is the first in the session's
+  /// order all the same, and the stores may then be a few hundred records past it.
   ///
   /// > Important: This blocks until each dispatch finished; do not call it on the thread a mode needs
   /// > (the main run-loop thread for `.mainThread`). While it runs, every other dispatch on `dispatcher` is
@@ -349,7 +349,7 @@ public struct Session: Sendable {
     return try verify(against: dispatcher, mode: mode, counts: &counts)
   }
 
-  /// How a verify compared its records (``verify(against:dispatcher:mode:counts:)``), for tests.
+  /// How a verify compared its records (``verify(against:mode:counts:)``), for tests.
   struct VerifyCounts {
     /// Records whose models were compared by their bytes, on the re-running thread.
     var byBytes = 0
@@ -402,20 +402,18 @@ public struct Session: Sendable {
       dispatcher.isReplaying.store(false, ordering: .relaxed)
       dispatcher.replay.withLock { $0 = nil }
     }
-    // Models are compared as the writer encoded them (`ModelComparison`); the lines that hold their lists whole on
-    // another thread. Each of those lines comes before the step an error of this thread's is at: the first in the
-    // session's order is the one thrown.
-    let wholeLines = WholeLineComparison(session: self)
-    var comparison = ModelComparison(session: self, wholeLines: wholeLines)
+    // Models are compared as the writer encoded them (`ModelComparison`), some on another thread. Each record handed
+    // there comes before the step an error of this thread's is at: the first in the session's order is the one thrown.
+    var comparison = ModelComparison(session: self, background: BackgroundComparison(session: self))
     defer { counts = comparison.counts }
     do throws(SessionError) {
       try rerun(
         steps, final: final, continues: continues, lastOfDispatch: lastOfDispatch, in: dispatcher, mode: mode,
         playback: playback, followUps: followUps, comparison: &comparison)
     } catch {
-      throw wholeLines.finish() ?? error
+      throw comparison.finish() ?? error
     }
-    if let failure = wholeLines.finish() { throw failure }
+    if let failure = comparison.finish() { throw failure }
     return redactedStores
   }
 
@@ -431,9 +429,7 @@ public struct Session: Sendable {
     var partial: Set<TransactionID> = []
     for (offset, step) in steps.enumerated() {
       // A line compared on the other thread differed: the re-run stops there, not at the session's end.
-      if let wholeLines = comparison.wholeLines, wholeLines.hasFailed, let failure = wholeLines.finish() {
-        throw failure
-      }
+      if comparison.background?.hasFailed == true, let failure = comparison.finish() { throw failure }
       if continues[offset] {
         if lastOfDispatch[step.dispatchID] == step.index, !partial.contains(step.dispatchID),
           let unused = playback.unused(in: step.dispatchID)

@@ -1,0 +1,76 @@
+import Dispatch
+import Synchronization
+
+/// Compares records of a verify on a thread of its own, in the order they are handed over, while the re-running
+/// thread goes on (``ModelComparison``).
+///
+/// It takes the records that hold their lists whole, and runs of the others when it is idle: encoding the models to
+/// compare them is most of verifying a long session, and the re-running thread, which also dispatches, then compares
+/// the runs it keeps. A record's lists are the base of the changes of its store's next record: a run's first record
+/// comes with the lists it rests on (``Job/base``), found by the re-running thread without encoding them.
+///
+/// `@unchecked Sendable`: `comparison` is used only by the jobs of `queue`, a serial queue, one after another, and
+/// read by ``finish()`` after them; `failure` is behind its lock, and `failed` set after it; `slots` bounds the runs
+/// not yet compared, holding their models; `pending` counts them.
+final class BackgroundComparison: @unchecked Sendable {
+  /// A record to compare: the model its transaction's re-run made, the transaction's first and last steps, and the
+  /// lists of its store's previous record if this thread does not have them.
+  struct Job: Sendable {
+    let actual: any ModelType
+    let step: Session.VerifyStep
+    let last: Session.VerifyStep
+    let base: (index: Int, lists: LineLists)?
+  }
+
+  private let queue = DispatchQueue(label: "DispatchStore.Session.verify.comparison")
+  private var comparison: ModelComparison
+  private let failure = LockedValue<SessionError?>(nil)
+  /// Whether `failure` is set: read by the re-running thread at each step, without the lock.
+  private let failed = Atomic(false)
+  private let pending = Atomic(0)
+  private let slots = DispatchSemaphore(value: 2)
+
+  init(session: Session) {
+    comparison = ModelComparison(session: session, background: nil)
+  }
+
+  /// Whether a record handed over differed from its re-run; the caller stops handing more over.
+  var hasFailed: Bool { failed.load(ordering: .acquiring) }
+
+  /// Whether every run handed over is compared.
+  var isIdle: Bool { pending.load(ordering: .acquiring) == 0 }
+
+  /// Compares `jobs`, in order, after the runs handed over before.
+  ///
+  /// Waits while two runs are not yet compared. Records after one that differed are not compared.
+  func compare(_ jobs: [Job]) {
+    slots.wait()
+    pending.add(1, ordering: .relaxed)
+    queue.async { [self] in
+      defer {
+        pending.subtract(1, ordering: .releasing)
+        slots.signal()
+      }
+      for job in jobs {
+        guard !hasFailed else { return }
+        if let base = job.base { comparison.rest(job.step.store, at: base.index, on: base.lists) }
+        do throws(SessionError) {
+          try comparison.compare(job.actual, after: job.step, with: job.last)
+        } catch {
+          failure.withLock { $0 = $0 ?? error }
+          failed.store(true, ordering: .releasing)
+        }
+      }
+    }
+  }
+
+  /// Waits until the runs handed over are compared; returns what the first record that differed threw, if one did,
+  /// and how the records were compared.
+  ///
+  /// Every record handed over comes before the record the caller is at: an error of its own is thrown only if this
+  /// returns no failure.
+  func finish() -> (failure: SessionError?, counts: Session.VerifyCounts) {
+    queue.sync {}
+    return (failure.withLock { $0 }, comparison.counts)
+  }
+}
