@@ -10,7 +10,7 @@ import Synchronization
 /// comes with the lists it rests on (``Job/base``), found by the re-running thread without encoding them.
 ///
 /// `@unchecked Sendable`: `comparison` is used only by the jobs of `queue`, a serial queue, one after another, and
-/// read by ``finish()`` after them; `failure` is behind its lock, and `failed` set after it; `slots` bounds the runs
+/// read by ``finish()`` after them; `failure` is behind its lock, and `failed` set after it; `slots` bounds the batches
 /// not yet compared, holding their models; `pending` counts them.
 final class BackgroundComparison: @unchecked Sendable {
   /// A record to compare: the model its transaction's re-run made, the transaction's first and last steps, and the
@@ -28,7 +28,7 @@ final class BackgroundComparison: @unchecked Sendable {
   /// Whether `failure` is set: read by the re-running thread at each step, without the lock.
   private let failed = Atomic(false)
   private let pending = Atomic(0)
-  private let slots = DispatchSemaphore(value: 2)
+  private let slots = DispatchSemaphore(value: 16)
 
   init(session: Session) {
     comparison = ModelComparison(session: session, background: nil)
@@ -37,12 +37,12 @@ final class BackgroundComparison: @unchecked Sendable {
   /// Whether a record handed over differed from its re-run; the caller stops handing more over.
   var hasFailed: Bool { failed.load(ordering: .acquiring) }
 
-  /// Whether every run handed over is compared.
+  /// Whether every batch handed over is compared.
   var isIdle: Bool { pending.load(ordering: .acquiring) == 0 }
 
-  /// Compares `jobs`, in order, after the runs handed over before.
+  /// Compares `jobs`, in order, after the batches handed over before.
   ///
-  /// Waits while two runs are not yet compared. Records after one that differed are not compared.
+  /// Waits while 16 batches are not yet compared. Records after one that differed are not compared.
   func compare(_ jobs: [Job]) {
     slots.wait()
     pending.add(1, ordering: .relaxed)
@@ -64,7 +64,7 @@ final class BackgroundComparison: @unchecked Sendable {
     }
   }
 
-  /// Waits until the runs handed over are compared; returns what the first record that differed threw, if one did,
+  /// Waits until the batches handed over are compared; returns what the first record that differed threw, if one did,
   /// and how the records were compared.
   ///
   /// Every record handed over comes before the record the caller is at: an error of its own is thrown only if this

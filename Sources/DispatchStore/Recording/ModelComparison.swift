@@ -22,9 +22,11 @@ struct ModelComparison {
   private var runInBackground = false
   /// Whether ``finish()`` counted the records compared in `background`.
   private var finished = false
-  /// The records of a run: enough that handing one over costs little per record, few enough that the two threads
-  /// take turns often.
+  /// The records of a run: enough that the two threads take turns rarely, few enough that they take turns often.
   private static let runLength = 128
+  /// The records handed over at once: enough that handing them over costs little per record, few enough that a
+  /// divergence there is found soon after the re-run made it.
+  private static let batchLength = 16
 
   /// One store's codec, its list encoding for the whole run (which keeps the JSON of the elements of the lists it
   /// wrote whole), and the lists this comparison encoded for the store's last record compared: the next record's
@@ -111,17 +113,22 @@ struct ModelComparison {
     _ actual: any ModelType, after step: Session.VerifyStep, with last: Session.VerifyStep
   ) throws(SessionError) {
     let store = try storeLines(step.store, index: step.index)
-    defer { store.lastModel = (last.index, actual) }
-    guard let background, last.modelBytes != nil, !background.hasFailed else {
+    // Kept only for a model with list forms, whose next record may rest on its lists: a model kept is shared, and
+    // the next reducer copies the arrays and dictionaries it then changes.
+    defer { store.lastModel = last.hasListForms ? (last.index, actual) : nil }
+    // Only models with list forms: a large model without them is written whole in each record, and one kept for
+    // the other thread would make the next reducer copy the arrays it changes; a small one costs less to compare
+    // than to hand over.
+    guard let background, last.modelBytes != nil, last.hasListForms, !background.hasFailed else {
       return try compareHere(actual, after: step, with: last, store: store)
     }
-    if last.hasListForms, last.base == nil {
+    if last.base == nil {
       // A line of whole lists: the next lines' base found here without encoding the lists; the line compared there.
       guard let lists = store.lists(of: actual) else {
         return try compareHere(actual, after: step, with: last, store: store)
       }
       store.encodedLists = (last.index, lists)
-      hand(actual, step, last, base: nil, store: store)
+      hand(actual, step, last, base: nil, store: store, now: true)
       return
     }
     if runLeft == 0 {
@@ -135,26 +142,29 @@ struct ModelComparison {
     runLeft -= 1
     // The lists this record rests on, found where the comparison that takes it does not have them.
     var base: (index: Int, lists: LineLists)?
-    if last.hasListForms, let index = last.base {
+    if let index = last.base {
       if runInBackground {
         if store.handedOver != index { base = store.lists(at: index).map { (index, $0) } }
       } else if store.encodedLists?.index != index, let lists = store.lists(at: index) {
         store.encodedLists = (index, lists)
       }
     }
-    guard runInBackground, !last.hasListForms || last.base == nil || store.handedOver == last.base || base != nil
-    else {
+    guard runInBackground, store.handedOver == last.base || base != nil else {
       return try compareHere(actual, after: step, with: last, store: store)
     }
-    hand(actual, step, last, base: base, store: store)
+    hand(actual, step, last, base: base, store: store, now: false)
   }
 
-  /// Keeps the record for the run `background` is to compare.
+  /// Hands the record to `background`, in a batch of ``batchLength`` or, `now`, at once with those gathered.
   private mutating func hand(
     _ actual: any ModelType, _ step: Session.VerifyStep, _ last: Session.VerifyStep,
-    base: (index: Int, lists: LineLists)?, store: StoreLines
+    base: (index: Int, lists: LineLists)?, store: StoreLines, now: Bool
   ) {
     run.append(BackgroundComparison.Job(actual: actual, step: step, last: last, base: base))
+    if now || run.count >= Self.batchLength {
+      background?.compare(run)
+      run = []
+    }
     store.handedOver = last.index
     counts.handedOver += 1
   }

@@ -333,9 +333,10 @@ public struct Session: Sendable {
   /// The stores whose models or actions the recorder's ``SessionPrivacy`` redacted cannot be checked: their records
   /// are neither re-run nor compared, and their identifiers are returned.
   ///
-  /// A session of 4,096 records or more is read on two threads where the machine has two or more processors, and
-  /// records are compared on a second thread while the re-run goes on: the error thrown is the first in the session's
-  /// order all the same, and the stores may then be a few hundred records past it.
+  /// Records are compared on a second thread while the re-run goes on, and a session of 4,096 records or more is read
+  /// on two threads where the machine has two or more processors: the error thrown is the first in the session's
+  /// order all the same. The re-run stops soon after a divergence found there, but not at once: its stores may then
+  /// be some records past it, as the reducers left them.
   ///
   /// > Important: This blocks until each dispatch finished; do not call it on the thread a mode needs
   /// > (the main run-loop thread for `.mainThread`). While it runs, every other dispatch on `dispatcher` is
@@ -351,11 +352,12 @@ public struct Session: Sendable {
 
   /// How a verify compared its records (``verify(against:mode:counts:)``), for tests.
   struct VerifyCounts {
-    /// Records whose models were compared by their bytes, on the re-running thread.
+    /// Records whose models were compared by their bytes, on either thread.
     var byBytes = 0
-    /// Records whose models were decoded to be compared: their encodings differed, or had no base to rest on.
+    /// Records whose models were decoded to be compared, on either thread: their encodings differed, or had no base
+    /// to rest on.
     var decoded = 0
-    /// Records that hold their lists whole, handed to the other thread.
+    /// Records handed to the other thread: those that hold their lists whole, and the runs it took.
     var handedOver = 0
   }
 

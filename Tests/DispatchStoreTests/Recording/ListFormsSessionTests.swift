@@ -169,8 +169,8 @@ struct ListFormsSessionTests {
     return differences
   }
 
-  /// A re-run that diverges at a line holding its lists whole (compared on another thread), or at the line after it
-  /// (compared on the re-running thread, against the lists found for the whole line), alone or five records before a
+  /// A re-run that diverges at a line holding its lists whole (compared on the other thread), or at the line after it
+  /// (on either thread, against the lists found for the whole line), alone or five records before a
   /// dispatch that fails: the divergence, the first, is the one thrown, naming its field.
   @Test(arguments: [0, 1], [true, false])
   func aDivergenceAtOrAfterALineOfWholeListsIsThrownBeforeLaterErrors(after: Int, failingLater: Bool) throws {
