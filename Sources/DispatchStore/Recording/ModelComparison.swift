@@ -76,10 +76,7 @@ struct ModelComparison {
   /// that differed threw, if one did; `counts` then counts the records compared there too.
   mutating func finish() -> SessionError? {
     guard let background else { return nil }
-    if !run.isEmpty {
-      background.compare(run)
-      run = []
-    }
+    handOverRun()
     let (failure, counts) = background.finish()
     if !finished {
       finished = true
@@ -132,10 +129,7 @@ struct ModelComparison {
       return
     }
     if runLeft == 0 {
-      if !run.isEmpty {
-        background.compare(run)
-        run = []
-      }
+      handOverRun()
       runInBackground = background.isIdle
       runLeft = Self.runLength
     }
@@ -161,12 +155,16 @@ struct ModelComparison {
     base: (index: Int, lists: LineLists)?, store: StoreLines, now: Bool
   ) {
     run.append(BackgroundComparison.Job(actual: actual, step: step, last: last, base: base))
-    if now || run.count >= Self.batchLength {
-      background?.compare(run)
-      run = []
-    }
+    if now || run.count >= Self.batchLength { handOverRun() }
     store.handedOver = last.index
     counts.handedOver += 1
+  }
+
+  /// Hands the records gathered for `background` over, if there are any.
+  private mutating func handOverRun() {
+    guard let background, !run.isEmpty else { return }
+    background.compare(run)
+    run = []
   }
 
   /// ``compare(_:after:with:)`` on this thread.
@@ -180,12 +178,14 @@ struct ModelComparison {
       let lists: ListEncoding?
       if !last.hasListForms {
         lists = nil
-      } else if let base = last.base {
-        lists = encodedLists.flatMap { $0.index == base ? store.listEncoding : nil }
-        if let encodedLists, lists != nil { store.listEncoding.begin(base: encodedLists.lists) }
-      } else {
-        lists = store.listEncoding
+      } else if last.base == nil {
         store.listEncoding.begin(base: .none)
+        lists = store.listEncoding
+      } else if let encodedLists, encodedLists.index == last.base {
+        store.listEncoding.begin(base: encodedLists.lists)
+        lists = store.listEncoding
+      } else {
+        lists = nil
       }
       if lists != nil || !last.hasListForms {
         encoded.removeAll(keepingCapacity: true)

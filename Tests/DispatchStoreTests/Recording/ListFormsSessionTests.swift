@@ -169,24 +169,22 @@ struct ListFormsSessionTests {
     return differences
   }
 
-  /// A re-run that diverges at a line holding its lists whole (compared on the other thread), or at the line after it
-  /// (on either thread, against the lists found for the whole line), alone or five records before a
-  /// dispatch that fails: the divergence, the first, is the one thrown, naming its field.
-  @Test(arguments: [0, 1], [true, false])
-  func aDivergenceAtOrAfterALineOfWholeListsIsThrownBeforeLaterErrors(after: Int, failingLater: Bool) throws {
-    let file = TemporaryFile()
+  /// Records `count` restocks (the `offset`th of product `product(offset)`, by `offset + 1`) of a catalog of
+  /// `products` to `file`; returns each record's index, its action's amount, and whether it holds its lists whole.
+  static func recordRestocks(
+    _ count: Int, of products: Int, to file: TemporaryFile, product: (Int) -> Int
+  ) throws -> [(index: Int, amount: Int, whole: Bool)] {
     let dispatcher = Dispatcher()
-    try dispatcher.register(store: LargeModelRecordingTests.makeStore(count: 100))
+    try dispatcher.register(store: LargeModelRecordingTests.makeStore(count: products))
     let recorder = RecorderMiddleware(maxNumberOfRecords: 10)
     dispatcher.register(middleware: recorder)
     try recorder.attach(appendingTo: file.url, codecs: LargeModelRecordingTests.codecs)
-    for offset in 0..<1_100 {
-      try dispatcher.dispatchSync(action: CatalogAction.restock(id: offset % 100, amount: offset + 1))
+    for offset in 0..<count {
+      try dispatcher.dispatchSync(action: CatalogAction.restock(id: product(offset), amount: offset + 1))
     }
     recorder.flush()
     #expect(recorder.persistenceError == nil)
-    // Each record's index, its action's amount, and whether it holds its lists whole.
-    let records = file.lines.compactMap { line -> (index: Int, amount: Int, whole: Bool)? in
+    return file.lines.compactMap { line in
       guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
         object["k"] as? String == "r", let index = object["i"] as? Int,
         let restock = (object["a"] as? [String: Any])?["restock"] as? [String: Any],
@@ -194,6 +192,15 @@ struct ListFormsSessionTests {
       else { return nil }
       return (index, amount, object["z"] == nil && object["l"] != nil)
     }
+  }
+
+  /// A re-run that diverges at a line holding its lists whole (compared on the other thread), or at the line after it
+  /// (on either thread, against the lists found for the whole line), alone or five records before a
+  /// dispatch that fails: the divergence, the first, is the one thrown, naming its field.
+  @Test(arguments: [0, 1], [true, false])
+  func aDivergenceAtOrAfterALineOfWholeListsIsThrownBeforeLaterErrors(after: Int, failingLater: Bool) throws {
+    let file = TemporaryFile()
+    let records = try Self.recordRestocks(1_100, of: 100, to: file) { $0 % 100 }
     // The first record after the start that holds its lists whole, and the one that diverges.
     let whole = try #require(records.first { $0.whole && $0.index > 10 })
     let diverging = try #require(records.first { $0.amount == whole.amount + after })
@@ -226,25 +233,9 @@ struct ListFormsSessionTests {
   /// session's end: the product it changes is in no later record, so no record compared on this thread shows it.
   @Test func aReRunStopsSoonAfterADivergenceFoundOnTheOtherThread() throws {
     let file = TemporaryFile()
-    let dispatcher = Dispatcher()
-    try dispatcher.register(store: LargeModelRecordingTests.makeStore(count: 10))
-    let recorder = RecorderMiddleware(maxNumberOfRecords: 10)
-    dispatcher.register(middleware: recorder)
-    try recorder.attach(appendingTo: file.url, codecs: LargeModelRecordingTests.codecs)
-    for offset in 0..<2_000 {
-      try dispatcher.dispatchSync(action: CatalogAction.restock(id: 1 + offset % 9, amount: offset + 1))
-    }
-    recorder.flush()
-    #expect(recorder.persistenceError == nil)
+    let records = try Self.recordRestocks(2_000, of: 10, to: file) { 1 + $0 % 9 }
     // The amount of the first record after the start that holds its lists whole.
-    let wholeAmounts = file.lines.compactMap { line -> Int? in
-      guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-        object["k"] as? String == "r", object["z"] == nil, object["l"] != nil, let index = object["i"] as? Int,
-        index > 10, let restock = (object["a"] as? [String: Any])?["restock"] as? [String: Any]
-      else { return nil }
-      return restock["amount"] as? Int
-    }
-    let diverging = try #require(wholeAmounts.first)
+    let diverging = try #require(records.first { $0.whole && $0.index > 10 }).amount
 
     let session = try Session.load(from: file.url, codecs: LargeModelRecordingTests.codecs)
     let verifying = Dispatcher()
