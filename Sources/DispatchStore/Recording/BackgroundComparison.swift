@@ -4,7 +4,7 @@ import Synchronization
 /// Compares records of a verify on a thread of its own, in the order they are handed over, while the re-running
 /// thread goes on (``ModelComparison``).
 ///
-/// It takes the records that hold their lists whole, and runs of the others when it is idle: encoding the models to
+/// It takes the records that hold their lists whole, and runs of the others while few wait: encoding the models to
 /// compare them is most of verifying a long session, and the re-running thread, which also dispatches, then compares
 /// the runs it keeps. A record's lists are the base of the changes of its store's next record: a run's first record
 /// comes with the lists it rests on (``Job/base``), found by the re-running thread without encoding them.
@@ -37,8 +37,8 @@ final class BackgroundComparison: @unchecked Sendable {
   /// Whether a record handed over differed from its re-run; the caller stops handing more over.
   var hasFailed: Bool { failed.load(ordering: .acquiring) }
 
-  /// Whether every batch handed over is compared.
-  var isIdle: Bool { pending.load(ordering: .acquiring) == 0 }
+  /// How many batches handed over are not compared yet.
+  var waitingBatches: Int { pending.load(ordering: .acquiring) }
 
   /// Compares `jobs`, in order, after the batches handed over before.
   ///

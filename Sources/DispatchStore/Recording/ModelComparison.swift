@@ -4,7 +4,7 @@
 /// A model is encoded as the writer encoded it, its lists as the changes from the lists this comparison encoded for
 /// the record the line rests on, and compared with the line's bytes. Only when they differ is the record decoded and
 /// compared as a value, and the fields that differ named. With a `background`, the lines that hold their lists whole,
-/// and runs of records while it is idle, are compared there instead. Used on one thread at a time.
+/// and runs of records while few wait there, are compared there instead. Used on one thread at a time.
 struct ModelComparison {
   let session: Session
   /// Where records are compared on another thread; `nil` to compare every record here.
@@ -23,7 +23,10 @@ struct ModelComparison {
   /// Whether ``finish()`` counted the records compared in `background`.
   private var finished = false
   /// The records of a run: enough that the two threads take turns rarely, few enough that they take turns often.
-  private static let runLength = 128
+  private static let runLength = 64
+  /// The most batches waiting on the other thread for a run to go there too: enough that it does not run out of
+  /// records while this thread compares a run of its own, which takes longer, as this thread also dispatches.
+  private static let waitingBatches = 8
   /// The records handed over at once: enough that handing them over costs little per record, few enough that a
   /// divergence there is found soon after the re-run made it.
   private static let batchLength = 16
@@ -130,7 +133,7 @@ struct ModelComparison {
     }
     if runLeft == 0 {
       handOverRun()
-      runInBackground = background.isIdle
+      runInBackground = background.waitingBatches <= Self.waitingBatches
       runLeft = Self.runLength
     }
     runLeft -= 1

@@ -570,53 +570,101 @@ public struct Session: Sendable {
 
   /// The steps of `lines`, in order (``verifySteps()``).
   private func verifySteps(_ lines: ArraySlice<SessionIndex.RecordLine>) throws(SessionError) -> [VerifyStep] {
+    // The file's bytes are read through one access for all the lines: each access to a `Data` is checked.
+    let steps = index.data.withUnsafeBytes { bytes -> Result<[VerifyStep], SessionError> in
+      Result { () throws(SessionError) in try verifySteps(lines, in: bytes) }
+    }
+    return try steps.get()
+  }
+
+  /// ``verifySteps(_:)`` over the file's bytes.
+  private func verifySteps(
+    _ lines: ArraySlice<SessionIndex.RecordLine>, in bytes: UnsafeRawBufferPointer
+  ) throws(SessionError) -> [VerifyStep] {
     let decoder = JSONDecoder()
     // Sessions repeat actions (the same tap, the same tick): each distinct encoding is decoded once per store.
-    var actions: [String: [Data: any ActionType]] = [:]
+    var actions = DecodedActions(bytes: bytes)
     var steps: [VerifyStep] = []
     steps.reserveCapacity(lines.count)
+    let outcomes = index.outcomes
     for line in lines {
-      let fields = index.data.withUnsafeBytes { RecordFields($0, range: line.line.range) }
+      let fields = RecordFields(bytes, range: line.line.range)
       guard let fields, let actionRange = fields.action, let modelRange = fields.model,
-        let transaction = index.data.withUnsafeBytes({ RecordFields.unsigned($0, fields.transaction) }),
+        let transaction = RecordFields.unsigned(bytes, fields.transaction),
         let codec = codecs.codecs[line.store]
       else {
         // Not as a writer makes it: decoding it names what is wrong.
         _ = try record(line)
         throw .corruptLine(line: line.line.number, reason: "not a record line")
       }
-      let dispatch = index.data.withUnsafeBytes { RecordFields.unsigned($0, fields.dispatch) } ?? transaction
-      let actionJSON = index.data.subdata(in: actionRange)
+      let dispatch = RecordFields.unsigned(bytes, fields.dispatch) ?? transaction
       let action: any ActionType
-      if let known = actions[line.store]?[actionJSON] {
+      if let known = actions.action(line.store, at: actionRange) {
         action = known
       } else {
         do {
           action =
-            try index.data.withUnsafeBytes {
-              codec.decodeActionBytes(UnsafeRawBufferPointer(rebasing: $0[actionRange]))
-            } ?? codec.decodeActionJSON(actionJSON, decoder)
+            try codec.decodeActionBytes(UnsafeRawBufferPointer(rebasing: bytes[actionRange]))
+            ?? codec.decodeActionJSON(Data(bytes[actionRange]), decoder)
         } catch let error as DecodingError {
           throw .corruptLine(line: line.line.number, reason: error.shortDescription)
         } catch {
           throw .corruptLine(line: line.line.number, reason: "\(error)")
         }
-        if actions[line.store, default: [:]].count < 65_536 { actions[line.store, default: [:]][actionJSON] = action }
+        actions.keep(action, line.store, at: actionRange)
       }
+      let outcome = outcomes.isEmpty ? nil : outcomes[TransactionID(rawValue: transaction)]
       steps.append(
         VerifyStep(
           index: line.index, dispatchID: TransactionID(rawValue: dispatch),
           transactionID: TransactionID(rawValue: transaction),
-          change: index.data.withUnsafeBytes { RecordFields.unsigned($0, fields.change) }.map { Int(clamping: $0) }
-            ?? 0,
+          change: RecordFields.unsigned(bytes, fields.change).map { Int(clamping: $0) } ?? 0,
           store: line.store, action: action,
-          failed: fields.error != nil || index.outcomes[TransactionID(rawValue: transaction)]?.e != nil,
-          cancelled: index.data.withUnsafeBytes { RecordFields.isTrue($0, fields.cancelled) }
-            || index.outcomes[TransactionID(rawValue: transaction)]?.c == true,
-          rollback: index.data.withUnsafeBytes { RecordFields.isTrue($0, fields.rollback) },
+          failed: fields.error != nil || outcome?.e != nil,
+          cancelled: RecordFields.isTrue(bytes, fields.cancelled) || outcome?.c == true,
+          rollback: RecordFields.isTrue(bytes, fields.rollback),
           modelBytes: modelRange, hasListForms: fields.lists != nil, base: line.base, record: nil))
     }
     return steps
+  }
+
+  /// The actions ``verifySteps(_:in:)`` decoded, by store and by the bytes of their JSON in the file: at most 65,536.
+  private struct DecodedActions {
+    let bytes: UnsafeRawBufferPointer
+    /// By the hash of the store and the JSON: where the JSON is, and its action.
+    private var kept: [Int: [(store: String, range: Range<Int>, action: any ActionType)]] = [:]
+    private var count = 0
+
+    init(bytes: UnsafeRawBufferPointer) {
+      self.bytes = bytes
+    }
+
+    private func hash(_ store: String, _ range: Range<Int>) -> Int {
+      var hasher = Hasher()
+      hasher.combine(store)
+      hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: bytes[range]))
+      return hasher.finalize()
+    }
+
+    /// The action decoded from the same JSON for `store`, if one was kept.
+    func action(_ store: String, at range: Range<Int>) -> (any ActionType)? {
+      guard let candidates = kept[hash(store, range)] else { return nil }
+      for candidate in candidates
+      where candidate.range.count == range.count && candidate.store == store
+        && memcmp(bytes.baseAddress! + candidate.range.lowerBound, bytes.baseAddress! + range.lowerBound, range.count)
+          == 0
+      {
+        return candidate.action
+      }
+      return nil
+    }
+
+    /// Keeps `action`, decoded from the JSON at `range` for `store`.
+    mutating func keep(_ action: any ActionType, _ store: String, at range: Range<Int>) {
+      guard count < 65_536 else { return }
+      kept[hash(store, range), default: []].append((store, range, action))
+      count += 1
+    }
   }
 
   /// Whether a re-run ended as its recorded transaction did: failed or not alike, asking for no effect and sending no

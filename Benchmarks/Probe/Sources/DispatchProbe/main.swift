@@ -114,7 +114,7 @@ func sessionRows(count: Int, items: Int) throws {
   var codecs = SessionCodecs()
   codecs.register(storeIdentifier: "rows", model: CodedRows.self, action: CodedRowsAction.self)
   // With DISPATCHPROBE_SESSION naming a file, the session is recorded there once and read from there after, so that
-  // a profiler sees the reading alone.
+  // a profiler sees the reading alone; with DISPATCHPROBE_VERIFY_ONLY set as well, it sees only the load and verify.
   let kept = ProcessInfo.processInfo.environment["DISPATCHPROBE_SESSION"].map { URL(fileURLWithPath: $0) }
   let file = kept ?? FileManager.default.temporaryDirectory.appendingPathComponent("probe-rows-\(UUID()).jsonl")
   defer { if kept == nil { try? FileManager.default.removeItem(at: file) } }
@@ -128,7 +128,7 @@ func sessionRows(count: Int, items: Int) throws {
     try recorder.attach(appendingTo: file, codecs: codecs)
     for toggle in toggles { try dispatcher.dispatchSync(action: toggle) }
     recorder.flush()
-  } else {
+  } else if ProcessInfo.processInfo.environment["DISPATCHPROBE_VERIFY_ONLY"] == nil {
     for toggle in toggles { try dispatcher.dispatchSync(action: toggle) }
   }
   let loading = ContinuousClock.now
@@ -138,6 +138,15 @@ func sessionRows(count: Int, items: Int) throws {
   try verifying.register(store: makeStore())
   try session.verify(against: verifying)
   let verified = ContinuousClock.now
+  if ProcessInfo.processInfo.environment["DISPATCHPROBE_VERIFY_ONLY"] != nil {
+    print("verify: \(Int(Double(session.recordCount) / ((verified - loaded) / .seconds(1)))) records/s")
+    // For `perf report --time` of a `perf record -k CLOCK_MONOTONIC`: when verify started, in seconds.
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    let ended = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    print("verify from \(ended - (verified - loaded) / .seconds(1)) to \(ended)")
+    return
+  }
   let restoring = Dispatcher()
   let restored = makeStore()
   try restoring.register(store: restored)
