@@ -106,6 +106,12 @@ final class ListEncoding {
   /// The encoder ``lists(in:)`` uses, and the bytes it writes (thrown away).
   private lazy var finder = JSONStreamEncoder()
   private var scratch: [UInt8] = []
+  /// The element type of the list last written, and whether its lists take their forms (``write(_:to:)``): a model's
+  /// lists are of the same types from one line to the next, and checking a type's conformances costs a lookup.
+  private var lastElementType: (type: ObjectIdentifier, takesForms: Bool)?
+  /// The coding path of the list last written, as ``ListPath/json(_:dropping:)`` reads it, and that JSON: a model's
+  /// lists are at the same paths from one line to the next.
+  private var lastPath: (keys: [(string: String, int: Int?)], json: [UInt8])?
 
   init(base: LineLists = .none) {
     self.base = base
@@ -152,7 +158,15 @@ final class ListEncoding {
   ) throws -> Bool {
     // Changes are found by comparing elements' stored bytes: an element that is a class, changed in place, would
     // look unchanged, so such lists are written as plain arrays.
-    guard Element.ID.self is any Encodable.Type, !(Element.self is AnyObject.Type) else { return false }
+    let elementType = ObjectIdentifier(Element.self)
+    let takesForms: Bool
+    if let last = lastElementType, last.type == elementType {
+      takesForms = last.takesForms
+    } else {
+      takesForms = Element.ID.self is any Encodable.Type && !(Element.self is AnyObject.Type)
+      lastElementType = (elementType, takesForms)
+    }
+    guard takesForms else { return false }
     let codingPath = encoder.codingPath
     if found != nil {
       // Finding an element's lists: noted, not written.
@@ -160,7 +174,7 @@ final class ListEncoding {
       _ = encoder.unkeyedContainer()
       return true
     }
-    let path = ListPath.json(codingPath)
+    let path = pathJSON(codingPath)
     let previous: IdentifiedList<Element>?
     if scopes.isEmpty {
       previous = base.lists[path] as? IdentifiedList<Element>
@@ -195,6 +209,18 @@ final class ListEncoding {
     if scopes.isEmpty { written[path] = list }
     paths.append(path)
     return true
+  }
+
+  /// ``ListPath/json(_:dropping:)`` of `codingPath`, taken from ``lastPath`` when the keys are the same.
+  private func pathJSON(_ codingPath: [any CodingKey]) -> [UInt8] {
+    if let last = lastPath, last.keys.count == codingPath.count,
+      zip(last.keys, codingPath).allSatisfy({ $0.string == $1.stringValue && $0.int == $1.intValue })
+    {
+      return last.json
+    }
+    let json = ListPath.json(codingPath)
+    lastPath = (codingPath.map { ($0.stringValue, $0.intValue) }, json)
+    return json
   }
 
   /// Runs `body`, which writes the element of `scope`.

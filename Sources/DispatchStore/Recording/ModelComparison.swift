@@ -23,10 +23,11 @@ struct ModelComparison {
   /// Whether ``finish()`` counted the records compared in `background`.
   private var finished = false
   /// The records of a run: enough that the two threads take turns rarely, few enough that they take turns often.
-  private static let runLength = 64
+  private static let runLength = 32
   /// The most batches waiting on the other thread for a run to go there too: enough that it does not run out of
-  /// records while this thread compares a run of its own, which takes longer, as this thread also dispatches.
-  private static let waitingBatches = 8
+  /// records while this thread compares a run of its own, which takes longer, as this thread also dispatches; few
+  /// enough that a divergence there is found at most 6 batches (96 records) after the re-run made it.
+  private static let waitingBatches = 4
   /// The records handed over at once: enough that handing them over costs little per record, few enough that a
   /// divergence there is found soon after the re-run made it.
   private static let batchLength = 16

@@ -599,7 +599,8 @@ public struct Session: Sendable {
       }
       let dispatch = RecordFields.unsigned(bytes, fields.dispatch) ?? transaction
       let action: any ActionType
-      if let known = actions.action(line.store, at: actionRange) {
+      let found = actions.find(line.store, at: actionRange)
+      if let known = found.action {
         action = known
       } else {
         do {
@@ -611,7 +612,7 @@ public struct Session: Sendable {
         } catch {
           throw .corruptLine(line: line.line.number, reason: "\(error)")
         }
-        actions.keep(action, line.store, at: actionRange)
+        actions.keep(action, line.store, at: actionRange, hash: found.hash)
       }
       let outcome = outcomes.isEmpty ? nil : outcomes[TransactionID(rawValue: transaction)]
       steps.append(
@@ -628,12 +629,14 @@ public struct Session: Sendable {
     return steps
   }
 
-  /// The actions ``verifySteps(_:in:)`` decoded, by store and by the bytes of their JSON in the file: at most 65,536.
+  /// The actions ``verifySteps(_:in:)`` decoded, by store and by the bytes of their JSON in the file: at most 65,536
+  /// per store.
   private struct DecodedActions {
     let bytes: UnsafeRawBufferPointer
     /// By the hash of the store and the JSON: where the JSON is, and its action.
     private var kept: [Int: [(store: String, range: Range<Int>, action: any ActionType)]] = [:]
-    private var count = 0
+    /// How many are kept per store.
+    private var counts: [String: Int] = [:]
 
     init(bytes: UnsafeRawBufferPointer) {
       self.bytes = bytes
@@ -646,24 +649,25 @@ public struct Session: Sendable {
       return hasher.finalize()
     }
 
-    /// The action decoded from the same JSON for `store`, if one was kept.
-    func action(_ store: String, at range: Range<Int>) -> (any ActionType)? {
-      guard let candidates = kept[hash(store, range)] else { return nil }
+    /// The action decoded from the same JSON for `store`, if one was kept, and the hash that keeps one.
+    func find(_ store: String, at range: Range<Int>) -> (hash: Int, action: (any ActionType)?) {
+      let hash = hash(store, range)
+      guard let candidates = kept[hash] else { return (hash, nil) }
       for candidate in candidates
       where candidate.range.count == range.count && candidate.store == store
         && memcmp(bytes.baseAddress! + candidate.range.lowerBound, bytes.baseAddress! + range.lowerBound, range.count)
           == 0
       {
-        return candidate.action
+        return (hash, candidate.action)
       }
-      return nil
+      return (hash, nil)
     }
 
-    /// Keeps `action`, decoded from the JSON at `range` for `store`.
-    mutating func keep(_ action: any ActionType, _ store: String, at range: Range<Int>) {
-      guard count < 65_536 else { return }
-      kept[hash(store, range), default: []].append((store, range, action))
-      count += 1
+    /// Keeps `action`, decoded from the JSON at `range` for `store`, whose ``find(_:at:)`` gave `hash`.
+    mutating func keep(_ action: any ActionType, _ store: String, at range: Range<Int>, hash: Int) {
+      guard counts[store, default: 0] < 65_536 else { return }
+      kept[hash, default: []].append((store, range, action))
+      counts[store, default: 0] += 1
     }
   }
 

@@ -255,8 +255,8 @@ struct ListFormsSessionTests {
       guard case .diverged(_, _, _, _, let differences) = error as? SessionError else { return false }
       return differences.count == 1 && differences.first?.path.hasSuffix("name") == true
     }
-    // Handed over at most a run of 128 records after it, compared (decoding the record to name the field takes a
-    // while in a debug build), then seen at the re-run's next step; without that, the re-run reaches the end.
+    // Handed over at most 96 records after it (6 batches waiting), compared (decoding the record to name the field
+    // takes a while in a debug build), then seen at the re-run's next step; without that, the re-run reaches the end.
     let reduced = reductions.withLock { $0 }
     #expect(reduced < 1_800, "\(reduced) of 2,000 records re-run after a divergence at \(diverging)")
   }

@@ -204,8 +204,8 @@ struct NestedListFormsTests {
     }
     var counts = Session.VerifyCounts()
     try session.verify(against: verifying, mode: .sync, counts: &counts)
-    // Every record compared by its bytes, here or on the other thread, which takes the first run of 128 records (it
-    // is idle then) and the lines of whole lists.
+    // Every record compared by its bytes, here or on the other thread, which takes the first runs of 32 records (few
+    // wait there then) and the lines of whole lists.
     #expect(counts.byBytes == session.recordCount)
     #expect(counts.decoded == 0)
     #expect(counts.handedOver >= 128)

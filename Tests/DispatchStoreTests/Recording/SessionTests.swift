@@ -299,6 +299,46 @@ struct SessionTests {
     }
   }
 
+  /// Two stores whose actions, of two types, encode to the same JSON, in a session long enough to be read on two
+  /// threads: each record's action is decoded as its own store's type, however often the same JSON comes back.
+  @Test func actionsWithTheSameJSONInTwoStoresVerifyAsEachStoresOwn() throws {
+    var codecs = SessionCodecs()
+    codecs.register(storeIdentifier: "picky", model: Counter.self, action: PickyAction.self)
+    codecs.register(storeIdentifier: "spare", model: Counter.self, action: SpareAction.self)
+    func register(into dispatcher: Dispatcher) throws {
+      try dispatcher.register(
+        store: Store(identifier: "picky", model: Counter()) { (action: PickyAction, model) in
+          model.count += action.amount
+        })
+      try dispatcher.register(
+        store: Store(identifier: "spare", model: Counter()) { (action: SpareAction, model) in
+          model.count -= action.amount
+        })
+    }
+    let file = TemporaryFile()
+    let recording = Dispatcher()
+    try register(into: recording)
+    let recorder = RecorderMiddleware(maxNumberOfRecords: 10)
+    recording.register(middleware: recorder)
+    try recorder.attach(appendingTo: file.url, codecs: codecs)
+    for step in 0..<6_000 {
+      // Both write {"amount":1} and {"amount":2}.
+      if step % 3 == 0 {
+        try recording.dispatchSync(action: SpareAction(amount: 1 + step % 2))
+      } else {
+        try recording.dispatchSync(action: PickyAction(amount: 1 + step % 2))
+      }
+    }
+    recorder.flush()
+    #expect(recorder.persistenceError == nil)
+    let session = try Session.load(from: file.url, codecs: codecs)
+    #expect(session.recordCount == 6_000)
+    let verifying = Dispatcher()
+    try register(into: verifying)
+    try session.verify(against: verifying)
+    #expect((verifying.store(with: "spare") as? Store<Counter, SpareAction>)?.model.count == -3_000)
+  }
+
   @Test func aTenThousandActionSessionRoundTrips() async throws {
     // Two stores of different types; the models stay small so the file grows linearly.
     @Sendable func makeApp() throws -> (
@@ -423,6 +463,11 @@ final class ScoreReducer: Reducer<Score, ScoreAction>, @unchecked Sendable {
       operation.finish()
     }
   }
+}
+
+/// An action whose JSON is `PickyAction`'s: `{"amount":N}`.
+struct SpareAction: ActionType, Codable {
+  let amount: Int
 }
 
 /// An action whose amounts from a million on this app cannot read (a newer app wrote them).

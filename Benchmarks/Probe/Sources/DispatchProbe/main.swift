@@ -136,15 +136,21 @@ func sessionRows(count: Int, items: Int) throws {
   let loaded = ContinuousClock.now
   let verifying = Dispatcher()
   try verifying.register(store: makeStore())
-  try session.verify(against: verifying)
-  let verified = ContinuousClock.now
-  if ProcessInfo.processInfo.environment["DISPATCHPROBE_VERIFY_ONLY"] != nil {
-    print("verify: \(Int(Double(session.recordCount) / ((verified - loaded) / .seconds(1)))) records/s")
-    // For `perf report --time` of a `perf record -k CLOCK_MONOTONIC`: when verify started, in seconds.
+  // The monotonic clock's seconds, for `perf report --time` of a `perf record -k CLOCK_MONOTONIC`.
+  func monotonicSeconds() -> Double {
     var now = timespec()
     clock_gettime(CLOCK_MONOTONIC, &now)
-    let ended = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-    print("verify from \(ended - (verified - loaded) / .seconds(1)) to \(ended)")
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+  }
+  let verifyStart = monotonicSeconds()
+  let verifyStarted = ContinuousClock.now
+  try session.verify(against: verifying)
+  let verified = ContinuousClock.now
+  let verifyEnd = monotonicSeconds()
+  let seconds = (verified - verifyStarted) / .seconds(1)
+  if ProcessInfo.processInfo.environment["DISPATCHPROBE_VERIFY_ONLY"] != nil {
+    print("verify: \(Int(Double(session.recordCount) / seconds)) records/s")
+    print("verify from \(verifyStart) to \(verifyEnd)")
     return
   }
   let restoring = Dispatcher()
@@ -153,8 +159,6 @@ func sessionRows(count: Int, items: Int) throws {
   try session.restore(into: restoring)
   let end = ContinuousClock.now
   precondition(restored.model.rows == live.model.rows, "the restored rows differ from the recorded ones")
-  let seconds =
-    Double((verified - loaded).components.attoseconds) / 1e18 + Double((verified - loaded).components.seconds)
   print(
     "load: \(loaded - loading); verify: \(Int(Double(session.recordCount) / seconds)) records/s; restore: \(end - verified)"
   )
