@@ -294,6 +294,10 @@ struct RecordHistory {
   private var head = 0
   /// The number of records kept, hidden ones included.
   private var stored = 0
+  /// The number of the oldest kept records that are hidden: past the limit, not dropped yet.
+  ///
+  /// Removing the newest records (a dispatch after moving back) does not show them again.
+  private var hidden = 0
   /// The index the next record gets.
   private(set) var nextIndex = 0
   let limit: Int
@@ -308,14 +312,14 @@ struct RecordHistory {
   /// The most records kept at once: a batch of hidden ones is dropped as soon as it is complete.
   private var capacity: Int { limit + batch + 1 }
 
-  var count: Int { min(stored, limit) }
+  var count: Int { stored - hidden }
   var firstIndex: Int { nextIndex - count }
   var lastIndex: Int { nextIndex - 1 }
   var all: [Record] { (firstIndex..<nextIndex).map { self[$0] } }
   /// The cursor's possible positions: before the first kept record, through the last.
   var validPositions: ClosedRange<Int> { (firstIndex - 1)...max(firstIndex - 1, lastIndex) }
   /// Whether the hidden records make a batch to drop.
-  var hasHiddenBatch: Bool { stored > limit + batch }
+  var hasHiddenBatch: Bool { hidden > batch }
 
   /// The slot `offset` places after the oldest kept record.
   private func slot(at offset: Int) -> Int {
@@ -361,6 +365,7 @@ struct RecordHistory {
     }
     stored += 1
     nextIndex += 1
+    if stored - hidden > limit { hidden += 1 }
   }
 
   /// Moves the records at offsets `range` from the oldest out of their slots, in order.
@@ -373,11 +378,11 @@ struct RecordHistory {
 
   /// Drops the hidden records and returns them, oldest first.
   mutating func dropHidden() -> [Record] {
-    let hidden = stored - limit
     guard hidden > 0 else { return [] }
     let dropped = take(0..<hidden)
     head = slot(at: hidden)
     stored -= hidden
+    hidden = 0
     return dropped
   }
 

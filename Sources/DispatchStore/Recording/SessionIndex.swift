@@ -125,6 +125,9 @@ struct SessionIndex: Sendable {
         let line = Line(number: offset + 1, range: range)
         let bytes = UnsafeRawBufferPointer(rebasing: raw[range.lowerBound..<range.upperBound])
         switch SessionHash.check(bytes, previous: previous) {
+        case .missing where bytes.last == UInt8(ascii: "\r"):
+          // Lines end in a newline alone: an editor or a transfer that wrote CRLF line ends changed every line.
+          return .corruptLine(line: line.number, reason: "the line ends in a carriage return (CRLF line ends)")
         case .missing: return .corruptLine(line: line.number, reason: "the line has no hash")
         case .mismatch: return .integrityCheckFailed(line: line.number)
         case .valid(let hash): previous = hash

@@ -122,6 +122,33 @@ struct RecorderMiddlewareTests {
     #expect(app.counter.model.count == 15)
   }
 
+  /// The first and last indices of `records`, which follow one another (`nil` if they do not).
+  static func span(_ records: [Record]) -> ClosedRange<Int>? {
+    guard let first = records.first?.index, let last = records.last?.index, last - first + 1 == records.count,
+      zip(records, records.dropFirst()).allSatisfy({ $0.index + 1 == $1.index })
+    else { return nil }
+    return first...last
+  }
+
+  /// Records past the bound that are not dropped yet (they go in batches) stay out of the history when a dispatch
+  /// after moving back removes the newest: the history does not reach back further than before.
+  @Test func aDispatchAfterMovingBackDoesNotBringBackRecordsPastTheBound() throws {
+    let app = RecordedApp(maxNumberOfRecords: 500)
+    for _ in 0..<6_000 { app.send(CounterAction.increase(1)) }
+    #expect(Self.span(app.recorder.records) == 5_500...5_999)
+    for _ in 0..<10 { try app.recorder.undo() }
+    app.send(CounterAction.increase(1))
+    #expect(Self.span(app.recorder.records) == 5_500...5_990)
+    try app.recorder.jump(to: 5_499)
+    #expect(app.counter.model.count == 5_500)
+    #expect(throws: SessionError.indexOutOfRange(5_498, valid: 5_499...5_990)) { try app.recorder.jump(to: 5_498) }
+    // Moved back to the start: a dispatch keeps only itself.
+    app.send(CounterAction.increase(1))
+    #expect(Self.span(app.recorder.records) == 5_500...5_500)
+    for _ in 0..<600 { app.send(CounterAction.increase(1)) }
+    #expect(Self.span(app.recorder.records) == 5_601...6_100)
+  }
+
   @Test func recordsModelsThatAreNotCodable() throws {
     struct Plain: ModelType { var values: [Int] = [] }
     final class PlainReducer: Reducer<Plain, CounterAction>, @unchecked Sendable {

@@ -135,7 +135,8 @@ struct SessionTests {
       try Session.load(from: file.url, codecs: onlyCounter)
     }
 
-    var lines = file.lines
+    let written = file.lines
+    var lines = written
     lines[0] = lines[0].replacingOccurrences(of: "\"version\":3", with: "\"version\":4")
     file.write(lines.joined(separator: "\n") + "\n")
     #expect(throws: SessionError.unsupportedVersion(found: 4, supported: 3, line: 1)) {
@@ -144,6 +145,14 @@ struct SessionTests {
 
     file.write("not a session\n")
     #expect(throws: SessionError.missingHeader(path: file.url.path)) {
+      try Session.load(from: file.url, codecs: appCodecs())
+    }
+
+    // CRLF line ends (an editor's, a transfer's) are named as such, not as a line without its hash.
+    file.write(written.map { $0 + "\r" }.joined(separator: "\n") + "\n")
+    #expect(
+      throws: SessionError.corruptLine(line: 1, reason: "the line ends in a carriage return (CRLF line ends)")
+    ) {
       try Session.load(from: file.url, codecs: appCodecs())
     }
   }
