@@ -58,7 +58,9 @@ extension IdentifiedList {
         splice.removing <= result.order.count - splice.position
       else {
         throw ListChangesMismatch(
-          description: "a change of the order at \(splice.position) does not fit a list of \(result.order.count)")
+          description:
+            "a change of the order removing \(splice.removing) at \(splice.position) does not fit a list of \(result.order.count)"
+        )
       }
       for _ in 0..<splice.removing { leftOrder[result.order.remove(at: splice.position), default: 0] -= 1 }
       for (offset, id) in splice.ids.enumerated() {

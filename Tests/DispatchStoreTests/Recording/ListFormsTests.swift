@@ -349,6 +349,16 @@ struct ListFormsTests {
       let session = try Session.load(from: file.url, codecs: LargeModelRecordingTests.codecs)
       #expect(throws: SessionError.self, "\(what)") { try session.record(at: 1) }
     }
+    // A count past the list's end is named with the position.
+    var removing = objects
+    removing[3] = removing[3].replacingOccurrences(of: #""products":{"#, with: #""products":{"~order":[[2,99,[]]],"#)
+    writeSession(removing, to: file.url)
+    #expect {
+      try Session.load(from: file.url, codecs: LargeModelRecordingTests.codecs).record(at: 1)
+    } throws: { error in
+      guard case .corruptLine(_, let reason) = error as? SessionError else { return false }
+      return reason.contains("removing 99 at 2 does not fit a list of 10")
+    }
     var edited = objects
     edited[3] = edited[3].replacingOccurrences(of: #""~set":[[4,"#, with: #""~set":[[5,"#)
     writeSession(edited, to: file.url)
