@@ -235,16 +235,21 @@ extension OrderNode {
     var before = [Frontier(node: old, height: old.height)]
     var after = [Frontier(node: new, height: new.height)]
     // Expand the highest nodes the other side does not hold, until the nodes that differ are leaves.
+    // Loops over the frontiers' buffers rather than `map` and `filter`: unspecialised, each element through those
+    // is a call through a closure and a generic array's witnesses.
     while true {
-      let shared = Set(before.map { ObjectIdentifier($0.node) }).intersection(after.map { ObjectIdentifier($0.node) })
-      let tallest = (before + after).filter { !shared.contains(ObjectIdentifier($0.node)) }.map(\.height).max() ?? 0
+      let shared = Set(identities(before)).intersection(identities(after))
+      let tallest = max(tallest(before, besides: shared), tallest(after, besides: shared))
       guard tallest > 0 else { break }
       before = expand(before, height: tallest, keeping: shared)
       after = expand(after, height: tallest, keeping: shared)
     }
     // Walk both: a node both hold, in the same order, is kept; what lies between two kept nodes is a region whose
     // identifiers changed.
-    let inAfter = Dictionary(after.enumerated().map { (ObjectIdentifier($1.node), $0) }) { first, _ in first }
+    var inAfter: [ObjectIdentifier: Int] = [:]
+    for (offset, identity) in identities(after).enumerated() where inAfter[identity] == nil {
+      inAfter[identity] = offset
+    }
     var splices: [OrderSplice<ID>] = []
     var position = 0
     var removed: [ID] = []
@@ -257,7 +262,7 @@ extension OrderNode {
         removed.removeAll()
         inserted.removeAll()
       }
-      leafSplices(from: removed[...], to: inserted[...], at: position, into: &splices)
+      leafSplices(from: whole(removed), to: whole(inserted), at: position, into: &splices)
     }
     for entry in before {
       if let match = inAfter[ObjectIdentifier(entry.node)], match > lastMatched {
@@ -295,40 +300,48 @@ extension OrderNode {
     if old === new { return true }
     guard old.isLeaf == new.isLeaf else { return false }
     if old.isLeaf {
-      leafSplices(from: old.ids[...], to: new.ids[...], at: position, into: &splices)
+      leafSplices(from: whole(old.ids), to: whole(new.ids), at: position, into: &splices)
       return true
     }
     let count = new.children.count
     guard old.children.count == count else { return false }
-    var position = position
-    var index = 0
-    while index < count {
-      let (before, after) = (old.children[index], new.children[index])
-      if before === after {
-        position += after.count
-        index += 1
-      } else if !after.isLeaf {
-        // Paired only if it kept its count: one that lost or gained identifiers shifted its neighbours' boundaries.
-        guard before.count == after.count, alignedSplices(from: before, to: after, at: position, into: &splices)
-        else { return false }
-        position += after.count
-        index += 1
-      } else {
-        // A run of leaves that differ (siblings are all leaves, or none is), of at most two.
-        var removed: [ID] = []
-        var inserted: [ID] = []
-        let start = index
-        while index < count, old.children[index] !== new.children[index] {
-          guard old.children[index].isLeaf, index - start < 2 else { return false }
-          removed.append(contentsOf: old.children[index].ids)
-          inserted.append(contentsOf: new.children[index].ids)
-          index += 1
+    // Through the buffers: unspecialised, each subscript of the arrays would look up their type and retain a node.
+    return old.children.withUnsafeBufferPointer { oldChildren in
+      new.children.withUnsafeBufferPointer { newChildren in
+        var position = position
+        var index = 0
+        while index < count {
+          let (before, after) = (oldChildren[index], newChildren[index])
+          if before === after {
+            position += after.count
+            index += 1
+          } else if !after.isLeaf {
+            // Paired only if it kept its count: one that lost or gained identifiers shifted its neighbours'
+            // boundaries.
+            guard before.count == after.count, alignedSplices(from: before, to: after, at: position, into: &splices)
+            else { return false }
+            position += after.count
+            index += 1
+          } else {
+            // A run of leaves that differ (siblings are all leaves, or none is), of at most two.
+            let start = index
+            while index < count, oldChildren[index] !== newChildren[index] {
+              guard oldChildren[index].isLeaf, index - start < 2 else { return false }
+              index += 1
+            }
+            if index - start == 1 {
+              leafSplices(from: whole(before.ids), to: whole(after.ids), at: position, into: &splices)
+            } else {
+              let removed = before.ids + oldChildren[start + 1].ids
+              let inserted = after.ids + newChildren[start + 1].ids
+              leafSplices(from: whole(removed), to: whole(inserted), at: position, into: &splices)
+            }
+            for leaf in start..<index { position += newChildren[leaf].count }
+          }
         }
-        leafSplices(from: removed[...], to: inserted[...], at: position, into: &splices)
-        position += inserted.count
+        return true
       }
     }
-    return true
   }
 
   /// Appends the splices that turn `removed` into `inserted`, the identifiers of a region of the order at `position`:
@@ -337,17 +350,22 @@ extension OrderNode {
   private static func leafSplices(
     from removed: ArraySlice<ID>, to inserted: ArraySlice<ID>, at position: Int, into splices: inout [OrderSplice<ID>]
   ) {
-    var prefix = 0
-    while prefix < removed.count && prefix < inserted.count
-      && removed[removed.startIndex + prefix] == inserted[inserted.startIndex + prefix]
-    {
-      prefix += 1
-    }
-    var suffix = 0
-    while suffix < removed.count - prefix && suffix < inserted.count - prefix
-      && removed[removed.endIndex - 1 - suffix] == inserted[inserted.endIndex - 1 - suffix]
-    {
-      suffix += 1
+    // The common ends, found through the buffers, by stored bytes first: unspecialised, each `==` is a call through
+    // the identifier type's witnesses, and each subscript of a slice looks up its type.
+    let (prefix, suffix) = removed.withUnsafeBufferPointer { before in
+      inserted.withUnsafeBufferPointer { after in
+        let (old, new) = (before.baseAddress, after.baseAddress)
+        let (oldCount, newCount) = (before.count, after.count)
+        var prefix = 0
+        while prefix < oldCount && prefix < newCount && same(old! + prefix, new! + prefix) { prefix += 1 }
+        var suffix = 0
+        while suffix < oldCount - prefix && suffix < newCount - prefix
+          && same(old! + (oldCount - 1 - suffix), new! + (newCount - 1 - suffix))
+        {
+          suffix += 1
+        }
+        return (prefix, suffix)
+      }
     }
     let old = removed[(removed.startIndex + prefix)..<(removed.endIndex - suffix)]
     let new = inserted[(inserted.startIndex + prefix)..<(inserted.endIndex - suffix)]
@@ -367,10 +385,61 @@ extension OrderNode {
     splices.append(OrderSplice(position: position + prefix, removing: old.count, ids: Array(new)))
   }
 
+  /// All of `ids` as a slice: through `Array`'s own subscript (unspecialised, `ids[...]` goes through a generic
+  /// collection's, which looks up types and witnesses).
+  private static func whole(_ ids: [ID]) -> ArraySlice<ID> {
+    ids[0..<ids.count]
+  }
+
+  /// Whether two identifiers are equal: the same stored bytes (the same value), or else `==`.
+  private static func same(_ lhs: UnsafePointer<ID>, _ rhs: UnsafePointer<ID>) -> Bool {
+    let size = MemoryLayout<ID>.size
+    let (left, right) = (UnsafeRawPointer(lhs), UnsafeRawPointer(rhs))
+    var offset = 0
+    var equalBytes = true
+    while offset + 8 <= size {
+      if left.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+        != right.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+      {
+        equalBytes = false
+        break
+      }
+      offset += 8
+    }
+    while equalBytes && offset < size {
+      if left.load(fromByteOffset: offset, as: UInt8.self) != right.load(fromByteOffset: offset, as: UInt8.self) {
+        equalBytes = false
+      }
+      offset += 1
+    }
+    return equalBytes || lhs.pointee == rhs.pointee
+  }
+
   struct Frontier {
     let node: OrderNode
     /// 0 for a leaf.
     let height: Int
+  }
+
+  /// The identities of the nodes of `frontier`, in order.
+  private static func identities(_ frontier: [Frontier]) -> [ObjectIdentifier] {
+    frontier.withUnsafeBufferPointer { entries in
+      var identities: [ObjectIdentifier] = []
+      identities.reserveCapacity(entries.count)
+      for entry in entries { identities.append(ObjectIdentifier(entry.node)) }
+      return identities
+    }
+  }
+
+  /// The height of the tallest node of `frontier` not in `shared`; 0 if there is none.
+  private static func tallest(_ frontier: [Frontier], besides shared: Set<ObjectIdentifier>) -> Int {
+    frontier.withUnsafeBufferPointer { entries in
+      var tallest = 0
+      for entry in entries where entry.height > tallest && !shared.contains(ObjectIdentifier(entry.node)) {
+        tallest = entry.height
+      }
+      return tallest
+    }
   }
 
   private static func expand(_ frontier: [Frontier], height: Int, keeping shared: Set<ObjectIdentifier>) -> [Frontier] {
