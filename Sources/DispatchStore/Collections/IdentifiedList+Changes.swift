@@ -392,6 +392,9 @@ extension OrderNode {
   }
 
   /// Whether two identifiers are equal: the same stored bytes (the same value), or else `==`.
+  ///
+  /// An identifier equals itself here even where its `==` says otherwise (a floating-point NaN), as the list's
+  /// dictionaries and sets of identifiers already require.
   private static func same(_ lhs: UnsafePointer<ID>, _ rhs: UnsafePointer<ID>) -> Bool {
     let size = MemoryLayout<ID>.size
     let (left, right) = (UnsafeRawPointer(lhs), UnsafeRawPointer(rhs))
