@@ -1,3 +1,5 @@
+import Foundation
+
 /// What changed from one version of an ``IdentifiedList`` to another.
 ///
 /// The elements added or replaced, the ids removed, and the splices of the order: what a session record will write
@@ -396,26 +398,7 @@ extension OrderNode {
   /// An identifier equals itself here even where its `==` says otherwise (a floating-point NaN), as the list's
   /// dictionaries and sets of identifiers already require.
   private static func same(_ lhs: UnsafePointer<ID>, _ rhs: UnsafePointer<ID>) -> Bool {
-    let size = MemoryLayout<ID>.size
-    let (left, right) = (UnsafeRawPointer(lhs), UnsafeRawPointer(rhs))
-    var offset = 0
-    var equalBytes = true
-    while offset + 8 <= size {
-      if left.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-        != right.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-      {
-        equalBytes = false
-        break
-      }
-      offset += 8
-    }
-    while equalBytes && offset < size {
-      if left.load(fromByteOffset: offset, as: UInt8.self) != right.load(fromByteOffset: offset, as: UInt8.self) {
-        equalBytes = false
-      }
-      offset += 1
-    }
-    return equalBytes || lhs.pointee == rhs.pointee
+    memcmp(lhs, rhs, MemoryLayout<ID>.size) == 0 || lhs.pointee == rhs.pointee
   }
 
   struct Frontier {

@@ -170,7 +170,7 @@ final class ListEncoding {
     let codingPath = encoder.codingPath
     if found != nil {
       // Finding an element's lists: noted, not written.
-      found?[ListPath.json(codingPath)] = list
+      found?[pathJSON(codingPath)] = list
       _ = encoder.unkeyedContainer()
       return true
     }
@@ -480,7 +480,6 @@ final class ListEncoding {
       return memcmp(copies, copies + 1, size) == 0
     }
   }
-
 }
 
 /// An element of a list form being written or read: the lists inside it are in their forms too.
