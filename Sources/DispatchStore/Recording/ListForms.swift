@@ -169,8 +169,9 @@ final class ListEncoding {
     guard takesForms else { return false }
     let codingPath = encoder.codingPath
     if found != nil {
-      // Finding an element's lists: noted, not written.
-      found?[pathJSON(codingPath)] = list
+      // Finding an element's lists: noted, not written. Their paths are from the element, not the line's: not through
+      // `pathJSON`, whose one path kept would then change between the two on every changed element of a nested list.
+      found?[ListPath.json(codingPath)] = list
       _ = encoder.unkeyedContainer()
       return true
     }
