@@ -4,31 +4,32 @@
 enum JSONText {
   /// Appends `string` as a JSON string literal, quotes included.
   static func append(_ string: String, to bytes: inout [UInt8]) {
-    bytes.append(UInt8(ascii: "\""))
     var string = string
     string.withUTF8 { utf8 in
-      // Most strings (keys, identifiers) need no escape: one copy.
-      guard utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
-        bytes.append(contentsOf: utf8)
-        return
-      }
-      for byte in utf8 {
+      bytes.append(UInt8(ascii: "\""))
+      // The bytes between escapes are copied at once: most strings (keys, identifiers) are one such run.
+      var run = 0
+      for index in utf8.indices {
+        let byte = utf8[index]
+        guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[run..<index]))
+        run = index + 1
         switch byte {
         case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
         case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
         case 0x0A: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
         case 0x0D: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
         case 0x09: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-        case 0..<0x20:
+        default:
           let hex = String(byte, radix: 16)
           bytes.append(contentsOf: "\\u00".utf8)
           if hex.count == 1 { bytes.append(UInt8(ascii: "0")) }
           bytes.append(contentsOf: hex.utf8)
-        default: bytes.append(byte)
         }
       }
+      bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[run...]))
+      bytes.append(UInt8(ascii: "\""))
     }
-    bytes.append(UInt8(ascii: "\""))
   }
 
   /// Appends the decimal digits of `value` (at most 64 bits, as every standard integer type), without making a

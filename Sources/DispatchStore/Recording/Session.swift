@@ -432,6 +432,11 @@ public struct Session: Sendable {
     for (offset, step) in steps.enumerated() {
       // A line compared on the other thread differed: the re-run stops there, not at the session's end.
       if comparison.background?.hasFailed == true, let failure = comparison.finish() { throw failure }
+      // Fields read from a long line's end hold once its model compares equal by its bytes: a step whose own model is
+      // not compared, or that is about to end verify otherwise, is checked first.
+      if continues[offset] || final[offset] != offset || step.change > 0 || step.rollback {
+        try checkFieldsFromTheEnd(of: step)
+      }
       if continues[offset] {
         if lastOfDispatch[step.dispatchID] == step.index, !partial.contains(step.dispatchID),
           let unused = playback.unused(in: step.dispatchID)
@@ -483,6 +488,11 @@ public struct Session: Sendable {
       playback.begin(step.dispatchID)
       followUps.begin(index: step.index, dispatchID: step.dispatchID)
       let result = Self.dispatchAndWait(step.action, to: step.store, in: dispatcher, mode: mode)
+      if last.fieldsFromEnd {
+        let failed: Bool
+        if case .failure = result { failed = true } else { failed = false }
+        if last.cancelled || failed != last.failed { try checkFieldsFromTheEnd(of: last) }
+      }
       if last.cancelled, !Self.reproduced(result, failed: last.failed, playback: playback, followUps: followUps) {
         // The dispatch was cancelled while the transaction ran, at a moment re-running does not reproduce (the re-run
         // ended otherwise, or asked for an effect or sent a follow-up the recorded run did not reach). Its last
@@ -537,6 +547,54 @@ public struct Session: Sendable {
     var hasListForms = false
     var base: Int?
     let record: Record?
+    /// Whether the fields after the model were read from the line's end (``RecordFields/fromEnd``): until the
+    /// model compared equal by its bytes, ``Session/checkFieldsFromTheEnd(of:)`` checks them before verify acts on
+    /// them.
+    var fieldsFromEnd = false
+
+    init(
+      index: Int, dispatchID: TransactionID, transactionID: TransactionID, change: Int, store: String,
+      action: any ActionType, failed: Bool, cancelled: Bool, rollback: Bool, modelBytes: Range<Int>?, record: Record?
+    ) {
+      self.index = index
+      self.dispatchID = dispatchID
+      self.transactionID = transactionID
+      self.change = change
+      self.store = store
+      self.action = action
+      self.failed = failed
+      self.cancelled = cancelled
+      self.rollback = rollback
+      self.modelBytes = modelBytes
+      self.record = record
+    }
+
+    /// The step of a record line of a version 2 or 3 file, from its fields.
+    init(
+      _ line: SessionIndex.RecordLine, fields: RecordFields, bytes: UnsafeRawBufferPointer, transaction: UInt64,
+      dispatch: UInt64, model: Range<Int>, action: any ActionType, outcomes: [TransactionID: SessionIndex.Outcome]
+    ) {
+      let outcome = outcomes.isEmpty ? nil : outcomes[TransactionID(rawValue: transaction)]
+      self.init(
+        index: line.index, dispatchID: TransactionID(rawValue: dispatch),
+        transactionID: TransactionID(rawValue: transaction),
+        change: RecordFields.unsigned(bytes, fields.change).map { Int(clamping: $0) } ?? 0,
+        store: line.store, action: action,
+        failed: fields.error != nil || outcome?.e != nil,
+        cancelled: RecordFields.isTrue(bytes, fields.cancelled) || outcome?.c == true,
+        rollback: RecordFields.isTrue(bytes, fields.rollback),
+        modelBytes: model, record: nil)
+      hasListForms = fields.lists != nil
+      base = line.base
+      fieldsFromEnd = fields.fromEnd
+    }
+
+    /// Whether `other` was read from the same line with the same fields, but for where its model ends.
+    func sameFields(as other: VerifyStep) -> Bool {
+      index == other.index && dispatchID == other.dispatchID && transactionID == other.transactionID
+        && change == other.change && store == other.store && failed == other.failed && cancelled == other.cancelled
+        && rollback == other.rollback && hasListForms == other.hasListForms && base == other.base
+    }
   }
 
   private func verifySteps() throws(SessionError) -> [VerifyStep] {
@@ -587,11 +645,13 @@ public struct Session: Sendable {
     var steps: [VerifyStep] = []
     steps.reserveCapacity(lines.count)
     let outcomes = index.outcomes
+    // The store of the line before, whose codec was found: lines of one store follow one another.
+    var knownStore: String?
     for line in lines {
-      let fields = RecordFields(bytes, range: line.line.range)
+      let fields = RecordFields(bytes, range: line.line.range, readingLongModelsFromTheEnd: true)
+      if line.store != knownStore, codecs.codecs.index(forKey: line.store) != nil { knownStore = line.store }
       guard let fields, let actionRange = fields.action, let modelRange = fields.model,
-        let transaction = RecordFields.unsigned(bytes, fields.transaction),
-        let codec = codecs.codecs[line.store]
+        let transaction = RecordFields.unsigned(bytes, fields.transaction), line.store == knownStore
       else {
         // Not as a writer makes it: decoding it names what is wrong.
         _ = try record(line)
@@ -603,6 +663,9 @@ public struct Session: Sendable {
       if let known = found.action {
         action = known
       } else {
+        guard let codec = codecs.codecs[line.store] else {
+          throw .unregisteredStore(index: line.index, storeIdentifier: line.store)
+        }
         do {
           action =
             try codec.decodeActionBytes(UnsafeRawBufferPointer(rebasing: bytes[actionRange]))
@@ -614,19 +677,36 @@ public struct Session: Sendable {
         }
         actions.keep(action, line.store, at: actionRange, hash: found.hash)
       }
-      let outcome = outcomes.isEmpty ? nil : outcomes[TransactionID(rawValue: transaction)]
       steps.append(
         VerifyStep(
-          index: line.index, dispatchID: TransactionID(rawValue: dispatch),
-          transactionID: TransactionID(rawValue: transaction),
-          change: RecordFields.unsigned(bytes, fields.change).map { Int(clamping: $0) } ?? 0,
-          store: line.store, action: action,
-          failed: fields.error != nil || outcome?.e != nil,
-          cancelled: RecordFields.isTrue(bytes, fields.cancelled) || outcome?.c == true,
-          rollback: RecordFields.isTrue(bytes, fields.rollback),
-          modelBytes: modelRange, hasListForms: fields.lists != nil, base: line.base, record: nil))
+          line, fields: fields, bytes: bytes, transaction: transaction, dispatch: dispatch, model: modelRange,
+          action: action, outcomes: outcomes))
     }
     return steps
+  }
+
+  /// Checks that the fields of `step`'s line read from its end (``RecordFields/fromEnd``) are the line's, before
+  /// verify acts on them other than by comparing the line's model by its bytes: the line scanned in full must give
+  /// the same step, but for where its model ends (a model not equal by its bytes is decoded from the line).
+  ///
+  /// - Throws: ``SessionError/corruptLine(line:reason:)`` if they differ: a field of the format lies between the model
+  ///   and an object-valued field after it, which a writer never writes.
+  func checkFieldsFromTheEnd(of step: VerifyStep) throws(SessionError) {
+    guard step.fieldsFromEnd else { return }
+    let line = index.records[step.index - index.firstIndex]
+    let same = index.data.withUnsafeBytes { bytes -> Bool in
+      guard let fields = RecordFields(bytes, range: line.line.range), let model = fields.model,
+        let transaction = RecordFields.unsigned(bytes, fields.transaction)
+      else { return false }
+      let dispatch = RecordFields.unsigned(bytes, fields.dispatch) ?? transaction
+      let scanned = VerifyStep(
+        line, fields: fields, bytes: bytes, transaction: transaction, dispatch: dispatch, model: model,
+        action: step.action, outcomes: index.outcomes)
+      return scanned.sameFields(as: step)
+    }
+    guard same else {
+      throw .corruptLine(line: line.line.number, reason: "a field after the model is not one a recorder writes")
+    }
   }
 
   /// The actions ``verifySteps(_:in:)`` decoded, by store and by the bytes of their JSON in the file: at most 65,536

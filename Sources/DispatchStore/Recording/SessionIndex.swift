@@ -505,9 +505,23 @@ struct RecordFields {
   var rollback: Range<Int>?
   /// `"l"`: the paths of the lists written in their list forms (format 3).
   var lists: Range<Int>?
+  /// Whether the fields after a long model were read back from the line's end rather than found by scanning the
+  /// model (``init(_:range:readingLongModelsFromTheEnd:)``).
+  private(set) var fromEnd = false
+
+  /// The shortest model whose fields after it are read from the line's end, when that is allowed.
+  static let longModel = 4_096
 
   /// Scans the object in `bytes[range]`; `nil` if it is not a flat JSON object as a writer makes it.
-  init?(_ bytes: UnsafeRawBufferPointer, range: Range<Int>) {
+  ///
+  /// With `readingLongModelsFromTheEnd`, the fields after a model of ``longModel`` bytes or more are read backwards
+  /// from the line's end while they are strings, numbers, literals or arrays, and the model is taken to end where
+  /// they begin (``fromEnd``), without a scan of the model. For a line as a writer makes it, that is exact. For one
+  /// with an object-valued field after the model, the model found is that field too and the fields before it are
+  /// missed: the model's bytes then never equal a JSON value, as a complete value cannot be followed by more. So
+  /// the fields read from the end are the line's once the model's bytes compared equal to a value's encoding;
+  /// until then, a reader that acts on them checks them against a full scan.
+  init?(_ bytes: UnsafeRawBufferPointer, range: Range<Int>, readingLongModelsFromTheEnd: Bool = false) {
     var position = range.lowerBound
     let end = range.upperBound
     func skipString() -> Bool {
@@ -532,6 +546,15 @@ struct RecordFields {
       let key = position - keyStart == 2 ? bytes[keyStart] : 0  // one-letter keys only matter
       position += 1
       let valueStart = position
+      if key == UInt8(ascii: "m"), readingLongModelsFromTheEnd, end - valueStart >= Self.longModel {
+        var read = self
+        if let modelEnd = read.readFromEnd(bytes, modelStart: valueStart, end: end) {
+          self = read
+          model = valueStart..<modelEnd
+          fromEnd = true
+          return
+        }
+      }
       var depth = 0
       scan: while position < end {
         switch bytes[position] {
@@ -564,6 +587,106 @@ struct RecordFields {
       guard position < end else { return nil }
       if bytes[position] == UInt8(ascii: "}") { return }
       position += 1  // ","
+    }
+    return nil
+  }
+
+  /// Reads the fields after the model backwards from the line's end, the closing brace at `end - 1`, while their
+  /// values are strings, numbers, literals or arrays; returns where the model ends, the comma before the first
+  /// field read (or the closing brace), or `nil` if the end is not a sequence of such fields.
+  private mutating func readFromEnd(_ bytes: UnsafeRawBufferPointer, modelStart: Int, end: Int) -> Int? {
+    var position = end - 1
+    guard position > modelStart, bytes[position] == UInt8(ascii: "}") else { return nil }
+    while let valueStart = Self.valueStart(bytes, before: position, floor: modelStart) {
+      // `"key":` before the value, and the comma before the key.
+      guard valueStart - 2 > modelStart, bytes[valueStart - 1] == UInt8(ascii: ":"),
+        bytes[valueStart - 2] == UInt8(ascii: "\""),
+        let keyStart = Self.stringStart(bytes, closingAt: valueStart - 2, floor: modelStart)
+      else { return nil }
+      let key = valueStart - 2 - keyStart == 2 ? bytes[keyStart + 1] : 0
+      guard key != UInt8(ascii: "m"), keyStart - 1 > modelStart, bytes[keyStart - 1] == UInt8(ascii: ",") else {
+        return nil
+      }
+      let value = valueStart..<position
+      switch key {
+      case UInt8(ascii: "t"): transaction = value
+      case UInt8(ascii: "d"): dispatch = value
+      case UInt8(ascii: "a"): action = value
+      case UInt8(ascii: "e"): error = value
+      case UInt8(ascii: "n"): change = value
+      case UInt8(ascii: "c"): cancelled = value
+      case UInt8(ascii: "b"): rollback = value
+      case UInt8(ascii: "l"): lists = value
+      default: break
+      }
+      position = keyStart - 1
+    }
+    return position
+  }
+
+  /// Where the string, number, literal or array that ends just before `end` begins; `nil` for an object, or
+  /// anything else, or one that begins before `floor`.
+  private static func valueStart(_ bytes: UnsafeRawBufferPointer, before end: Int, floor: Int) -> Int? {
+    let last = end - 1
+    guard last > floor else { return nil }
+    switch bytes[last] {
+    case UInt8(ascii: "\""):
+      return stringStart(bytes, closingAt: last, floor: floor)
+    case UInt8(ascii: "0")...UInt8(ascii: "9"):
+      var start = last
+      while start - 1 > floor {
+        switch bytes[start - 1] {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "+"), UInt8(ascii: "."),
+          UInt8(ascii: "e"), UInt8(ascii: "E"):
+          start -= 1
+          continue
+        default: break
+        }
+        break
+      }
+      return start
+    case UInt8(ascii: "e"), UInt8(ascii: "l"):
+      for literal in ["true", "false", "null"] where last - literal.utf8.count >= floor {
+        let start = last + 1 - literal.utf8.count
+        if UnsafeRawBufferPointer(rebasing: bytes[start...last]).elementsEqual(literal.utf8) { return start }
+      }
+      return nil
+    case UInt8(ascii: "]"):
+      var depth = 0
+      var position = last
+      while position > floor {
+        switch bytes[position] {
+        case UInt8(ascii: "]"), UInt8(ascii: "}"): depth += 1
+        case UInt8(ascii: "["), UInt8(ascii: "{"):
+          depth -= 1
+          if depth == 0 { return position }
+        case UInt8(ascii: "\""):
+          guard let start = stringStart(bytes, closingAt: position, floor: floor) else { return nil }
+          position = start
+        default: break
+        }
+        position -= 1
+      }
+      return nil
+    default:
+      return nil
+    }
+  }
+
+  /// Where the string whose closing quote is at `closing` opens: the first quote before it that no backslash
+  /// escapes, as a string holds no other; `nil` if there is none after `floor`.
+  private static func stringStart(_ bytes: UnsafeRawBufferPointer, closingAt closing: Int, floor: Int) -> Int? {
+    var position = closing - 1
+    while position > floor {
+      if bytes[position] == UInt8(ascii: "\"") {
+        var backslashes = 0
+        while position - backslashes - 1 > floor, bytes[position - backslashes - 1] == UInt8(ascii: "\\") {
+          backslashes += 1
+        }
+        if backslashes % 2 == 0 { return position }
+        position -= backslashes
+      }
+      position -= 1
     }
     return nil
   }

@@ -202,3 +202,25 @@ struct JSONStreamEncoderTests {
     #expect(String(decoding: bytes, as: UTF8.self) == #"prefix{"x":1,"y":2}"#)
   }
 }
+
+@Suite struct JSONTextTests {
+  /// Every ASCII byte alone, first, last and between others: read back as written, and escaped as JSON requires.
+  @Test(arguments: 0..<128)
+  func aStringWithAnyASCIIByteReadsBackTheSame(byte: Int) throws {
+    let character = String(UnicodeScalar(UInt8(byte)))
+    for string in [character, character + "ab", "ab" + character, "a" + character + "b" + character + character] {
+      var bytes: [UInt8] = []
+      JSONText.append(string, to: &bytes)
+      #expect(try JSONDecoder().decode(String.self, from: Data(bytes)) == string)
+      let escaped = bytes.dropFirst().dropLast()
+      #expect(!escaped.contains { $0 < 0x20 }, "a control byte is written as an escape")
+      #expect(bytes.first == UInt8(ascii: "\"") && bytes.last == UInt8(ascii: "\""))
+    }
+  }
+
+  @Test func escapesAreTheShortFormsWhereJSONHasThem() {
+    var bytes: [UInt8] = []
+    JSONText.append("a\"b\\c\nd\re\tf\u{1}g\u{1F}é", to: &bytes)
+    #expect(String(decoding: bytes, as: UTF8.self) == #""a\"b\\c\nd\re\tf\u0001g\u001fé""#)
+  }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import Testing
+
+@testable import DispatchStore
+
+/// How verify finds the fields of a record line: a long model's fields after it are read from the line's end
+/// (`RecordFields.fromEnd`), and must be those a full scan finds.
+@Suite struct RecordFieldsTests {
+  /// A model of `RecordFields.longModel` bytes or more, with the characters that make reading backwards hard:
+  /// escaped quotes and backslashes, commas, colons and brackets in strings, and keys the line's fields have.
+  static let longModel: String = {
+    let items = (0..<120).map { index in
+      #"{"id":\#(index),"l":[["x\",\"e\":\"y"]],"n":"a\\\\","e":"\"],\"c\":true","t":[1,-2.5e3,true,null]}"#
+    }
+    return #"{"items":["# + items.joined(separator: ",") + #"],"n":7}"#
+  }()
+
+  static let prefix = #"{"k":"r","i":5,"t":12,"d":11,"s":"catalog","z":4,"a":{"restock":{"id":1}},"m":"#
+
+  /// The fields a writer may write after the model, each alone and all together.
+  static let tails: [String] = [
+    #","l":[["products"],["nested",3,"inner \"q\""]]"#,
+    #","e":"failed: \"quoted\" \\ ,\"l\":[[\"x\"]],\"m\":{}""#,
+    #","c":true"#, #","u":true"#, #","b":true"#, #","n":3"#, #","f":1234"#,
+  ]
+
+  static func line(model: String, tail: String) -> [UInt8] {
+    Array((prefix + model + tail + #","h":"0123456789abcdef"}"#).utf8)
+  }
+
+  static func fields(_ line: [UInt8], fromEnd: Bool) -> RecordFields? {
+    line.withUnsafeBytes { RecordFields($0, range: 0..<$0.count, readingLongModelsFromTheEnd: fromEnd) }
+  }
+
+  static func same(_ lhs: RecordFields, _ rhs: RecordFields) -> Bool {
+    lhs.transaction == rhs.transaction && lhs.dispatch == rhs.dispatch && lhs.action == rhs.action
+      && lhs.model == rhs.model && lhs.error == rhs.error && lhs.change == rhs.change
+      && lhs.cancelled == rhs.cancelled && lhs.rollback == rhs.rollback && lhs.lists == rhs.lists
+  }
+
+  @Test(arguments: [[]] + tails.indices.map { [$0] } + [Array(tails.indices)])
+  func fieldsReadFromTheEndOfALongModelAreTheFieldsAFullScanFinds(tail indices: [Int]) throws {
+    #expect(Self.longModel.utf8.count >= RecordFields.longModel)
+    let line = Self.line(model: Self.longModel, tail: indices.map { Self.tails[$0] }.joined())
+    let scanned = try #require(Self.fields(line, fromEnd: false))
+    let read = try #require(Self.fields(line, fromEnd: true))
+    #expect(read.fromEnd)
+    #expect(!scanned.fromEnd)
+    #expect(Self.same(read, scanned))
+    let model = try #require(read.model)
+    #expect(String(decoding: line[model], as: UTF8.self) == Self.longModel)
+  }
+
+  /// A short model is scanned; a long one that is itself an array, which reading backwards takes for a value, gives
+  /// the same fields.
+  @Test func aShortModelIsScannedAndAnArrayModelReadsTheSame() throws {
+    let short = Self.line(model: #"{"n":1}"#, tail: Self.tails.joined())
+    #expect(try #require(Self.fields(short, fromEnd: true)).fromEnd == false)
+    let array = "[" + String(repeating: #""a\"],","#, count: 500) + #""z"]"#
+    let line = Self.line(model: array, tail: Self.tails.joined())
+    let read = try #require(Self.fields(line, fromEnd: true))
+    #expect(Self.same(read, try #require(Self.fields(line, fromEnd: false))))
+    #expect(String(decoding: line[try #require(read.model)], as: UTF8.self) == array)
+  }
+
+  /// An object-valued field after the model, which no writer writes, ends the reading from the end.
+  ///
+  /// The model found takes it in, and the fields before it are missed: verify checks such a line before acting on it
+  /// (below).
+  @Test func anObjectValuedFieldAfterTheModelIsTakenIntoTheModel() throws {
+    let line = Self.line(model: Self.longModel, tail: #","e":"boom","x":{"y":1},"n":3"#)
+    let read = try #require(Self.fields(line, fromEnd: true))
+    let scanned = try #require(Self.fields(line, fromEnd: false))
+    #expect(read.fromEnd)
+    #expect(read.change == scanned.change)
+    #expect(read.error == nil && scanned.error != nil)
+    let model = try #require(read.model)
+    #expect(String(decoding: line[model], as: UTF8.self) == Self.longModel + #","e":"boom","x":{"y":1}"#)
+  }
+
+  /// A recorded catalog of 10,000 products, whose first record line holds the list whole.
+  private static func recordedCatalog() throws -> (file: TemporaryFile, objects: [String]) {
+    let file = TemporaryFile()
+    let app = try ListFormsTests.RecordedCatalog(file: file, count: 10_000)
+    try app.send(.restock(id: 1, amount: 1))
+    try app.send(.restock(id: 2, amount: 1))
+    app.recorder.flush()
+    #expect(app.recorder.persistenceError == nil)
+    let objects = file.lines.map(ListFormsTests.object)
+    try #require(objects.count == 4)
+    #expect(objects[2].utf8.count > RecordFields.longModel)
+    return (file, objects)
+  }
+
+  private static func verify(_ file: TemporaryFile) throws {
+    let session = try Session.load(from: file.url, codecs: LargeModelRecordingTests.codecs)
+    let verifying = Dispatcher()
+    try verifying.register(store: LargeModelRecordingTests.makeStore(count: 10_000))
+    try session.verify(against: verifying)
+  }
+
+  @Test func aLongLineWithAnUnknownObjectFieldAfterItsModelStillVerifies() throws {
+    var (file, objects) = try Self.recordedCatalog()
+    try Self.verify(file)
+    objects[2] = objects[2].replacingOccurrences(of: #"}},"l":"#, with: #"}},"x":{"y":[1]},"l":"#)
+    #expect(objects[2].contains(#""x":{"y":[1]}"#))
+    writeSession(objects, to: file.url)
+    try Self.verify(file)
+  }
+
+  /// The field of the format between the model and the object-valued field is missed when read from the end: the
+  /// check against a full scan refuses the line, rather than verify acting on the fields it missed.
+  @Test func aLongLineWithAFormatFieldBeforeAnUnknownObjectFieldIsRefused() throws {
+    var (file, objects) = try Self.recordedCatalog()
+    objects[2] = objects[2].replacingOccurrences(of: #"}},"l":"#, with: #"}},"c":true,"x":{"y":[1]},"l":"#)
+    #expect(objects[2].contains(#""c":true,"x":{"y":[1]}"#))
+    writeSession(objects, to: file.url)
+    let refused = SessionError.corruptLine(line: 3, reason: "a field after the model is not one a recorder writes")
+    #expect(throws: refused) { try Self.verify(file) }
+  }
+}
