@@ -362,20 +362,77 @@ final class JSONStreamEncoder {
   }
 }
 
-// MARK: - Elements written again (``ListEncoding``)
+// MARK: - List forms written directly (``ListEncoding``)
 
 extension JSONStreamEncoder {
-  /// Encodes `element` as the next element of `container`, an unkeyed container of this encoder, and returns the
-  /// bytes written for it (the separator before it left out); `nil` if the encoder refused something in it (the
-  /// value is then encoded again with `JSONEncoder`, and those bytes are not its JSON).
-  func encodeElement<Element: Encodable>(
-    _ element: Element, into container: inout any UnkeyedEncodingContainer
-  ) throws -> ArraySlice<UInt8>? {
-    let separated = container.count > 0
-    let start = bytes.count
-    try container.encode(element)
-    guard !unsupported else { return nil }
-    return bytes[(separated ? start + 1 : start)...]
+  /// An object or array of this encoder that ``ListEncoding`` writes the structure of its list forms into directly,
+  /// without the `Encoder` protocol's containers: their boxes and existentials cost more, in code not specialised for
+  /// the element type, than the little they write. Elements and ids still encode themselves.
+  ///
+  /// Written to as an ``UnkeyedContainer`` or a ``KeyedContainer`` of the same frame would be: a write reopens the
+  /// frame (``enter(_:_:)``), and the coding path holds the same keys and indices.
+  struct DirectContainer {
+    fileprivate let encoder: JSONStreamEncoder
+    fileprivate let depth: Int
+    fileprivate let id: Int
+
+    /// The number of values written into this container so far.
+    var count: Int {
+      depth < encoder.frames.count && encoder.frames[depth].id == id ? encoder.frames[depth].count : 0
+    }
+
+    /// Opens an array under `key` of this object.
+    func nestedArray(forKey key: ListFormKey) throws -> DirectContainer {
+      try encoder.enter(depth, id)
+      encoder.writeKey(key, at: depth)
+      let (depth, id) = encoder.openNested(at: depth, key: key, isObject: false)
+      return DirectContainer(encoder: encoder, depth: depth, id: id)
+    }
+
+    /// Opens an array as the next element of this array.
+    func nestedArray() throws -> DirectContainer {
+      let index = count
+      try encoder.enter(depth, id)
+      encoder.writeSeparator(at: depth)
+      let (depth, id) = encoder.openNested(at: depth, key: IndexKey(index), isObject: false)
+      return DirectContainer(encoder: encoder, depth: depth, id: id)
+    }
+
+    /// Writes `value` as the next element of this array.
+    func encode<T: Encodable>(_ value: T) throws {
+      let index = count
+      try encoder.enter(depth, id)
+      encoder.writeSeparator(at: depth)
+      try encoder.writeNested(value, at: depth, key: IndexKey(index))
+    }
+
+    /// Encodes `element` as the next element of this array, and returns the bytes written for it (the separator
+    /// before it left out); `nil` if the encoder refused something in it (the value is then encoded again with
+    /// `JSONEncoder`, and those bytes are not its JSON).
+    func encodeElement<Element: Encodable>(_ element: Element) throws -> ArraySlice<UInt8>? {
+      let separated = count > 0
+      let start = encoder.bytes.count
+      try encode(element)
+      guard !encoder.unsupported else { return nil }
+      return encoder.bytes[(separated ? start + 1 : start)...]
+    }
+
+    /// Writes `json`, the JSON this encoder wrote for `count` elements before (``encodeElement(_:)``), separated by
+    /// commas, as the next elements of this array.
+    func appendElementsJSON(_ json: ArraySlice<UInt8>, count: Int) throws {
+      precondition(count > 0 && !json.isEmpty, "appendElementsJSON: a run of no elements")
+      try encoder.enter(depth, id)
+      encoder.writeSeparator(at: depth)
+      encoder.frames[depth].count += count - 1
+      encoder.bytes.append(contentsOf: json)
+    }
+  }
+
+  /// Opens the object of the value being written (a list form), to be written directly.
+  /// - Throws: ``Unsupported`` if the value already wrote something else.
+  func directObject() throws -> DirectContainer {
+    let (depth, id) = try openSlotContainer(isObject: true)
+    return DirectContainer(encoder: self, depth: depth, id: id)
   }
 
   /// How many bytes the encoder has written.
@@ -386,19 +443,6 @@ extension JSONStreamEncoder {
 
   /// The bytes written from `start` on.
   func written(from start: Int) -> [UInt8] { Array(bytes[start...]) }
-
-  /// Writes `json`, the JSON this encoder wrote for `count` elements before (``encodeElement(_:into:)``), separated
-  /// by commas, as the next elements of `container`, an unkeyed container of this encoder.
-  func appendElementsJSON(
-    _ json: ArraySlice<UInt8>, count: Int, to container: inout any UnkeyedEncodingContainer
-  ) throws {
-    precondition(count > 0 && !json.isEmpty, "appendElementsJSON: a run of no elements")
-    guard let unkeyed = container as? UnkeyedContainer else { throw Unsupported() }
-    try enter(unkeyed.depth, unkeyed.id)
-    writeSeparator(at: unkeyed.depth)
-    frames[unkeyed.depth].count += count - 1
-    bytes.append(contentsOf: json)
-  }
 }
 
 extension JSONStreamEncoder: Encoder {

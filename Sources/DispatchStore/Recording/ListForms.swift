@@ -182,28 +182,28 @@ final class ListEncoding {
     } else {
       previous = try scopes.replacedList(at: codingPath, finder: self) as? IdentifiedList<Element>
     }
-    var container = encoder.container(keyedBy: ListFormKey.self)
+    let form = try encoder.directObject()
     if let previous {
       try write(
         list.changes(since: previous) { Self.sameBytes($0, $1) }, replacing: previous, depth: codingPath.count,
-        to: &container)
+        to: form)
     } else {
       // `"~all"` first, in the order the encoder sorts keys in: the list's JSON is not moved when the object closes.
-      var all = container.nestedUnkeyedContainer(forKey: .all)
+      let all = try form.nestedArray(forKey: .all)
       let kept: ElementJSON<Element>?
       if scopes.isEmpty {
-        kept = try writeWhole(list, at: path, depth: codingPath.count, to: &all, encoder: encoder)
+        kept = try writeWhole(list, at: path, depth: codingPath.count, to: all, encoder: encoder)
       } else {
         kept = nil
         for element in list { try within(ElementScope(depth: codingPath.count + 2)) { try all.encode(element) } }
       }
-      var ids = container.nestedUnkeyedContainer(forKey: .ids)
+      let ids = try form.nestedArray(forKey: .ids)
       if let kept, let json = kept.idsJSON {
-        try encoder.appendElementsJSON(json[...], count: list.count, to: &ids)
+        try ids.appendElementsJSON(json[...], count: list.count)
       } else {
         let start = encoder.writtenCount
         var order = list.order.makeIterator()
-        while let id = order.next() { try Self.encode(id, into: &ids) }
+        while let id = order.next() { try Self.encode(id, into: ids) }
         if let kept, encoder.isComplete { kept.idsJSON = encoder.written(from: start) }
       }
     }
@@ -236,7 +236,7 @@ final class ListEncoding {
   ///
   /// If the list has the ids, in the same order, of the list last written whole there, the elements that changed
   /// since (``IdentifiedList/changes(since:same:)``) are encoded and the runs between them copied
-  /// (``writeWholeKeepingOrder(_:known:changes:depth:to:into:encoder:)``). Otherwise an element found at the same place in that
+  /// (``writeWholeKeepingOrder(_:known:changes:depth:to:into:)``). Otherwise an element found at the same place in that
   /// list (or one or two places on: elements removed since), with the same stored bytes (``sameBytes(_:_:)``: the same
   /// value, so the same JSON), is written by copying its JSON; the others are encoded.
   ///
@@ -244,7 +244,7 @@ final class ListEncoding {
   /// paths its JSON holds, at its new position.
   /// - Returns: The JSON kept for the next time, if any: its ids' JSON is for the caller to keep.
   private func writeWhole<Element: Identifiable & Encodable>(
-    _ list: IdentifiedList<Element>, at path: [UInt8], depth: Int, to all: inout any UnkeyedEncodingContainer,
+    _ list: IdentifiedList<Element>, at path: [UInt8], depth: Int, to all: JSONStreamEncoder.DirectContainer,
     encoder: JSONStreamEncoder
   ) throws -> ElementJSON<Element>? {
     let known = wholeJSON[path] as? ElementJSON<Element>
@@ -256,7 +256,7 @@ final class ListEncoding {
       let changes = Self.changesKeepingOrder(of: list, since: known)
     {
       try writeWholeKeepingOrder(
-        list, known: known, changes: changes, depth: depth, to: &all, into: &whole, encoder: encoder)
+        list, known: known, changes: changes, depth: depth, to: all, into: &whole)
       guard whole.complete else { return nil }
       let kept = ElementJSON(
         list: list, elements: whole.elements, ends: whole.ends, json: whole.json, inner: whole.inner,
@@ -283,7 +283,7 @@ final class ListEncoding {
             }
             guard unchanged else { break }
             let bytes = known.json[known.start(candidate)..<known.ends[candidate]]
-            try encoder.appendElementsJSON(bytes, count: 1, to: &all)
+            try all.appendElementsJSON(bytes, count: 1)
             let position = whole.ends.count
             whole.append(bytes)
             if !known.inner.isEmpty, known.inner[candidate] != 0 {
@@ -296,7 +296,7 @@ final class ListEncoding {
             break
           }
         }
-        if !copied { try writeElement(element, depth: depth, to: &all, into: &whole, encoder: encoder) }
+        if !copied { try writeElement(element, depth: depth, to: all, into: &whole) }
         (buffer.baseAddress! + initialized).initialize(to: element)
         initialized += 1
       }
@@ -343,7 +343,7 @@ final class ListEncoding {
   private func writeWholeKeepingOrder<Element: Identifiable & Encodable>(
     _ list: IdentifiedList<Element>, known: ElementJSON<Element>,
     changes changed: (changed: [Element], order: [(position: Int, index: Int)], sameIDs: Bool), depth: Int,
-    to all: inout any UnkeyedEncodingContainer, into whole: inout WholeJSON<Element>, encoder: JSONStreamEncoder
+    to all: JSONStreamEncoder.DirectContainer, into whole: inout WholeJSON<Element>
   ) throws {
     whole.json.reserveCapacity(known.json.count + 64)
     whole.elements = known.elements
@@ -351,13 +351,13 @@ final class ListEncoding {
     func copy(upTo end: Int) throws {
       guard end > cursor else { return }
       let run = known.json[known.start(cursor)..<known.ends[end - 1]]
-      try encoder.appendElementsJSON(run, count: end - cursor, to: &all)
+      try all.appendElementsJSON(run, count: end - cursor)
       whole.appendRun(run, ends: known.ends[cursor..<end])
       cursor = end
     }
     for (position, index) in changed.order {
       try copy(upTo: position)
-      try writeElement(changed.changed[index], depth: depth, to: &all, into: &whole, encoder: encoder)
+      try writeElement(changed.changed[index], depth: depth, to: all, into: &whole)
       whole.elements[position] = changed.changed[index]
       cursor = position + 1
     }
@@ -366,15 +366,14 @@ final class ListEncoding {
 
   /// Encodes `element` as the next element of a list written whole, noting the paths of the lists inside it.
   private func writeElement<Element: Identifiable & Encodable>(
-    _ element: Element, depth: Int, to all: inout any UnkeyedEncodingContainer, into whole: inout WholeJSON<Element>,
-    encoder: JSONStreamEncoder
+    _ element: Element, depth: Int, to all: JSONStreamEncoder.DirectContainer, into whole: inout WholeJSON<Element>
   ) throws {
     let forms = paths.count
     let position = whole.ends.count
-    guard let bytes = try within(ElementScope(depth: depth + 2), { try encoder.encodeElement(element, into: &all) })
+    guard let bytes = try within(ElementScope(depth: depth + 2), { try all.encodeElement(element) })
     else {
       whole.complete = false
-      whole.append([])
+      whole.append([][...])
       return
     }
     whole.append(bytes)
@@ -387,45 +386,45 @@ final class ListEncoding {
   /// Writes `changes` from `previous`, the list at the coding path of length `depth`.
   private func write<Element: Identifiable & Encodable>(
     _ changes: ListChanges<Element>, replacing previous: IdentifiedList<Element>, depth: Int,
-    to container: inout KeyedEncodingContainer<ListFormKey>
+    to form: JSONStreamEncoder.DirectContainer
   ) throws {
-    // `count`, not `isEmpty`: unspecialised, `isEmpty` looks up the array's type and its witnesses.
+    // In the order the encoder sorts keys in (`"~order"`, `"~remove"`, `"~set"`): nothing is moved when the object
+    // closes. `count`, not `isEmpty`: unspecialised, `isEmpty` looks up the array's type and its witnesses.
+    if changes.splices.count > 0 {
+      let order = try form.nestedArray(forKey: .order)
+      for splice in changes.splices {
+        let entry = try order.nestedArray()
+        try entry.encode(splice.position)
+        try entry.encode(splice.removing)
+        let ids = try entry.nestedArray()
+        for id in splice.ids { try Self.encode(id, into: ids) }
+      }
+    }
+    if changes.removed.count > 0 {
+      let remove = try form.nestedArray(forKey: .remove)
+      for id in try Self.sortedByJSON(changes.removed, id: { $0 }) { try Self.encode(id, into: remove) }
+    }
     if changes.updated.count > 0 {
       // In the order of the ids' JSON, so that the bytes do not depend on the trie's shape (the process's hash seed).
       let sorted = try Self.sortedByJSON(changes.updated, id: { $0.id })
-      var set = container.nestedUnkeyedContainer(forKey: .set)
+      let set = try form.nestedArray(forKey: .set)
       for element in sorted {
-        var pair = set.nestedUnkeyedContainer()
-        try Self.encode(element.id, into: &pair)
+        let pair = try set.nestedArray()
+        try Self.encode(element.id, into: pair)
         // Lists inside it are written as the changes from the element it replaces.
         let scope = ElementScope(depth: depth + 3, replaced: ReplacedElement(list: previous, id: element.id))
         try within(scope) { try pair.encode(element) }
       }
     }
-    if changes.removed.count > 0 {
-      var remove = container.nestedUnkeyedContainer(forKey: .remove)
-      for id in try Self.sortedByJSON(changes.removed, id: { $0 }) { try Self.encode(id, into: &remove) }
-    }
-    if changes.splices.count > 0 {
-      var order = container.nestedUnkeyedContainer(forKey: .order)
-      for splice in changes.splices {
-        var entry = order.nestedUnkeyedContainer()
-        try entry.encode(splice.position)
-        try entry.encode(splice.removing)
-        var ids = entry.nestedUnkeyedContainer()
-        for id in splice.ids { try Self.encode(id, into: &ids) }
-      }
-    }
   }
 
   /// Encodes an id, whose type ``write(_:to:)`` checked is `Encodable`.
-  private static func encode(_ id: some Hashable, into container: inout some UnkeyedEncodingContainer) throws {
+  private static func encode(_ id: some Hashable, into container: JSONStreamEncoder.DirectContainer) throws {
     let encodable = id as! any Encodable
-    try encodeOpened(encodable, into: &container)
+    try encodeOpened(encodable, into: container)
   }
 
-  private static func encodeOpened<ID: Encodable>(_ id: ID, into container: inout some UnkeyedEncodingContainer) throws
-  {
+  private static func encodeOpened<ID: Encodable>(_ id: ID, into container: JSONStreamEncoder.DirectContainer) throws {
     try container.encode(id)
   }
 
@@ -599,7 +598,7 @@ struct WholeJSON<Element: Identifiable> {
   }
 
   /// Adds the JSON of the next element.
-  mutating func append(_ bytes: some Collection<UInt8>) {
+  mutating func append(_ bytes: ArraySlice<UInt8>) {
     if !ends.isEmpty { json.append(UInt8(ascii: ",")) }
     json.append(contentsOf: bytes)
     ends.append(json.count)

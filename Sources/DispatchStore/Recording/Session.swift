@@ -229,9 +229,11 @@ public struct Session: Sendable {
       offset -= 1
     }
     // A store known only from a snapshot without its action, or not at all: observers hear the action of its
-    // first record after the position, the one being undone.
-    for line in index.records.dropFirst(max(0, position + 1 - index.firstIndex))
-    where found[line.store]?.action == nil && undone[line.store] == nil {
+    // first record after the position, the one being undone. The search ends once each such store has one.
+    var withoutAction = wanted.filter { found[$0]?.action == nil }
+    for line in index.records.dropFirst(max(0, position + 1 - index.firstIndex)) {
+      guard !withoutAction.isEmpty else { break }
+      guard withoutAction.remove(line.store) != nil else { continue }
       undone[line.store] = try record(at: line.index).action
     }
     for (store, action) in undone {
