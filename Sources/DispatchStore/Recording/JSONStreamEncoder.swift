@@ -365,9 +365,10 @@ final class JSONStreamEncoder {
 // MARK: - List forms written directly (``ListEncoding``)
 
 extension JSONStreamEncoder {
-  /// An object or array of this encoder that ``ListEncoding`` writes the structure of its list forms into directly,
-  /// without the `Encoder` protocol's containers: their boxes and existentials cost more, in code not specialised for
-  /// the element type, than the little they write. Elements and ids still encode themselves.
+  /// An object or array of this encoder that ``ListEncoding`` writes the structure of its list forms into directly.
+  ///
+  /// Not through the `Encoder` protocol's containers: their boxes and existentials cost more, in code not specialised
+  /// for the element type, than the little they write. Elements and ids still encode themselves.
   ///
   /// Written to as an ``UnkeyedContainer`` or a ``KeyedContainer`` of the same frame would be: a write reopens the
   /// frame (``enter(_:_:)``), and the coding path holds the same keys and indices.
