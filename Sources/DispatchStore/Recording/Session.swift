@@ -434,8 +434,11 @@ public struct Session: Sendable {
     for (offset, step) in steps.enumerated() {
       // A line compared on the other thread differed: the re-run stops there, not at the session's end.
       if comparison.background?.hasFailed == true, let failure = comparison.finish() { throw failure }
-      // Fields read from a long line's end hold once its model compares equal by its bytes: a step whose own model is
-      // not compared, or that is about to end verify otherwise, is checked first.
+      // Fields read from a long line's end (`fieldsFromEnd`) hold once its model compares equal by its bytes: a step
+      // whose own model is not compared is checked against a full scan first, and so is one whose outcome or
+      // cancellation is held against the re-run, or whose bytes differ. For a line no writer makes (an object-valued
+      // field after the model), the transactions grouped above may then be wrong, and verify may throw another error
+      // before the check refuses the line: an error all the same, never a verify that passes.
       if continues[offset] || final[offset] != offset || step.change > 0 || step.rollback {
         try checkFieldsFromTheEnd(of: step)
       }
@@ -549,6 +552,8 @@ public struct Session: Sendable {
     var hasListForms = false
     var base: Int?
     let record: Record?
+    /// Where the action's JSON is in the file (a version 2 or 3 file).
+    var actionBytes: Range<Int>?
     /// Whether the fields after the model were read from the line's end (``RecordFields/fromEnd``): until the
     /// model compared equal by its bytes, ``Session/checkFieldsFromTheEnd(of:)`` checks them before verify acts on
     /// them.
@@ -588,14 +593,16 @@ public struct Session: Sendable {
         modelBytes: model, record: nil)
       hasListForms = fields.lists != nil
       base = line.base
+      actionBytes = fields.action
       fieldsFromEnd = fields.fromEnd
     }
 
     /// Whether `other` was read from the same line with the same fields, but for where its model ends.
     func sameFields(as other: VerifyStep) -> Bool {
       index == other.index && dispatchID == other.dispatchID && transactionID == other.transactionID
-        && change == other.change && store == other.store && failed == other.failed && cancelled == other.cancelled
-        && rollback == other.rollback && hasListForms == other.hasListForms && base == other.base
+        && change == other.change && store == other.store && actionBytes == other.actionBytes
+        && failed == other.failed && cancelled == other.cancelled && rollback == other.rollback
+        && hasListForms == other.hasListForms && base == other.base
     }
   }
 
@@ -650,7 +657,11 @@ public struct Session: Sendable {
     // The store of the line before, whose codec was found: lines of one store follow one another.
     var knownStore: String?
     for line in lines {
-      let fields = RecordFields(bytes, range: line.line.range, readingLongModelsFromTheEnd: true)
+      var fields = RecordFields(bytes, range: line.line.range, readingLongModelsFromTheEnd: true)
+      if let read = fields, read.fromEnd, read.action == nil || read.transaction == nil {
+        // Neither before the model nor read from the end, as they would be in a line a writer makes: scanned in full.
+        fields = RecordFields(bytes, range: line.line.range)
+      }
       if line.store != knownStore, codecs.codecs.index(forKey: line.store) != nil { knownStore = line.store }
       guard let fields, let actionRange = fields.action, let modelRange = fields.model,
         let transaction = RecordFields.unsigned(bytes, fields.transaction), line.store == knownStore

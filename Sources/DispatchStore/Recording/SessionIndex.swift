@@ -509,18 +509,22 @@ struct RecordFields {
   /// model (``init(_:range:readingLongModelsFromTheEnd:)``).
   private(set) var fromEnd = false
 
-  /// The shortest model whose fields after it are read from the line's end, when that is allowed.
+  /// The fewest bytes from the model's start to the line's end for the fields after the model to be read from the
+  /// line's end, when that is allowed.
   static let longModel = 4_096
+
+  private init() {}
 
   /// Scans the object in `bytes[range]`; `nil` if it is not a flat JSON object as a writer makes it.
   ///
-  /// With `readingLongModelsFromTheEnd`, the fields after a model of ``longModel`` bytes or more are read backwards
-  /// from the line's end while they are strings, numbers, literals or arrays, and the model is taken to end where
-  /// they begin (``fromEnd``), without a scan of the model. For a line as a writer makes it, that is exact. For one
-  /// with an object-valued field after the model, the model found is that field too and the fields before it are
-  /// missed: the model's bytes then never equal a JSON value, as a complete value cannot be followed by more. So
-  /// the fields read from the end are the line's once the model's bytes compared equal to a value's encoding;
-  /// until then, a reader that acts on them checks them against a full scan.
+  /// With `readingLongModelsFromTheEnd`, when the model and what follows it are ``longModel`` bytes or more, the
+  /// fields after the model are read backwards from the line's end while they are strings, numbers, literals or
+  /// arrays, and the model is taken to end where they begin (``fromEnd``), without a scan of the model. For a line
+  /// as a writer makes it, that is exact. For one with an object-valued field after the model, the model found is
+  /// that field too and the fields before it are missed: the model's bytes then never equal a JSON value, as a
+  /// complete value cannot be followed by more. So the model found and the fields read are the line's once the
+  /// model's bytes compared equal to a value's encoding; a reader that acts on them otherwise checks them against a
+  /// full scan first.
   init?(_ bytes: UnsafeRawBufferPointer, range: Range<Int>, readingLongModelsFromTheEnd: Bool = false) {
     var position = range.lowerBound
     let end = range.upperBound
@@ -594,9 +598,12 @@ struct RecordFields {
   /// Reads the fields after the model backwards from the line's end, the closing brace at `end - 1`, while their
   /// values are strings, numbers, literals or arrays; returns where the model ends, the comma before the first
   /// field read (or the closing brace), or `nil` if the end is not a sequence of such fields.
+  ///
+  /// A key read twice keeps its last value in the line, as the scan forward does.
   private mutating func readFromEnd(_ bytes: UnsafeRawBufferPointer, modelStart: Int, end: Int) -> Int? {
     var position = end - 1
     guard position > modelStart, bytes[position] == UInt8(ascii: "}") else { return nil }
+    var read = RecordFields()
     while let valueStart = Self.valueStart(bytes, before: position, floor: modelStart) {
       // `"key":` before the value, and the comma before the key.
       guard valueStart - 2 > modelStart, bytes[valueStart - 1] == UInt8(ascii: ":"),
@@ -609,18 +616,27 @@ struct RecordFields {
       }
       let value = valueStart..<position
       switch key {
-      case UInt8(ascii: "t"): transaction = value
-      case UInt8(ascii: "d"): dispatch = value
-      case UInt8(ascii: "a"): action = value
-      case UInt8(ascii: "e"): error = value
-      case UInt8(ascii: "n"): change = value
-      case UInt8(ascii: "c"): cancelled = value
-      case UInt8(ascii: "b"): rollback = value
-      case UInt8(ascii: "l"): lists = value
+      case UInt8(ascii: "t"): read.transaction = read.transaction ?? value
+      case UInt8(ascii: "d"): read.dispatch = read.dispatch ?? value
+      case UInt8(ascii: "a"): read.action = read.action ?? value
+      case UInt8(ascii: "e"): read.error = read.error ?? value
+      case UInt8(ascii: "n"): read.change = read.change ?? value
+      case UInt8(ascii: "c"): read.cancelled = read.cancelled ?? value
+      case UInt8(ascii: "b"): read.rollback = read.rollback ?? value
+      case UInt8(ascii: "l"): read.lists = read.lists ?? value
       default: break
       }
       position = keyStart - 1
     }
+    // Those after the model are later in the line than those before it.
+    transaction = read.transaction ?? transaction
+    dispatch = read.dispatch ?? dispatch
+    action = read.action ?? action
+    error = read.error ?? error
+    change = read.change ?? change
+    cancelled = read.cancelled ?? cancelled
+    rollback = read.rollback ?? rollback
+    lists = read.lists ?? lists
     return position
   }
 
@@ -676,19 +692,25 @@ struct RecordFields {
   /// Where the string whose closing quote is at `closing` opens: the first quote before it that no backslash
   /// escapes, as a string holds no other; `nil` if there is none after `floor`.
   private static func stringStart(_ bytes: UnsafeRawBufferPointer, closingAt closing: Int, floor: Int) -> Int? {
+    // A quote that a backslash escapes closes nothing.
+    guard backslashes(bytes, before: closing, floor: floor) % 2 == 0 else { return nil }
     var position = closing - 1
     while position > floor {
       if bytes[position] == UInt8(ascii: "\"") {
-        var backslashes = 0
-        while position - backslashes - 1 > floor, bytes[position - backslashes - 1] == UInt8(ascii: "\\") {
-          backslashes += 1
-        }
+        let backslashes = backslashes(bytes, before: position, floor: floor)
         if backslashes % 2 == 0 { return position }
         position -= backslashes
       }
       position -= 1
     }
     return nil
+  }
+
+  /// How many backslashes come just before `position`, after `floor`.
+  private static func backslashes(_ bytes: UnsafeRawBufferPointer, before position: Int, floor: Int) -> Int {
+    var count = 0
+    while position - count - 1 > floor, bytes[position - count - 1] == UInt8(ascii: "\\") { count += 1 }
+    return count
   }
 
   /// Whether `range` holds the JSON literal `true`.

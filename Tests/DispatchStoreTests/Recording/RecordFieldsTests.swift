@@ -78,6 +78,45 @@ import Testing
     #expect(String(decoding: line[model], as: UTF8.self) == Self.longModel + #","e":"boom","x":{"y":1}"#)
   }
 
+  /// Tails no writer writes: escaped quotes where a value would close, keys twice, the action after the model.
+  static let hostileTails: [String] = [
+    #","x":"\","e":"}""#, #","e":"a\""#, #","n":0,"n":2"#, #","c":false,"c":true"#, #","a":{"go":2},"x":{}"#,
+    #","x":{},"a":{"go":2}"#, #","e":"\\\"""#, #","l":[["a\"]]"#, #","l":[["a"],{"b":"]"}]"#, #","n":-"#,
+    #","c":tru"#, #","f":1e"#,
+  ]
+
+  /// Where the fields read from the end could be taken for the line's (the model found is the one a full scan finds,
+  /// so it would compare equal by its bytes), they are the full scan's; where the full scan refuses the line, the model
+  /// found is not the line's model alone.
+  static func readingFromTheEndIsSafe(model: String, tail: String) throws {
+    let line = line(model: model, tail: tail)
+    guard let read = fields(line, fromEnd: true), read.fromEnd else { return }
+    let modelRange = prefix.utf8.count..<(prefix.utf8.count + model.utf8.count)
+    if let scanned = fields(line, fromEnd: false), scanned.model == read.model {
+      #expect(same(read, scanned), "\(tail)")
+    } else {
+      #expect(read.model != modelRange, "\(tail)")
+    }
+  }
+
+  @Test(arguments: hostileTails)
+  func aTailNoWriterWritesIsReadAsAFullScanReadsItOrNotTakenForTheLines(tail: String) throws {
+    try Self.readingFromTheEndIsSafe(model: Self.longModel, tail: tail)
+  }
+
+  @Test func randomTailsAreReadAsAFullScanReadsThemOrNotTakenForTheLines() throws {
+    var random = SplitMix(seed: 4_096)
+    let pieces = [
+      "\"", "\\", ",", ":", "[", "]", "{", "}", "e", "l", "n", "c", "a", "1", "-", "true", "null", #""n":"#, #""e":"#,
+      #""a":"#, #""c":"#, #""m":"#, #""x":"#, " ",
+    ]
+    for _ in 0..<3_000 {
+      let count = Int.random(in: 1...12, using: &random)
+      let tail = "," + (0..<count).map { _ in pieces.randomElement(using: &random)! }.joined()
+      try Self.readingFromTheEndIsSafe(model: Self.longModel, tail: tail)
+    }
+  }
+
   /// A recorded catalog of 10,000 products, whose first record line holds the list whole.
   private static func recordedCatalog() throws -> (file: TemporaryFile, objects: [String]) {
     let file = TemporaryFile()
@@ -104,6 +143,19 @@ import Testing
     try Self.verify(file)
     objects[2] = objects[2].replacingOccurrences(of: #"}},"l":"#, with: #"}},"x":{"y":[1]},"l":"#)
     #expect(objects[2].contains(#""x":{"y":[1]}"#))
+    writeSession(objects, to: file.url)
+    try Self.verify(file)
+  }
+
+  /// A line whose action is after its model, hidden from the reading from the end by an object-valued field, is
+  /// scanned in full, as before.
+  @Test func aLongLineWithItsActionAfterAnUnknownObjectFieldStillVerifies() throws {
+    var (file, objects) = try Self.recordedCatalog()
+    let action = try #require(objects[2].firstRange(of: #/"a":\{"restock":\{[^}]*\}\},/#))
+    let moved = String(objects[2][action].dropLast())
+    objects[2].removeSubrange(action)
+    objects[2] = objects[2].replacingOccurrences(of: #"}},"l":"#, with: #"}},"# + moved + #","x":{"y":[1]},"l":"#)
+    #expect(objects[2].contains(moved + #","x":{"y":[1]}"#))
     writeSession(objects, to: file.url)
     try Self.verify(file)
   }
