@@ -43,6 +43,12 @@ final class JSONStreamEncoder {
   @exclusivity(unchecked) private var lastSorted: (keys: [String], order: [Int]) = ([], [])
   /// The bytes of the object being sorted, copied out to be written back in key order.
   @exclusivity(unchecked) private var sortScratch: [UInt8] = []
+  /// The JSON of keys written before (quotes and colon included), by their object's depth and their place in it:
+  /// the objects of one type write the same keys in the same order, and each key's JSON is then copied, not escaped
+  /// again.
+  @exclusivity(unchecked) private var keyJSON = [(name: String, json: [UInt8])](
+    repeating: ("", []), count: JSONStreamEncoder.keySlots)
+  private static let keySlots = 64
   /// The lists of the record line being encoded, to write ``IdentifiedList``s in their session forms; `nil` to write
   /// them as plain arrays (``ListEncoding``).
   var lists: ListEncoding?
@@ -223,7 +229,18 @@ final class JSONStreamEncoder {
   }
 
   fileprivate func write(_ value: Bool) {
-    bytes.append(contentsOf: value ? "true".utf8 : "false".utf8)
+    // Byte by byte: an array literal may be allocated, and a string's UTF-8 view is appended through its iterator.
+    if value {
+      bytes.append(UInt8(ascii: "t"))
+      bytes.append(UInt8(ascii: "r"))
+      bytes.append(UInt8(ascii: "u"))
+    } else {
+      bytes.append(UInt8(ascii: "f"))
+      bytes.append(UInt8(ascii: "a"))
+      bytes.append(UInt8(ascii: "l"))
+      bytes.append(UInt8(ascii: "s"))
+    }
+    bytes.append(UInt8(ascii: "e"))
   }
 
   fileprivate func write<Integer: BinaryInteger>(_ value: Integer) {
@@ -279,7 +296,8 @@ final class JSONStreamEncoder {
   /// Starts an entry of the object at `depth` (entered): the separator and the key.
   fileprivate func writeKey(_ key: some CodingKey, at depth: Int) {
     let name = key.stringValue
-    if frames[depth].count > 0 {
+    let place = frames[depth].count
+    if place > 0 {
       bytes.append(UInt8(ascii: ","))
       if frames[depth].ascending, let last = entries.last, !(last.key < name) {
         frames[depth].ascending = false
@@ -287,8 +305,18 @@ final class JSONStreamEncoder {
     }
     frames[depth].count += 1
     entries.append(Entry(key: name, offset: bytes.count))
-    JSONText.append(name, to: &bytes)
-    bytes.append(UInt8(ascii: ":"))
+    let slot = (depth &* 8 &+ place) & (Self.keySlots - 1)
+    if !keyJSON[slot].json.isEmpty, keyJSON[slot].name == name {
+      bytes.append(contentsOf: keyJSON[slot].json)
+    } else {
+      let start = bytes.count
+      JSONText.append(name, to: &bytes)
+      bytes.append(UInt8(ascii: ":"))
+      // In the slot's own buffer: keys of two objects that take turns at one slot allocate nothing.
+      keyJSON[slot].name = name
+      keyJSON[slot].json.removeAll(keepingCapacity: true)
+      keyJSON[slot].json.append(contentsOf: bytes[start...])
+    }
   }
 
   /// Starts an element of the array at `depth` (entered): the separator.
@@ -370,8 +398,9 @@ extension JSONStreamEncoder {
   /// Not through the `Encoder` protocol's containers: their boxes and existentials cost more, in code not specialised
   /// for the element type, than the little they write. Elements and ids still encode themselves.
   ///
-  /// Written to as an ``UnkeyedContainer`` or a ``KeyedContainer`` of the same frame would be: a write reopens the
-  /// frame (``enter(_:_:)``), and the coding path holds the same keys and indices.
+  /// Written to as the encoder's own keyed and unkeyed containers of the same frame would be: a write reopens the
+  /// frame (`enter`), and the coding path holds the same keys and indices. An object's keys and an array's elements
+  /// are written only by the methods for them.
   struct DirectContainer {
     fileprivate let encoder: JSONStreamEncoder
     fileprivate let depth: Int
@@ -432,8 +461,15 @@ extension JSONStreamEncoder {
   /// Opens the object of the value being written (a list form), to be written directly.
   /// - Throws: ``Unsupported`` if the value already wrote something else.
   func directObject() throws -> DirectContainer {
-    let (depth, id) = try openSlotContainer(isObject: true)
-    return DirectContainer(encoder: self, depth: depth, id: id)
+    do {
+      let (depth, id) = try openSlotContainer(isObject: true)
+      return DirectContainer(encoder: self, depth: depth, id: id)
+    } catch {
+      // As for a container that could not open: the value falls back to `JSONEncoder` even if its own code catches
+      // this error.
+      unsupported = true
+      throw error
+    }
   }
 
   /// How many bytes the encoder has written.

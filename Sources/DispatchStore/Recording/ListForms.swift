@@ -192,7 +192,7 @@ final class ListEncoding {
       let all = try form.nestedArray(forKey: .all)
       let kept: ElementJSON<Element>?
       if scopes.isEmpty {
-        kept = try writeWhole(list, at: path, depth: codingPath.count, to: all, encoder: encoder)
+        kept = try writeWhole(list, at: path, depth: codingPath.count, to: all)
       } else {
         kept = nil
         for element in list { try within(ElementScope(depth: codingPath.count + 2)) { try all.encode(element) } }
@@ -244,8 +244,7 @@ final class ListEncoding {
   /// paths its JSON holds, at its new position.
   /// - Returns: The JSON kept for the next time, if any: its ids' JSON is for the caller to keep.
   private func writeWhole<Element: Identifiable & Encodable>(
-    _ list: IdentifiedList<Element>, at path: [UInt8], depth: Int, to all: JSONStreamEncoder.DirectContainer,
-    encoder: JSONStreamEncoder
+    _ list: IdentifiedList<Element>, at path: [UInt8], depth: Int, to all: JSONStreamEncoder.DirectContainer
   ) throws -> ElementJSON<Element>? {
     let known = wholeJSON[path] as? ElementJSON<Element>
     // Dropped first: a write that fails keeps none, rather than the JSON of a list half written.

@@ -228,9 +228,10 @@ public struct Session: Sendable {
       }
       offset -= 1
     }
-    // A store known only from a snapshot without its action, or not at all: observers hear the action of its
-    // first record after the position, the one being undone. The search ends once each such store has one.
-    var withoutAction = wanted.filter { found[$0]?.action == nil }
+    // A store known only from a snapshot without its action: observers hear the action of its first record after the
+    // position, the one being undone. The search ends once each such store has one (a store not found at all gets
+    // no model, so none is looked for).
+    var withoutAction = Set(found.filter { wanted.contains($0.key) && $0.value.action == nil }.keys)
     for line in index.records.dropFirst(max(0, position + 1 - index.firstIndex)) {
       guard !withoutAction.isEmpty else { break }
       guard withoutAction.remove(line.store) != nil else { continue }

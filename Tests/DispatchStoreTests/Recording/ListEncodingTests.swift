@@ -50,6 +50,24 @@ struct ListEncodingTests {
     }
   }
 
+  /// A value that opens an array, then has its list write into the same value and catches what that throws.
+  struct Swallowing: Encodable {
+    var rows: IdentifiedList<Row>
+
+    func encode(to encoder: any Encoder) throws {
+      var container = encoder.unkeyedContainer()
+      try container.encode(1)
+      try? rows.encode(to: encoder)
+    }
+  }
+
+  /// A list form that cannot open its object leaves the value to `JSONEncoder`, even when the value's own code catches
+  /// the error: the line is never written without the list.
+  @Test func aListFormRefusedWhereTheValueCatchesTheErrorStillFallsBack() {
+    let value = Swallowing(rows: IdentifiedList([Row(id: 1, title: "one")]))
+    #expect(throws: JSONStreamEncoder.Unsupported.self) { _ = try Self.encoded(value, with: ListEncoding()) }
+  }
+
   /// Titles past 15 bytes, so that a title made again is stored apart: equal, not the same bytes.
   static func title(_ id: Int, _ suffix: String = "") -> String {
     "a row of the list, number \(id)\(suffix)"
