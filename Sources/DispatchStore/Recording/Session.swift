@@ -559,52 +559,6 @@ public struct Session: Sendable {
     /// model compared equal by its bytes, ``Session/checkFieldsFromTheEnd(of:)`` checks them before verify acts on
     /// them.
     var fieldsFromEnd = false
-
-    init(
-      index: Int, dispatchID: TransactionID, transactionID: TransactionID, change: Int, store: String,
-      action: any ActionType, failed: Bool, cancelled: Bool, rollback: Bool, modelBytes: Range<Int>?, record: Record?
-    ) {
-      self.index = index
-      self.dispatchID = dispatchID
-      self.transactionID = transactionID
-      self.change = change
-      self.store = store
-      self.action = action
-      self.failed = failed
-      self.cancelled = cancelled
-      self.rollback = rollback
-      self.modelBytes = modelBytes
-      self.record = record
-    }
-
-    /// The step of a record line of a version 2 or 3 file, from its fields.
-    init(
-      _ line: SessionIndex.RecordLine, fields: RecordFields, bytes: UnsafeRawBufferPointer, transaction: UInt64,
-      dispatch: UInt64, model: Range<Int>, action: any ActionType, outcomes: [TransactionID: SessionIndex.Outcome]
-    ) {
-      let outcome = outcomes.isEmpty ? nil : outcomes[TransactionID(rawValue: transaction)]
-      self.init(
-        index: line.index, dispatchID: TransactionID(rawValue: dispatch),
-        transactionID: TransactionID(rawValue: transaction),
-        change: RecordFields.unsigned(bytes, fields.change).map { Int(clamping: $0) } ?? 0,
-        store: line.store, action: action,
-        failed: fields.error != nil || outcome?.e != nil,
-        cancelled: RecordFields.isTrue(bytes, fields.cancelled) || outcome?.c == true,
-        rollback: RecordFields.isTrue(bytes, fields.rollback),
-        modelBytes: model, record: nil)
-      hasListForms = fields.lists != nil
-      base = line.base
-      actionBytes = fields.action
-      fieldsFromEnd = fields.fromEnd
-    }
-
-    /// Whether `other` was read from the same line with the same fields, but for where its model ends.
-    func sameFields(as other: VerifyStep) -> Bool {
-      index == other.index && dispatchID == other.dispatchID && transactionID == other.transactionID
-        && change == other.change && store == other.store && actionBytes == other.actionBytes
-        && failed == other.failed && cancelled == other.cancelled && rollback == other.rollback
-        && hasListForms == other.hasListForms && base == other.base
-    }
   }
 
   private func verifySteps() throws(SessionError) -> [VerifyStep] {
@@ -908,4 +862,32 @@ private final class SessionCache: Sendable {
 /// `@unchecked Sendable`: written once before `signal()` and read after `wait()`, which orders the two.
 private final class ResultBox: @unchecked Sendable {
   var result: Result<Void, DispatchError>?
+}
+
+extension Session.VerifyStep {
+  /// The step of a record line of a version 2 or 3 file, from its fields.
+  init(
+    _ line: SessionIndex.RecordLine, fields: RecordFields, bytes: UnsafeRawBufferPointer, transaction: UInt64,
+    dispatch: UInt64, model: Range<Int>, action: any ActionType, outcomes: [TransactionID: SessionIndex.Outcome]
+  ) {
+    let outcome = outcomes.isEmpty ? nil : outcomes[TransactionID(rawValue: transaction)]
+    self.init(
+      index: line.index, dispatchID: TransactionID(rawValue: dispatch),
+      transactionID: TransactionID(rawValue: transaction),
+      change: RecordFields.unsigned(bytes, fields.change).map { Int(clamping: $0) } ?? 0,
+      store: line.store, action: action,
+      failed: fields.error != nil || outcome?.e != nil,
+      cancelled: RecordFields.isTrue(bytes, fields.cancelled) || outcome?.c == true,
+      rollback: RecordFields.isTrue(bytes, fields.rollback),
+      modelBytes: model, hasListForms: fields.lists != nil, base: line.base, record: nil, actionBytes: fields.action,
+      fieldsFromEnd: fields.fromEnd)
+  }
+
+  /// Whether `other` was read from the same line with the same fields, but for where its model ends.
+  func sameFields(as other: Session.VerifyStep) -> Bool {
+    index == other.index && dispatchID == other.dispatchID && transactionID == other.transactionID
+      && change == other.change && store == other.store && actionBytes == other.actionBytes
+      && failed == other.failed && cancelled == other.cancelled && rollback == other.rollback
+      && hasListForms == other.hasListForms && base == other.base
+  }
 }
