@@ -625,6 +625,7 @@ public struct Session: Sendable {
         _ = try record(line)
         throw .corruptLine(line: line.line.number, reason: "not a record line")
       }
+      let dispatch = RecordFields.unsigned(bytes, fields.dispatch) ?? transaction
       let action: any ActionType
       let found = actions.find(line.store, at: actionRange)
       if let known = found.action {
@@ -646,8 +647,8 @@ public struct Session: Sendable {
       }
       steps.append(
         VerifyStep(
-          line, fields: fields, bytes: bytes, transaction: transaction, model: modelRange, action: action,
-          outcomes: outcomes))
+          line, fields: fields, bytes: bytes, transaction: transaction, dispatch: dispatch, model: modelRange,
+          action: action, outcomes: outcomes))
     }
     return steps
   }
@@ -665,9 +666,10 @@ public struct Session: Sendable {
       guard let fields = RecordFields(bytes, range: line.line.range), let model = fields.model,
         let transaction = RecordFields.unsigned(bytes, fields.transaction)
       else { return false }
+      let dispatch = RecordFields.unsigned(bytes, fields.dispatch) ?? transaction
       let scanned = VerifyStep(
-        line, fields: fields, bytes: bytes, transaction: transaction, model: model, action: step.action,
-        outcomes: index.outcomes)
+        line, fields: fields, bytes: bytes, transaction: transaction, dispatch: dispatch, model: model,
+        action: step.action, outcomes: index.outcomes)
       return scanned.sameFields(as: step)
     }
     guard same else {
@@ -863,12 +865,11 @@ private final class ResultBox: @unchecked Sendable {
 }
 
 extension Session.VerifyStep {
-  /// The step of a record line of a version 2 or 3 file, from its fields: `transaction` and `model` are those it has.
+  /// The step of a record line of a version 2 or 3 file, from its fields.
   init(
     _ line: SessionIndex.RecordLine, fields: RecordFields, bytes: UnsafeRawBufferPointer, transaction: UInt64,
-    model: Range<Int>, action: any ActionType, outcomes: [TransactionID: SessionIndex.Outcome]
+    dispatch: UInt64, model: Range<Int>, action: any ActionType, outcomes: [TransactionID: SessionIndex.Outcome]
   ) {
-    let dispatch = RecordFields.unsigned(bytes, fields.dispatch) ?? transaction
     let outcome = outcomes.isEmpty ? nil : outcomes[TransactionID(rawValue: transaction)]
     self.init(
       index: line.index, dispatchID: TransactionID(rawValue: dispatch),
