@@ -4,7 +4,7 @@ import Testing
 
 /// The changes between two versions of a list: applied to the older one, or to a list equal to it built another way,
 /// they make the newer one; a one-element change is one entry.
-@Suite("IdentifiedList changes")
+@Suite("IdentifiedList changes", .watchdog)
 struct IdentifiedListChangesTests {
   typealias Item = IdentifiedListTests.Item
 

@@ -5,7 +5,7 @@ import Testing
 
 /// `IdentifiedList` against `Array`: the same operations on both, from a seeded generator, must leave the same
 /// elements; every version kept along the way must stay as it was.
-@Suite("IdentifiedList")
+@Suite("IdentifiedList", .watchdog)
 struct IdentifiedListTests {
   struct Item: Identifiable, Codable, Hashable, Sendable {
     let id: Int

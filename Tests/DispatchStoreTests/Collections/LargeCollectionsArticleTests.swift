@@ -19,7 +19,7 @@ private enum InboxAction: ActionType {
   case deleted(UUID)
 }
 
-@Suite("Large collections article")
+@Suite("Large collections article", .watchdog)
 struct LargeCollectionsArticleTests {
   @Test func theInboxStoreAddsReadsAndDeletesByID() throws {
     let inbox = Store(identifier: "inbox", model: Inbox()) { (action: InboxAction, model) in

@@ -2,7 +2,7 @@ import Testing
 
 @testable import DispatchStore
 
-@Suite("Child stores", .timeLimit(.minutes(1)))
+@Suite("Child stores", .timeLimit(.minutes(1)), .watchdog)
 struct ChildStoreTests {
   @Test func aChildsDispatchIsATransactionOfItsParentThatMiddlewareAndTheRecorderSee() throws {
     let dispatcher = Dispatcher()

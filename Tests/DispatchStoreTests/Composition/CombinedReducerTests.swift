@@ -2,7 +2,7 @@ import Testing
 
 @testable import DispatchStore
 
-@Suite("Combined reducers", .timeLimit(.minutes(1)))
+@Suite("Combined reducers", .timeLimit(.minutes(1)), .watchdog)
 struct CombinedReducerTests {
   @Test func partsRunInOrderInOneTransaction() throws {
     let dispatcher = Dispatcher()

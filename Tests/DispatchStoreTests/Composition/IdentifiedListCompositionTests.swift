@@ -3,7 +3,7 @@ import Testing
 @testable import DispatchStore
 
 /// Child stores and combined reducers over an `IdentifiedList`: the same behaviour as over an array, found by id.
-@Suite("IdentifiedList composition")
+@Suite("IdentifiedList composition", .watchdog)
 struct IdentifiedListCompositionTests {
   struct Desk: ModelType, Equatable {
     var orders: IdentifiedList<Order> = []

@@ -4,7 +4,7 @@ import Testing
 
 /// The child-store and combined-reducer example the README carried until issue 26, run with the types of
 /// `Support/Shop.swift`.
-@Suite("README: child stores and combined reducers", .timeLimit(.minutes(1)))
+@Suite("README: child stores and combined reducers", .timeLimit(.minutes(1)), .watchdog)
 struct ReadmeCompositionTests {
   @Test func theReadmeExampleRunsAsWritten() async throws {
     let dispatcher = Dispatcher(mainQueue: .libraryThread)

@@ -107,7 +107,7 @@ struct LedgerApp {
   var applied: [Set<Int>] { stores.map(\.model.applied) }
 }
 
-@Suite("All-or-nothing dispatches", .timeLimit(.minutes(3)))
+@Suite("All-or-nothing dispatches", .timeLimit(.minutes(3)), .watchdog)
 struct AllOrNothingTests {
   /// Cancelled while one store's operation runs, an all-or-nothing dispatch puts back what that operation changed
   /// after the cancellation and the store before it changed, and the store after it does not start. (A review found

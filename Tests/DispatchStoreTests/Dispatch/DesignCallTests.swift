@@ -6,7 +6,7 @@ import Testing
 
 /// The design's own calls, written as its users write them: fire and forget from synchronous code (a function that is
 /// not `async`, a `@MainActor` button action, a `Thread` body), awaited from `async` code.
-@Suite("The design's dispatch calls", .timeLimit(.minutes(1)))
+@Suite("The design's dispatch calls", .timeLimit(.minutes(1)), .watchdog)
 struct DesignCallTests {
   struct Counter: ModelType {
     enum Action: ActionType {

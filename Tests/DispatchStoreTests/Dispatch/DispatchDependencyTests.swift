@@ -3,7 +3,7 @@ import Testing
 @testable import DispatchStore
 
 /// Dispatches that start only after others completed (`prepare`, `depend(on:)`, `start()`).
-@Suite("Dispatch dependencies", .timeLimit(.minutes(1)))
+@Suite("Dispatch dependencies", .timeLimit(.minutes(1)), .watchdog)
 struct DispatchDependencyTests {
   /// A dependent dispatch starts only after its dependencies completed, across stores, action types and modes.
   @Test(arguments: Dispatcher.Mode.allCases)

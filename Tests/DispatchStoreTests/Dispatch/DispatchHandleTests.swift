@@ -5,7 +5,7 @@ import Testing
 @testable import DispatchStore
 
 /// Dispatches made with `Dispatcher.start`: states, awaiting, observing, cancelling.
-@Suite("Dispatch handles", .timeLimit(.minutes(1)))
+@Suite("Dispatch handles", .timeLimit(.minutes(1)), .watchdog)
 struct DispatchHandleTests {
   static let queuedModes: [Dispatcher.Mode] = [.async, .serial, .mainThread]
 

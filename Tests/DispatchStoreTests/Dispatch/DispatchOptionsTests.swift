@@ -5,7 +5,7 @@ import Testing
 
 /// Cancellation ids, throttling and debouncing (`DispatchOptions`), on a clock the tests advance.
 // Three minutes: its stress test waits for the others (`Exclusive`), under ThreadSanitizer for over a minute.
-@Suite("Dispatch options", .timeLimit(.minutes(3)))
+@Suite("Dispatch options", .timeLimit(.minutes(3)), .watchdog)
 struct DispatchOptionsTests {
   /// The latest dispatch with an id cancels the one in flight with the same id: "the latest search wins".
   @Test(arguments: [Dispatcher.Mode.async, .serial, .mainThread])

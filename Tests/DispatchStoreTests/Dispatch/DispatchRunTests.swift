@@ -7,7 +7,7 @@ import Testing
 
 /// `DispatchRun` with one store that waits for nobody and no middleware: the run that keeps no state, and shares it
 /// only when the operation outlives its start.
-@Suite("DispatchRun, one store", .timeLimit(.minutes(1)))
+@Suite("DispatchRun, one store", .timeLimit(.minutes(1)), .watchdog)
 struct DispatchRunTests {
   @Test(arguments: Dispatcher.Mode.allCases)
   func lateFinishAnnouncesOnTheFinishingThreadBeforeTheCompletion(mode: Dispatcher.Mode) async throws {

@@ -4,7 +4,7 @@ import Testing
 @testable import DispatchStore
 
 /// The decisions of a dispatch, event by event, with no threads, locks or stores.
-@Suite("DispatchStateMachine")
+@Suite("DispatchStateMachine", .watchdog)
 struct DispatchStateMachineTests {
   /// Two thread identities, as a run sees them.
   private final class Thread {}

@@ -4,7 +4,7 @@ import Testing
 
 @testable import DispatchStore
 
-@Suite("Dispatcher", .timeLimit(.minutes(1)))
+@Suite("Dispatcher", .timeLimit(.minutes(1)), .watchdog)
 struct DispatcherTests {
   // MARK: Routing and registry
 

@@ -7,7 +7,7 @@ import Testing
 /// `drain()` and `waitUntilDrained()` wait for every dispatch in flight, the follow-ups they start, and the main
 /// queue's work; inside a dispatch they return `false` at once (issue 26: a command-line tool could not await
 /// follow-ups).
-@Suite("Dispatcher.drain", .timeLimit(.minutes(1)))
+@Suite("Dispatcher.drain", .timeLimit(.minutes(1)), .watchdog)
 struct DrainTests {
   /// A store whose operation waits at `gate`, then adds 1 and dispatches a follow-up to `log`, which waits at the
   /// gate too (an operation of its own) and appends the follow-up's text; `heard` is what a main-thread observer of

@@ -3,7 +3,7 @@ import Testing
 @testable import DispatchStore
 
 /// The handle's state machine alone: transitions, what each party is told, and in which order.
-@Suite("Handle state machine")
+@Suite("Handle state machine", .watchdog)
 struct HandleStateMachineTests {
   /// Drains the notification queue as the delivering thread would, recording what each observer heard.
   func deliver(_ machine: inout HandleStateMachine) -> [String] {

@@ -3,7 +3,7 @@ import Testing
 @testable import DispatchStore
 
 /// A fire-and-forget dispatch that fails, which nobody awaits, reaches the dispatcher's `onUnheardFailure`.
-@Suite("Failures nobody awaits", .timeLimit(.minutes(1)))
+@Suite("Failures nobody awaits", .timeLimit(.minutes(1)), .watchdog)
 struct UnheardFailureTests {
   enum Unhandled: ActionType {
     case ping

@@ -4,7 +4,7 @@ import Testing
 
 @testable import DispatchStore
 
-@Suite("waitFor", .timeLimit(.minutes(1)))
+@Suite("waitFor", .timeLimit(.minutes(1)), .watchdog)
 struct WaitForTests {
   /// Records which stores started, in order, across threads.
   final class StartLog: Sendable {

@@ -28,7 +28,7 @@ extension CrowdedID: CustomStringConvertible {
   var description: String { "\(value)" }
 }
 
-@Suite("ElementTrie")
+@Suite("ElementTrie", .watchdog)
 struct ElementTrieTests {
   /// Built at once, a trie has the nodes the same elements added one by one make: the same maps, the same elements
   /// in the same slots, collisions in the order added.

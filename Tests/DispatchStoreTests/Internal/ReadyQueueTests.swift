@@ -2,7 +2,7 @@ import Testing
 
 @testable import DispatchStore
 
-@Suite("ReadyQueue")
+@Suite("ReadyQueue", .watchdog)
 struct ReadyQueueTests {
   @Test func readyQueueIsFirstInFirstOutWhateverTheInterleaving() {
     var queue = ReadyQueue()

@@ -2,7 +2,7 @@ import Testing
 
 @testable import DispatchStore
 
-@Suite("RouteTable")
+@Suite("RouteTable", .watchdog)
 struct RouteTableTests {
   /// Distinct keys: the identities of live objects, as distinct as action metatypes.
   final class Key {}

@@ -4,7 +4,7 @@ import Testing
 
 @testable import DispatchStore
 
-@Suite("TransactionID")
+@Suite("TransactionID", .watchdog)
 struct TransactionIDTests {
   @Test func identifiersAreUniqueAndIncreasingAcrossThreads() async {
     let perThread = Locked<[[TransactionID]]>(Array(repeating: [], count: 4))

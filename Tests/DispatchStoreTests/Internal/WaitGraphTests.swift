@@ -2,7 +2,7 @@ import Testing
 
 @testable import DispatchStore
 
-@Suite("WaitGraph")
+@Suite("WaitGraph", .watchdog)
 struct WaitGraphTests {
   private func graph(_ waits: [[String]], registered: Set<String> = []) -> Result<WaitGraph, DispatchError> {
     let identifiers = waits.indices.map { "s\($0)" }

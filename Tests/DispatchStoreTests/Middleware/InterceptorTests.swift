@@ -38,7 +38,7 @@ private final class PendingDecisions: Sendable {
   }
 }
 
-@Suite("Interceptors", .timeLimit(.minutes(1)))
+@Suite("Interceptors", .timeLimit(.minutes(1)), .watchdog)
 struct InterceptorTests {
   /// A counter store and a text store on one dispatcher.
   private func makeDispatcher() throws -> (Dispatcher, Store<Counter, CounterAction>, Store<Text, TextAction>) {

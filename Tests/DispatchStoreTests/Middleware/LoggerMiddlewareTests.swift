@@ -36,7 +36,7 @@ final class ProfileReducer: Reducer<Profile, ProfileAction>, @unchecked Sendable
   }
 }
 
-@Suite("LoggerMiddleware", .timeLimit(.minutes(1)))
+@Suite("LoggerMiddleware", .timeLimit(.minutes(1)), .watchdog)
 struct LoggerMiddlewareTests {
   @Test func writesOneLinePerTransactionWithTheChangedFieldsAsKeyPaths() throws {
     let lines = Locked<[String]>([])

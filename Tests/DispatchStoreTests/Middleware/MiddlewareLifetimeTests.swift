@@ -34,7 +34,7 @@ private final class WeakBox<Object: AnyObject>: @unchecked Sendable {
 
 /// Each dispatch takes the registry's middleware list when it starts and lets it go when it ends: these tests pin
 /// down which middleware a dispatch calls while the registry changes, and when a removed middleware is released.
-@Suite("Middleware lifetime", .timeLimit(.minutes(1)))
+@Suite("Middleware lifetime", .timeLimit(.minutes(1)), .watchdog)
 struct MiddlewareLifetimeTests {
   /// A middleware registers another and dispatches from inside a transaction, twice, while the outer dispatch still
   /// borrows the first list: each nested dispatch calls the list of its own moment, the outer one keeps its own,

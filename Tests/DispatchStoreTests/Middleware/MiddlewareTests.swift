@@ -2,7 +2,7 @@ import Testing
 
 @testable import DispatchStore
 
-@Suite("Middleware", .timeLimit(.minutes(1)))
+@Suite("Middleware", .timeLimit(.minutes(1)), .watchdog)
 struct MiddlewareTests {
   @Test func willDispatchRunsBeforeReducerAndDidDispatchAfterFinishOnceEach() throws {
     let dispatcher = Dispatcher()

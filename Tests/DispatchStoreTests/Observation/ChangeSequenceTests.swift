@@ -3,7 +3,7 @@ import Testing
 
 @testable import DispatchStore
 
-@Suite("Store.changes and Dispatcher.transactions", .timeLimit(.minutes(1)))
+@Suite("Store.changes and Dispatcher.transactions", .timeLimit(.minutes(1)), .watchdog)
 struct ChangeSequenceTests {
   @Test func changesArriveInOrderWithTheirActions() async throws {
     let dispatcher = Dispatcher()

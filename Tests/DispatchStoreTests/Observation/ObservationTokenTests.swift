@@ -6,7 +6,7 @@ import Testing
 /// Something an observation's closure captures, to see when the store lets go of the closure.
 final class Canary: Sendable {}
 
-@Suite("ObservationToken", .timeLimit(.minutes(1)))
+@Suite("ObservationToken", .timeLimit(.minutes(1)), .watchdog)
 struct ObservationTokenTests {
   @Test func tokenObservationHearsEachChangeUntilCancelled() throws {
     let dispatcher = Dispatcher()

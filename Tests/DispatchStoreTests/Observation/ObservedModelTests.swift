@@ -56,7 +56,7 @@ enum TenFieldsAction: ActionType {
   case setSixth(Int)
 }
 
-@Suite("ObservedModel", .timeLimit(.minutes(1)))
+@Suite("ObservedModel", .timeLimit(.minutes(1)), .watchdog)
 struct ObservedModelTests {
   @Test func oneUpdateOfOneOfTenFieldsFiresExactlyOneOfTenTrackers() throws {
     // An operation store: one `update` (the operation's `updateModel`) of one field.

@@ -5,7 +5,7 @@ import Testing
 @testable import DispatchStore
 
 /// Synchronous observers while eight threads dispatch `.sync` to one store at once.
-@Suite("Observers under contention", .timeLimit(.minutes(2)))
+@Suite("Observers under contention", .timeLimit(.minutes(2)), .watchdog)
 struct ObserverContentionTests {
   static let threads = 8
   static let perThread = 500

@@ -31,7 +31,7 @@ private func searchCodecs() -> SessionCodecs {
   return codecs
 }
 
-@Suite("Replaying cancelled operations", .timeLimit(.minutes(1)))
+@Suite("Replaying cancelled operations", .timeLimit(.minutes(1)), .watchdog)
 struct CancelledReplayTests {
   /// A session holding an operation that a newer dispatch with its cancellation id cancelled in flight verifies and
   /// restores: the cancelled transaction's recorded model is put back, not re-run (re-run, it would succeed).

@@ -53,7 +53,7 @@ func inPlaceCodecs() -> SessionCodecs {
   return codecs
 }
 
-@Suite("Exact recording", .timeLimit(.minutes(2)))
+@Suite("Exact recording", .timeLimit(.minutes(2)), .watchdog)
 struct ExactRecordingTests {
   @Test(arguments: [false, true])
   func aTransactionThatChangesTheModelThenFailsIsRecordedAndTheSessionStillVerifies(observed: Bool) throws {

@@ -58,7 +58,7 @@ func rateCodecs() -> SessionCodecs {
   return codecs
 }
 
-@Suite("Failed and cancelled effects", .timeLimit(.minutes(2)))
+@Suite("Failed and cancelled effects", .timeLimit(.minutes(2)), .watchdog)
 struct FailedEffectTests {
   /// Records fetches that succeed, fail (handled and not) and one cancelled while it waits for the network.
   static func recordSession() async throws -> (TemporaryFile, Rates) {

@@ -92,7 +92,7 @@ struct PurchaseApp {
   }
 }
 
-@Suite("Follow-ups while verifying", .timeLimit(.minutes(3)))
+@Suite("Follow-ups while verifying", .timeLimit(.minutes(3)), .watchdog)
 struct FollowUpReplayTests {
   /// Records ten orders, two of each follow-up kind, and returns the session and the recorded log.
   static func recordSession() async throws -> (TemporaryFile, PurchaseLog) {

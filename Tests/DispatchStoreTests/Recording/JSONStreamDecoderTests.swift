@@ -76,7 +76,7 @@ private struct OptionalBlob: Decodable, Equatable {
   }
 }
 
-@Suite("JSONStreamDecoder")
+@Suite("JSONStreamDecoder", .watchdog)
 struct JSONStreamDecoderTests {
   @Test func decodesWhatTheStreamEncoderWritesAsJSONDecoderDoes() throws {
     var bytes: [UInt8] = []

@@ -100,7 +100,7 @@ private struct EncodesNothing: Encodable {
   func encode(to encoder: any Encoder) throws {}
 }
 
-@Suite("JSONStreamEncoder")
+@Suite("JSONStreamEncoder", .watchdog)
 struct JSONStreamEncoderTests {
   @Test func writesTheSameBytesAsJSONEncoderWithSortedKeys() throws {
     let value = Exact()
@@ -203,7 +203,7 @@ struct JSONStreamEncoderTests {
   }
 }
 
-@Suite struct JSONTextTests {
+@Suite(.watchdog) struct JSONTextTests {
   /// Every ASCII byte alone, first, last and between others: read back as written, and escaped as JSON requires.
   @Test(arguments: 0..<128)
   func aStringWithAnyASCIIByteReadsBackTheSame(byte: Int) throws {

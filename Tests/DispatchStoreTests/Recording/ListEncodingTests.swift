@@ -5,7 +5,7 @@ import Testing
 
 /// A list written whole again copies the JSON kept for the elements whose stored bytes did not change: the bytes
 /// are the ones encoding every element writes, whatever changed in between.
-@Suite("List encoding")
+@Suite("List encoding", .watchdog)
 struct ListEncodingTests {
   struct Row: Identifiable, Encodable, Equatable {
     let id: Int

@@ -52,7 +52,7 @@ final class FingerprintOperationReducer: Reducer<Fingerprint, CounterAction>, @u
   }
 }
 
-@Suite("Recording operation stores", .timeLimit(.minutes(5)))
+@Suite("Recording operation stores", .timeLimit(.minutes(5)), .watchdog)
 struct OperationStoreRecordingTests {
   static let codecs: SessionCodecs = {
     var codecs = SessionCodecs()

@@ -28,7 +28,7 @@ private func todoApp() throws -> (Dispatcher, Store<TodoList, TodoAction>) {
   return (dispatcher, store)
 }
 
-@Suite("README: recording", .timeLimit(.minutes(1)))
+@Suite("README: recording", .timeLimit(.minutes(1)), .watchdog)
 struct ReadmeRecordingTests {
   @Test func theRecordingExampleRecordsUndoesRestoresAndVerifies() throws {
     let file = TemporaryFile()

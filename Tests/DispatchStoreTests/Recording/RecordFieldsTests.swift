@@ -5,7 +5,7 @@ import Testing
 
 /// How verify finds the fields of a record line: a long model's fields after it are read from the line's end
 /// (`RecordFields.fromEnd`), and must be those a full scan finds.
-@Suite struct RecordFieldsTests {
+@Suite(.watchdog) struct RecordFieldsTests {
   /// A model of `RecordFields.longModel` bytes or more, with the characters that make reading backwards hard:
   /// escaped quotes and backslashes, commas, colons and brackets in strings, and keys the line's fields have.
   static let longModel: String = {

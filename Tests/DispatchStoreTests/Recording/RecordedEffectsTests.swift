@@ -83,7 +83,7 @@ func profileApp(_ reducer: UserReducer) throws -> (Dispatcher, Store<UserProfile
   return (dispatcher, store)
 }
 
-@Suite("Recorded effects", .timeLimit(.minutes(1)))
+@Suite("Recorded effects", .timeLimit(.minutes(1)), .watchdog)
 struct RecordedEffectsTests {
   @Test func aSessionWithNetworkCallsAndRandomIDsVerifiesOfflineWithoutFetching() throws {
     let (file, recorded) = try recordProfileSession()

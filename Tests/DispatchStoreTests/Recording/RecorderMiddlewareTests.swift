@@ -26,7 +26,7 @@ struct RecordedApp {
   }
 }
 
-@Suite("RecorderMiddleware", .timeLimit(.minutes(1)))
+@Suite("RecorderMiddleware", .timeLimit(.minutes(1)), .watchdog)
 struct RecorderMiddlewareTests {
   @Test func recordsEveryTransactionInOrderWithTheModelAfterIt() {
     let app = RecordedApp()
@@ -235,7 +235,7 @@ final class CanaryReducer: Reducer<CanaryModel, CounterAction>, @unchecked Senda
   }
 }
 
-@Suite("RecorderMiddleware releases", .timeLimit(.minutes(1)))
+@Suite("RecorderMiddleware releases", .timeLimit(.minutes(1)), .watchdog)
 struct RecorderReleaseTests {
   @Test func droppedRecordsAreReleasedOutsideTheRecordersLock() throws {
     let recorder = RecorderMiddleware(maxNumberOfRecords: 1)

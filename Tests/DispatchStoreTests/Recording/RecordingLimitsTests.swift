@@ -17,7 +17,7 @@ enum TreeAction: ActionType, Codable, Equatable {
   case grow(depth: Int)
 }
 
-@Suite("Recording limits", .timeLimit(.minutes(1)))
+@Suite("Recording limits", .timeLimit(.minutes(1)), .watchdog)
 struct RecordingLimitsTests {
   private static func treeApp() throws -> (Dispatcher, Store<Tree, TreeAction>, RecorderMiddleware, SessionCodecs) {
     let dispatcher = Dispatcher()

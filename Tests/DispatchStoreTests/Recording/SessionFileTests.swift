@@ -11,7 +11,7 @@ import Testing
 
 /// Session files are the user's data: only regular files are read or written, new ones are created exclusively, a
 /// file a recorder appends to is locked, and every failure is a typed error that leaves the path as it was.
-@Suite("Session files on disk", .timeLimit(.minutes(1)))
+@Suite("Session files on disk", .timeLimit(.minutes(1)), .watchdog)
 struct SessionFileTests {
   /// Attaching the recorder to another file never writes the new file's lines (its snapshot and history) to the
   /// first, whose writer may still be taking lines: the first ends where it was left, and both load.

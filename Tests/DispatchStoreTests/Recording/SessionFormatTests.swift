@@ -16,7 +16,7 @@ func writeSmallSession(to file: TemporaryFile) throws {
   #expect(app.recorder.persistenceError == nil)
 }
 
-@Suite("Session file format", .timeLimit(.minutes(2)))
+@Suite("Session file format", .timeLimit(.minutes(2)), .watchdog)
 struct SessionFormatTests {
   @Test func anEditThatStillParsesIsFoundAndNamesItsLine() throws {
     let file = TemporaryFile()

@@ -32,7 +32,7 @@ func writeSession(_ objects: [[UInt8]], to url: URL) {
   try! data.write(to: url)
 }
 
-@Suite("Session inspector", .timeLimit(.minutes(1)))
+@Suite("Session inspector", .timeLimit(.minutes(1)), .watchdog)
 struct SessionInspectorTests {
   static let header =
     #"{"format":"DispatchStore.session","stores":[{"action":"A","identifier":"counter","model":"M"}],"version":2}"#

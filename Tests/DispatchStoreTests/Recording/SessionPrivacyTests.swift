@@ -80,7 +80,7 @@ private struct PrivateApp {
   }
 }
 
-@Suite("Session privacy", .timeLimit(.minutes(1)))
+@Suite("Session privacy", .timeLimit(.minutes(1)), .watchdog)
 struct SessionPrivacyTests {
   @Test func noSecretReachesTheFileTheSavedCopyOrThePage() throws {
     let app = try PrivateApp()

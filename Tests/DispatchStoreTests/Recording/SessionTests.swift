@@ -10,7 +10,7 @@ func appCodecs() -> SessionCodecs {
   return codecs
 }
 
-@Suite("Sessions on disk", .timeLimit(.minutes(2)))
+@Suite("Sessions on disk", .timeLimit(.minutes(2)), .watchdog)
 struct SessionTests {
   @Test(arguments: [true, false])
   func appendsLinesOffTheDispatchingThreadInOrderWithoutRewritingTheFile(syncEachRecord: Bool) throws {

@@ -67,7 +67,7 @@ func freshTracked(tag: String) throws -> (Dispatcher, Store<Tracked, CounterActi
   return (dispatcher, store, recorder)
 }
 
-@Suite("Snapshots and compaction", .timeLimit(.minutes(1)))
+@Suite("Snapshots and compaction", .timeLimit(.minutes(1)), .watchdog)
 struct SnapshotTests {
   @Test func restoringFromASnapshotDecodesOnlyTheRecordsAfterIt() throws {
     let withSnapshot = TemporaryFile()

@@ -49,7 +49,7 @@ final class CounterOperationReducer: Reducer<Counter, CounterAction>, @unchecked
 }
 
 // Three minutes: its stress test waits for the others (`Exclusive`).
-@Suite("Time travel", .timeLimit(.minutes(3)))
+@Suite("Time travel", .timeLimit(.minutes(3)), .watchdog)
 struct TimeTravelTests {
   @Test func undoingAThreeStoreDispatchMovesEveryStoreInOneStep() throws {
     let app = ThreeStoreApp()

@@ -53,7 +53,7 @@ private struct UndoApp {
   }
 }
 
-@Suite("Undo steps", .timeLimit(.minutes(1)))
+@Suite("Undo steps", .timeLimit(.minutes(1)), .watchdog)
 struct UndoStepTests {
   @Test func undoAndRedoStepOverDispatchesThatChangedNothing() throws {
     let app = try UndoApp()

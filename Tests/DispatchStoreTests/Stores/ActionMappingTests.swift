@@ -71,7 +71,7 @@ private final class NameReducer: SynchronousReducer<Text, TextAction>, @unchecke
   }
 }
 
-@Suite("App-wide actions", .timeLimit(.minutes(1)))
+@Suite("App-wide actions", .timeLimit(.minutes(1)), .watchdog)
 struct ActionMappingTests {
   /// One session action reaches a store of counter actions (operations that finish later, elsewhere) and a store of
   /// text actions (in place), each as its own action, in waitFor order across the two types.

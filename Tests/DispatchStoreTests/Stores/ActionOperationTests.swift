@@ -3,7 +3,7 @@ import Testing
 
 @testable import DispatchStore
 
-@Suite("ActionOperation", .timeLimit(.minutes(1)))
+@Suite("ActionOperation", .timeLimit(.minutes(1)), .watchdog)
 struct ActionOperationTests {
   @Test func laterFinishCallsAreIgnored() throws {
     let dispatcher = Dispatcher()

@@ -4,7 +4,7 @@ import Testing
 
 /// Operations whose work is `async`: finished when the body returns, failed with what it throws, cancelled with
 /// their dispatch through task cancellation, and able to dispatch follow-ups.
-@Suite("Async operations", .timeLimit(.minutes(1)))
+@Suite("Async operations", .timeLimit(.minutes(1)), .watchdog)
 struct AsyncOperationTests {
   /// Steps the body through: `.increase` adds after a suspension, `.fail` throws, `.noop` sleeps until cancelled,
   /// `.increaseLater` adds and dispatches a follow-up `.increase(1)`.

@@ -19,7 +19,7 @@ enum TripAction: ActionType, Equatable {
 
 struct TripFailure: Error, Equatable {}
 
-@Suite("Closure stores", .timeLimit(.minutes(1)))
+@Suite("Closure stores", .timeLimit(.minutes(1)), .watchdog)
 struct ClosureStoreTests {
   @Test func aReduceClosureChangesTheModelInPlace() throws {
     let dispatcher = Dispatcher()
@@ -113,7 +113,7 @@ struct ClosureStoreTests {
 
 /// Closure stores take app-wide actions and per-action waits, as reducer subclasses do; a mapping may decline an
 /// action (issue 26, point 2).
-@Suite("Closure stores, as subclasses", .timeLimit(.minutes(1)))
+@Suite("Closure stores, as subclasses", .timeLimit(.minutes(1)), .watchdog)
 struct ClosureStoreAsSubclassTests {
   /// `log` waits for `counter` only before `.increase`; both take the session's `signOut`, and `log` declines
   /// `rename`.

@@ -4,7 +4,7 @@ import Testing
 @testable import DispatchStore
 
 /// `ActionOperation.updateModel`: each call is a change, announced at once with the model it produced.
-@Suite("Operation updates", .timeLimit(.minutes(1)))
+@Suite("Operation updates", .timeLimit(.minutes(1)), .watchdog)
 struct OperationUpdateTests {
   /// An operation that updates the model once per step, telling `between` after each, then finishes.
   final class StepsReducer: Reducer<Counter, CounterAction>, @unchecked Sendable {

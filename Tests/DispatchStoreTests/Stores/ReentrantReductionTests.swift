@@ -5,7 +5,7 @@ import Testing
 @testable import DispatchStore
 
 /// A store touched from inside its own reduction: the thread holds the store's lock, so it would wait for itself.
-@Suite("Re-entrant reduction")
+@Suite("Re-entrant reduction", .watchdog)
 struct ReentrantReductionTests {
   #if compiler(>=6.2)
     @Test func readingAStoreFromInsideItsOwnReductionEndsTheProcessWithAMessage() async {

@@ -4,7 +4,7 @@ import Testing
 
 @testable import DispatchStore
 
-@Suite("Store", .timeLimit(.minutes(1)))
+@Suite("Store", .timeLimit(.minutes(1)), .watchdog)
 struct StoreTests {
   @Test func synchronousObserversHearEachChangeOnceInOrderBeforeCompletion() throws {
     let dispatcher = Dispatcher()

@@ -39,7 +39,7 @@ final class CounterSynchronousReducer: SynchronousReducer<Counter, CounterAction
 /// A synchronous reducer that overrides nothing.
 final class EmptySynchronousReducer: SynchronousReducer<Counter, CounterAction>, @unchecked Sendable {}
 
-@Suite("SynchronousReducer", .timeLimit(.minutes(1)))
+@Suite("SynchronousReducer", .timeLimit(.minutes(1)), .watchdog)
 struct SynchronousReducerTests {
   @Test(arguments: Dispatcher.Mode.allCases)
   func reducesInPlaceInEveryMode(mode: Dispatcher.Mode) async throws {

@@ -2,7 +2,7 @@ import Testing
 
 @testable import DispatchStore
 
-@Suite("System clock", .timeLimit(.minutes(1)))
+@Suite("System clock", .timeLimit(.minutes(1)), .watchdog)
 struct DispatchClockTests {
   /// Work scheduled after a delay runs once, no earlier than the delay by the clock's own `now`.
   @Test func scheduledWorkRunsOnceAfterItsDelay() async {

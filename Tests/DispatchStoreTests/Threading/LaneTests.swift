@@ -3,7 +3,7 @@ import Testing
 
 @testable import DispatchStore
 
-@Suite("Lane", .timeLimit(.minutes(1)))
+@Suite("Lane", .timeLimit(.minutes(1)), .watchdog)
 struct LaneTests {
   /// A lane state driven step by step, recording what each step returned.
   private struct Driver {

@@ -7,7 +7,7 @@ import Testing
 // Three minutes: `drainGivesUpAfterItsPassLimitWhenWorkKeepsComing` makes 2,000 hand-offs to the run-loop thread,
 // each waiting for the scheduler, and the recording stress tests that run beside it keep both cores busy (33 s
 // measured in the plain run, 77 s once in CI before those tests ran one mode at a time).
-@Suite("MainQueue.drain and waitUntilDrained", .timeLimit(.minutes(3)))
+@Suite("MainQueue.drain and waitUntilDrained", .timeLimit(.minutes(3)), .watchdog)
 struct MainQueueDrainTests {
   @Test func theDefaultIsTheLibraryThreadOnLinuxAndTheProcessMainThreadOnApplePlatforms() {
     #if canImport(Darwin)

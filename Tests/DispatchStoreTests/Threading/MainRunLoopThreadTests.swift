@@ -5,7 +5,7 @@ import Testing
 
 @testable import DispatchStore
 
-@Suite("MainRunLoopThread", .timeLimit(.minutes(1)))
+@Suite("MainRunLoopThread", .timeLimit(.minutes(1)), .watchdog)
 struct MainRunLoopThreadTests {
   @Test func runsScheduledWorkInOrderOnItsOwnThread() async {
     let thread = MainRunLoopThread(name: "test.main")
@@ -54,7 +54,7 @@ struct MainRunLoopThreadTests {
 
 #if os(Linux)
   /// A `MainRunLoopThread` owns an OS thread only while it is in use: stopping or releasing it ends the thread.
-  @Suite("MainRunLoopThread lifetime", .timeLimit(.minutes(1)))
+  @Suite("MainRunLoopThread lifetime", .timeLimit(.minutes(1)), .watchdog)
   struct MainRunLoopThreadLifetimeTests {
     /// Twenty threads, each stopped or released after running work: each OS thread ends, checked by its kernel
     /// thread identifier (other tests start threads meanwhile, so the process's thread count proves nothing).
@@ -138,7 +138,7 @@ struct MainRunLoopThreadTests {
 
 /// The test runner has an `async` main, which services `DispatchQueue.main`: on Linux through `dispatchMain()`, so
 /// that a thread of Dispatch's pool, not the main thread, runs the main queue's work.
-@Suite("MainQueue.processMainThread", .timeLimit(.minutes(1)))
+@Suite("MainQueue.processMainThread", .timeLimit(.minutes(1)), .watchdog)
 struct ProcessMainThreadTests {
   @Test func reportsItsThreadWhileRunningTheMainQueuesWork() async {
     let queue = MainQueue.processMainThread
