@@ -406,9 +406,15 @@ extension JSONStreamEncoder {
     fileprivate let depth: Int
     fileprivate let id: Int
 
-    /// The number of values written into this container so far.
+    /// The number of values written into this container so far (0 for one that could not open, at depth -1).
     var count: Int {
-      depth < encoder.frames.count && encoder.frames[depth].id == id ? encoder.frames[depth].count : 0
+      depth >= 0 && depth < encoder.frames.count && encoder.frames[depth].id == id ? encoder.frames[depth].count : 0
+    }
+
+    /// Starts the next element of this array: reopens it, and writes the separator.
+    fileprivate func start() throws {
+      try encoder.enter(depth, id)
+      encoder.writeSeparator(at: depth)
     }
 
     /// Opens an array under `key` of this object.
@@ -422,8 +428,7 @@ extension JSONStreamEncoder {
     /// Opens an array as the next element of this array.
     func nestedArray() throws -> DirectContainer {
       let index = count
-      try encoder.enter(depth, id)
-      encoder.writeSeparator(at: depth)
+      try start()
       let (depth, id) = encoder.openNested(at: depth, key: IndexKey(index), isObject: false)
       return DirectContainer(encoder: encoder, depth: depth, id: id)
     }
@@ -431,8 +436,7 @@ extension JSONStreamEncoder {
     /// Writes `value` as the next element of this array.
     func encode<T: Encodable>(_ value: T) throws {
       let index = count
-      try encoder.enter(depth, id)
-      encoder.writeSeparator(at: depth)
+      try start()
       try encoder.writeNested(value, at: depth, key: IndexKey(index))
     }
 
@@ -451,8 +455,7 @@ extension JSONStreamEncoder {
     /// commas, as the next elements of this array.
     func appendElementsJSON(_ json: ArraySlice<UInt8>, count: Int) throws {
       precondition(count > 0 && !json.isEmpty, "appendElementsJSON: a run of no elements")
-      try encoder.enter(depth, id)
-      encoder.writeSeparator(at: depth)
+      try start()
       encoder.frames[depth].count += count - 1
       encoder.bytes.append(contentsOf: json)
     }
@@ -601,13 +604,15 @@ private struct UnkeyedContainer: UnkeyedEncodingContainer {
 
   var codingPath: [any CodingKey] { encoder.codingPath }
 
-  var count: Int {
-    depth >= 0 && depth < encoder.frames.count && encoder.frames[depth].id == id ? encoder.frames[depth].count : 0
+  /// The same array, written to directly: the one place an array's elements are started and counted.
+  private var direct: JSONStreamEncoder.DirectContainer {
+    JSONStreamEncoder.DirectContainer(encoder: encoder, depth: depth, id: id)
   }
 
+  var count: Int { direct.count }
+
   private func start() throws {
-    try encoder.enter(depth, id)
-    encoder.writeSeparator(at: depth)
+    try direct.start()
   }
 
   mutating func encodeNil() throws {
@@ -652,9 +657,7 @@ private struct UnkeyedContainer: UnkeyedEncodingContainer {
   }
 
   mutating func encode<T: Encodable>(_ value: T) throws {
-    let index = count
-    try start()
-    try encoder.writeNested(value, at: depth, key: IndexKey(index))
+    try direct.encode(value)
   }
 
   mutating func nestedContainer<NestedKey: CodingKey>(
@@ -667,10 +670,8 @@ private struct UnkeyedContainer: UnkeyedEncodingContainer {
   }
 
   mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
-    let index = count
-    guard (try? start()) != nil else { return encoder.deadUnkeyedContainer() }
-    let (depth, id) = encoder.openNested(at: depth, key: IndexKey(index), isObject: false)
-    return UnkeyedContainer(encoder: encoder, depth: depth, id: id)
+    guard let array = try? direct.nestedArray() else { return encoder.deadUnkeyedContainer() }
+    return UnkeyedContainer(encoder: encoder, depth: array.depth, id: array.id)
   }
 
   mutating func superEncoder() -> any Encoder { encoder.unsupportedEncoder() }

@@ -625,7 +625,6 @@ public struct Session: Sendable {
         _ = try record(line)
         throw .corruptLine(line: line.line.number, reason: "not a record line")
       }
-      let dispatch = RecordFields.unsigned(bytes, fields.dispatch) ?? transaction
       let action: any ActionType
       let found = actions.find(line.store, at: actionRange)
       if let known = found.action {
@@ -647,8 +646,8 @@ public struct Session: Sendable {
       }
       steps.append(
         VerifyStep(
-          line, fields: fields, bytes: bytes, transaction: transaction, dispatch: dispatch, model: modelRange,
-          action: action, outcomes: outcomes))
+          line, fields: fields, bytes: bytes, transaction: transaction, model: modelRange, action: action,
+          outcomes: outcomes))
     }
     return steps
   }
@@ -666,10 +665,9 @@ public struct Session: Sendable {
       guard let fields = RecordFields(bytes, range: line.line.range), let model = fields.model,
         let transaction = RecordFields.unsigned(bytes, fields.transaction)
       else { return false }
-      let dispatch = RecordFields.unsigned(bytes, fields.dispatch) ?? transaction
       let scanned = VerifyStep(
-        line, fields: fields, bytes: bytes, transaction: transaction, dispatch: dispatch, model: model,
-        action: step.action, outcomes: index.outcomes)
+        line, fields: fields, bytes: bytes, transaction: transaction, model: model, action: step.action,
+        outcomes: index.outcomes)
       return scanned.sameFields(as: step)
     }
     guard same else {
@@ -865,11 +863,12 @@ private final class ResultBox: @unchecked Sendable {
 }
 
 extension Session.VerifyStep {
-  /// The step of a record line of a version 2 or 3 file, from its fields.
+  /// The step of a record line of a version 2 or 3 file, from its fields: `transaction` and `model` are those it has.
   init(
     _ line: SessionIndex.RecordLine, fields: RecordFields, bytes: UnsafeRawBufferPointer, transaction: UInt64,
-    dispatch: UInt64, model: Range<Int>, action: any ActionType, outcomes: [TransactionID: SessionIndex.Outcome]
+    model: Range<Int>, action: any ActionType, outcomes: [TransactionID: SessionIndex.Outcome]
   ) {
+    let dispatch = RecordFields.unsigned(bytes, fields.dispatch) ?? transaction
     let outcome = outcomes.isEmpty ? nil : outcomes[TransactionID(rawValue: transaction)]
     self.init(
       index: line.index, dispatchID: TransactionID(rawValue: dispatch),

@@ -513,8 +513,6 @@ struct RecordFields {
   /// line's end, when that is allowed.
   static let longModel = 4_096
 
-  private init() {}
-
   /// Scans the object in `bytes[range]`; `nil` if it is not a flat JSON object as a writer makes it.
   ///
   /// With `readingLongModelsFromTheEnd`, when the model and what follows it are ``longModel`` bytes or more, the
@@ -550,14 +548,12 @@ struct RecordFields {
       let key = position - keyStart == 2 ? bytes[keyStart] : 0  // one-letter keys only matter
       position += 1
       let valueStart = position
-      if key == UInt8(ascii: "m"), readingLongModelsFromTheEnd, end - valueStart >= Self.longModel {
-        var read = self
-        if let modelEnd = read.readFromEnd(bytes, modelStart: valueStart, end: end) {
-          self = read
-          model = valueStart..<modelEnd
-          fromEnd = true
-          return
-        }
+      if key == UInt8(ascii: "m"), readingLongModelsFromTheEnd, end - valueStart >= Self.longModel,
+        let modelEnd = readFromEnd(bytes, modelStart: valueStart, end: end)
+      {
+        model = valueStart..<modelEnd
+        fromEnd = true
+        return
       }
       var depth = 0
       scan: while position < end {
@@ -575,19 +571,7 @@ struct RecordFields {
         }
         position += 1
       }
-      let value = valueStart..<position
-      switch key {
-      case UInt8(ascii: "t"): transaction = value
-      case UInt8(ascii: "d"): dispatch = value
-      case UInt8(ascii: "a"): action = value
-      case UInt8(ascii: "m"): model = value
-      case UInt8(ascii: "e"): error = value
-      case UInt8(ascii: "n"): change = value
-      case UInt8(ascii: "c"): cancelled = value
-      case UInt8(ascii: "b"): rollback = value
-      case UInt8(ascii: "l"): lists = value
-      default: break
-      }
+      set(key, valueStart..<position)
       guard position < end else { return nil }
       if bytes[position] == UInt8(ascii: "}") { return }
       position += 1  // ","
@@ -595,15 +579,32 @@ struct RecordFields {
     return nil
   }
 
-  /// Reads the fields after the model backwards from the line's end, the closing brace at `end - 1`, while their
-  /// values are strings, numbers, literals or arrays; returns where the model ends, the comma before the first
-  /// field read (or the closing brace), or `nil` if the end is not a sequence of such fields.
+  /// Sets the field of one-letter key `key` (0 for any other key, which is not kept) to `value`.
+  private mutating func set(_ key: UInt8, _ value: Range<Int>) {
+    switch key {
+    case UInt8(ascii: "t"): transaction = value
+    case UInt8(ascii: "d"): dispatch = value
+    case UInt8(ascii: "a"): action = value
+    case UInt8(ascii: "m"): model = value
+    case UInt8(ascii: "e"): error = value
+    case UInt8(ascii: "n"): change = value
+    case UInt8(ascii: "c"): cancelled = value
+    case UInt8(ascii: "b"): rollback = value
+    case UInt8(ascii: "l"): lists = value
+    default: break
+    }
+  }
+
+  /// Reads the fields after the model backwards from the line's end, the closing brace at `end - 1`.
   ///
-  /// A key read twice keeps its last value in the line, as the scan forward does.
+  /// Reads while their values are strings, numbers, literals or arrays, and sets them as the scan forward would (the
+  /// last of a key repeated wins). Returns where the model ends, the comma before the first field read (or the
+  /// closing brace); `nil`, having set nothing, if the end is not a sequence of such fields.
   private mutating func readFromEnd(_ bytes: UnsafeRawBufferPointer, modelStart: Int, end: Int) -> Int? {
     var position = end - 1
     guard position > modelStart, bytes[position] == UInt8(ascii: "}") else { return nil }
-    var read = RecordFields()
+    // Last first.
+    var read: [(key: UInt8, value: Range<Int>)] = []
     while let valueStart = Self.valueStart(bytes, before: position, floor: modelStart) {
       // `"key":` before the value, and the comma before the key.
       guard valueStart - 2 > modelStart, bytes[valueStart - 1] == UInt8(ascii: ":"),
@@ -614,29 +615,11 @@ struct RecordFields {
       guard key != UInt8(ascii: "m"), keyStart - 1 > modelStart, bytes[keyStart - 1] == UInt8(ascii: ",") else {
         return nil
       }
-      let value = valueStart..<position
-      switch key {
-      case UInt8(ascii: "t"): read.transaction = read.transaction ?? value
-      case UInt8(ascii: "d"): read.dispatch = read.dispatch ?? value
-      case UInt8(ascii: "a"): read.action = read.action ?? value
-      case UInt8(ascii: "e"): read.error = read.error ?? value
-      case UInt8(ascii: "n"): read.change = read.change ?? value
-      case UInt8(ascii: "c"): read.cancelled = read.cancelled ?? value
-      case UInt8(ascii: "b"): read.rollback = read.rollback ?? value
-      case UInt8(ascii: "l"): read.lists = read.lists ?? value
-      default: break
-      }
+      read.append((key, valueStart..<position))
       position = keyStart - 1
     }
-    // Those after the model are later in the line than those before it.
-    transaction = read.transaction ?? transaction
-    dispatch = read.dispatch ?? dispatch
-    action = read.action ?? action
-    error = read.error ?? error
-    change = read.change ?? change
-    cancelled = read.cancelled ?? cancelled
-    rollback = read.rollback ?? rollback
-    lists = read.lists ?? lists
+    // In the line's order, after those before the model.
+    for field in read.reversed() { set(field.key, field.value) }
     return position
   }
 
