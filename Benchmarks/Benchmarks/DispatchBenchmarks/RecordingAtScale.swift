@@ -217,6 +217,7 @@ func registerRecordingAtScale() {
       action: { index, count in .toggle(index % count) }))
   registerChildStoresAtScale()
   registerChangeWhileCopyHeld()
+  registerRemoveByID()
   registerObservedRowsAtScale()
   registerSessionAtScale()
 }
@@ -343,6 +344,46 @@ private func registerChangeWhileCopyHeld() {
       }
       benchmark.stopMeasurement()
       blackHole(held)
+    }
+  }
+}
+
+/// The collection on its own: the element with an id removed and appended again (a row deleted, one added).
+///
+/// In an `Array` (found with `firstIndex(where:)`) and in an `IdentifiedList` (`remove(id:)`). The ids are taken
+/// 7,919 apart (a prime), so the one removed is anywhere in the list, half-way along on average; 1,000 at every
+/// count, so that the array's copy (before the measurement) and the list's first copied paths weigh little.
+private func registerRemoveByID() {
+  for count in scaleSizes {
+    let rows = (0..<count).map { ScaleRow(id: $0, title: "Row \($0)") }
+    Benchmark(
+      "Scale.removeByID(array,items:\(count))", configuration: scaleConfiguration(count: count, atEveryCount: true)
+    ) { benchmark in
+      var array = rows
+      array.append(array.removeLast())  // its own buffer, copied before the measurement
+      benchmark.startMeasurement()
+      for index in benchmark.scaledIterations {
+        let id = index * 7_919 % count
+        guard let position = array.firstIndex(where: { $0.id == id }) else { fatalError("row \(id) missing") }
+        array.append(array.remove(at: position))
+      }
+      benchmark.stopMeasurement()
+      blackHole(array)
+    }
+    let list = IdentifiedList(rows)
+    Benchmark(
+      "Scale.removeByID(identifiedList,items:\(count))",
+      configuration: scaleConfiguration(count: count, atEveryCount: true)
+    ) { benchmark in
+      var list = list
+      benchmark.startMeasurement()
+      for index in benchmark.scaledIterations {
+        let id = index * 7_919 % count
+        guard let row = list.remove(id: id) else { fatalError("row \(id) missing") }
+        list.append(row)
+      }
+      benchmark.stopMeasurement()
+      blackHole(list)
     }
   }
 }
