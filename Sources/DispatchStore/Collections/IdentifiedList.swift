@@ -50,7 +50,7 @@ public struct IdentifiedList<Element: Identifiable> {
   @inlinable public init(_ elements: some Sequence<Element>) {
     let elements = Array(elements)
     if let trie = ElementTrie.build(elements) {
-      self.order = OrderTree(elements.map { $0.id })
+      self.order = OrderTree(Self.ids(of: elements))
       self.elements = trie
       return
     }
@@ -225,7 +225,20 @@ extension IdentifiedList: RandomAccessCollection, MutableCollection {
   /// - Throws: What `areInIncreasingOrder` throws; the list is then unchanged.
   @inlinable public mutating func sort(by areInIncreasingOrder: (Element, Element) throws -> Bool) rethrows {
     let sorted = try self.sorted(by: areInIncreasingOrder)
-    order = OrderTree(sorted.lazy.map(\.id))
+    order = OrderTree(Self.ids(of: sorted))
+  }
+
+  /// The ids of `elements`, in order.
+  ///
+  /// Read through the array's buffer: in code not specialised for the element type, `map` reads each element
+  /// through the collection's generic subscript, which allocates for each.
+  @inlinable static func ids(of elements: [Element]) -> [Element.ID] {
+    elements.withUnsafeBufferPointer { elements in
+      [Element.ID](unsafeUninitializedCapacity: elements.count) { ids, initialized in
+        for index in elements.indices { (ids.baseAddress! + index).initialize(to: elements[index].id) }
+        initialized = elements.count
+      }
+    }
   }
 
   /// The elements in order.
@@ -369,7 +382,7 @@ extension IdentifiedList: Decodable where Element: Decodable {
       throw DecodingError.dataCorruptedError(
         in: container, debugDescription: "Two elements have the id \(repeated.id).")
     }
-    self.order = OrderTree(elements.map { $0.id })
+    self.order = OrderTree(Self.ids(of: elements))
     self.elements = trie
   }
 }

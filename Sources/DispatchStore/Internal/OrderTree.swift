@@ -16,18 +16,19 @@
   }
 
   /// A tree of `ids`, in their order; leaves are filled, the last ones with what remains.
-  @inlinable init(_ ids: some Sequence<ID>) {
+  ///
+  /// Read through the array's buffer, a leaf's slice at a time: in code not specialised for the identifier type,
+  /// iterating the array reads each identifier through the collection's generic subscript, which allocates for each.
+  @inlinable init(_ ids: [ID]) {
     var level: [OrderNode<ID>] = []
-    var leaf: [ID] = []
-    leaf.reserveCapacity(Self.capacity)
-    for id in ids {
-      leaf.append(id)
-      if leaf.count == Self.capacity {
-        level.append(OrderNode(ids: leaf))
-        leaf.removeAll(keepingCapacity: true)
+    level.reserveCapacity((ids.count + Self.capacity - 1) / Self.capacity)
+    ids.withUnsafeBufferPointer { ids in
+      for start in stride(from: 0, to: ids.count, by: Self.capacity) {
+        let end = min(start + Self.capacity, ids.count)
+        level.append(OrderNode(ids: Array(UnsafeBufferPointer(rebasing: ids[start..<end]))))
       }
     }
-    if !leaf.isEmpty || level.isEmpty { level.append(OrderNode(ids: leaf)) }
+    if level.isEmpty { level.append(OrderNode(ids: [])) }
     while level.count > 1 {
       level = stride(from: 0, to: level.count, by: Self.capacity).map { start in
         OrderNode(children: Array(level[start..<min(start + Self.capacity, level.count)]))
@@ -179,7 +180,9 @@
     isLeaf = false
     ids = []
     self.children = children
-    count = children.reduce(0) { $0 + $1.count }
+    var count = 0
+    for index in children.indices { count += children[index].count }
+    self.count = count
   }
 
   @inlinable init(copying node: OrderNode) {
