@@ -233,7 +233,10 @@ extension IdentifiedList: RandomAccessCollection, MutableCollection {
   /// Read through the array's buffer: in code not specialised for the element type, `map` reads each element
   /// through the collection's generic subscript, which allocates for each.
   @inlinable static func ids(of elements: [Element]) -> [Element.ID] {
-    elements.withUnsafeBufferPointer { elements in
+    // Not for none: an array made with no capacity is the shared empty one, whose count the initialiser writes, a
+    // data race under ThreadSanitizer.
+    guard !elements.isEmpty else { return [] }
+    return elements.withUnsafeBufferPointer { elements in
       [Element.ID](unsafeUninitializedCapacity: elements.count) { ids, initialized in
         for index in elements.indices { (ids.baseAddress! + index).initialize(to: elements[index].id) }
         initialized = elements.count
