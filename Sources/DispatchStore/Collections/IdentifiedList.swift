@@ -24,8 +24,8 @@ import Foundation
 ///   or not a copy is kept.
 /// - `==` skips the nodes two versions of a list share, so comparing a list with its previous version costs what
 ///   changed, not the list's size.
-/// - ``index(id:)``, ``remove(id:)`` (and setting ``subscript(id:)`` to `nil`) search the ids in order: O(n).
-///   Iterating costs more per element than an array's (each element is found by its id); reading every position
+/// - ``index(id:)``, ``remove(id:)`` (and setting ``subscript(id:)`` to `nil`) cost O(log n) in a list that has
+///   reached 4,096 elements, until it shrinks below 1,024; a smaller list searches its ids in order. Iterating costs more per element than an array's (each element is found by its id); reading every position
 ///   through the position subscript (as `firstIndex(where:)` does) costs O(log n) per element.
 ///
 /// Each id is in the list at most once. Inserting an element whose id is already in the list (by `append`, `insert`
@@ -116,7 +116,8 @@ public struct IdentifiedList<Element: Identifiable> {
   /// The position of the element with `id`, if there is one.
   ///
   /// - Parameter id: The element's id.
-  /// - Returns: Its position; `nil` if no element has `id`. The ids are searched in order: O(n).
+  /// - Returns: Its position; `nil` if no element has `id`. O(log n) in a list that has reached 4,096 elements (until
+  ///   it shrinks below 1,024); a smaller list searches its ids in order.
   @inlinable public func index(id: Element.ID) -> Int? {
     guard elements[id] != nil else { return nil }
     return order.firstIndex(of: id)
@@ -125,7 +126,8 @@ public struct IdentifiedList<Element: Identifiable> {
   /// Removes the element with `id`, if there is one.
   ///
   /// - Parameter id: The element's id.
-  /// - Returns: The element removed; `nil` if no element has `id`. Finding its position costs O(n).
+  /// - Returns: The element removed; `nil` if no element has `id`. Finding its position costs what ``index(id:)``
+  ///   costs.
   @discardableResult
   @inlinable public mutating func remove(id: Element.ID) -> Element? {
     guard let position = index(id: id) else { return nil }
@@ -150,7 +152,7 @@ extension IdentifiedList: RandomAccessCollection, MutableCollection {
   /// replaces the element there, whose id leaves the list. Setting one whose id is elsewhere in the list, at
   /// `other`, first exchanges the two positions, then replaces it (as `IdentifiedArray` does): so the standard
   /// library's algorithms that reorder by assigning elements (a slice's `reverse()` or `sort()`) keep each id once.
-  /// Finding `other` searches the ids: O(n).
+  /// Finding `other` costs what ``index(id:)`` costs.
   ///
   /// - Parameter position: A position from 0 to `count - 1`.
   @inlinable public subscript(position: Int) -> Element {

@@ -3,16 +3,35 @@
 /// Finding, changing, inserting and removing by position cost O(log n) node visits; a copy of the tree shares all of
 /// its nodes, and a change to a copy copies only the nodes on its path (each only if it is shared). So two versions
 /// of a list share every node their changes did not touch, and comparing them skips those nodes by identity.
+///
+/// In a tree of ``labelledFrom`` identifiers or more, each identifier has a label, increasing along the order (order
+/// maintenance, proposal 0019), kept in its leaf and in `labels`, a map from identifier to label:
+/// ``firstIndex(of:)`` finds an identifier's position by its label in O(log n). A smaller tree has none, and searches
+/// its identifiers in order. Labels are not part of the order: `==` and the changes between two trees compare
+/// identifiers only.
 @usableFromInline struct OrderTree<ID: Hashable>: Sendable {
   /// The most entries (identifiers of a leaf, children of an inner node) a node holds.
   @inlinable static var capacity: Int { 64 }
+  /// The distance between the labels of a tree built at once, and between an appended identifier's and the last.
+  @inlinable static var spacing: UInt64 { 1 << 32 }
+  /// The least distance between labels that a relabelled window leaves.
+  @inlinable static var relabelSpacing: UInt64 { 1 << 10 }
+  /// The size from which a tree keeps labels: below it, searching the identifiers costs about what keeping labels
+  /// adds to each insertion and removal.
+  @inlinable static var labelledFrom: Int { 4_096 }
+  /// The size below which a labelled tree drops its labels (well below ``labelledFrom``, so that a tree whose size
+  /// goes back and forth around one of them does not label and unlabel itself at each step).
+  @inlinable static var unlabelledBelow: Int { 1_024 }
 
   @usableFromInline var root: OrderNode<ID>
+  /// The label of each identifier, the one its place in the order holds; `nil` in a tree without labels.
+  @usableFromInline var labels: ElementTrie<OrderLabel<ID>>?
 
   @inlinable var count: Int { root.count }
 
   @inlinable init() {
-    root = OrderNode(ids: [])
+    root = OrderNode(ids: [], labels: [])
+    labels = nil
   }
 
   /// A tree of `ids`, in their order; leaves are filled, the last ones with what remains.
@@ -25,16 +44,46 @@
     ids.withUnsafeBufferPointer { ids in
       for start in stride(from: 0, to: ids.count, by: Self.capacity) {
         let end = min(start + Self.capacity, ids.count)
-        level.append(OrderNode(ids: Array(UnsafeBufferPointer(rebasing: ids[start..<end]))))
+        level.append(OrderNode(ids: Array(UnsafeBufferPointer(rebasing: ids[start..<end])), labels: []))
       }
     }
-    if level.isEmpty { level.append(OrderNode(ids: [])) }
+    if level.isEmpty { level.append(OrderNode(ids: [], labels: [])) }
+    labels = nil
     while level.count > 1 {
       level = stride(from: 0, to: level.count, by: Self.capacity).map { start in
         OrderNode(children: Array(level[start..<min(start + Self.capacity, level.count)]))
       }
     }
     root = level[0]
+    level = []
+    if count >= Self.labelledFrom { labelAll() }
+  }
+
+  /// Gives every identifier a label, evenly spread: 2^32 apart up to 2^31 identifiers.
+  @inlinable mutating func labelAll() {
+    let step = count < 1 << 31 ? Self.spacing : UInt64.max / UInt64(count + 1)
+    var entries: [OrderLabel<ID>] = []
+    entries.reserveCapacity(count)
+    OrderNode.makeUnique(&root)
+    root.forEachLeafUniquely { leaf in
+      leaf.labels = leaf.ids.indices.map { step &* UInt64(entries.count + $0 + 1) }
+      for index in leaf.ids.indices { entries.append(OrderLabel(id: leaf.ids[index], label: leaf.labels[index])) }
+    }
+    if let built = ElementTrie.build(entries) {
+      labels = built
+    } else {
+      // An identifier twice (a tree the caller checks afterwards): the later place's label.
+      var map = ElementTrie<OrderLabel<ID>>()
+      for entry in entries { map.update(entry) }
+      labels = map
+    }
+  }
+
+  /// Drops every label.
+  @inlinable mutating func unlabelAll() {
+    labels = nil
+    OrderNode.makeUnique(&root)
+    root.forEachLeafUniquely { $0.labels = [] }
   }
 
   /// The identifier at `position`, which is in range.
@@ -52,41 +101,148 @@
     return node.ids[position]
   }
 
-  /// Replaces the identifier at `position`, which is in range.
+  /// The label at `position`, which is in range.
+  @inlinable func label(at position: Int) -> UInt64 {
+    var node = root
+    var position = position
+    while !node.isLeaf {
+      var child = 0
+      while position >= node.children[child].count {
+        position -= node.children[child].count
+        child += 1
+      }
+      node = node.children[child]
+    }
+    return node.labels[position]
+  }
+
+  /// Replaces the identifier at `position`, which is in range; the new identifier takes its label.
   @inlinable mutating func replace(at position: Int, with id: ID) {
     OrderNode.makeUnique(&root)
-    root.replace(at: position, with: id)
+    let (old, label) = root.replace(at: position, with: id)
+    guard let label else { return }
+    forget(old, label: label)
+    labels?.update(OrderLabel(id: id, label: label))
   }
 
   /// Inserts `id` at `position`, from 0 to `count`.
   @inlinable mutating func insert(_ id: ID, at position: Int) {
+    guard labels != nil else {
+      OrderNode.makeUnique(&root)
+      if let right = root.insert(id, label: nil, at: position, appending: position == count) {
+        root = OrderNode(children: [root, right])
+      }
+      if count >= Self.labelledFrom { labelAll() }
+      return
+    }
+    var label = newLabel(at: position)
+    if label == nil {
+      relabel(around: position)
+      label = newLabel(at: position)
+    }
+    guard let label else { preconditionFailure("OrderTree: no label left after relabelling") }
     OrderNode.makeUnique(&root)
-    if let right = root.insert(id, at: position, appending: position == count) {
+    if let right = root.insert(id, label: label, at: position, appending: position == count) {
       root = OrderNode(children: [root, right])
     }
+    labels?.update(OrderLabel(id: id, label: label))
   }
 
   /// Removes the identifier at `position`, which is in range, and returns it.
   @inlinable mutating func remove(at position: Int) -> ID {
     OrderNode.makeUnique(&root)
-    let id = root.remove(at: position)
+    let (id, label) = root.remove(at: position)
     while !root.isLeaf && root.children.count == 1 { root = root.children[0] }
+    if let label {
+      if count < Self.unlabelledBelow {
+        unlabelAll()
+      } else {
+        forget(id, label: label)
+      }
+    }
     return id
   }
 
-  /// The position of `id`, found by visiting the identifiers in order: O(n).
-  @inlinable func firstIndex(of id: ID) -> Int? {
-    var offset = 0
-    var found: Int?
-    root.forEachLeaf { ids in
-      if let index = ids.firstIndex(of: id) {
-        found = offset + index
-        return false
+  /// Removes `id`'s label if it is `label`: an identifier inserted again before its old place was removed (a change
+  /// of the order applied splice by splice) keeps the label of its new place.
+  @inlinable mutating func forget(_ id: ID, label: UInt64) {
+    if labels?[id]?.label == label { labels?.remove(id) }
+  }
+
+  /// A label between those at `position - 1` and `position` (0 and `UInt64.max` past the ends, never given), or
+  /// `nil` if they are adjacent.
+  @inlinable func newLabel(at position: Int) -> UInt64? {
+    let low = position > 0 ? label(at: position - 1) : 0
+    let high = position < count ? label(at: position) : UInt64.max
+    guard high > low, high - low >= 2 else { return nil }
+    let half = (high - low) / 2
+    if position == count { return low + min(Self.spacing, half) }
+    if position == 0 { return high - min(Self.spacing, half) }
+    return low + half
+  }
+
+  /// Spreads the labels of a window of positions around `position` evenly, doubling the window until that leaves
+  /// ``relabelSpacing`` between them (the whole tree leaves it below 2^54 identifiers).
+  @inlinable mutating func relabel(around position: Int) {
+    var width = 16
+    while true {
+      let start = max(0, position - width)
+      let end = min(count, position + width)
+      let low = start > 0 ? label(at: start - 1) : 0
+      let high = end < count ? label(at: end) : UInt64.max
+      let step = (high - low) / UInt64(end - start + 2)
+      if step >= Self.relabelSpacing || (start == 0 && end == count) {
+        OrderNode.makeUnique(&root)
+        for offset in start..<end {
+          // The place at `position` is left twice as wide, for the identifier to insert there.
+          let label = low + step * UInt64(offset - start + (offset >= position ? 2 : 1))
+          let id = root.setLabel(label, at: offset)
+          labels?.update(OrderLabel(id: id, label: label))
+        }
+        return
       }
-      offset += ids.count
-      return true
+      width *= 2
     }
-    return found
+  }
+
+  /// The position of `id`: found by its label in a labelled tree, O(log n); by visiting the identifiers in order in
+  /// a smaller one.
+  @inlinable func firstIndex(of id: ID) -> Int? {
+    guard let labels else {
+      var offset = 0
+      var found: Int?
+      root.forEachLeaf { ids in
+        if let index = ids.firstIndex(of: id) {
+          found = offset + index
+          return false
+        }
+        offset += ids.count
+        return true
+      }
+      return found
+    }
+    guard let label = labels[id]?.label else { return nil }
+    var node = root
+    var offset = 0
+    while !node.isLeaf {
+      // The first child whose last label is at least `label`.
+      var (low, high) = (0, node.children.count - 1)
+      while low < high {
+        let middle = (low + high) / 2
+        if node.children[middle].lastLabel < label { low = middle + 1 } else { high = middle }
+      }
+      for child in 0..<low { offset += node.children[child].count }
+      node = node.children[low]
+    }
+    var (low, high) = (0, node.labels.count)
+    while low < high {
+      let middle = (low + high) / 2
+      if node.labels[middle] < label { low = middle + 1 } else { high = middle }
+    }
+    guard low < node.ids.count, node.labels[low] == label, node.ids[low] == id else {
+      preconditionFailure("OrderTree: the label of \(id) is not at its place")
+    }
+    return offset + low
   }
 
   /// The identifiers in order.
@@ -133,6 +289,8 @@
     func check(_ node: OrderNode<ID>) -> Int {
       if node.isLeaf {
         precondition(node.ids.count <= Self.capacity && node.count == node.ids.count, "a leaf's count is wrong")
+        precondition(
+          node.labels.count == (labels == nil ? 0 : node.ids.count), "a leaf's labels are not its identifiers'")
         return 1
       }
       precondition(!node.children.isEmpty && node.children.count <= Self.capacity, "an inner node's size is wrong")
@@ -144,7 +302,23 @@
       }
       return heights.first! + 1
     }
-    return check(root)
+    let height = check(root)
+    precondition(count < Self.labelledFrom || labels != nil, "a large tree without labels")
+    precondition(count >= Self.unlabelledBelow || labels == nil, "a small tree with labels")
+    guard let labels else { return height }
+    var previous: UInt64?
+    var mapped = 0
+    root.forEachLeaf(labelled: { id, label in
+      precondition(previous.map { $0 < label } ?? true, "labels do not increase along the order")
+      precondition(labels[id]?.label == label, "the map's label of \(id) is not its place's")
+      previous = label
+      mapped += 1
+      return true
+    })
+    var entries = 0
+    labels.root.forEach { _ in entries += 1 }
+    precondition(entries == mapped, "the map has \(entries) labels for \(mapped) identifiers")
+    return height
   }
 
   /// Whether the two trees hold the same identifiers in the same order; subtrees they share are not visited.
@@ -164,14 +338,17 @@
   @usableFromInline let isLeaf: Bool
   /// A leaf's identifiers; empty in an inner node.
   @usableFromInline @exclusivity(unchecked) var ids: [ID]
+  /// A leaf's labels, one for each identifier, increasing; empty in an inner node.
+  @usableFromInline @exclusivity(unchecked) var labels: [UInt64]
   /// An inner node's children, never empty; empty in a leaf.
   @usableFromInline @exclusivity(unchecked) var children: [OrderNode]
   /// The number of identifiers under this node.
   @usableFromInline @exclusivity(unchecked) var count: Int
 
-  @inlinable init(ids: [ID]) {
+  @inlinable init(ids: [ID], labels: [UInt64]) {
     isLeaf = true
     self.ids = ids
+    self.labels = labels
     children = []
     count = ids.count
   }
@@ -179,6 +356,7 @@
   @inlinable init(children: [OrderNode]) {
     isLeaf = false
     ids = []
+    labels = []
     self.children = children
     var count = 0
     for index in children.indices { count += children[index].count }
@@ -188,6 +366,7 @@
   @inlinable init(copying node: OrderNode) {
     isLeaf = node.isLeaf
     ids = node.ids
+    labels = node.labels
     children = node.children
     count = node.count
   }
@@ -216,28 +395,49 @@
     return (child, position)
   }
 
-  @inlinable func replace(at position: Int, with id: ID) {
+  /// Replaces the identifier at `position` in this node, which the caller holds uniquely; returns the identifier
+  /// replaced and its label.
+  @inlinable func replace(at position: Int, with id: ID) -> (ID, UInt64?) {
     if isLeaf {
-      ids[position] = id
-      return
+      defer { ids[position] = id }
+      return (ids[position], labels.isEmpty ? nil : labels[position])
     }
     let (index, inner) = child(holding: position)
     Self.makeUnique(&children[index])
-    children[index].replace(at: inner, with: id)
+    return children[index].replace(at: inner, with: id)
+  }
+
+  /// Sets the label at `position` in this node, which the caller holds uniquely; returns the identifier there.
+  @inlinable func setLabel(_ label: UInt64, at position: Int) -> ID {
+    if isLeaf {
+      labels[position] = label
+      return ids[position]
+    }
+    let (index, inner) = child(holding: position)
+    Self.makeUnique(&children[index])
+    return children[index].setLabel(label, at: inner)
+  }
+
+  /// The last label under this node, which is not empty.
+  @inlinable var lastLabel: UInt64 {
+    var node = self
+    while !node.isLeaf { node = node.children[node.children.count - 1] }
+    return node.labels[node.labels.count - 1]
   }
 
   /// Inserts into this node, which the caller holds uniquely; returns the right half if the node split.
   ///
   /// `appending` tells an insertion at the end of the whole tree.
-  @inlinable func insert(_ id: ID, at position: Int, appending: Bool) -> OrderNode? {
+  @inlinable func insert(_ id: ID, label: UInt64?, at position: Int, appending: Bool) -> OrderNode? {
     count += 1
     if isLeaf {
       ids.insert(id, at: position)
+      if let label { labels.insert(label, at: position) }
       return ids.count > OrderTree<ID>.capacity ? split(appending: appending) : nil
     }
     let (index, inner) = child(holding: position, atEnd: true)
     Self.makeUnique(&children[index])
-    if let right = children[index].insert(id, at: inner, appending: appending) {
+    if let right = children[index].insert(id, label: label, at: inner, appending: appending) {
       children.insert(right, at: index + 1)
       if children.count > OrderTree<ID>.capacity { return split(appending: appending) }
     }
@@ -252,8 +452,9 @@
   @inlinable func split(appending: Bool) -> OrderNode {
     let keep = appending ? entryCount - 1 : entryCount / 2
     if isLeaf {
-      let right = OrderNode(ids: Array(ids[keep...]))
+      let right = OrderNode(ids: Array(ids[keep...]), labels: labels.isEmpty ? [] : Array(labels[keep...]))
       ids.removeSubrange(keep...)
+      if !labels.isEmpty { labels.removeSubrange(keep...) }
       count = ids.count
       return right
     }
@@ -268,9 +469,9 @@
   /// A child left with fewer than half the entries it may
   /// hold merges with a neighbour that fits with it in one node, until it is half full or none fits, so that of two
   /// neighbours, one is at least half full (and the tree's height stays logarithmic).
-  @inlinable func remove(at position: Int) -> ID {
+  @inlinable func remove(at position: Int) -> (ID, UInt64?) {
     count -= 1
-    if isLeaf { return ids.remove(at: position) }
+    if isLeaf { return (ids.remove(at: position), labels.isEmpty ? nil : labels.remove(at: position)) }
     let (index, inner) = child(holding: position)
     Self.makeUnique(&children[index])
     let id = children[index].remove(at: inner)
@@ -292,7 +493,8 @@
         guard children[left].entryCount + children[right].entryCount <= capacity else { continue }
         let merged =
           children[left].isLeaf
-          ? OrderNode(ids: children[left].ids + children[right].ids)
+          ? OrderNode(
+            ids: children[left].ids + children[right].ids, labels: children[left].labels + children[right].labels)
           : OrderNode(children: children[left].children + children[right].children)
         if !merged.isLeaf { merged.mergeJoin(at: children[left].children.count) }
         children.replaceSubrange(left...right, with: [merged])
@@ -314,7 +516,9 @@
     let (left, right) = (children[index - 1], children[index])
     guard left.entryCount < capacity / 2 && right.entryCount < capacity / 2 else { return }
     let merged =
-      left.isLeaf ? OrderNode(ids: left.ids + right.ids) : OrderNode(children: left.children + right.children)
+      left.isLeaf
+      ? OrderNode(ids: left.ids + right.ids, labels: left.labels + right.labels)
+      : OrderNode(children: left.children + right.children)
     if !merged.isLeaf { merged.mergeJoin(at: left.children.count) }
     children.replaceSubrange((index - 1)...index, with: [merged])
   }
@@ -324,6 +528,29 @@
   @inlinable func forEachLeaf(_ body: ([ID]) -> Bool) -> Bool {
     if isLeaf { return body(ids) }
     for child in children where !child.forEachLeaf(body) { return false }
+    return true
+  }
+
+  /// Calls `body` with each leaf in order, each made one that only this tree holds; this node is.
+  @inlinable func forEachLeafUniquely(_ body: (OrderNode) -> Void) {
+    if isLeaf {
+      body(self)
+      return
+    }
+    for index in children.indices {
+      Self.makeUnique(&children[index])
+      children[index].forEachLeafUniquely(body)
+    }
+  }
+
+  /// Calls `body` with each identifier and its label in order, until it returns false; returns false if it stopped.
+  @discardableResult
+  func forEachLeaf(labelled body: (ID, UInt64) -> Bool) -> Bool {
+    if isLeaf {
+      for index in ids.indices where !body(ids[index], labels[index]) { return false }
+      return true
+    }
+    for child in children where !child.forEachLeaf(labelled: body) { return false }
     return true
   }
 
@@ -346,5 +573,16 @@
       guard id == right.next() else { return false }
     }
     return true
+  }
+}
+
+/// An identifier's label in an ``OrderTree``: an entry of its map from identifier to label.
+@usableFromInline struct OrderLabel<ID: Hashable>: Identifiable {
+  @usableFromInline let id: ID
+  @usableFromInline var label: UInt64
+
+  @inlinable init(id: ID, label: UInt64) {
+    self.id = id
+    self.label = label
   }
 }

@@ -518,13 +518,21 @@ protocol ReplacedLists {
   func lists(finder: ListEncoding) throws -> [[UInt8]: Any]
 }
 
-/// The element with `id` in `list`, the base of a list form, if it has one.
+/// The element with `id` in a list, the base of a list form, if it has one.
+///
+/// Holds the list's elements, not the list: small enough for an existential's inline buffer with an id of a word or
+/// two, so that making one for each changed element allocates nothing.
 struct ReplacedElement<Element: Identifiable>: ReplacedLists {
-  let list: IdentifiedList<Element>
+  let elements: ElementTrie<Element>
   let id: Element.ID
 
+  init(list: IdentifiedList<Element>, id: Element.ID) {
+    elements = list.elements
+    self.id = id
+  }
+
   func lists(finder: ListEncoding) throws -> [[UInt8]: Any] {
-    guard let element = list[id: id] else { return [:] }
+    guard let element = elements[id] else { return [:] }
     // Found by encoding it: a reader's type that is not `Encodable` cannot find them.
     guard let encodable = element as? any Encodable else { throw NotEncodable(type: "\(Element.self)") }
     return try finder.lists(in: encodable)

@@ -60,6 +60,9 @@ struct IdentifiedListChangesTests {
       var same = old
       try same.apply(changes)
       #expect(Array(same) == reference)
+      // Every id's position by its label, after splices that may insert an id before removing its old place.
+      _ = same.order.checkedHeight()
+      #expect(reference.indices.allSatisfy { same.index(id: reference[$0].id) == $0 })
       // The reader's base is decoded, not the writer's nodes: a list of the same elements built at once (every
       // tenth round: building it is most of the cost).
       if round % 10 == 0 {
@@ -161,6 +164,10 @@ struct IdentifiedListChangesTests {
       var applied = old
       try applied.apply(changes)
       #expect(Array(applied) == Array(new), "\(from) to \(to)")
+      _ = applied.order.checkedHeight()
+      for id in [5_000, 4_999, 5_001, 0, 9_999] {
+        #expect(applied.index(id: id) == new.firstIndex { $0.id == id }, "\(from) to \(to): id \(id)")
+      }
     }
   }
 

@@ -127,6 +127,7 @@ struct IdentifiedListTests {
         #expect(list.hashValue == rebuilt.hashValue)
         kept.append((list, reference))
         heights.insert(list.order.checkedHeight())
+        #expect(reference.indices.allSatisfy { list.index(id: reference[$0].id) == $0 })
       }
     }
     #expect(Array(list) == reference)
@@ -170,6 +171,58 @@ struct IdentifiedListTests {
     _ = list.order.checkedHeight()
     #expect(Array(list) == reference)
     #expect(full.count == 6_000 && full.last?.id == 5_999)
+  }
+
+  /// Thousands of insertions at one place, where the labels between two neighbours run out every few dozen: the
+  /// labels around it are spread again, and every id's position is still found by its label; a copy kept from before
+  /// keeps its own.
+  @Test(arguments: [0, 1, 2_500, 4_999, 5_000])
+  func insertionsCrowdedAtOnePlaceKeepPositionsByID(place: Int) {
+    var reference = (0..<5_000).map { Item(id: $0, value: $0) }
+    var list = IdentifiedList(reference)
+    let before = list
+    for step in 0..<2_000 {
+      // At the place, and just after the element inserted last, so that the new labels crowd one gap.
+      let position = step.isMultiple(of: 2) ? place : min(place + 1, reference.count)
+      let item = Item(id: 10_000 + step, value: step)
+      reference.insert(item, at: position)
+      list.insert(item, at: position)
+      #expect(list.index(id: item.id) == position)
+    }
+    _ = list.order.checkedHeight()
+    #expect(Array(list) == reference)
+    #expect(reference.indices.allSatisfy { list.index(id: reference[$0].id) == $0 })
+    #expect(before.index(id: 4_999) == 4_999 && before.index(id: 10_000) == nil)
+    _ = before.order.checkedHeight()
+  }
+
+  /// A list labels its order when it grows to 4,096 elements and drops the labels below 1,024: positions by id are
+  /// right on both sides, and a copy kept from the other side keeps its own.
+  @Test func labelsComeWithSizeAndGoWithIt() {
+    var reference = (0..<4_000).map { Item(id: $0, value: $0) }
+    var list = IdentifiedList(reference)
+    #expect(list.order.labels == nil)
+    let small = list
+    for id in 4_000..<4_200 {
+      let position = id.isMultiple(of: 3) ? id / 2 : reference.count
+      reference.insert(Item(id: id, value: id), at: position)
+      list.insert(Item(id: id, value: id), at: position)
+    }
+    #expect(list.order.labels != nil)
+    _ = list.order.checkedHeight()
+    #expect(reference.indices.allSatisfy { list.index(id: reference[$0].id) == $0 })
+    let large = list
+    while reference.count > 900 {
+      let id = reference[reference.count / 3].id
+      reference.remove(at: reference.count / 3)
+      #expect(list.remove(id: id)?.id == id)
+    }
+    #expect(list.order.labels == nil)
+    _ = list.order.checkedHeight()
+    #expect(reference.indices.allSatisfy { list.index(id: reference[$0].id) == $0 })
+    #expect(small.index(id: 3_999) == 3_999 && small.order.labels == nil)
+    #expect(large.index(id: 4_199) == 4_199 && large.order.labels != nil)
+    _ = large.order.checkedHeight()
   }
 
   @Test func aChangedCopyLeavesTheOriginalAsItWas() {
