@@ -70,6 +70,7 @@ extension IdentifiedList {
         leftOrder[id, default: 0] += 1
       }
     }
+    result.order.labelIfDue()
     var gone = Set<Element.ID>()
     for id in changes.removed {
       guard result.elements.remove(id) != nil, gone.insert(id).inserted else {

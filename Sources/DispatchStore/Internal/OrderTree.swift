@@ -60,23 +60,32 @@
   }
 
   /// Gives every identifier a label, evenly spread: 2^32 apart up to 2^31 identifiers.
+  ///
+  /// Not while an identifier is in the tree twice (changes applied splice by splice may insert an identifier before
+  /// removing its old place, and which place stays is not known here): the tree then stays without labels, and
+  /// ``labelIfDue()`` labels it once the changes are applied.
   @inlinable mutating func labelAll() {
     let step = count < 1 << 31 ? Self.spacing : UInt64.max / UInt64(count + 1)
     var entries: [OrderLabel<ID>] = []
     entries.reserveCapacity(count)
+    root.forEachLeaf { ids in
+      for index in ids.indices { entries.append(OrderLabel(id: ids[index], label: step &* UInt64(entries.count + 1))) }
+      return true
+    }
+    guard let built = ElementTrie.build(entries) else { return }
+    labels = built
+    var next = 0
     OrderNode.makeUnique(&root)
     root.forEachLeafUniquely { leaf in
-      leaf.labels = leaf.ids.indices.map { step &* UInt64(entries.count + $0 + 1) }
-      for index in leaf.ids.indices { entries.append(OrderLabel(id: leaf.ids[index], label: leaf.labels[index])) }
+      leaf.labels = (next..<(next + leaf.ids.count)).map { entries[$0].label }
+      next += leaf.ids.count
     }
-    if let built = ElementTrie.build(entries) {
-      labels = built
-    } else {
-      // An identifier twice (a tree the caller checks afterwards): the later place's label.
-      var map = ElementTrie<OrderLabel<ID>>()
-      for entry in entries { map.update(entry) }
-      labels = map
-    }
+  }
+
+  /// Labels the tree if it is large enough to keep labels and has none: after changes applied splice by splice,
+  /// during which ``labelAll()`` may have found an identifier twice.
+  @inlinable mutating func labelIfDue() {
+    if labels == nil && count >= Self.labelledFrom { labelAll() }
   }
 
   /// Drops every label.
@@ -132,7 +141,9 @@
       if let right = root.insert(id, label: nil, at: position, appending: position == count) {
         root = OrderNode(children: [root, right])
       }
-      if count >= Self.labelledFrom { labelAll() }
+      // At the size, not from it: a tree left without labels by an identifier found twice is labelled once, by
+      // `labelIfDue()`, not tried again at each insertion.
+      if count == Self.labelledFrom { labelAll() }
       return
     }
     var label = newLabel(at: position)
@@ -196,8 +207,10 @@
         for offset in start..<end {
           // The place at `position` is left twice as wide, for the identifier to insert there.
           let label = low + step * UInt64(offset - start + (offset >= position ? 2 : 1))
-          let id = root.setLabel(label, at: offset)
-          labels?.update(OrderLabel(id: id, label: label))
+          let (id, old) = root.setLabel(label, at: offset)
+          // Only where the map holds this place's label: an identifier inserted again before its old place is
+          // removed (changes applied splice by splice) keeps the label of its new place.
+          if labels?[id]?.label == old { labels?.update(OrderLabel(id: id, label: label)) }
         }
         return
       }
@@ -407,11 +420,12 @@
     return children[index].replace(at: inner, with: id)
   }
 
-  /// Sets the label at `position` in this node, which the caller holds uniquely; returns the identifier there.
-  @inlinable func setLabel(_ label: UInt64, at position: Int) -> ID {
+  /// Sets the label at `position` in this node, which the caller holds uniquely; returns the identifier there and
+  /// the label it had.
+  @inlinable func setLabel(_ label: UInt64, at position: Int) -> (id: ID, old: UInt64) {
     if isLeaf {
-      labels[position] = label
-      return ids[position]
+      defer { labels[position] = label }
+      return (ids[position], labels[position])
     }
     let (index, inner) = child(holding: position)
     Self.makeUnique(&children[index])

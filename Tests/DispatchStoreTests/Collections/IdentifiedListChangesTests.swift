@@ -171,6 +171,58 @@ struct IdentifiedListChangesTests {
     }
   }
 
+  /// A change applied across the size that keeps labels, with an id in the list twice on the way.
+  ///
+  /// An element moved back in a list one short of that size, and a new one after it, as a writer splits the change:
+  /// one splice inserts the id at its new place (the list reaches the size with the id in it twice) and the new one,
+  /// a second removes the old place. The list has labels once the change is applied, and every id keeps its place (a
+  /// review found the old place's label kept, and the id lost when that place was removed).
+  @Test func aChangeAppliedAcrossTheLabellingSizeKeepsEveryPosition() throws {
+    let old = IdentifiedList((0..<4_095).map { Item(id: $0, value: $0) })
+    let added = Item(id: 4_095, value: 0)
+    var new = old
+    new.move(fromOffsets: [3_000], toOffset: 1_000)
+    new.insert(added, at: 1_001)
+    var changes = ListChanges<Item>()
+    changes.updated = [added]
+    changes.splices = [
+      OrderSplice(position: 1_000, removing: 0, ids: [3_000, added.id]),
+      OrderSplice(position: 3_002, removing: 1, ids: []),
+    ]
+    var applied = old
+    try applied.apply(changes)
+    #expect(Array(applied) == Array(new))
+    _ = applied.order.checkedHeight()
+    #expect(applied.order.labels != nil)
+    #expect(new.indices.allSatisfy { applied.index(id: new[$0].id) == $0 })
+  }
+
+  /// A relabelling while an applied change has an id in the list twice.
+  ///
+  /// An element moved back in a labelled list, with 40 new elements after it, as a writer may split the change: one
+  /// splice inserts the id and the new ones at the new place, a second removes the old place. Applying the first
+  /// fills the gap of labels after the moved id, which runs out and is relabelled while the id is still at its old
+  /// place too, in the window relabelled. Every id keeps its place (a review found the old place's new label written
+  /// to the map, and the id lost when that place was removed).
+  @Test func aRelabellingWhileAnIDIsInTheOrderTwiceKeepsEveryPosition() throws {
+    let old = IdentifiedList((0..<5_000).map { Item(id: $0, value: $0) })
+    let added = (5_001...5_040).map { Item(id: $0, value: 0) }
+    var new = old
+    new.move(fromOffsets: [110], toOffset: 100)
+    new.insert(contentsOf: added, at: 101)
+    var changes = ListChanges<Item>()
+    changes.updated = added
+    changes.splices = [
+      OrderSplice(position: 100, removing: 0, ids: [110] + added.map(\.id)),
+      OrderSplice(position: 110 + 41, removing: 1, ids: []),
+    ]
+    var applied = old
+    try applied.apply(changes)
+    #expect(Array(applied) == Array(new))
+    _ = applied.order.checkedHeight()
+    #expect(new.indices.allSatisfy { applied.index(id: new[$0].id) == $0 })
+  }
+
   /// A merge of two leaves in one place and a split in another, in one change, shift every leaf between them: the
   /// order's change is still the few ids moved, not the ids between (a review's counterexample).
   @Test func aMergeAndASplitInOneChangeWriteOnlyTheIDsMoved() throws {
