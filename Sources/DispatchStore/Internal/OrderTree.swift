@@ -59,17 +59,22 @@
     if count >= Self.labelledFrom { labelAll() }
   }
 
-  /// Gives every identifier a label, evenly spread: 2^32 apart up to 2^31 identifiers.
+  /// Gives every identifier a label, evenly spread: 2^32 apart from 2^62 on, up to 2^30 identifiers, so that the
+  /// first has as much room before it as the last after it (a list where new elements go first, newest first, has
+  /// 2^30 insertions at the front before any relabelling there); evenly over all labels in a larger tree.
   ///
   /// Not while an identifier is in the tree twice (changes applied splice by splice may insert an identifier before
   /// removing its old place, and which place stays is not known here): the tree then stays without labels, and
   /// ``labelIfDue()`` labels it once the changes are applied.
   @inlinable mutating func labelAll() {
-    let step = count < 1 << 31 ? Self.spacing : UInt64.max / UInt64(count + 1)
+    let (first, step): (UInt64, UInt64) =
+      count < 1 << 30 ? (1 << 62, Self.spacing) : (0, UInt64.max / UInt64(count + 1))
     var entries: [OrderLabel<ID>] = []
     entries.reserveCapacity(count)
     root.forEachLeaf { ids in
-      for index in ids.indices { entries.append(OrderLabel(id: ids[index], label: step &* UInt64(entries.count + 1))) }
+      for index in ids.indices {
+        entries.append(OrderLabel(id: ids[index], label: first + step &* UInt64(entries.count + 1)))
+      }
       return true
     }
     guard let built = ElementTrie.build(entries) else { return }

@@ -225,6 +225,23 @@ struct IdentifiedListTests {
     _ = large.order.checkedHeight()
   }
 
+  /// A list where new elements go first (newest first) labels them as an appended list does: a spacing apart, with
+  /// no relabelling (labels that started at 0 left the front no room, and every insertion there relabelled a window
+  /// that grew to the whole list: 128 to 304 µs each at 5,000 to 100,000 elements).
+  @Test func insertionsAtTheFrontAreSpacedAsAppendsAre() {
+    var list = IdentifiedList((0..<5_000).map { Item(id: $0, value: $0) })
+    var copies: [IdentifiedList<Item>] = []
+    for id in 5_000..<15_000 {
+      list.insert(Item(id: id, value: id), at: 0)
+      if id.isMultiple(of: 1_000) { copies.append(list) }
+    }
+    let spacing = OrderTree<Int>.spacing
+    #expect((0..<10_000).allSatisfy { list.order.label(at: $0 + 1) - list.order.label(at: $0) == spacing })
+    _ = list.order.checkedHeight()
+    #expect(list.index(id: 14_999) == 0 && list.index(id: 0) == 10_000)
+    #expect(copies.allSatisfy { $0.index(id: $0.count - 1) == 0 })  // Each copy: its front is its newest.
+  }
+
   @Test func aChangedCopyLeavesTheOriginalAsItWas() {
     let original = IdentifiedList((0..<10_000).map { Item(id: $0, value: 0) })
     var copy = original
