@@ -405,8 +405,8 @@ private func scaleConfiguration(count: Int, atEveryCount: Bool = false, mallocSl
     timeUnits: .nanoseconds, scalingFactor: count <= 1_000 || atEveryCount ? .kilo : .one, maxDuration: caseDuration,
     maxIterations: 200,
     // The CI guard checks the recorded cases at 10,000 items (Benchmarks/README.md), with 1% slack as the other
-    // guarded cases; 5% for the nested shape, whose count in memory moved by up to 3% between runs (one more malloc
-    // per dispatch is +9% there).
+    // guarded cases; 7% for the nested shape, whose count in memory moved by up to 5% between runs (one more malloc
+    // per dispatch is about +8% there).
     thresholds: [.mallocCountTotal: BenchmarkThresholds(relative: [.p90: mallocSlack])])
 }
 
@@ -424,7 +424,7 @@ private func registerScale<Model, Action>(_ shape: ScaleShape<Model, Action>) {
         "Scale.dispatch(\(shape.name),items:\(count),recorder:\(recording.rawValue))",
         configuration: scaleConfiguration(
           count: count, atEveryCount: shape.name.hasPrefix("identified"),
-          mallocSlack: shape.name == "identifiedNested" ? 5.0 : 1.0)
+          mallocSlack: shape.name == "identifiedNested" ? 7.0 : 1.0)
       ) { benchmark in
         let state = fixture.state
         benchmark.startMeasurement()
