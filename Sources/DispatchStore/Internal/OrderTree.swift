@@ -102,32 +102,26 @@
 
   /// The identifier at `position`, which is in range.
   @inlinable subscript(position: Int) -> ID {
-    var node = root
-    var position = position
-    while !node.isLeaf {
-      var child = 0
-      while position >= node.children[child].count {
-        position -= node.children[child].count
-        child += 1
-      }
-      node = node.children[child]
-    }
-    return node.ids[position]
+    let (leaf, offset) = leaf(holding: position)
+    return leaf.ids[offset]
   }
 
   /// The label at `position`, which is in range.
   @inlinable func label(at position: Int) -> UInt64 {
+    let (leaf, offset) = leaf(holding: position)
+    return leaf.labels[offset]
+  }
+
+  /// The leaf holding `position`, which is in range, and the position in it.
+  @inlinable func leaf(holding position: Int) -> (leaf: OrderNode<ID>, offset: Int) {
     var node = root
     var position = position
     while !node.isLeaf {
-      var child = 0
-      while position >= node.children[child].count {
-        position -= node.children[child].count
-        child += 1
-      }
-      node = node.children[child]
+      let (index, inner) = node.child(holding: position)
+      node = node.children[index]
+      position = inner
     }
-    return node.labels[position]
+    return (node, position)
   }
 
   /// Replaces the identifier at `position`, which is in range; the new identifier takes its label.
