@@ -1,5 +1,7 @@
 // Recording at real-app size (issue 27): one change per dispatch to a model that holds N things, N = 10, 1,000,
-// 10,000 and 100,000, in three shapes (a list of identified structs, a dictionary of structs, a nested struct).
+// 10,000 and 100,000, in three shapes (a list of identified structs, a dictionary of structs, a nested struct), each
+// also held in `IdentifiedList`s; and, for the list, changes to its order (a row inserted at the front, one moved to
+// the front, one removed, in turn).
 //
 // For each shape and N: the plain `.sync` dispatch; the same recorded in memory; the same recorded to a file, flushed
 // at the end of each iteration, so that the figure includes the writer's share (and `bytesPerRecord`, the file's
@@ -47,6 +49,27 @@ enum RowListAction: ActionType, Codable {
 
 enum RowAction: ActionType, Codable {
   case toggle
+}
+
+/// A change to the list's order, as an inbox makes them: the count stays the same over each three dispatches.
+enum RowOrderAction: ActionType, Codable {
+  /// Inserts a new row with this id at the front.
+  case insertAtFront(id: Int)
+  /// Moves the row at this position to the front.
+  case moveToFront(Int)
+  /// Removes the row at this position.
+  case remove(Int)
+
+  /// The `index`-th action of a list of about `count` rows: an insertion at the front, a move of a row to the front,
+  /// a removal; the positions 7,919 apart (a prime), so that they are anywhere in the list.
+  static func next(_ index: Int, count: Int) -> Self {
+    let position = index * 7_919 % max(count - 1, 1)
+    switch index % 3 {
+    case 0: return .insertAtFront(id: count + index)
+    case 1: return .moveToFront(position)
+    default: return .remove(position)
+    }
+  }
 }
 
 struct ScaleAccount: Codable, Equatable, Sendable {
@@ -151,6 +174,28 @@ enum OutlineAction: ActionType, Codable {
   }
 }
 
+/// The list's store, changing its order.
+@Sendable func makeRowListOrderStore(count: Int) -> Store<RowList, RowOrderAction> {
+  Store(identifier: "scale", model: RowList(count: count)) { action, model in
+    switch action {
+    case .insertAtFront(let id): model.rows.insert(ScaleRow(id: id, title: "Row \(id)"), at: 0)
+    case .moveToFront(let position): model.rows.insert(model.rows.remove(at: position), at: 0)
+    case .remove(let position): model.rows.remove(at: position)
+    }
+  }
+}
+
+/// The identified list's store, changing its order.
+@Sendable func makeRowIdentifiedListOrderStore(count: Int) -> Store<RowIdentifiedList, RowOrderAction> {
+  Store(identifier: "scale", model: RowIdentifiedList(count: count)) { action, model in
+    switch action {
+    case .insertAtFront(let id): model.rows.insert(ScaleRow(id: id, title: "Row \(id)"), at: 0)
+    case .moveToFront(let position): model.rows.move(fromOffsets: [position], toOffset: 0)
+    case .remove(let position): model.rows.remove(at: position)
+    }
+  }
+}
+
 /// One shape of model: how to make its store with N things, and its action for the `index`-th dispatch.
 struct ScaleShape<Model: ModelType & Codable, Action: ActionType & Codable> {
   let name: String
@@ -215,6 +260,12 @@ func registerRecordingAtScale() {
         }
       },
       action: { index, count in .toggle(index % count) }))
+  registerScale(
+    ScaleShape<RowList, RowOrderAction>(
+      name: "listOrder", make: makeRowListOrderStore, action: RowOrderAction.next))
+  registerScale(
+    ScaleShape<RowIdentifiedList, RowOrderAction>(
+      name: "identifiedListOrder", make: makeRowIdentifiedListOrderStore, action: RowOrderAction.next))
   registerChildStoresAtScale()
   registerChangeWhileCopyHeld()
   registerRemoveByID()

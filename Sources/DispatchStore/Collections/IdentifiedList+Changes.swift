@@ -229,122 +229,104 @@ extension ElementNode {
 }
 
 extension OrderNode {
-  /// The splices that turn the order under `old` into the order under `new`, found by expanding both trees, from
-  /// the top, only where their nodes differ, then comparing the identifiers of the leaves that differ.
+  /// The splices that turn the order under `old` into the order under `new`, found by walking both trees from the
+  /// top, only into the nodes they do not share: for two versions of one order, the cost of the changed paths.
   static func splices(from old: OrderNode, to new: OrderNode) -> [OrderSplice<ID>] {
     if old === new { return [] }
-    var aligned: [OrderSplice<ID>] = []
-    if alignedSplices(from: old, to: new, at: 0, into: &aligned) { return aligned }
-    var before = [Frontier(node: old, height: old.height)]
-    var after = [Frontier(node: new, height: new.height)]
-    // Expand the highest nodes the other side does not hold, until the nodes that differ are leaves.
-    // Loops over the frontiers' buffers rather than `map` and `filter`: unspecialised, each element through those
-    // is a call through a closure and a generic array's witnesses.
-    while true {
-      let shared = Set(identities(before)).intersection(identities(after))
-      let tallest = max(tallest(before, besides: shared), tallest(after, besides: shared))
-      guard tallest > 0 else { break }
-      before = expand(before, height: tallest, keeping: shared)
-      after = expand(after, height: tallest, keeping: shared)
+    // Both sides' nodes of one height: the taller tree's nodes below its root (a root split or merged).
+    var (before, after) = ([old], [new])
+    var (oldHeight, newHeight) = (old.height, new.height)
+    while oldHeight > newHeight {
+      before = children(of: before, in: 0..<before.count)
+      oldHeight -= 1
     }
-    // Walk both: a node both hold, in the same order, is kept; what lies between two kept nodes is a region whose
-    // identifiers changed.
-    var inAfter: [ObjectIdentifier: Int] = [:]
-    for (offset, identity) in identities(after).enumerated() where inAfter[identity] == nil {
-      inAfter[identity] = offset
+    while newHeight > oldHeight {
+      after = children(of: after, in: 0..<after.count)
+      newHeight -= 1
     }
     var splices: [OrderSplice<ID>] = []
     var position = 0
-    var removed: [ID] = []
-    var inserted: [ID] = []
-    var lastMatched = -1
-    var next = 0
-    func flush() {
-      defer {
-        position += inserted.count
-        removed.removeAll()
-        inserted.removeAll()
-      }
-      leafSplices(from: whole(removed), to: whole(inserted), at: position, into: &splices)
-    }
-    for entry in before {
-      if let match = inAfter[ObjectIdentifier(entry.node)], match > lastMatched {
-        // The new side's nodes before the match are new here.
-        while next < match {
-          inserted.append(contentsOf: after[next].node.allIDs())
-          next += 1
-        }
-        flush()
-        position += entry.node.count
-        lastMatched = match
-        next = match + 1
-      } else {
-        removed.append(contentsOf: entry.node.allIDs())
-      }
-    }
-    while next < after.count {
-      inserted.append(contentsOf: after[next].node.allIDs())
-      next += 1
-    }
-    flush()
+    regionSplices(
+      from: before, in: 0..<before.count, to: after, in: 0..<after.count, height: oldHeight, at: &position,
+      into: &splices)
     return splices
   }
 
-  /// Appends the splices that turn `old` into `new`, two nodes of one height whose children line up one for one.
+  /// Appends the splices that turn the nodes `old[oldRange]` into `new[newRange]`, all of `height`, consecutive in
+  /// their orders, from `position` on; advances `position` past the new nodes.
   ///
-  /// The common case: no node split or merged, and the inner nodes that changed kept their counts. The children that
-  /// differ are compared, the others skipped, and no set or dictionary of nodes is made. Two adjacent leaves that
-  /// differ are compared as one region (an identifier moved from one to the other). Returns `false` otherwise, what
-  /// it appended then to be dropped: a longer run of leaves that differ is a merge in one place and a split in
-  /// another, which shift every leaf between them, and the general walk finds the leaves they still share.
-  private static func alignedSplices(
-    from old: OrderNode, to new: OrderNode, at position: Int, into splices: inout [OrderSplice<ID>]
-  ) -> Bool {
-    if old === new { return true }
-    guard old.isLeaf == new.isLeaf else { return false }
-    if old.isLeaf {
-      leafSplices(from: whole(old.ids), to: whole(new.ids), at: position, into: &splices)
-      return true
-    }
-    let count = new.children.count
-    guard old.children.count == count else { return false }
+  /// The nodes both sides share at their ends are skipped; the nodes both still share, in the same order, split what
+  /// remains into gaps. A gap of nodes on one side only is spliced whole, a gap of leaves is compared by their
+  /// identifiers, and any other gap's children are compared one level down. For one change, a gap at each level is a
+  /// node or two, and the nodes visited are the changed paths and their siblings.
+  private static func regionSplices(
+    from old: [OrderNode], in oldRange: Range<Int>, to new: [OrderNode], in newRange: Range<Int>, height: Int,
+    at position: inout Int, into splices: inout [OrderSplice<ID>]
+  ) {
+    var (oldRange, newRange) = (oldRange, newRange)
+    var sharedAfter = 0
+    defer { position += sharedAfter }
     // Through the buffers: unspecialised, each subscript of the arrays would look up their type and retain a node.
-    return old.children.withUnsafeBufferPointer { oldChildren in
-      new.children.withUnsafeBufferPointer { newChildren in
-        var position = position
-        var index = 0
-        while index < count {
-          let (before, after) = (oldChildren[index], newChildren[index])
-          if before === after {
-            position += after.count
-            index += 1
-          } else if !after.isLeaf {
-            // Paired only if it kept its count: one that lost or gained identifiers shifted its neighbours'
-            // boundaries.
-            guard before.count == after.count, alignedSplices(from: before, to: after, at: position, into: &splices)
-            else { return false }
-            position += after.count
-            index += 1
-          } else {
-            // A run of leaves that differ (siblings are all leaves, or none is), of at most two.
-            let start = index
-            while index < count, oldChildren[index] !== newChildren[index] {
-              guard oldChildren[index].isLeaf, index - start < 2 else { return false }
-              index += 1
-            }
-            if index - start == 1 {
-              leafSplices(from: whole(before.ids), to: whole(after.ids), at: position, into: &splices)
-            } else {
-              let removed = before.ids + oldChildren[start + 1].ids
-              let inserted = after.ids + newChildren[start + 1].ids
-              leafSplices(from: whole(removed), to: whole(inserted), at: position, into: &splices)
-            }
-            for leaf in start..<index { position += newChildren[leaf].count }
-          }
+    old.withUnsafeBufferPointer { old in
+      new.withUnsafeBufferPointer { new in
+        while !oldRange.isEmpty, !newRange.isEmpty, old[oldRange.lowerBound] === new[newRange.lowerBound] {
+          position += new[newRange.lowerBound].count
+          oldRange = oldRange.dropFirst()
+          newRange = newRange.dropFirst()
         }
-        return true
+        while !oldRange.isEmpty, !newRange.isEmpty, old[oldRange.upperBound - 1] === new[newRange.upperBound - 1] {
+          sharedAfter += new[newRange.upperBound - 1].count
+          oldRange = oldRange.dropLast()
+          newRange = newRange.dropLast()
+        }
       }
     }
+    if oldRange.isEmpty && newRange.isEmpty { return }
+    // The nodes both runs still hold, matched in order: each is kept. In the gaps between them, leaves are compared
+    // by their identifiers, and other nodes' children a level down.
+    var (oldGap, newGap) = (oldRange.lowerBound, newRange.lowerBound)
+    func gap(to oldEnd: Int, _ newEnd: Int) {
+      let (oldGapRange, newGapRange) = (oldGap..<oldEnd, newGap..<newEnd)
+      if oldGapRange.isEmpty && newGapRange.isEmpty { return }
+      if height == 0 || oldGapRange.isEmpty || newGapRange.isEmpty {
+        let inserted = ids(under: new, in: newGapRange)
+        leafSplices(from: whole(ids(under: old, in: oldGapRange)), to: whole(inserted), at: position, into: &splices)
+        position += inserted.count
+      } else {
+        let (before, after) = (children(of: old, in: oldGapRange), children(of: new, in: newGapRange))
+        regionSplices(
+          from: before, in: 0..<before.count, to: after, in: 0..<after.count, height: height - 1, at: &position,
+          into: &splices)
+      }
+    }
+    if oldRange.count > 1 && newRange.count > 1 {
+      var inNew: [ObjectIdentifier: Int] = [:]
+      for index in newRange { inNew[ObjectIdentifier(new[index])] = index }
+      for index in oldRange {
+        guard let match = inNew[ObjectIdentifier(old[index])], match >= newGap else { continue }
+        gap(to: index, match)
+        position += new[match].count
+        (oldGap, newGap) = (index + 1, match + 1)
+      }
+    }
+    gap(to: oldRange.upperBound, newRange.upperBound)
+  }
+
+  /// The children of `nodes[range]`, in order.
+  private static func children(of nodes: [OrderNode], in range: Range<Int>) -> [OrderNode] {
+    nodes.withUnsafeBufferPointer { nodes in
+      var children: [OrderNode] = []
+      for index in range { children.append(contentsOf: nodes[index].children) }
+      return children
+    }
+  }
+
+  /// The identifiers under `nodes[range]`, in order.
+  private static func ids(under nodes: [OrderNode], in range: Range<Int>) -> [ID] {
+    if range.count == 1 && nodes[range.lowerBound].isLeaf { return nodes[range.lowerBound].ids }
+    var ids: [ID] = []
+    for index in range { ids.append(contentsOf: nodes[index].allIDs()) }
+    return ids
   }
 
   /// Appends the splices that turn `removed` into `inserted`, the identifiers of a region of the order at `position`:
@@ -400,45 +382,6 @@ extension OrderNode {
   /// dictionaries and sets of identifiers already require.
   private static func same(_ lhs: UnsafePointer<ID>, _ rhs: UnsafePointer<ID>) -> Bool {
     memcmp(lhs, rhs, MemoryLayout<ID>.size) == 0 || lhs.pointee == rhs.pointee
-  }
-
-  struct Frontier {
-    let node: OrderNode
-    /// 0 for a leaf.
-    let height: Int
-  }
-
-  /// The identities of the nodes of `frontier`, in order.
-  private static func identities(_ frontier: [Frontier]) -> [ObjectIdentifier] {
-    frontier.withUnsafeBufferPointer { entries in
-      var identities: [ObjectIdentifier] = []
-      identities.reserveCapacity(entries.count)
-      for entry in entries { identities.append(ObjectIdentifier(entry.node)) }
-      return identities
-    }
-  }
-
-  /// The height of the tallest node of `frontier` not in `shared`; 0 if there is none.
-  private static func tallest(_ frontier: [Frontier], besides shared: Set<ObjectIdentifier>) -> Int {
-    frontier.withUnsafeBufferPointer { entries in
-      var tallest = 0
-      for entry in entries where entry.height > tallest && !shared.contains(ObjectIdentifier(entry.node)) {
-        tallest = entry.height
-      }
-      return tallest
-    }
-  }
-
-  private static func expand(_ frontier: [Frontier], height: Int, keeping shared: Set<ObjectIdentifier>) -> [Frontier] {
-    var expanded: [Frontier] = []
-    for entry in frontier {
-      if entry.height == height && !shared.contains(ObjectIdentifier(entry.node)) {
-        for child in entry.node.children { expanded.append(Frontier(node: child, height: height - 1)) }
-      } else {
-        expanded.append(entry)
-      }
-    }
-    return expanded
   }
 
   /// The number of levels below this node: 0 for a leaf.

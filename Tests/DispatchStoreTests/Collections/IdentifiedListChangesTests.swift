@@ -150,6 +150,47 @@ struct IdentifiedListChangesTests {
     #expect(new.changes(since: old) { ListEncoding.sameBytes($0, $1) }.updated.map(\.id) == [8])
   }
 
+  /// An insertion or a removal that splits or merges nodes, or changes the tree's height, is one splice of one id.
+  ///
+  /// Insertions at one place split its leaf every 32 or so, and removals there merge it with a neighbour; lists of 64
+  /// and 4,096 ids grow a level with their next insertion, and lose it again with their next removal. Then one change
+  /// at three places far apart.
+  @Test(arguments: [64, 4_096, 10_000])
+  func insertionsAndRemovalsThatSplitOrMergeNodesAreOneSpliceEach(count: Int) throws {
+    var list = IdentifiedList((0..<count).map { Item(id: $0, value: $0) })
+    var nextID = count
+    for place in [0, count / 2, count] {
+      for round in 0..<70 {
+        let (old, position) = (list, min(place, list.count))
+        let inserting = round < 35
+        if inserting {
+          list.insert(Item(id: nextID, value: 0), at: position)
+          nextID += 1
+        } else {
+          list.remove(at: min(position, list.count - 1))
+        }
+        let splices = list.changes(since: old) { ListEncoding.sameBytes($0, $1) }.splices
+        #expect(splices.count == 1, "at \(place), round \(round): \(splices)")
+        #expect(splices.allSatisfy { $0.removing + $0.ids.count == 1 }, "at \(place), round \(round): \(splices)")
+        var applied = old
+        try applied.apply(list.changes(since: old) { ListEncoding.sameBytes($0, $1) })
+        #expect(Array(applied) == Array(list), "at \(place), round \(round)")
+      }
+    }
+    // Three places in one change, in different leaves (and, from 4,096 ids, under different children of the root,
+    // with an unchanged child between them at 10,000): each splice at its place in the order the splices before it
+    // left.
+    let old = list
+    list.insert(Item(id: nextID, value: 0), at: 10)
+    list.remove(at: list.count / 4)
+    list.insert(Item(id: nextID + 1, value: 0), at: list.count - 10)
+    let changes = list.changes(since: old) { ListEncoding.sameBytes($0, $1) }
+    #expect(count < 4_096 || changes.splices.count == 3, "\(changes.splices)")
+    var applied = old
+    try applied.apply(changes)
+    #expect(Array(applied) == Array(list))
+  }
+
   /// One element moved, forward or back, any distance: the order's change is two splices of one id, and applying
   /// them to the old list makes the new one.
   @Test(arguments: [1, 10, 30, 63, 64, 100, 1_000])

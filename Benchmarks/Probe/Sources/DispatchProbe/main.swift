@@ -84,6 +84,49 @@ func recordRows(count: Int, items: Int) {
   precondition(recorder.records.count == min(count, 1_000), "the probe's recorder kept \(recorder.records.count)")
 }
 
+enum OrderAction: ActionType, Codable {
+  case insertAtFront(id: Int)
+  case moveToFront(Int)
+  case remove(Int)
+}
+
+/// A store of `items` rows in an `IdentifiedList`, recorded to a file (or in memory): the dispatches in turn insert a row at the
+/// front, move one to the front and remove one, as an inbox does (issue 27, point 1, for changes to the order).
+func orderRows(count: Int, items: Int) throws {
+  let store = Store(
+    identifier: "rows", model: CodedRows(rows: IdentifiedList((0..<items).map { CodedRow(id: $0, title: "Row \($0)") }))
+  ) { (action: OrderAction, model) in
+    switch action {
+    case .insertAtFront(let id): model.rows.insert(CodedRow(id: id, title: "Row \(id)"), at: 0)
+    case .moveToFront(let position): model.rows.move(fromOffsets: [position], toOffset: 0)
+    case .remove(let position): model.rows.remove(at: position)
+    }
+  }
+  let dispatcher = Dispatcher()
+  try dispatcher.register(store: store)
+  var codecs = SessionCodecs()
+  codecs.register(storeIdentifier: "rows", model: CodedRows.self, action: OrderAction.self)
+  let file = FileManager.default.temporaryDirectory.appendingPathComponent("probe-order-\(UUID()).jsonl")
+  defer { try? FileManager.default.removeItem(at: file) }
+  let recorder = RecorderMiddleware(maxNumberOfRecords: 1_000)
+  dispatcher.register(middleware: recorder)
+  // With DISPATCHPROBE_IN_MEMORY set, recorded in memory only.
+  let inMemory = ProcessInfo.processInfo.environment["DISPATCHPROBE_IN_MEMORY"] != nil
+  if !inMemory { try recorder.attach(appendingTo: file, codecs: codecs) }
+  for index in 0..<count {
+    let position = index * 7_919 % (items - 1)
+    let action: OrderAction =
+      switch index % 3 {
+      case 0: .insertAtFront(id: items + index)
+      case 1: .moveToFront(position)
+      default: .remove(position)
+      }
+    try dispatcher.dispatchSync(action: action)
+  }
+  recorder.flush()
+  precondition(recorder.persistenceError == nil && store.model.rows.count == items + (count + 2) / 3 - count / 3)
+}
+
 struct CodedRow: Identifiable, Codable, Sendable, Equatable {
   let id: Int
   var title: String
@@ -169,6 +212,7 @@ let shapes = [
   "recorderfile", "oprecorder", "oprecorderfile", "verify", "restore",
   "handle10", "allornothing", "allornothing10", "contended", "contendedallornothing",
   "observedrows10", "observedrows10000", "recordedrows10", "recordedrows10000", "sessionrows10", "sessionrows10000",
+  "orderrows10", "orderrows10000",
 ]
 let arguments = CommandLine.arguments
 guard arguments.count == 3, let count = Int(arguments[1]),
@@ -184,6 +228,10 @@ if shape.hasPrefix("observedrows") {
 }
 if shape.hasPrefix("sessionrows") {
   try sessionRows(count: count, items: Int(shape.dropFirst("sessionrows".count))!)
+  exit(0)
+}
+if shape.hasPrefix("orderrows") {
+  try orderRows(count: count, items: Int(shape.dropFirst("orderrows".count))!)
   exit(0)
 }
 if shape.hasPrefix("recordedrows") {
