@@ -288,10 +288,10 @@ extension OrderNode {
     func gap(to oldEnd: Int, _ newEnd: Int) {
       let (oldGapRange, newGapRange) = (oldGap..<oldEnd, newGap..<newEnd)
       if oldGapRange.isEmpty && newGapRange.isEmpty { return }
-      if height == 0 || oldGapRange.isEmpty || newGapRange.isEmpty {
-        let inserted = ids(under: new, in: newGapRange)
-        leafSplices(from: whole(ids(under: old, in: oldGapRange)), to: whole(inserted), at: position, into: &splices)
-        position += inserted.count
+      if oldGapRange.isEmpty || newGapRange.isEmpty {
+        idSplices(from: old, in: oldGapRange, to: new, in: newGapRange, at: &position, into: &splices)
+      } else if height == 0 {
+        leafGapSplices(from: old, in: oldGapRange, to: new, in: newGapRange, at: &position, into: &splices)
       } else {
         let (before, after) = (children(of: old, in: oldGapRange), children(of: new, in: newGapRange))
         regionSplices(
@@ -301,7 +301,11 @@ extension OrderNode {
     }
     if oldRange.count > 1 && newRange.count > 1 {
       var inNew: [ObjectIdentifier: Int] = [:]
-      for index in newRange { inNew[ObjectIdentifier(new[index])] = index }
+      // Matched greedily, in order: the nodes two versions of one tree share keep their order, as each change copies
+      // only its path.
+      for index in newRange where inNew[ObjectIdentifier(new[index])] == nil {
+        inNew[ObjectIdentifier(new[index])] = index
+      }
       for index in oldRange {
         guard let match = inNew[ObjectIdentifier(old[index])], match >= newGap else { continue }
         gap(to: index, match)
@@ -310,6 +314,64 @@ extension OrderNode {
       }
     }
     gap(to: oldRange.upperBound, newRange.upperBound)
+  }
+
+  /// Appends the splices that turn the leaves `old[oldRange]` into `new[newRange]`, none shared, from `position` on;
+  /// advances `position` past the new leaves.
+  ///
+  /// Leaves that hold the same identifiers on both sides, in the same order, are kept: a leaf copied without a change
+  /// of its identifiers (its labels rewritten, as when a list reaches the size that keeps labels) is not a change.
+  private static func leafGapSplices(
+    from old: [OrderNode], in oldRange: Range<Int>, to new: [OrderNode], in newRange: Range<Int>,
+    at position: inout Int, into splices: inout [OrderSplice<ID>]
+  ) {
+    guard oldRange.count > 1 && newRange.count > 1 else {
+      idSplices(from: old, in: oldRange, to: new, in: newRange, at: &position, into: &splices)
+      return
+    }
+    // The new leaves by their first identifier.
+    var byFirst: [ID: Int] = [:]
+    for index in newRange {
+      guard let first = new[index].ids.first, byFirst[first] == nil else { continue }
+      byFirst[first] = index
+    }
+    var (oldStart, newStart) = (oldRange.lowerBound, newRange.lowerBound)
+    for index in oldRange {
+      guard let first = old[index].ids.first, let match = byFirst[first], match >= newStart,
+        sameIDs(old[index].ids, new[match].ids)
+      else { continue }
+      idSplices(from: old, in: oldStart..<index, to: new, in: newStart..<match, at: &position, into: &splices)
+      position += new[match].count
+      (oldStart, newStart) = (index + 1, match + 1)
+    }
+    idSplices(
+      from: old, in: oldStart..<oldRange.upperBound, to: new, in: newStart..<newRange.upperBound, at: &position,
+      into: &splices)
+  }
+
+  /// Appends the splices that turn the identifiers under `old[oldRange]` into those under `new[newRange]`, from
+  /// `position` on; advances `position` past the new identifiers.
+  private static func idSplices(
+    from old: [OrderNode], in oldRange: Range<Int>, to new: [OrderNode], in newRange: Range<Int>,
+    at position: inout Int, into splices: inout [OrderSplice<ID>]
+  ) {
+    if oldRange.isEmpty && newRange.isEmpty { return }
+    let inserted = ids(under: new, in: newRange)
+    leafSplices(from: whole(ids(under: old, in: oldRange)), to: whole(inserted), at: position, into: &splices)
+    position += inserted.count
+  }
+
+  /// Whether two leaves hold the same identifiers in the same order.
+  private static func sameIDs(_ lhs: [ID], _ rhs: [ID]) -> Bool {
+    let count = lhs.count
+    guard rhs.count == count else { return false }
+    return lhs.withUnsafeBufferPointer { lhs in
+      rhs.withUnsafeBufferPointer { rhs in
+        guard let lhs = lhs.baseAddress, let rhs = rhs.baseAddress else { return true }
+        for offset in 0..<count where !same(lhs + offset, rhs + offset) { return false }
+        return true
+      }
+    }
   }
 
   /// The children of `nodes[range]`, in order.

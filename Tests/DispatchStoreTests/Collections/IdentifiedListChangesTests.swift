@@ -70,6 +70,10 @@ struct IdentifiedListChangesTests {
         try rebuilt.apply(changes)
         #expect(Array(rebuilt) == reference)
         #expect(rebuilt == list)
+        // And the changes from a list that shares no node with this one, built at once (trees of other shapes).
+        var fromRebuilt = IdentifiedList(oldReference)
+        try fromRebuilt.apply(list.changes(since: IdentifiedList(oldReference), same: { $0.pointee == $1.pointee }))
+        #expect(Array(fromRebuilt) == reference)
       }
     }
   }
@@ -153,12 +157,17 @@ struct IdentifiedListChangesTests {
   /// An insertion or a removal that splits or merges nodes, or changes the tree's height, is one splice of one id.
   ///
   /// Insertions at one place split its leaf every 32 or so, and removals there merge it with a neighbour; lists of 64
-  /// and 4,096 ids grow a level with their next insertion, and lose it again with their next removal. Then one change
-  /// at three places far apart.
+  /// and 4,096 ids grow a level with their first insertion, and lose it again as removals bring them back. Then one
+  /// change at three places far apart.
   @Test(arguments: [64, 4_096, 10_000])
   func insertionsAndRemovalsThatSplitOrMergeNodesAreOneSpliceEach(count: Int) throws {
     var list = IdentifiedList((0..<count).map { Item(id: $0, value: $0) })
     var nextID = count
+    let height = list.order.root.height
+    var heights: Set<Int> = []
+    defer {
+      if count < 10_000 { #expect(heights == [height, height + 1]) }
+    }
     for place in [0, count / 2, count] {
       for round in 0..<70 {
         let (old, position) = (list, min(place, list.count))
@@ -172,6 +181,7 @@ struct IdentifiedListChangesTests {
         let splices = list.changes(since: old) { ListEncoding.sameBytes($0, $1) }.splices
         #expect(splices.count == 1, "at \(place), round \(round): \(splices)")
         #expect(splices.allSatisfy { $0.removing + $0.ids.count == 1 }, "at \(place), round \(round): \(splices)")
+        heights.insert(list.order.root.height)
         var applied = old
         try applied.apply(list.changes(since: old) { ListEncoding.sameBytes($0, $1) })
         #expect(Array(applied) == Array(list), "at \(place), round \(round)")
@@ -186,9 +196,37 @@ struct IdentifiedListChangesTests {
     list.insert(Item(id: nextID + 1, value: 0), at: list.count - 10)
     let changes = list.changes(since: old) { ListEncoding.sameBytes($0, $1) }
     #expect(count < 4_096 || changes.splices.count == 3, "\(changes.splices)")
+    #expect(count < 4_096 || changes.splices.allSatisfy { $0.removing + $0.ids.count == 1 }, "\(changes.splices)")
     var applied = old
     try applied.apply(changes)
     #expect(Array(applied) == Array(list))
+  }
+
+  /// Two changes far apart that take a list across a labelling size are two splices of one id each.
+  ///
+  /// Reaching the size that keeps order labels, or going below the size that drops them, rewrites every leaf's
+  /// labels: the leaves are copies, their ids unchanged. Not one splice of every id between the two changes (a
+  /// review's finding).
+  @Test(arguments: [(4_095, true), (1_024, false)])
+  func aChangeAcrossTheLabellingSizesWritesOnlyTheIDsChanged(count: Int, growing: Bool) throws {
+    // Shrinking: labelled at 4,096 and kept down to 1,024.
+    var old = IdentifiedList((0..<(growing ? count : 4_096)).map { Item(id: $0, value: $0) })
+    old.removeLast(old.count - count)
+    var new = old
+    if growing {
+      new.insert(Item(id: count, value: 0), at: 0)
+      new.append(Item(id: count + 1, value: 0))
+    } else {
+      new.remove(at: 0)
+      new.removeLast()
+    }
+    #expect((old.order.labels == nil) == growing && (new.order.labels == nil) != growing)
+    let changes = new.changes(since: old) { ListEncoding.sameBytes($0, $1) }
+    #expect(changes.splices.count == 2, "\(changes.splices.map { ($0.position, $0.removing, $0.ids.count) })")
+    #expect(changes.splices.allSatisfy { $0.removing + $0.ids.count == 1 })
+    var applied = old
+    try applied.apply(changes)
+    #expect(Array(applied) == Array(new))
   }
 
   /// One element moved, forward or back, any distance: the order's change is two splices of one id, and applying
