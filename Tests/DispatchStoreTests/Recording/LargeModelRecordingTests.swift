@@ -25,6 +25,10 @@ struct LargeModelRecordingTests {
     case rename(id: Int, name: String)
     case add(id: Int)
     case discontinue(id: Int)
+    /// Moves the product to the front.
+    case feature(id: Int)
+    /// Inserts a new product at the front.
+    case addFirst(id: Int)
   }
 
   /// What each action does, on an array: the expectation.
@@ -34,6 +38,8 @@ struct LargeModelRecordingTests {
     case .rename(let id, let name): products[products.firstIndex { $0.id == id }!].name = name
     case .add(let id): products.append(Product(id: id, name: "New \(id)"))
     case .discontinue(let id): products.removeAll { $0.id == id }
+    case .feature(let id): products.insert(products.remove(at: products.firstIndex { $0.id == id }!), at: 0)
+    case .addFirst(let id): products.insert(Product(id: id, name: "New \(id)"), at: 0)
     }
   }
 
@@ -54,6 +60,9 @@ struct LargeModelRecordingTests {
       case .rename(let id, let name): model.products[id: id]?.name = name
       case .add(let id): model.products.append(Product(id: id, name: "New \(id)"))
       case .discontinue(let id): model.products.remove(id: id)
+      case .feature(let id):
+        if let index = model.products.index(id: id) { model.products.move(fromOffsets: [index], toOffset: 0) }
+      case .addFirst(let id): model.products.insert(Product(id: id, name: "New \(id)"), at: 0)
       }
     }
   }

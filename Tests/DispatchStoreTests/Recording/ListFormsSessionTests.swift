@@ -18,6 +18,10 @@ final class CatalogOperationReducer: Reducer<LargeModelRecordingTests.Catalog, L
         case .rename(let id, let name): model.products[id: id]?.name = name
         case .add(let id): model.products.append(LargeModelRecordingTests.Product(id: id, name: "New \(id)"))
         case .discontinue(let id): model.products.remove(id: id)
+        case .feature(let id):
+          if let index = model.products.index(id: id) { model.products.move(fromOffsets: [index], toOffset: 0) }
+        case .addFirst(let id):
+          model.products.insert(LargeModelRecordingTests.Product(id: id, name: "New \(id)"), at: 0)
         }
       }
       operation.updateModel { $0.edits += 1 }

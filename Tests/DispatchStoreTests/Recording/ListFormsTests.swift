@@ -74,6 +74,8 @@ struct ListFormsTests {
 
   /// Every way of reading a record gives the model its transaction made: all records at once, one record at a time
   /// in any order (each decodes the lines its changes rest on), restore, verify, and saving again.
+  ///
+  /// The products are added at either end, moved to the front, removed, renamed and restocked.
   @Test func recordsWrittenAsChangesReadBackExactlyEveryWay() throws {
     let file = TemporaryFile()
     let app = try RecordedCatalog(file: file)
@@ -82,7 +84,7 @@ struct ListFormsTests {
     var next = 20_000
     for step in 0..<60 {
       let id = live[Int.random(in: 0..<live.count, using: &random)]
-      switch Int.random(in: 0..<6, using: &random) {
+      switch Int.random(in: 0..<8, using: &random) {
       case 0:
         try app.send(.add(id: next))
         live.append(next)
@@ -92,6 +94,12 @@ struct ListFormsTests {
         live.removeAll { $0 == id }
       case 2:
         try app.send(.rename(id: id, name: "Renamed \(step) \"ü\" \\"))
+      case 4:
+        try app.send(.feature(id: id))
+      case 5:
+        try app.send(.addFirst(id: next))
+        live.append(next)
+        next += 1
       default:
         try app.send(.restock(id: id, amount: step))
       }
