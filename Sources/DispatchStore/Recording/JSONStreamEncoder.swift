@@ -11,8 +11,9 @@ import Foundation
 ///   is then encoded with `JSONEncoder` (``encode(_:into:)``).
 /// - An object's keys are sorted when it closes, as `JSONEncoder`'s `.sortedKeys` sorts them, so that the bytes of
 ///   a dictionary do not depend on its hash order.
-/// - `Data`, `URL` and `Decimal` are written as `JSONEncoder` writes them by default (base64, the absolute string,
-///   a number), so that `JSONDecoder` reads them back; non-finite floating-point values throw, as there.
+/// - `Data`, `URL`, `Decimal` and `UUID` are written as `JSONEncoder` writes them by default (base64, the absolute
+///   string, a number, the `uuidString`), so that `JSONDecoder` reads them back; non-finite floating-point values
+///   throw, as there.
 ///
 /// One per thread: it is a class with state, not `Sendable`.
 final class JSONStreamEncoder {
@@ -217,6 +218,8 @@ final class JSONStreamEncoder {
       JSONText.append(Self.cast(value, to: URL.self).absoluteString, to: &bytes)
     } else if T.self == Decimal.self {
       bytes.append(contentsOf: Self.cast(value, to: Decimal.self).description.utf8)
+    } else if T.self == UUID.self {
+      write(Self.cast(value, to: UUID.self))
     } else {
       return false
     }
@@ -226,6 +229,33 @@ final class JSONStreamEncoder {
   /// `value` as `type`, which is its type.
   private static func cast<T, U>(_ value: T, to type: U.Type) -> U {
     withUnsafePointer(to: value) { $0.withMemoryRebound(to: U.self, capacity: 1) { $0.pointee } }
+  }
+
+  /// Writes `uuid` as `UUID.encode(to:)` does: its `uuidString`, quoted.
+  ///
+  /// Upper-case hexadecimal digits in groups of 8, 4, 4, 4 and 12, written without formatting a string: elements
+  /// are often identified by `UUID`s, and a record writes an id wherever the element or the order changed.
+  fileprivate func write(_ uuid: UUID) {
+    func digit(_ value: UInt8) -> UInt8 { value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "A") + value - 10 }
+    // The 38 bytes made on the stack and appended at once: appending each checks the array's capacity.
+    var text: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)
+    withUnsafeMutableBytes(of: &text) { text in
+      withUnsafeBytes(of: uuid.uuid) { uuid in
+        text[0] = UInt8(ascii: "\"")
+        var at = 1
+        for index in 0..<16 {
+          if index == 4 || index == 6 || index == 8 || index == 10 {
+            text[at] = UInt8(ascii: "-")
+            at += 1
+          }
+          text[at] = digit(uuid[index] >> 4)
+          text[at + 1] = digit(uuid[index] & 0xF)
+          at += 2
+        }
+        text[at] = UInt8(ascii: "\"")
+      }
+      bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: text[0..<38]))
+    }
   }
 
   fileprivate func write(_ value: Bool) {

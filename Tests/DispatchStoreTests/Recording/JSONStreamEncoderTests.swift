@@ -111,6 +111,26 @@ struct JSONStreamEncoderTests {
     #expect(try streamJSON(Optional<Int>.none) == foundationJSON(Optional<Int>.none))
   }
 
+  /// `UUID`s are written without `UUID.encode(to:)`: as values, in arrays, in optionals and as a dictionary's keys
+  /// (which go through their `uuidString`), every hexadecimal digit and byte value among them.
+  @Test func uuidsAreWrittenAsJSONEncoderWritesThem() throws {
+    var random = SplitMix(seed: 4)
+    var uuids: [UUID] = []
+    for _ in 0..<200 {
+      let halves = (UInt64.random(in: .min ... .max, using: &random), UInt64.random(in: .min ... .max, using: &random))
+      uuids.append(UUID(uuid: withUnsafeBytes(of: halves) { $0.load(as: uuid_t.self) }))
+    }
+    uuids += [UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)), UUID()]
+    uuids.append(UUID(uuid: (255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255)))
+    #expect(try streamJSON(uuids) == foundationJSON(uuids))
+    let optional: [UUID?] = [uuids[0], nil]
+    #expect(try streamJSON(optional) == foundationJSON(optional))
+    let byID = Dictionary(uniqueKeysWithValues: uuids.prefix(20).map { ($0, 1) })
+    #expect(try streamJSON(byID) == foundationJSON(byID))
+    #expect(try streamJSON(uuids[1]) == foundationJSON(uuids[1]))
+    #expect(try JSONDecoder().decode([UUID].self, from: Data(streamJSON(uuids))) == uuids)
+  }
+
   @Test func readsBackWithJSONDecoder() throws {
     let exact = Exact()
     #expect(try JSONDecoder().decode(Exact.self, from: Data(streamJSON(exact))) == exact)
