@@ -23,8 +23,8 @@ public struct Session: Sendable {
   public var firstIndex: Int { index.firstIndex }
   /// The number of records in the history.
   public var recordCount: Int { index.records.count }
-  /// The positions of the session's snapshots, oldest first: each holds models just before the record at its
-  /// position (``RecorderMiddleware/snapshot()``).
+  /// The positions of the session's snapshots, in order: each holds models just before the record at its position
+  /// (``RecorderMiddleware/snapshot()``).
   public var snapshotIndices: [Int] { index.snapshots.map(\.index) }
   /// The line number of an incomplete last line that was ignored (the writing process died mid-write), if any.
   public var truncatedLine: Int? { index.truncatedLine }

@@ -35,7 +35,7 @@ struct SessionIndex: Sendable {
   /// older records).
   var firstIndex = 0
   var cursor = -1
-  /// Snapshot lines by the position they describe (the models just before record `index`), oldest first.
+  /// Snapshot lines by the position they describe (the models just before record `index`), in order of position.
   var snapshots: [(index: Int, line: Line)] = []
   /// Effect lines, by dispatch.
   var effects: [TransactionID: [Line]] = [:]
@@ -307,7 +307,11 @@ struct SessionIndex: Sendable {
         cursor = position - 1
       }
       guard position == cursor + 1 else { throw .invalidIndex(position, line: line.number) }
-      snapshots.append((position, line))
+      // In order of position, after those at the same one: a snapshot taken after an undo is at an earlier position
+      // than one taken before the undo, which stays (the history it holds is there until a record replaces it). In
+      // order, a record drops the snapshots after it by looking at the last, and saving writes each at its place.
+      let place = snapshots.lastIndex { $0.index <= position }.map { $0 + 1 } ?? 0
+      snapshots.insert((position, line), at: place)
       for (store, mark) in LinePrefix.snapshotRedactions(in: object) {
         redactions[store] = mark.union(redactions[store] ?? RedactionMark())
       }
