@@ -237,7 +237,7 @@ struct ListFormsSessionTests {
   /// session's end: the product it changes is in no later record, so no record compared on this thread shows it.
   @Test func aReRunStopsSoonAfterADivergenceFoundOnTheOtherThread() throws {
     let file = TemporaryFile()
-    let records = try Self.recordRestocks(2_000, of: 10, to: file) { 1 + $0 % 9 }
+    let records = try Self.recordRestocks(5_000, of: 10, to: file) { 1 + $0 % 9 }
     // The amount of the first record after the start that holds its lists whole.
     let diverging = try #require(records.first { $0.whole && $0.index > 10 }).amount
 
@@ -261,7 +261,9 @@ struct ListFormsSessionTests {
     }
     // Handed over at most 96 records after it (6 batches waiting), compared (decoding the record to name the field
     // takes a while in a debug build), then seen at the re-run's next step; without that, the re-run reaches the end.
+    // 3,000 records of margin: with 800 (2,000 records), a local CI run, its suites in parallel on two cores, reached
+    // 1,987.
     let reduced = reductions.withLock { $0 }
-    #expect(reduced < 1_800, "\(reduced) of 2,000 records re-run after a divergence at \(diverging)")
+    #expect(reduced < 4_000, "\(reduced) of 5,000 records re-run after a divergence at \(diverging)")
   }
 }
