@@ -287,7 +287,7 @@ extension OrderNode {
     var (oldGap, newGap) = (oldRange.lowerBound, newRange.lowerBound)
     func gap(to oldEnd: Int, _ newEnd: Int) {
       let (oldGapRange, newGapRange) = (oldGap..<oldEnd, newGap..<newEnd)
-      if oldGapRange.isEmpty && newGapRange.isEmpty { return }
+      // Nothing between two kept nodes: `idSplices` appends nothing.
       if oldGapRange.isEmpty || newGapRange.isEmpty {
         idSplices(from: old, in: oldGapRange, to: new, in: newGapRange, at: &position, into: &splices)
       } else if height == 0 {

@@ -178,12 +178,13 @@ struct IdentifiedListChangesTests {
         } else {
           list.remove(at: min(position, list.count - 1))
         }
-        let splices = list.changes(since: old) { ListEncoding.sameBytes($0, $1) }.splices
+        let changes = list.changes(since: old) { ListEncoding.sameBytes($0, $1) }
+        let splices = changes.splices
         #expect(splices.count == 1, "at \(place), round \(round): \(splices)")
         #expect(splices.allSatisfy { $0.removing + $0.ids.count == 1 }, "at \(place), round \(round): \(splices)")
         heights.insert(list.order.root.height)
         var applied = old
-        try applied.apply(list.changes(since: old) { ListEncoding.sameBytes($0, $1) })
+        try applied.apply(changes)
         #expect(Array(applied) == Array(list), "at \(place), round \(round)")
       }
     }
