@@ -14,7 +14,7 @@
   @inlinable static var capacity: Int { 64 }
   /// The distance between the labels of a tree built at once, and between an appended identifier's and the last.
   @inlinable static var spacing: UInt64 { 1 << 32 }
-  /// The least distance between labels that a relabelled window leaves.
+  /// The least distance between labels that the smallest relabelled window (32 places) leaves.
   @inlinable static var relabelSpacing: UInt64 { 1 << 10 }
   /// The size from which a tree keeps labels: below it, searching the identifiers costs about what keeping labels
   /// adds to each insertion and removal.
@@ -133,8 +133,10 @@
     labels?.update(OrderLabel(id: id, label: label))
   }
 
-  /// Inserts `id` at `position`, from 0 to `count`.
-  @inlinable mutating func insert(_ id: ID, at position: Int) {
+  /// Inserts `id` at `position`, from 0 to `count`; returns how many other identifiers were given new labels to make
+  /// room for its label.
+  @discardableResult
+  @inlinable mutating func insert(_ id: ID, at position: Int) -> Int {
     guard labels != nil else {
       OrderNode.makeUnique(&root)
       if let right = root.insert(id, label: nil, at: position, appending: position == count) {
@@ -143,11 +145,12 @@
       // At the size, not from it: a tree left without labels by an identifier found twice is labelled once, by
       // `labelIfDue()`, not tried again at each insertion.
       if count == Self.labelledFrom { labelAll() }
-      return
+      return 0
     }
     var label = newLabel(at: position)
+    var relabelled = 0
     if label == nil {
-      relabel(around: position)
+      relabelled = relabel(around: position)
       label = newLabel(at: position)
     }
     guard let label else { preconditionFailure("OrderTree: no label left after relabelling") }
@@ -156,6 +159,7 @@
       root = OrderNode(children: [root, right])
     }
     labels?.update(OrderLabel(id: id, label: label))
+    return relabelled
   }
 
   /// Removes the identifier at `position`, which is in range, and returns it.
@@ -191,17 +195,26 @@
     return low + half
   }
 
-  /// Spreads the labels of a window of positions around `position` evenly, doubling the window until that leaves
-  /// ``relabelSpacing`` between them (the whole tree leaves it below 2^54 identifiers).
-  @inlinable mutating func relabel(around position: Int) {
+  /// Spreads the labels of a window of positions around `position` evenly and returns how many places it relabelled.
+  ///
+  /// The window doubles until spreading it leaves a distance between its labels that grows with the window:
+  /// ``relabelSpacing`` for the smallest, 1.5 times more at each doubling (a whole tree of fewer than 2^35 identifiers
+  /// has room for it; a larger one is spread over all labels).
+  ///
+  /// Larger windows left sparser (the thresholds of Bender et al., "Two simplified algorithms for maintaining order in
+  /// a list") keep the relabelling amortised O(log n) per insertion: a window spread at one distance has room for many
+  /// insertions before any window inside it is crowded again. With one distance for every window, insertions in one
+  /// place leave a growing region at just that distance, and the window relabelled at each step grows with it.
+  @inlinable mutating func relabel(around position: Int) -> Int {
     var width = 16
+    var least = Self.relabelSpacing
     while true {
       let start = max(0, position - width)
       let end = min(count, position + width)
       let low = start > 0 ? label(at: start - 1) : 0
       let high = end < count ? label(at: end) : UInt64.max
       let step = (high - low) / UInt64(end - start + 2)
-      if step >= Self.relabelSpacing || (start == 0 && end == count) {
+      if step >= least || (start == 0 && end == count) {
         OrderNode.makeUnique(&root)
         for offset in start..<end {
           // The place at `position` is left twice as wide, for the identifier to insert there.
@@ -211,9 +224,10 @@
           // removed (changes applied splice by splice) keeps the label of its new place.
           if labels?[id]?.label == old { labels?.update(OrderLabel(id: id, label: label)) }
         }
-        return
+        return end - start
       }
       width *= 2
+      least += least / 2
     }
   }
 
