@@ -20,6 +20,12 @@
     return root.update(element, hash: Self.hash(element.id), shift: 0)
   }
 
+  /// Replaces the element with `element`'s identifier by `element`, if there is one and `shouldReplace` accepts it.
+  @inlinable mutating func replace(_ element: Element, if shouldReplace: (Element) -> Bool) {
+    ElementNode.makeUnique(&root)
+    root.replace(element, hash: Self.hash(element.id), shift: 0, if: shouldReplace)
+  }
+
   /// Removes the element with identifier `id` and returns it, if there is one.
   @discardableResult
   @inlinable mutating func remove(_ id: Element.ID) -> Element? {
@@ -324,6 +330,29 @@ extension ElementTrie where Element: Equatable {
     itemMap |= bit
     items.insert(element, at: Self.slot(itemMap, bit))
     return nil
+  }
+
+  /// Replaces in this node, which the caller holds uniquely, the element with `element`'s identifier, if there is one
+  /// and `shouldReplace` accepts it.
+  @inlinable func replace(_ element: Element, hash: UInt, shift: Int, if shouldReplace: (Element) -> Bool) {
+    if isCollision {
+      guard let index = items.firstIndex(where: { $0.id == element.id }), shouldReplace(items[index]) else { return }
+      ownItems()
+      items[index] = element
+      return
+    }
+    let bit = Self.bit(hash, shift)
+    if itemMap & bit != 0 {
+      let index = Self.slot(itemMap, bit)
+      guard items[index].id == element.id, shouldReplace(items[index]) else { return }
+      ownItems()
+      items[index] = element
+      return
+    }
+    guard childMap & bit != 0 else { return }
+    let index = Self.slot(childMap, bit)
+    Self.makeUnique(&children[index])
+    children[index].replace(element, hash: hash, shift: shift + Self.bitsPerLevel, if: shouldReplace)
   }
 
   /// A node at `shift` holding two elements with different identifiers.

@@ -216,13 +216,13 @@
       let step = (high - low) / UInt64(end - start + 2)
       if step >= least || (start == 0 && end == count) {
         OrderNode.makeUnique(&root)
-        for offset in start..<end {
+        root.setLabels(in: start..<end) { offset, id, old in
           // The place at `position` is left twice as wide, for the identifier to insert there.
           let label = low + step * UInt64(offset - start + (offset >= position ? 2 : 1))
-          let (id, old) = root.setLabel(label, at: offset)
           // Only where the map holds this place's label: an identifier inserted again before its old place is
           // removed (changes applied splice by splice) keeps the label of its new place.
-          if labels?[id]?.label == old { labels?.update(OrderLabel(id: id, label: label)) }
+          labels?.replace(OrderLabel(id: id, label: label)) { $0.label == old }
+          return label
         }
         return end - start
       }
@@ -433,16 +433,29 @@
     return children[index].replace(at: inner, with: id)
   }
 
-  /// Sets the label at `position` in this node, which the caller holds uniquely; returns the identifier there and
-  /// the label it had.
-  @inlinable func setLabel(_ label: UInt64, at position: Int) -> (id: ID, old: UInt64) {
+  /// Sets each label at the positions of `range` in this node, which the caller holds uniquely, to what `label`
+  /// returns for the position, its identifier and its label; in order.
+  ///
+  /// - Parameter offset: The position of this node's first identifier in the tree.
+  @inlinable func setLabels(
+    in range: Range<Int>, offset: Int = 0, _ label: (_ position: Int, _ id: ID, _ old: UInt64) -> UInt64
+  ) {
     if isLeaf {
-      defer { labels[position] = label }
-      return (ids[position], labels[position])
+      let (first, last) = (max(range.lowerBound - offset, 0), min(range.upperBound - offset, ids.count))
+      guard first < last else { return }
+      for index in first..<last { labels[index] = label(offset + index, ids[index], labels[index]) }
+      return
     }
-    let (index, inner) = child(holding: position)
-    Self.makeUnique(&children[index])
-    return children[index].setLabel(label, at: inner)
+    var start = offset
+    for index in children.indices {
+      let end = start + children[index].count
+      if end > range.lowerBound {
+        Self.makeUnique(&children[index])
+        children[index].setLabels(in: range, offset: start, label)
+      }
+      if end >= range.upperBound { return }
+      start = end
+    }
   }
 
   /// The last label under this node, which is not empty.
