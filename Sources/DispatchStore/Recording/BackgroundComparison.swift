@@ -11,7 +11,7 @@ import Synchronization
 ///
 /// `@unchecked Sendable`: `comparison` is used only by the jobs of `queue`, a serial queue, one after another, and
 /// read by ``finish()`` after them; `failure` is behind its lock, and `failed` set after it; `slots` bounds the batches
-/// not yet compared, holding their models; `pending` counts them.
+/// not yet compared, holding their models; `pending` counts them; `found` is a `Sendable` closure, set once.
 final class BackgroundComparison: @unchecked Sendable {
   /// A record to compare: the model its transaction's re-run made, the transaction's first and last steps, and the
   /// lists of its store's previous record if this thread does not have them.
@@ -29,9 +29,12 @@ final class BackgroundComparison: @unchecked Sendable {
   private let failed = Atomic(false)
   private let pending = Atomic(0)
   private let slots = DispatchSemaphore(value: 16)
+  /// Called on this thread when a record differed, after ``hasFailed`` is set (a test waits for it).
+  private let found: (@Sendable () -> Void)?
 
-  init(session: Session) {
+  init(session: Session, found: (@Sendable () -> Void)? = nil) {
     comparison = ModelComparison(session: session, background: nil)
+    self.found = found
   }
 
   /// Whether a record handed over differed from its re-run; the caller stops handing more over.
@@ -59,6 +62,7 @@ final class BackgroundComparison: @unchecked Sendable {
         } catch {
           failure.withLock { $0 = $0 ?? error }
           failed.store(true, ordering: .releasing)
+          found?()
         }
       }
     }

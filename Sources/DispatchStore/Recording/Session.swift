@@ -364,10 +364,12 @@ public struct Session: Sendable {
     var handedOver = 0
   }
 
-  /// ``verify(against:mode:)``, counting in `counts` how the records were compared.
+  /// ``verify(against:mode:)``, counting in `counts` how the records were compared; `otherThreadFound` is called on
+  /// the other thread when a record compared there differed, before the re-run can see it.
   @discardableResult
   func verify(
-    against dispatcher: Dispatcher, mode: Dispatcher.Mode, counts: inout VerifyCounts
+    against dispatcher: Dispatcher, mode: Dispatcher.Mode, counts: inout VerifyCounts,
+    otherThreadFound: (@Sendable () -> Void)? = nil
   ) throws(SessionError) -> [String] {
     var steps: [VerifyStep]
     let playback: EffectPlayback
@@ -409,7 +411,8 @@ public struct Session: Sendable {
     }
     // Models are compared as the writer encoded them (`ModelComparison`), some on another thread. Each record handed
     // there comes before the step an error of this thread's is at: the first in the session's order is the one thrown.
-    var comparison = ModelComparison(session: self, background: BackgroundComparison(session: self))
+    var comparison = ModelComparison(
+      session: self, background: BackgroundComparison(session: self, found: otherThreadFound))
     defer { counts = comparison.counts }
     do throws(SessionError) {
       try rerun(

@@ -233,37 +233,47 @@ struct ListFormsSessionTests {
     #expect(counts.handedOver >= 2, "the first record and the later whole line, compared on the other thread")
   }
 
-  /// A re-run that diverges at a line of whole lists, which the other thread compares, stops soon after, not at the
-  /// session's end: the product it changes is in no later record, so no record compared on this thread shows it.
-  @Test func aReRunStopsSoonAfterADivergenceFoundOnTheOtherThread() throws {
+  /// A re-run that diverges at a line of whole lists, which the other thread compares, stops at its next step once
+  /// that thread found it, not at the session's end.
+  ///
+  /// The product it changes is in no later record, so no record compared on this thread shows it. The re-run waits,
+  /// 50 records after the divergence, until the other thread found it.
+  @Test func aReRunStopsAtItsNextStepOnceTheOtherThreadFoundADivergence() throws {
     let file = TemporaryFile()
-    let records = try Self.recordRestocks(5_000, of: 10, to: file) { 1 + $0 % 9 }
-    // The amount of the first record after the start that holds its lists whole.
-    let diverging = try #require(records.first { $0.whole && $0.index > 10 }).amount
+    let records = try Self.recordRestocks(2_000, of: 10, to: file) { 1 + $0 % 9 }
+    // The first record after the start that holds its lists whole.
+    let diverging = try #require(records.first { $0.whole && $0.index > 10 })
+    // Its re-run is the `index + 1`th reduction; the re-run waits at the 50th after it.
+    let waitingAt = diverging.index + 51
 
     let session = try Session.load(from: file.url, codecs: LargeModelRecordingTests.codecs)
     let verifying = Dispatcher()
     let reductions = Locked(0)
+    let found = DispatchSemaphore(value: 0)
     try verifying.register(
       store: Store(identifier: "catalog", model: LargeModelRecordingTests.initial(count: 10)) {
         (action: CatalogAction, model) in
         guard case .restock(let id, let amount) = action else { return }
-        reductions.withLock { $0 += 1 }
+        let reduction = reductions.withLock {
+          $0 += 1
+          return $0
+        }
+        if reduction == waitingAt && found.wait(timeout: .now() + 60) == .timedOut {
+          Issue.record("the other thread found no divergence in 60 seconds")
+        }
         model.products[id: id]?.stock += amount
-        if amount == diverging { model.products[id: 0]?.name = "diverged" }
+        if amount == diverging.amount { model.products[id: 0]?.name = "diverged" }
         model.edits += 1
       })
+    var counts = Session.VerifyCounts()
     #expect {
-      try session.verify(against: verifying)
+      try session.verify(against: verifying, mode: .sync, counts: &counts) { found.signal() }
     } throws: { error in
       guard case .diverged(_, _, _, _, let differences) = error as? SessionError else { return false }
       return differences.count == 1 && differences.first?.path.hasSuffix("name") == true
     }
-    // Handed over at most 96 records after it (6 batches waiting), compared (decoding the record to name the field
-    // takes a while in a debug build), then seen at the re-run's next step; without that, the re-run reaches the end.
-    // 3,000 records of margin: with 800 (2,000 records), a local CI run, its suites in parallel on two cores, reached
-    // 1,987.
+    // Without the re-run's check of the other thread at each step, it goes on to the session's end (2,000).
     let reduced = reductions.withLock { $0 }
-    #expect(reduced < 4_000, "\(reduced) of 5,000 records re-run after a divergence at \(diverging)")
+    #expect(reduced <= waitingAt, "\(reduced) records re-run; the divergence is the \(diverging.index + 1)th")
   }
 }
