@@ -66,7 +66,7 @@ extension IdentifiedList {
       }
       for _ in 0..<splice.removing { leftOrder[result.order.remove(at: splice.position), default: 0] -= 1 }
       for (offset, id) in splice.ids.enumerated() {
-        result.order.insert(id, at: splice.position + offset)
+        result.order.insert(id, at: splice.position + offset, mayRepeat: true)
         leftOrder[id, default: 0] += 1
       }
     }

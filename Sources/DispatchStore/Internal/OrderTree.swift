@@ -135,8 +135,11 @@
 
   /// Inserts `id` at `position`, from 0 to `count`; returns how many other identifiers were given new labels to make
   /// room for its label.
+  ///
+  /// - Parameter mayRepeat: Whether `id` may already be in the tree (changes applied splice by splice insert an
+  ///   identifier before they remove its old place); the map then keeps the label of its new place.
   @discardableResult
-  @inlinable mutating func insert(_ id: ID, at position: Int) -> Int {
+  @inlinable mutating func insert(_ id: ID, at position: Int, mayRepeat: Bool = false) -> Int {
     guard labels != nil else {
       OrderNode.makeUnique(&root)
       if let right = root.insert(id, label: nil, at: position, appending: position == count) {
@@ -150,7 +153,7 @@
     var label = newLabel(at: position)
     var relabelled = 0
     if label == nil {
-      relabelled = relabel(around: position)
+      relabelled = relabel(around: position, mayRepeat: mayRepeat)
       label = newLabel(at: position)
     }
     guard let label else { preconditionFailure("OrderTree: no label left after relabelling") }
@@ -201,11 +204,14 @@
   /// ``relabelSpacing`` for the smallest, 1.5 times more at each doubling (a whole tree of fewer than 2^35 identifiers
   /// has room for it; a larger one is spread over all labels).
   ///
-  /// Larger windows left sparser (the thresholds of Bender et al., "Two simplified algorithms for maintaining order in
-  /// a list") keep the relabelling amortised O(log n) per insertion: a window spread at one distance has room for many
-  /// insertions before any window inside it is crowded again. With one distance for every window, insertions in one
+  /// Larger windows left sparser (after the thresholds of Bender et al., "Two simplified algorithms for maintaining
+  /// order in a list") keep the places relabelled per insertion few, amortised: a window spread at one distance has room
+  /// for many insertions before any window inside it is crowded again (`OrderTreeTests` measures it). With one distance for every window, insertions in one
   /// place leave a growing region at just that distance, and the window relabelled at each step grows with it.
-  @inlinable mutating func relabel(around position: Int) -> Int {
+  ///
+  /// - Parameter mayRepeat: Whether an identifier may be at two places: the map holds the label of one of them, and
+  ///   keeps that place's new label.
+  @inlinable mutating func relabel(around position: Int, mayRepeat: Bool) -> Int {
     var width = 16
     var least = Self.relabelSpacing
     while true {
@@ -215,19 +221,34 @@
       let high = end < count ? label(at: end) : UInt64.max
       let step = (high - low) / UInt64(end - start + 2)
       if step >= least || (start == 0 && end == count) {
+        // Only where the map holds this place's label: an identifier inserted again before its old place is removed
+        // (changes applied splice by splice) keeps the label of its new place. If one may be at two places, which
+        // places those are is found before any label changes: the new label of its first place could be the old
+        // label of its second.
+        let holdsLabel = mayRepeat ? placesTheMapHolds(in: start..<end) : nil
         OrderNode.makeUnique(&root)
         root.setLabels(in: start..<end) { offset, id, old in
           // The place at `position` is left twice as wide, for the identifier to insert there.
           let label = low + step * UInt64(offset - start + (offset >= position ? 2 : 1))
-          // Only where the map holds this place's label: an identifier inserted again before its old place is
-          // removed (changes applied splice by splice) keeps the label of its new place.
-          labels?.replace(OrderLabel(id: id, label: label)) { $0.label == old }
+          if let holdsLabel {
+            if holdsLabel[offset - start] { labels?.update(OrderLabel(id: id, label: label)) }
+          } else {
+            labels?.replace(OrderLabel(id: id, label: label)) { $0.label == old }
+          }
           return label
         }
         return end - start
       }
       width *= 2
       least += least / 2
+    }
+  }
+
+  /// Whether the map holds the label of each place in `range`.
+  @inlinable func placesTheMapHolds(in range: Range<Int>) -> [Bool] {
+    range.map { position in
+      let (leaf, offset) = leaf(holding: position)
+      return labels?[leaf.ids[offset]]?.label == leaf.labels[offset]
     }
   }
 

@@ -303,6 +303,46 @@ struct IdentifiedListChangesTests {
     #expect(new.indices.allSatisfy { applied.index(id: new[$0].id) == $0 })
   }
 
+  /// The same while the new label of the id's new place is the old label of its old place, which comes after it in
+  /// the window (a review's construction): the map keeps the new place's label, so the id is still found, and
+  /// changed, once its old place goes.
+  @Test func aRelabellingWhereTheNewPlacesNewLabelIsTheOldPlacesOldLabelKeepsTheID() throws {
+    var list = IdentifiedList((0..<5_000).map { Item(id: $0, value: $0) })
+    let x = 50_000
+    // The window the change below relabels is 1,016..<1,048, `low` its crowd's 16th label, `high` the label of 1,015.
+    let low = list.order.label(at: 1_000) - (1 << 16)
+    let target = low + (list.order.label(at: 1_015) - low) / 34
+    // x between 1,000 and 1,001, labelled exactly `target`: fillers narrow the gap, then go.
+    var position = 1_001
+    var filler = 20_000
+    while true {
+      let (left, right) = (list.order.label(at: position - 1), list.order.label(at: position))
+      let middle = left + (right - left) / 2
+      if middle == target { break }
+      list.insert(Item(id: filler, value: 0), at: position)
+      filler += 1
+      if middle < target { position += 1 }
+    }
+    list.insert(Item(id: x, value: 0), at: position)
+    for id in 20_000..<filler { list.remove(id: id) }
+    #expect(list.index(id: x) == 1_001 && list.order.label(at: 1_001) == target)
+    // x moved to after 999 with 32 new elements around it, the 17th of 33: one splice inserts them, the 33rd finds
+    // no label; a second removes x's old place.
+    let added = ((10_001...10_016).map { $0 } + (10_018...10_033).map { $0 }).map { Item(id: $0, value: 0) }
+    var changes = ListChanges<Item>()
+    changes.updated = added
+    let ids = added.prefix(16).map(\.id) + [x] + added.suffix(16).map(\.id)
+    changes.splices = [
+      OrderSplice(position: 1_000, removing: 0, ids: ids), OrderSplice(position: 1_034, removing: 1, ids: []),
+    ]
+    var applied = list
+    try applied.apply(changes)
+    #expect(applied.index(id: x) == 1_016)
+    applied[id: x]?.value = 1
+    #expect(applied[1_016] == Item(id: x, value: 1))
+    _ = applied.order.checkedHeight()
+  }
+
   /// A merge of two leaves in one place and a split in another, in one change, shift every leaf between them: the
   /// order's change is still the few ids moved, not the ids between (a review's counterexample).
   @Test func aMergeAndASplitInOneChangeWriteOnlyTheIDsMoved() throws {
