@@ -21,7 +21,7 @@ import Foundation
 /// verify, copies every element of its arrays on every change. An `IdentifiedList` is a tree of small nodes, and a
 /// change copies only the few nodes on its path that a copy shares. So:
 /// - Reading, changing, inserting and removing by position, and reading and changing by id, cost O(log n), whether
-///   or not a copy is kept (an insertion into a list that has reached 4,096 elements, amortised: now and then it
+///   or not a copy is kept (an insertion into a list that has reached 4,096 elements, on average: now and then it
 ///   renumbers the places around it, which ``index(id:)`` finds elements by).
 /// - `==` skips the nodes two versions of a list share, so comparing a list with its previous version costs what
 ///   changed, not the list's size.
