@@ -392,8 +392,9 @@ extension OrderNode {
   }
 
   /// Appends the splices that turn `removed` into `inserted`, the identifiers of a region of the order at `position`:
-  /// none if they are the same; the identifiers between the first and the last that differ; or, for one identifier
-  /// moved across the region (a drag), two splices of that identifier.
+  /// none if they are the same; for one identifier moved across the region (a drag), two splices of that identifier;
+  /// otherwise those of a shortest edit script between the first and the last that differ, or, past the work that
+  /// allows (``shortestSplices(from:to:)``), one splice of the identifiers between them.
   private static func leafSplices(
     from removed: ArraySlice<ID>, to inserted: ArraySlice<ID>, at position: Int, into splices: inout [OrderSplice<ID>]
   ) {
@@ -429,7 +430,126 @@ extension OrderNode {
         return
       }
     }
+    if !old.isEmpty && !new.isEmpty && old.count + new.count > 2, let script = shortestSplices(from: old, to: new) {
+      for splice in script {
+        let at = position + prefix + splice.position
+        splices.append(OrderSplice(position: at, removing: splice.removing, ids: splice.ids))
+      }
+      return
+    }
     splices.append(OrderSplice(position: position + prefix, removing: old.count, ids: Array(new)))
+  }
+
+  /// The splices of a shortest edit script that turns `old` into `new` (Myers, "An O(ND) difference algorithm"), each
+  /// run of removals and insertions with no identifier kept between them one splice, positions from the regions'
+  /// start; `nil` if it takes more than 64 removals and insertions, or more than about 100,000 comparisons (a region of
+  /// a few leaves with a few changes has one; a list reversed is written as one splice).
+  ///
+  /// The same identifiers always give the same splices: a session's writer and its verify find the same bytes.
+  private static func shortestSplices(from old: ArraySlice<ID>, to new: ArraySlice<ID>) -> [OrderSplice<ID>]? {
+    let (oldCount, newCount) = (old.count, new.count)
+    let limit = min(oldCount + newCount, 64, max(2, 100_000 / (oldCount + newCount)))
+    // `furthest[offset + k]`: the furthest position in `old` that the edits so far reach on diagonal k (positions in
+    // `old` minus positions in `new`), -1 where they reach none; `trace[d]` keeps it as it was before the dth edit.
+    let offset = limit + 1
+    var furthest = [Int](repeating: -1, count: 2 * limit + 3)
+    var trace: [[Int]] = []
+    let edits: Int? = old.withUnsafeBufferPointer { old in
+      new.withUnsafeBufferPointer { new in
+        let (before, after) = (old.baseAddress!, new.baseAddress!)
+        for edit in 0...limit {
+          trace.append(furthest)
+          for diagonal in stride(from: -edit, through: edit, by: 2) {
+            guard
+              var x = editStart(
+                on: diagonal, after: edit, furthest: furthest, offset: offset, counts: (oldCount, newCount))?.x
+            else {
+              furthest[offset + diagonal] = -1
+              continue
+            }
+            var y = x - diagonal
+            while x < oldCount && y < newCount && same(before + x, after + y) {
+              x += 1
+              y += 1
+            }
+            furthest[offset + diagonal] = x
+            if x == oldCount && y == newCount { return edit }
+          }
+        }
+        return nil
+      }
+    }
+    guard let edits else { return nil }
+    // The path back from the end: each edit's start, and whether it inserts an identifier of `new` (or removes one of
+    // `old`), found as the forward pass chose it.
+    var path: [(x: Int, y: Int, inserts: Bool)] = []
+    var (x, y) = (oldCount, newCount)
+    for edit in stride(from: edits, to: 0, by: -1) {
+      let diagonal = x - y
+      guard
+        let start = editStart(
+          on: diagonal, after: edit, furthest: trace[edit], offset: offset, counts: (oldCount, newCount))
+      else { return nil }
+      // The point the edit leaves from: the furthest on the diagonal above (an insertion) or below (a removal).
+      (x, y) = start.inserts ? (start.x, start.x - diagonal - 1) : (start.x - 1, start.x - 1 - diagonal + 1)
+      path.append((x, y, start.inserts))
+    }
+    // Edits that follow each other, with no identifier kept between them, are one splice.
+    var splices: [OrderSplice<ID>] = []
+    var run: (x: Int, y: Int, endX: Int, endY: Int)?
+    func close() {
+      guard let run else { return }
+      let ids = Array(new[(new.startIndex + run.y)..<(new.startIndex + run.endY)])
+      splices.append(OrderSplice(position: run.y, removing: run.endX - run.x, ids: ids))
+    }
+    for step in path.reversed() {
+      let end = step.inserts ? (x: step.x, y: step.y + 1) : (x: step.x + 1, y: step.y)
+      if let current = run, current.endX == step.x && current.endY == step.y {
+        run = (current.x, current.y, end.x, end.y)
+      } else {
+        close()
+        run = (step.x, step.y, end.x, end.y)
+      }
+    }
+    close()
+    // Checked before it is written: the splices applied to `old` give `new`.
+    var applied = Array(old)
+    for splice in splices {
+      guard splice.position >= 0, splice.removing <= applied.count - splice.position else { return nil }
+      applied.replaceSubrange(splice.position..<(splice.position + splice.removing), with: splice.ids)
+    }
+    let made = applied.withUnsafeBufferPointer { applied in
+      new.withUnsafeBufferPointer { new in
+        applied.count == new.count
+          && (0..<new.count).allSatisfy { same(applied.baseAddress! + $0, new.baseAddress! + $0) }
+      }
+    }
+    return made ? splices : nil
+  }
+
+  /// Where the path of a shortest edit script reaches diagonal `diagonal` with its `edit`th edit, before the
+  /// identifiers kept after it; `nil` if it cannot.
+  ///
+  /// From the furthest point of the diagonal above by an insertion, or of the one below by a removal, whichever
+  /// reaches further within both regions (the insertion if they reach as far). The start, before any edit, is 0.
+  private static func editStart(
+    on diagonal: Int, after edit: Int, furthest: [Int], offset: Int, counts: (old: Int, new: Int)
+  ) -> (x: Int, inserts: Bool)? {
+    if edit == 0 { return (0, false) }
+    var insertion: Int?
+    if diagonal < edit, furthest[offset + diagonal + 1] >= 0, furthest[offset + diagonal + 1] - diagonal <= counts.new {
+      insertion = furthest[offset + diagonal + 1]
+    }
+    var removal: Int?
+    if diagonal > -edit, furthest[offset + diagonal - 1] >= 0, furthest[offset + diagonal - 1] + 1 <= counts.old {
+      removal = furthest[offset + diagonal - 1] + 1
+    }
+    switch (insertion, removal) {
+    case (let insertion?, let removal?): return insertion >= removal ? (insertion, true) : (removal, false)
+    case (let insertion?, nil): return (insertion, true)
+    case (nil, let removal?): return (removal, false)
+    case (nil, nil): return nil
+    }
   }
 
   /// All of `ids` as a slice: through `Array`'s own subscript (unspecialised, `ids[...]` goes through a generic

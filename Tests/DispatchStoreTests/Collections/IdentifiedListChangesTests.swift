@@ -343,6 +343,61 @@ struct IdentifiedListChangesTests {
     _ = applied.order.checkedHeight()
   }
 
+  /// Several changes close together (in one leaf of 64 ids, or in leaves side by side) write the ids they change.
+  ///
+  /// A shortest edit script of the region, not one splice of every id between the first change and the last: a
+  /// hostile-input hunt found 2 elements moved 6 places and 42 appended to a list of 128 written as all 128 ids.
+  @Test(arguments: [64, 128, 1_000, 5_000])
+  func changesCloseTogetherWriteOnlyTheIDsTheyChange(count: Int) throws {
+    var random = SplitMix(seed: UInt64(count))
+    var nextID = count
+    for round in 0..<50 {
+      let old = IdentifiedList((0..<count).map { Item(id: $0, value: 0) })
+      var reference = Array(old)
+      // Up to 8 insertions, removals and moves within 128 places.
+      let start = Int.random(in: 0...max(0, count - 128), using: &random)
+      var (inserted, removed, moved) = (0, 0, 0)
+      for _ in 0..<(round % 8 + 1) {
+        let window = start..<min(reference.count, start + 128)
+        switch Int.random(in: 0..<3, using: &random) {
+        case 0:
+          reference.insert(Item(id: nextID, value: 0), at: Int.random(in: start...window.upperBound, using: &random))
+          nextID += 1
+          inserted += 1
+        case 1 where window.count > 1:
+          reference.remove(at: Int.random(in: window, using: &random))
+          removed += 1
+        default:
+          guard window.count > 1 else { continue }
+          let item = reference.remove(at: Int.random(in: window, using: &random))
+          reference.insert(item, at: Int.random(in: start..<min(reference.count, start + 127), using: &random))
+          moved += 1
+        }
+      }
+      let new = IdentifiedList(reference)
+      let changes = new.changes(since: old) { ListEncoding.sameBytes($0, $1) }
+      let ids = changes.splices.reduce(0) { $0 + $1.ids.count }
+      let removing = changes.splices.reduce(0) { $0 + $1.removing }
+      #expect(ids <= inserted + moved && removing <= removed + moved, "round \(round): \(changes.splices)")
+      var applied = old
+      try applied.apply(changes)
+      #expect(Array(applied) == reference)
+    }
+    // The hunt's case.
+    if count == 128 {
+      let old = IdentifiedList((0..<128).map { Item(id: $0, value: 0) })
+      var new = old
+      new.move(fromOffsets: [10], toOffset: 17)
+      new.move(fromOffsets: [90], toOffset: 97)
+      new.append(contentsOf: (1_000..<1_042).map { Item(id: $0, value: 0) })
+      let changes = new.changes(since: old) { ListEncoding.sameBytes($0, $1) }
+      #expect(changes.splices.reduce(0) { $0 + $1.ids.count } == 44, "\(changes.splices)")
+      var applied = old
+      try applied.apply(changes)
+      #expect(Array(applied) == Array(new))
+    }
+  }
+
   /// A merge of two leaves in one place and a split in another, in one change, shift every leaf between them: the
   /// order's change is still the few ids moved, not the ids between (a review's counterexample).
   @Test func aMergeAndASplitInOneChangeWriteOnlyTheIDsMoved() throws {
