@@ -393,8 +393,9 @@ extension OrderNode {
 
   /// Appends the splices that turn `removed` into `inserted`, the identifiers of a region of the order at `position`:
   /// none if they are the same; for one identifier moved across the region (a drag), two splices of that identifier;
-  /// otherwise those of a shortest edit script between the first and the last that differ, or, past the work that
-  /// allows (``shortestSplices(from:to:)``), one splice of the identifiers between them.
+  /// otherwise those of a shortest edit script between the first and the last that differ, or one splice of the
+  /// identifiers between them where that is smaller or the script is past the work allowed
+  /// (``shortestSplices(from:to:)``).
   private static func leafSplices(
     from removed: ArraySlice<ID>, to inserted: ArraySlice<ID>, at position: Int, into splices: inout [OrderSplice<ID>]
   ) {
@@ -430,7 +431,11 @@ extension OrderNode {
         return
       }
     }
-    if !old.isEmpty && !new.isEmpty && old.count + new.count > 2, let script = shortestSplices(from: old, to: new) {
+    // The script only where it writes less: each splice costs about two ids more than its own (its position and
+    // count), so dense changes (every pair of a leaf swapped) are smaller as the one splice.
+    if !old.isEmpty && !new.isEmpty && old.count + new.count > 2, let script = shortestSplices(from: old, to: new),
+      script.reduce(0, { $0 + $1.ids.count + 2 }) < new.count + 2
+    {
       for splice in script {
         let at = position + prefix + splice.position
         splices.append(OrderSplice(position: at, removing: splice.removing, ids: splice.ids))
@@ -442,13 +447,15 @@ extension OrderNode {
 
   /// The splices of a shortest edit script that turns `old` into `new` (Myers, "An O(ND) difference algorithm"), each
   /// run of removals and insertions with no identifier kept between them one splice, positions from the regions'
-  /// start; `nil` if it takes more than 64 removals and insertions, or more than about 100,000 comparisons (a region of
-  /// a few leaves with a few changes has one; a list reversed is written as one splice).
+  /// start; `nil` if it takes more than 64 removals and insertions, or fewer in a region of more than 1,562 ids (about
+  /// 100,000 comparisons at most: a region of a few leaves with a few changes has one; a list reversed has none).
   ///
   /// The same identifiers always give the same splices: a session's writer and its verify find the same bytes.
   private static func shortestSplices(from old: ArraySlice<ID>, to new: ArraySlice<ID>) -> [OrderSplice<ID>]? {
     let (oldCount, newCount) = (old.count, new.count)
     let limit = min(oldCount + newCount, 64, max(2, 100_000 / (oldCount + newCount)))
+    // Every script has at least the difference of the counts in insertions or removals.
+    guard abs(oldCount - newCount) <= limit else { return nil }
     // `furthest[offset + k]`: the furthest position in `old` that the edits so far reach on diagonal k (positions in
     // `old` minus positions in `new`), -1 where they reach none; `trace[d]` keeps it as it was before the dth edit.
     let offset = limit + 1
