@@ -201,13 +201,14 @@
   /// Spreads the labels of a window of positions around `position` evenly and returns how many places it relabelled.
   ///
   /// The window doubles until spreading it leaves a distance between its labels that grows with the window:
-  /// ``relabelSpacing`` for the smallest, 1.5 times more at each doubling (a whole tree of fewer than 2^35 identifiers
-  /// has room for it; a larger one is spread over all labels).
+  /// ``relabelSpacing`` for the smallest, 1.5 times more at each doubling (a whole tree of fewer than 2^35
+  /// identifiers has room for it; a larger one is spread over all labels).
   ///
   /// Larger windows left sparser (after the thresholds of Bender et al., "Two simplified algorithms for maintaining
-  /// order in a list") keep the places relabelled per insertion few, amortised: a window spread at one distance has room
-  /// for many insertions before any window inside it is crowded again (`OrderTreeTests` measures it). With one distance for every window, insertions in one
-  /// place leave a growing region at just that distance, and the window relabelled at each step grows with it.
+  /// order in a list") keep the places relabelled per insertion few, amortised: a window spread at one distance has
+  /// room for many insertions before any window inside it is crowded again (`OrderTreeTests` measures it). With one
+  /// distance for every window, insertions in one place leave a growing region at just that distance, and the window
+  /// relabelled at each step grows with it.
   ///
   /// - Parameter mayRepeat: Whether an identifier may be at two places: the map holds the label of one of them, and
   ///   keeps that place's new label.
