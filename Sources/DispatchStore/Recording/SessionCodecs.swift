@@ -74,19 +74,46 @@ public struct SessionCodecs: Sendable {
     .encodingFailed(storeIdentifier: store, reason: "expected \(expected), got \(type(of: found))")
   }
 
+  /// `found`, which should be a `Wanted`, as one.
+  ///
+  /// Its type compared, not cast with `as?`: unspecialised, a cast's `Optional<Wanted>` looks up that type's metadata
+  /// on every call, once or twice per record written or compared.
+  /// - Throws: ``SessionError/encodingFailed(storeIdentifier:reason:)`` if it is not one.
+  @inline(__always)
+  private static func value<Found, Wanted>(_ found: Found, as _: Wanted.Type, store: String) throws(SessionError)
+    -> Wanted
+  {
+    if Found.self == Wanted.self { return unsafeBitCast(found, to: Wanted.self) }
+    return try cast(found, as: Wanted.self, store: store)
+  }
+
+  /// ``value(_:as:store:)`` for another type than `Wanted`: a subclass, or a mismatch.
+  @inline(never)
+  private static func cast<Found, Wanted>(_ found: Found, as _: Wanted.Type, store: String) throws(SessionError)
+    -> Wanted
+  {
+    guard let wanted = found as? Wanted else { throw mismatch(store, Wanted.self, found) }
+    return wanted
+  }
+
   private static func codec<Model: ModelType & Codable, Action: ActionType & Codable>(
     _ model: Model.Type, _ action: Action.Type, equal: @escaping @Sendable (Model, Model) -> Bool
   ) -> Codec {
     Codec(
       modelTypeName: String(reflecting: Model.self),
       actionTypeName: String(reflecting: Action.self),
+      // The value opened, so that its type is compared (``value(_:as:store:)``).
       encodeAction: { store, action, encoder, bytes in
-        guard let action = action as? Action else { throw mismatch(store, Action.self, action) }
-        try encoder.encode(action, into: &bytes)
+        func encode<Found: ActionType>(_ found: Found) throws {
+          try encoder.encode(try Self.value(found, as: Action.self, store: store), into: &bytes)
+        }
+        try encode(action)
       },
       encodeModel: { store, model, encoder, bytes in
-        guard let model = model as? Model else { throw mismatch(store, Model.self, model) }
-        try encoder.encode(model, into: &bytes)
+        func encode<Found: ModelType>(_ found: Found) throws {
+          try encoder.encode(try Self.value(found, as: Model.self, store: store), into: &bytes)
+        }
+        try encode(model)
       },
       decodeAction: { try $0.decode(Action.self, forKey: $1) },
       decodeActionJSON: { try $1.decode(Action.self, from: $0) },

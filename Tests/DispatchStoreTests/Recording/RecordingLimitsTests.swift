@@ -17,6 +17,15 @@ enum TreeAction: ActionType, Codable, Equatable {
   case grow(depth: Int)
 }
 
+/// A model type of the same shape as ``Tree``, registered for its store by mistake.
+struct WrongTree: ModelType, Codable, Equatable {
+  var children: [WrongTree] = []
+}
+
+enum WrongTreeAction: ActionType, Codable, Equatable {
+  case grow(depth: Int)
+}
+
 @Suite("Recording limits", .timeLimit(.minutes(1)), .watchdog)
 struct RecordingLimitsTests {
   private static func treeApp() throws -> (Dispatcher, Store<Tree, TreeAction>, RecorderMiddleware, SessionCodecs) {
@@ -70,5 +79,36 @@ struct RecordingLimitsTests {
     #expect(reason.contains("its model nests 602 levels of objects and arrays; a session holds at most 500"))
     let session = try Session.load(from: file.url, codecs: codecs)
     #expect(try session.records.map(\.model).compactMap { $0 as? Tree } == [Tree.nested(2)])
+  }
+
+  /// A codec registered for another model type than the store's (or another action type): the writer refuses the
+  /// record, naming the store and both types, and the file keeps what came before.
+  @Test func aCodecForAnotherTypeThanTheStoresIsRefusedNamingBothTypes() throws {
+    let file = TemporaryFile()
+    let (dispatcher, _, recorder, _) = try Self.treeApp()
+    var wrongModel = SessionCodecs()
+    wrongModel.register(storeIdentifier: "tree", model: WrongTree.self, action: TreeAction.self)
+    try recorder.attach(appendingTo: file.url, codecs: wrongModel)
+    try dispatcher.dispatchSync(action: TreeAction.grow(depth: 2))
+    recorder.flush()
+    guard case .encodingFailed(let store, let reason) = recorder.persistenceError else {
+      Issue.record("expected encodingFailed, got \(String(describing: recorder.persistenceError))")
+      return
+    }
+    #expect(store == "tree")
+    #expect(reason.contains("expected \(WrongTree.self), got \(Tree.self)"))
+
+    let (again, _, otherRecorder, _) = try Self.treeApp()
+    var wrongAction = SessionCodecs()
+    wrongAction.register(storeIdentifier: "tree", model: Tree.self, action: WrongTreeAction.self)
+    let otherFile = TemporaryFile()
+    try otherRecorder.attach(appendingTo: otherFile.url, codecs: wrongAction)
+    try again.dispatchSync(action: TreeAction.grow(depth: 2))
+    otherRecorder.flush()
+    guard case .encodingFailed(_, let actionReason) = otherRecorder.persistenceError else {
+      Issue.record("expected encodingFailed, got \(String(describing: otherRecorder.persistenceError))")
+      return
+    }
+    #expect(actionReason.contains("expected \(WrongTreeAction.self), got \(TreeAction.self)"))
   }
 }
