@@ -366,17 +366,11 @@ final class ListEncoding {
     to all: JSONStreamEncoder.DirectContainer, into whole: inout WholeJSON<Element>, recorded: RecordedCopies?
   ) throws {
     whole.json.reserveCapacity(known.json.count + 64)
-    whole.elements = known.elements
+    // Taken, not copied: `known` is dropped once this list is written.
+    whole.elements = known.takeElements()
     var cursor = 0
-    func copy(upTo end: Int) throws {
-      guard end > cursor else { return }
-      let run = known.json[known.start(cursor)..<known.ends[end - 1]]
-      try all.appendElementsJSON(run, count: end - cursor)
-      whole.appendRun(run, ends: known.ends[cursor..<end])
-      cursor = end
-    }
     for (position, index) in changed.order {
-      try copy(upTo: position)
+      if position > cursor { try whole.appendRun(of: known, from: cursor, upTo: position, to: all) }
       if let recorded, changed.sameIDs,
         let json = recordedJSON(of: known.idJSON(position) ?? encodedID(changed.changed[index].id), in: recorded)
       {
@@ -388,7 +382,7 @@ final class ListEncoding {
       }
       cursor = position + 1
     }
-    try copy(upTo: list.count)
+    if list.count > cursor { try whole.appendRun(of: known, from: cursor, upTo: list.count, to: all) }
     // In one access: unspecialised, each assignment looks up the array's type.
     whole.elements.withUnsafeMutableBufferPointer { elements in
       for (position, index) in changed.order { elements[position] = changed.changed[index] }
@@ -632,7 +626,8 @@ struct RecordedCopies {
 final class ElementJSON<Element: Identifiable> {
   /// The list written.
   let list: IdentifiedList<Element>
-  let elements: [Element]
+  /// The elements, until a list written whole in the same order takes them (``takeElements()``).
+  private(set) var elements: [Element]
   let ends: [Int]
   let json: [UInt8]
   /// Per element, an index into `innerPaths`: the paths in `"l"` of the lists inside it, after its own path; empty if
@@ -651,6 +646,14 @@ final class ElementJSON<Element: Identifiable> {
   ) {
     (self.list, self.elements, self.ends, self.json) = (list, elements, ends, json)
     (self.inner, self.innerPaths, self.positions) = (inner, innerPaths, positions)
+  }
+
+  /// Hands ``elements`` over to the list written next in the same order, which changes them in place; this JSON is
+  /// not used for a list written whole after that.
+  func takeElements() -> [Element] {
+    var taken: [Element] = []
+    swap(&taken, &elements)
+    return taken
   }
 
   /// Where the JSON of element `index` starts.
@@ -705,6 +708,15 @@ struct WholeJSON<Element: Identifiable> {
     let shift = json.count - run.startIndex
     json.append(contentsOf: run)
     for end in runEnds { ends.append(end + shift) }
+  }
+
+  /// Adds the JSON of `known`'s elements `start..<end`, written into `all` at once.
+  mutating func appendRun(
+    of known: ElementJSON<Element>, from start: Int, upTo end: Int, to all: JSONStreamEncoder.DirectContainer
+  ) throws {
+    let run = known.json[known.start(start)..<known.ends[end - 1]]
+    try all.appendElementsJSON(run, count: end - start)
+    appendRun(run, ends: known.ends[start..<end])
   }
 
   /// Notes that the element at `position` holds lists, at `set` after its own path.
