@@ -17,6 +17,7 @@ struct ModelComparison {
   private(set) var counts = Session.VerifyCounts()
   /// What this comparison keeps per store, found once by the store's identifier.
   private var stores: [String: StoreLines] = [:]
+  private var lastStore: (identifier: String, lines: StoreLines)?
   /// The records of the run being handed to `background`, not yet handed over.
   private var run: [BackgroundComparison.Job] = []
   /// How many more records the current run has, and whether `background` compares it.
@@ -104,12 +105,18 @@ struct ModelComparison {
   }
 
   private mutating func storeLines(_ store: String, index: Int) throws(SessionError) -> StoreLines {
-    if let known = stores[store] { return known }
+    // The store of the record before: sessions dispatch to one store many times in a row.
+    if let last = lastStore, last.identifier == store { return last.lines }
+    if let known = stores[store] {
+      lastStore = (store, known)
+      return known
+    }
     guard let codec = session.codecs.codecs[store] else {
       throw .unregisteredStore(index: index, storeIdentifier: store)
     }
     let lines = StoreLines(codec: codec)
     stores[store] = lines
+    lastStore = (store, lines)
     return lines
   }
 

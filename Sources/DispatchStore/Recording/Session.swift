@@ -437,6 +437,7 @@ public struct Session: Sendable {
     comparison: inout ModelComparison
   ) throws(SessionError) {
     var stores: [String: any AnyStore] = [:]
+    var lastStore: (identifier: String, store: any AnyStore)?
     // Dispatches with a transaction that was not re-run: their recorded effects are not all asked for.
     var partial: Set<TransactionID> = []
     for (offset, step) in steps.enumerated() {
@@ -489,7 +490,10 @@ public struct Session: Sendable {
         continue
       }
       let store: any AnyStore
-      if let known = stores[step.store] {
+      if let last = lastStore, last.identifier == step.store {
+        // The store of the step before: sessions dispatch to one store many times in a row.
+        store = last.store
+      } else if let known = stores[step.store] {
         store = known
       } else {
         guard let found = dispatcher.store(with: step.store) else {
@@ -498,6 +502,7 @@ public struct Session: Sendable {
         stores[step.store] = found
         store = found
       }
+      lastStore = (step.store, store)
       playback.begin(step.dispatchID)
       followUps.begin(index: step.index, dispatchID: step.dispatchID)
       let result = Self.dispatchAndWait(step.action, to: step.store, in: dispatcher, mode: mode)
