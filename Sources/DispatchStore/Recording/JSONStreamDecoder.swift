@@ -515,12 +515,30 @@ final class JSONStreamDecoder {
     var codingPath: [any CodingKey] { path.keys }
 
     var allKeys: [Key] {
-      var seen: Set<String> = []
+      let count = reader.map[object + 1]
       var keys: [Key] = []
       var member = object + 3
-      for _ in 0..<reader.map[object + 1] {
-        if let name = try? reader.string(at: member), seen.insert(name).inserted, let key = Key(stringValue: name) {
-          keys.append(key)
+      if let index {
+        // Many members: each name's first, found in the index.
+        for _ in 0..<count {
+          if let name = try? reader.string(at: member), index[name] == member + 3, let key = Key(stringValue: name) {
+            keys.append(key)
+          }
+          member = reader.end(of: member + 3)
+        }
+        return keys
+      }
+      // A few (an enum's case, most often alone): a repeated name found among those before it, without a set.
+      let first = member
+      for _ in 0..<count {
+        if let name = try? reader.string(at: member) {
+          var earlier = first
+          var repeated = false
+          while earlier != member, !repeated {
+            repeated = (try? reader.string(at: earlier, equals: name)) == true
+            earlier = reader.end(of: earlier + 3)
+          }
+          if !repeated, let key = Key(stringValue: name) { keys.append(key) }
         }
         member = reader.end(of: member + 3)
       }

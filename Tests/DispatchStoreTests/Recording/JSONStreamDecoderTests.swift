@@ -76,6 +76,21 @@ private struct OptionalBlob: Decodable, Equatable {
   }
 }
 
+/// The keys an object's container lists, in the order listed.
+private struct KeysProbe: Decodable, Equatable {
+  struct AnyKey: CodingKey {
+    let stringValue: String
+    var intValue: Int? { nil }
+    init(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
+  }
+  let keys: [String]
+
+  init(from decoder: any Decoder) throws {
+    keys = try decoder.container(keyedBy: AnyKey.self).allKeys.map(\.stringValue)
+  }
+}
+
 @Suite("JSONStreamDecoder", .watchdog)
 struct JSONStreamDecoderTests {
   @Test func decodesWhatTheStreamEncoderWritesAsJSONDecoderDoes() throws {
@@ -301,5 +316,25 @@ struct JSONStreamDecoderTests {
       }
     }
     return (read, mismatches)
+  }
+
+  /// An object's keys, each name once (the first of a repeated one, a name spelt two ways that `String` finds equal
+  /// once), in a few members and in many (found through the index), as `JSONDecoder` lists them.
+  @Test(arguments: [
+    #"{}"#, #"{"toggle":{"id":1}}"#, #"{"b":1,"a":2,"b":3}"#, #"{"\u00e9":1,"e\u0301":2,"x":3}"#,
+    "{" + (0..<12).map { #""k\#($0 % 9)":\#($0)"# }.joined(separator: ",") + "}",
+    "{" + (0..<12).map { #""k\#($0)":\#($0)"# }.joined(separator: ",") + #","\u00e9":1,"e\u0301":2}"#,
+  ])
+  func anObjectListsEachKeyOnce(text: String) throws {
+    let keys = try #require(stream(KeysProbe.self, json(text))).keys
+    #expect(Set(keys).count == keys.count, "\(keys)")
+    #expect(Set(keys) == Set(try #require(foundation(KeysProbe.self, json(text))).keys))
+  }
+
+  /// In the order written, each name where it first appears.
+  @Test func anObjectListsItsKeysInTheOrderWritten() throws {
+    #expect(stream(KeysProbe.self, json(#"{"b":1,"a":2,"b":3,"c":4}"#))?.keys == ["b", "a", "c"])
+    let many = "{" + (0..<12).map { #""k\#(11 - $0 % 6)":\#($0)"# }.joined(separator: ",") + "}"
+    #expect(stream(KeysProbe.self, json(many))?.keys == (6...11).reversed().map { "k\($0)" })
   }
 }
