@@ -79,6 +79,45 @@ struct RecordedElementsTests {
     }
   }
 
+  /// Two stores whose records alternate: each line of whole lists reads back its own store's chain.
+  @Test func storesWhoseRecordsAlternateCopyFromTheirOwnChanges() throws {
+    let file = TemporaryFile()
+    func app() throws -> Dispatcher {
+      let dispatcher = Dispatcher()
+      for identifier in ["first", "second"] {
+        let store = LargeModelRecordingTests.makeStore(count: 150)
+        try dispatcher.register(
+          store: Store(identifier: identifier, model: store.model) { (action: CatalogAction, model) in
+            guard case .restock(let id, let amount) = action else { return }
+            model.products[id: id]?.stock += amount
+          })
+      }
+      return dispatcher
+    }
+    var codecs = SessionCodecs()
+    codecs.register(storeIdentifier: "first", model: LargeModelRecordingTests.Catalog.self, action: CatalogAction.self)
+    codecs.register(storeIdentifier: "second", model: LargeModelRecordingTests.Catalog.self, action: CatalogAction.self)
+    let dispatcher = try app()
+    let recorder = RecorderMiddleware(maxNumberOfRecords: 10)
+    dispatcher.register(middleware: recorder)
+    try recorder.attach(appendingTo: file.url, codecs: codecs)
+    for offset in 0..<2_300 {
+      try dispatcher.dispatchSync(
+        action: CatalogAction.restock(id: offset * 7 % 150, amount: offset % 2 + 1),
+        to: offset % 2 == 0 ? "first" : "second")
+    }
+    recorder.flush()
+    #expect(recorder.persistenceError == nil)
+    let session = try Session.load(from: file.url, codecs: codecs)
+    var counts = Session.VerifyCounts()
+    try session.verify(against: try app(), mode: .sync, counts: &counts)
+    // Each store's line of whole lists, after 1,000 changes of its own: the first store restocks the 75 even ids,
+    // the second the 75 odd ones, each but the one its line's own dispatch restocks.
+    #expect(counts.recordedElements == 2 * 74)
+    #expect(counts.byBytes == session.recordCount)
+    #expect(counts.decoded == 0)
+  }
+
   /// Change lines are read back only while they set elements: one that removes or adds an element ends the reading,
   /// and the elements changed before it are encoded, even where the order is the same again by the line of whole
   /// lists.
