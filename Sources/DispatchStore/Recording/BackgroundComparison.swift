@@ -20,8 +20,6 @@ final class BackgroundComparison: @unchecked Sendable {
     let step: Session.VerifyStep
     let last: Session.VerifyStep
     let base: (index: Int, lists: LineLists)?
-    /// For a line of whole lists: the store's last record compared before it, and its re-run lists.
-    let previous: (index: Int, lists: LineLists)?
   }
 
   private let queue = DispatchQueue(label: "DispatchStore.Session.verify.comparison")
@@ -34,8 +32,8 @@ final class BackgroundComparison: @unchecked Sendable {
   /// Called on this thread when a record differed, after ``hasFailed`` is set (a test waits for it).
   private let found: (@Sendable () -> Void)?
 
-  init(session: Session, steps: [Session.VerifyStep], found: (@Sendable () -> Void)? = nil) {
-    comparison = ModelComparison(session: session, steps: steps, background: nil)
+  init(session: Session, found: (@Sendable () -> Void)? = nil) {
+    comparison = ModelComparison(session: session, background: nil)
     self.found = found
   }
 
@@ -60,7 +58,7 @@ final class BackgroundComparison: @unchecked Sendable {
         guard !hasFailed else { return }
         if let base = job.base { comparison.rest(job.step.store, at: base.index, on: base.lists) }
         do throws(SessionError) {
-          try comparison.compare(job.actual, after: job.step, with: job.last, previous: job.previous)
+          try comparison.compare(job.actual, after: job.step, with: job.last)
         } catch {
           failure.withLock { $0 = $0 ?? error }
           failed.store(true, ordering: .releasing)

@@ -113,23 +113,8 @@ final class ListEncoding {
   /// lists are at the same paths from one line to the next.
   private var lastPath: (keys: [(string: String, int: Int?)], json: [UInt8])?
 
-  /// For a line of whole lists that verify compares: the elements its session recorded in the change lines before,
-  /// copied rather than encoded where they are the re-run's (``RecordedElements``); `nil` otherwise.
-  var recorded: RecordedElements?
-  /// How many elements were copied from ``recorded`` since ``takeCopiedCount()``.
-  private var copiedCount = 0
-  /// The encoder of the ids looked up in ``recorded``, and their JSON.
-  private lazy var idEncoder = JSONStreamEncoder()
-  private var idJSON: [UInt8] = []
-
   init(base: LineLists = .none) {
     self.base = base
-  }
-
-  /// How many elements were copied from ``recorded`` since the last call.
-  func takeCopiedCount() -> Int {
-    defer { copiedCount = 0 }
-    return copiedCount
   }
 
   /// Starts a line whose lists' changes are written against `base` (every list whole if it is empty).
@@ -213,18 +198,13 @@ final class ListEncoding {
         for element in list { try within(ElementScope(depth: codingPath.count + 2)) { try all.encode(element) } }
       }
       let ids = try form.nestedArray(forKey: .ids)
-      if let kept, let json = kept.ids?.json {
+      if let kept, let json = kept.idsJSON {
         try ids.appendElementsJSON(json[...], count: list.count)
       } else {
         let start = encoder.writtenCount
         var order = list.order.makeIterator()
-        var ends: [Int] = []
-        if kept != nil { ends.reserveCapacity(list.count) }
-        while let id = order.next() {
-          try Self.encode(id, into: ids)
-          if kept != nil { ends.append(encoder.writtenCount - start) }
-        }
-        if let kept, encoder.isComplete { kept.ids = (encoder.written(from: start), ends) }
+        while let id = order.next() { try Self.encode(id, into: ids) }
+        if let kept, encoder.isComplete { kept.idsJSON = encoder.written(from: start) }
       }
     }
     if scopes.isEmpty { written[path] = list }
@@ -274,16 +254,15 @@ final class ListEncoding {
     if let known, known.inner.isEmpty,
       let changes = Self.changesKeepingOrder(of: list, since: known)
     {
-      let copies = scopes.isEmpty ? recorded.flatMap { recordedCopies(of: list, at: path, from: $0) } : nil
       try writeWholeKeepingOrder(
-        list, known: known, changes: changes, depth: depth, to: all, into: &whole, recorded: copies)
+        list, known: known, changes: changes, depth: depth, to: all, into: &whole)
       guard whole.complete else { return nil }
       let kept = ElementJSON(
         list: list, elements: whole.elements, ends: whole.ends, json: whole.json, inner: whole.inner,
         innerPaths: whole.innerPaths, positions: known.positions)
       // The ids' JSON too, unless an id was replaced by an equal one stored apart (`"é"` spelt `"e\u{301}"`),
       // whose JSON may differ.
-      if changes.sameIDs { kept.ids = known.ids }
+      if changes.sameIDs { kept.idsJSON = known.idsJSON }
       wholeJSON[path] = kept
       return kept
     }
@@ -358,12 +337,12 @@ final class ListEncoding {
     return (changes.updated, order, sameIDs)
   }
 
-  /// Writes a list with the ids and order of `known`'s: the elements at `changed` encoded (or copied from
-  /// `recorded`), the runs of elements between them copied from `known`'s JSON, each run at once.
+  /// Writes a list with the ids and order of `known`'s: the elements at `changed` encoded, the runs of elements
+  /// between them copied from `known`'s JSON, each run at once.
   private func writeWholeKeepingOrder<Element: Identifiable & Encodable>(
     _ list: IdentifiedList<Element>, known: ElementJSON<Element>,
     changes changed: (changed: [Element], order: [(position: Int, index: Int)], sameIDs: Bool), depth: Int,
-    to all: JSONStreamEncoder.DirectContainer, into whole: inout WholeJSON<Element>, recorded: RecordedCopies?
+    to all: JSONStreamEncoder.DirectContainer, into whole: inout WholeJSON<Element>
   ) throws {
     whole.json.reserveCapacity(known.json.count + 64)
     // Taken, not copied: `known` is dropped once this list is written.
@@ -371,15 +350,7 @@ final class ListEncoding {
     var cursor = 0
     for (position, index) in changed.order {
       if position > cursor { try whole.appendRun(of: known, from: cursor, upTo: position, to: all) }
-      if let recorded, changed.sameIDs,
-        let json = recordedJSON(of: known.idJSON(position) ?? encodedID(changed.changed[index].id), in: recorded)
-      {
-        try all.appendElementsJSON(json, count: 1)
-        whole.append(json)
-        copiedCount += 1
-      } else {
-        try writeElement(changed.changed[index], depth: depth, to: all, into: &whole)
-      }
+      try writeElement(changed.changed[index], depth: depth, to: all, into: &whole)
       cursor = position + 1
     }
     if list.count > cursor { try whole.appendRun(of: known, from: cursor, upTo: list.count, to: all) }
@@ -387,48 +358,6 @@ final class ListEncoding {
     whole.elements.withUnsafeMutableBufferPointer { elements in
       for (position, index) in changed.order { elements[position] = changed.changed[index] }
     }
-  }
-
-  /// What `recorded` holds for the list at `path`: the elements found there, and the JSON of the ids of the elements
-  /// that changed since its previous lists (those are encoded); `nil` if it found none, or the list lost or moved an
-  /// element since.
-  private func recordedCopies<Element: Identifiable & Encodable>(
-    of list: IdentifiedList<Element>, at path: [UInt8], from recorded: RecordedElements
-  ) -> RecordedCopies? {
-    guard let previous = recorded.previous.lists.lists[path] as? IdentifiedList<Element> else { return nil }
-    let elements = recorded.elements(at: path)
-    guard !elements.byID.isEmpty else { return nil }
-    let since = list.changes(since: previous) { Self.sameBytes($0, $1) }
-    // Few, as one transaction changes few: each element is looked for among them.
-    guard since.splices.isEmpty, since.removed.isEmpty, since.updated.count <= 64 else { return nil }
-    var changed: [[UInt8]] = []
-    for element in since.updated {
-      guard encodeID(element.id) else { return nil }
-      changed.append(idJSON)
-    }
-    return RecordedCopies(elements: elements, changedSince: changed)
-  }
-
-  /// The JSON `recorded` holds for the element whose id has the JSON `id`, if the element did not change since
-  /// `recorded`'s previous lists.
-  private func recordedJSON(of id: ArraySlice<UInt8>?, in recorded: RecordedCopies) -> ArraySlice<UInt8>? {
-    guard let id, !recorded.changedSince.contains(where: { $0.elementsEqual(id) }),
-      let range = recorded.elements.byID[id]
-    else { return nil }
-    return recorded.elements.json[range]
-  }
-
-  /// The JSON of `id`, whose type ``write(_:to:)`` checked is `Encodable`; `nil` if it did not encode.
-  private func encodedID(_ id: some Hashable) -> ArraySlice<UInt8>? {
-    encodeID(id) ? idJSON[...] : nil
-  }
-
-  /// Makes ``idJSON`` the JSON of `id`, whose type ``write(_:to:)`` checked is `Encodable`; `false` if it did not
-  /// encode.
-  private func encodeID(_ id: some Hashable) -> Bool {
-    idJSON.removeAll(keepingCapacity: true)
-    let encodable = id as! any Encodable
-    return (try? Self.jsonOpened(encodable, idEncoder, into: &idJSON)) != nil
   }
 
   /// Encodes `element` as the next element of a list written whole, noting the paths of the lists inside it.
@@ -614,13 +543,6 @@ struct ReplacedElement<Element: Identifiable>: ReplacedLists {
   }
 }
 
-/// The elements ``RecordedElements`` found for one list, and the JSON of the ids of the elements that changed since
-/// its previous lists: those are encoded, not copied.
-struct RecordedCopies {
-  let elements: RecordedElements.Elements
-  let changedSince: [[UInt8]]
-}
-
 /// The elements of a list written whole, in order, and the JSON written for each (``ListEncoding``): the JSON of
 /// the elements one after another, separated by commas, element `i`'s ending at `ends[i]`.
 final class ElementJSON<Element: Identifiable> {
@@ -636,9 +558,9 @@ final class ElementJSON<Element: Identifiable> {
   let innerPaths: [[[UInt8]]]
   /// Each id's position, made on first use; handed on to the next list written whole in the same order.
   private(set) var positions: [Element.ID: Int]?
-  /// The JSON of the list's ids, separated by commas, once written, and where each id's ends; a list written in the
-  /// order of the one before it takes that one's (``ListEncoding``).
-  var ids: (json: [UInt8], ends: [Int])?
+  /// The JSON of the list's ids, separated by commas, once written; a list written in the order of the one before it
+  /// takes that one's (``ListEncoding``).
+  var idsJSON: [UInt8]?
 
   init(
     list: IdentifiedList<Element>, elements: [Element], ends: [Int], json: [UInt8], inner: [Int],
@@ -658,12 +580,6 @@ final class ElementJSON<Element: Identifiable> {
 
   /// Where the JSON of element `index` starts.
   func start(_ index: Int) -> Int { index == 0 ? 0 : ends[index - 1] + 1 }
-
-  /// The JSON of the id of element `index`, if ``ids`` is known.
-  func idJSON(_ index: Int) -> ArraySlice<UInt8>? {
-    guard let ids, index < ids.ends.count else { return nil }
-    return ids.json[(index == 0 ? 0 : ids.ends[index - 1] + 1)..<ids.ends[index]]
-  }
 
   /// The position of the element with `id`.
   func position(of id: Element.ID) -> Int? {

@@ -7,8 +7,6 @@
 /// and runs of records while few wait there, are compared there instead. Used on one thread at a time.
 struct ModelComparison {
   let session: Session
-  /// Verify's steps, one per record line, in order: for ``RecordedElements``.
-  let steps: [Session.VerifyStep]
   /// Where records are compared on another thread; `nil` to compare every record here.
   let background: BackgroundComparison?
   private let encoder = JSONStreamEncoder()
@@ -52,15 +50,6 @@ struct ModelComparison {
       self.codec = codec
     }
 
-    /// For the line of whole lists `last`: the store's last record compared before it and its lists, the lists found
-    /// without encoding them (``RecordedElements``).
-    func previousLists(for last: Session.VerifyStep) -> (index: Int, lists: LineLists)? {
-      guard last.base == nil, last.hasListForms, let lastModel, lastModel.index < last.index,
-        let lists = lists(of: lastModel.model)
-      else { return nil }
-      return (lastModel.index, lists)
-    }
-
     /// The lists of ``lastModel`` if it is the model of record `index`.
     func lists(at index: Int) -> LineLists? {
       guard let lastModel, lastModel.index == index else { return nil }
@@ -77,9 +66,8 @@ struct ModelComparison {
     }
   }
 
-  init(session: Session, steps: [Session.VerifyStep], background: BackgroundComparison?) {
+  init(session: Session, background: BackgroundComparison?) {
     self.session = session
-    self.steps = steps
     self.background = background
   }
 
@@ -99,7 +87,6 @@ struct ModelComparison {
       finished = true
       self.counts.byBytes += counts.byBytes
       self.counts.decoded += counts.decoded
-      self.counts.recordedElements += counts.recordedElements
     }
     return failure
   }
@@ -127,14 +114,11 @@ struct ModelComparison {
   ///   - actual: The re-run model.
   ///   - step: The transaction's first step, the one re-run: its dispatch, action and store name a divergence.
   ///   - last: The transaction's last record.
-  ///   - previous: For a line of whole lists, the store's last record compared before it and its re-run lists, if
-  ///     this thread does not have them (``RecordedElements``).
   /// - Throws: ``SessionError/diverged(index:dispatchID:storeIdentifier:action:differences:)`` naming the fields that
   ///   differ; ``SessionError/unregisteredStore(index:storeIdentifier:)`` for a store without a codec; what reading
   ///   the record throws. A record handed over throws from ``finish()`` instead.
   mutating func compare(
-    _ actual: any ModelType, after step: Session.VerifyStep, with last: Session.VerifyStep,
-    previous: (index: Int, lists: LineLists)? = nil
+    _ actual: any ModelType, after step: Session.VerifyStep, with last: Session.VerifyStep
   ) throws(SessionError) {
     let store = try storeLines(step.store, index: step.index)
     // Kept only for a model with list forms, whose next record may rest on its lists: a model kept is shared, and
@@ -144,17 +128,15 @@ struct ModelComparison {
     // the other thread would make the next reducer copy the arrays it changes; a small one costs less to compare
     // than to hand over.
     guard let background, last.modelBytes != nil, last.hasListForms, !background.hasFailed else {
-      return try compareHere(
-        actual, after: step, with: last, store: store, previous: previous ?? store.previousLists(for: last))
+      return try compareHere(actual, after: step, with: last, store: store)
     }
     if last.base == nil {
       // A line of whole lists: the next lines' base found here without encoding the lists; the line compared there.
       guard let lists = store.lists(of: actual) else {
-        return try compareHere(actual, after: step, with: last, store: store, previous: store.previousLists(for: last))
+        return try compareHere(actual, after: step, with: last, store: store)
       }
-      let previous = store.previousLists(for: last)
       store.encodedLists = (last.index, lists)
-      hand(actual, step, last, base: nil, previous: previous, store: store, now: true)
+      hand(actual, step, last, base: nil, store: store, now: true)
       return
     }
     if runLeft == 0 {
@@ -173,17 +155,17 @@ struct ModelComparison {
       }
     }
     guard runInBackground, store.handedOver == last.base || base != nil else {
-      return try compareHere(actual, after: step, with: last, store: store, previous: nil)
+      return try compareHere(actual, after: step, with: last, store: store)
     }
-    hand(actual, step, last, base: base, previous: nil, store: store, now: false)
+    hand(actual, step, last, base: base, store: store, now: false)
   }
 
   /// Hands the record to `background`, in a batch of ``batchLength`` or, `now`, at once with those gathered.
   private mutating func hand(
     _ actual: any ModelType, _ step: Session.VerifyStep, _ last: Session.VerifyStep,
-    base: (index: Int, lists: LineLists)?, previous: (index: Int, lists: LineLists)?, store: StoreLines, now: Bool
+    base: (index: Int, lists: LineLists)?, store: StoreLines, now: Bool
   ) {
-    run.append(BackgroundComparison.Job(actual: actual, step: step, last: last, base: base, previous: previous))
+    run.append(BackgroundComparison.Job(actual: actual, step: step, last: last, base: base))
     if now || run.count >= Self.batchLength { handOverRun() }
     store.handedOver = last.index
     counts.handedOver += 1
@@ -196,10 +178,9 @@ struct ModelComparison {
     run = []
   }
 
-  /// ``compare(_:after:with:previous:)`` on this thread.
+  /// ``compare(_:after:with:)`` on this thread.
   private mutating func compareHere(
-    _ actual: any ModelType, after step: Session.VerifyStep, with last: Session.VerifyStep, store: StoreLines,
-    previous: (index: Int, lists: LineLists)?
+    _ actual: any ModelType, after step: Session.VerifyStep, with last: Session.VerifyStep, store: StoreLines
   ) throws(SessionError) {
     let encodedLists = store.encodedLists
     store.encodedLists = nil
@@ -210,11 +191,6 @@ struct ModelComparison {
         lists = nil
       } else if last.base == nil {
         store.listEncoding.begin(base: .none)
-        // The elements changed since the lists were last written whole: copied from the change lines where the
-        // session recorded them as the re-run has them.
-        store.listEncoding.recorded = previous.map {
-          RecordedElements(session: session, steps: steps, store: step.store, previous: $0)
-        }
         lists = store.listEncoding
       } else if let encodedLists, encodedLists.index == last.base {
         store.listEncoding.begin(base: encodedLists.lists)
@@ -227,8 +203,6 @@ struct ModelComparison {
         encoder.lists = lists
         let written = (try? store.codec.encodeModel(step.store, actual, encoder, &encoded)) != nil
         encoder.lists = nil
-        store.listEncoding.recorded = nil
-        counts.recordedElements += store.listEncoding.takeCopiedCount()
         if written, let lists { store.encodedLists = (last.index, LineLists(lists: lists.written)) }
         if written, session.index.data.elementsEqual(encoded, in: bytes) {
           counts.byBytes += 1

@@ -362,9 +362,6 @@ public struct Session: Sendable {
     var decoded = 0
     /// Records handed to the other thread: those that hold their lists whole, and the runs it took.
     var handedOver = 0
-    /// Elements of lines of whole lists whose JSON was copied from the session's change lines rather than encoded
-    /// (``RecordedElements``).
-    var recordedElements = 0
   }
 
   /// ``verify(against:mode:)``, counting in `counts` how the records were compared; `otherThreadFound` is called on
@@ -415,8 +412,7 @@ public struct Session: Sendable {
     // Models are compared as the writer encoded them (`ModelComparison`), some on another thread. Each record handed
     // there comes before the step an error of this thread's is at: the first in the session's order is the one thrown.
     var comparison = ModelComparison(
-      session: self, steps: steps,
-      background: BackgroundComparison(session: self, steps: steps, found: otherThreadFound))
+      session: self, background: BackgroundComparison(session: self, found: otherThreadFound))
     defer { counts = comparison.counts }
     do throws(SessionError) {
       try rerun(
@@ -564,8 +560,6 @@ public struct Session: Sendable {
     /// Whether the line holds list forms (`"l"`), and the record whose lists they change (`"z"`).
     var hasListForms = false
     var base: Int?
-    /// Where the line's `"l"` is in the file (a version 3 file), for ``RecordedElements``.
-    var listsBytes: Range<Int>?
     let record: Record?
     /// Where the action's JSON is in the file (a version 2 or 3 file).
     var actionBytes: Range<Int>?
@@ -892,8 +886,8 @@ extension Session.VerifyStep {
       failed: fields.error != nil || outcome?.e != nil,
       cancelled: RecordFields.isTrue(bytes, fields.cancelled) || outcome?.c == true,
       rollback: RecordFields.isTrue(bytes, fields.rollback),
-      modelBytes: model, hasListForms: fields.lists != nil, base: line.base, listsBytes: fields.lists, record: nil,
-      actionBytes: fields.action, fieldsFromEnd: fields.fromEnd)
+      modelBytes: model, hasListForms: fields.lists != nil, base: line.base, record: nil, actionBytes: fields.action,
+      fieldsFromEnd: fields.fromEnd)
   }
 
   /// Whether `other` was read from the same line with the same fields, but for where its model ends.

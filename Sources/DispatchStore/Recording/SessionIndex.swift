@@ -546,14 +546,19 @@ struct RecordFields {
     }
     guard position < end, bytes[position] == UInt8(ascii: "{") else { return nil }
     position += 1
+    // The one-letter keys read so far: a field given twice is not as a writer writes a line.
+    var seen: UInt32 = 0
     while position < end, bytes[position] == UInt8(ascii: "\"") {
       let keyStart = position + 1
-      guard skipString(), position < end, bytes[position] == UInt8(ascii: ":") else { return nil }
+      guard skipString(), position < end, bytes[position] == UInt8(ascii: ":"),
+        Self.isPlainKey(bytes, keyStart..<(position - 1))
+      else { return nil }
       let key = position - keyStart == 2 ? bytes[keyStart] : 0  // one-letter keys only matter
+      guard Self.note(key, in: &seen) else { return nil }
       position += 1
       let valueStart = position
       if key == UInt8(ascii: "m"), readingLongModelsFromTheEnd, end - valueStart >= Self.longModel,
-        let modelEnd = readFromEnd(bytes, modelStart: valueStart, end: end)
+        let modelEnd = readFromEnd(bytes, modelStart: valueStart, end: end, seen: seen)
       {
         model = valueStart..<modelEnd
         fromEnd = true
@@ -583,6 +588,25 @@ struct RecordFields {
     return nil
   }
 
+  /// Whether the key whose bytes, between its quotes, are `key` is spelt as a writer spells keys.
+  ///
+  /// ASCII, without escapes. A decoder reads a key spelt otherwise as the letter it stands for (`"\u006d"` is `"m"`),
+  /// where this reading takes bytes: such a line is not read here.
+  private static func isPlainKey(_ bytes: UnsafeRawBufferPointer, _ key: Range<Int>) -> Bool {
+    for offset in key where bytes[offset] == UInt8(ascii: "\\") || bytes[offset] >= 0x80 { return false }
+    return true
+  }
+
+  /// Notes the one-letter key `key` (0 for any other) in `seen`; `false` if it was there: a field given twice, which
+  /// a decoder reads as its first and this reading as its last.
+  private static func note(_ key: UInt8, in seen: inout UInt32) -> Bool {
+    guard key >= UInt8(ascii: "a"), key <= UInt8(ascii: "z") else { return true }
+    let bit: UInt32 = 1 << UInt32(key - UInt8(ascii: "a"))
+    guard seen & bit == 0 else { return false }
+    seen |= bit
+    return true
+  }
+
   /// Sets the field of one-letter key `key` (0 for any other key, which is not kept) to `value`.
   private mutating func set(_ key: UInt8, _ value: Range<Int>) {
     switch key {
@@ -601,10 +625,13 @@ struct RecordFields {
 
   /// Reads the fields after the model backwards from the line's end, the closing brace at `end - 1`.
   ///
-  /// Reads while their values are strings, numbers, literals or arrays, and sets them as the scan forward would (the
-  /// last of a key repeated wins). Returns where the model ends, the comma before the first field read (or the
+  /// Reads while their values are strings, numbers, literals or arrays, and sets them as the scan forward would (a
+  /// key given twice, here or before the model, `seen`, is refused). Returns where the model ends, the comma before the first field read (or the
   /// closing brace); `nil`, having set nothing, if the end is not a sequence of such fields.
-  private mutating func readFromEnd(_ bytes: UnsafeRawBufferPointer, modelStart: Int, end: Int) -> Int? {
+  private mutating func readFromEnd(
+    _ bytes: UnsafeRawBufferPointer, modelStart: Int, end: Int, seen keysBefore: UInt32
+  ) -> Int? {
+    var seen = keysBefore
     var position = end - 1
     guard position > modelStart, bytes[position] == UInt8(ascii: "}") else { return nil }
     // Last first.
@@ -616,9 +643,9 @@ struct RecordFields {
         let keyStart = Self.stringStart(bytes, closingAt: valueStart - 2, floor: modelStart)
       else { return nil }
       let key = valueStart - 2 - keyStart == 2 ? bytes[keyStart + 1] : 0
-      guard key != UInt8(ascii: "m"), keyStart - 1 > modelStart, bytes[keyStart - 1] == UInt8(ascii: ",") else {
-        return nil
-      }
+      guard key != UInt8(ascii: "m"), keyStart - 1 > modelStart, bytes[keyStart - 1] == UInt8(ascii: ","),
+        Self.isPlainKey(bytes, (keyStart + 1)..<(valueStart - 2)), Self.note(key, in: &seen)
+      else { return nil }
       read.append((key, valueStart..<position))
       position = keyStart - 1
     }

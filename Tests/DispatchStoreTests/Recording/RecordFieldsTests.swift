@@ -170,4 +170,32 @@ import Testing
     let refused = SessionError.corruptLine(line: 3, reason: "a field after the model is not one a recorder writes")
     #expect(throws: refused) { try Self.verify(file) }
   }
+
+  /// A field given twice, which a decoder reads as its first and this reading as its last, or a key spelt with
+  /// escapes or other than ASCII, which a decoder reads as the key it stands for: not read here, before or after a
+  /// long model.
+  @Test(arguments: [
+    (#"{"i":1}"#, #","m":{"n":2}"#), (#"{"i":1}"#, #","\u006d":{"n":2}"#),
+    (Self.longModel, #","l":[["a"]],"l":[["b"]]"#), (Self.longModel, #","\u006c":[["b"]]"#),
+    (Self.longModel, #","c":true,"c":false"#), (#"{"i":1}"#, #","é":1"#),
+  ])
+  func aFieldGivenTwiceOrAKeySpeltOtherwiseIsNotRead(model: String, tail: String) {
+    let line = Self.line(model: model, tail: tail)
+    #expect(Self.fields(line, fromEnd: true) == nil)
+    #expect(Self.fields(line, fromEnd: false) == nil)
+  }
+
+  /// A record line with two models, the first not the re-run's: verify refuses it rather than comparing the second by
+  /// its bytes and passing a line that decodes to the first.
+  @Test func aLineWithTwoModelsIsRefused() throws {
+    var (file, objects) = try Self.recordedCatalog()
+    try Self.verify(file)
+    let model = try #require(objects[3].firstRange(of: #/"m":\{.*?\}\]\]\}\}/#))
+    let recorded = String(objects[3][model])
+    let other = recorded.replacing(#/"stock":\d+/#, with: #""stock":999"#)
+    #expect(other != recorded)
+    objects[3].replaceSubrange(model, with: other + "," + recorded)
+    writeSession(objects, to: file.url)
+    #expect(throws: SessionError.self) { try Self.verify(file) }
+  }
 }
