@@ -626,8 +626,9 @@ struct RecordFields {
   /// Reads the fields after the model backwards from the line's end, the closing brace at `end - 1`.
   ///
   /// Reads while their values are strings, numbers, literals or arrays, and sets them as the scan forward would (a
-  /// key given twice, here or before the model, `seen`, is refused). Returns where the model ends, the comma before the first field read (or the
-  /// closing brace); `nil`, having set nothing, if the end is not a sequence of such fields.
+  /// key given twice, here or before the model, `seen`, is refused). Returns where the model ends, the comma before
+  /// the first field read (or the closing brace); `nil`, having set nothing, if the end is not a sequence of such
+  /// fields.
   private mutating func readFromEnd(
     _ bytes: UnsafeRawBufferPointer, modelStart: Int, end: Int, seen keysBefore: UInt32
   ) -> Int? {
@@ -643,7 +644,8 @@ struct RecordFields {
         let keyStart = Self.stringStart(bytes, closingAt: valueStart - 2, floor: modelStart)
       else { return nil }
       let key = valueStart - 2 - keyStart == 2 ? bytes[keyStart + 1] : 0
-      guard key != UInt8(ascii: "m"), keyStart - 1 > modelStart, bytes[keyStart - 1] == UInt8(ascii: ","),
+      // `"m"` is in `seen`: a second model is refused as any field given twice.
+      guard keyStart - 1 > modelStart, bytes[keyStart - 1] == UInt8(ascii: ","),
         Self.isPlainKey(bytes, (keyStart + 1)..<(valueStart - 2)), Self.note(key, in: &seen)
       else { return nil }
       read.append((key, valueStart..<position))

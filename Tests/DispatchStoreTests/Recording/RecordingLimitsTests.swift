@@ -41,6 +41,16 @@ struct RecordingLimitsTests {
     return (dispatcher, store, recorder, codecs)
   }
 
+  /// The store and reason of the recorder's ``SessionError/encodingFailed(storeIdentifier:reason:)``; an issue and
+  /// `nil` for any other persistence error, or none.
+  private static func encodingFailure(of recorder: RecorderMiddleware) -> (store: String, reason: String)? {
+    guard case .encodingFailed(let store, let reason) = recorder.persistenceError else {
+      Issue.record("expected encodingFailed, got \(String(describing: recorder.persistenceError))")
+      return nil
+    }
+    return (store, reason)
+  }
+
   /// 249 levels: JSON nested 500 levels, the most a session holds.
   ///
   /// Written, loaded, restored and verified.
@@ -71,10 +81,7 @@ struct RecordingLimitsTests {
     try dispatcher.dispatchSync(action: TreeAction.grow(depth: 2))
     try dispatcher.dispatchSync(action: TreeAction.grow(depth: 300))
     recorder.flush()
-    guard case .encodingFailed(let store, let reason) = recorder.persistenceError else {
-      Issue.record("expected encodingFailed, got \(String(describing: recorder.persistenceError))")
-      return
-    }
+    let (store, reason) = try #require(Self.encodingFailure(of: recorder))
     #expect(store == "tree")
     #expect(reason.contains("its model nests 602 levels of objects and arrays; a session holds at most 500"))
     let session = try Session.load(from: file.url, codecs: codecs)
@@ -82,7 +89,7 @@ struct RecordingLimitsTests {
   }
 
   /// A codec registered for another model type than the store's (or another action type): the writer refuses the
-  /// record, naming the store and both types, and the file keeps what came before.
+  /// record, naming the store and both types.
   @Test func aCodecForAnotherTypeThanTheStoresIsRefusedNamingBothTypes() throws {
     let file = TemporaryFile()
     let (dispatcher, _, recorder, _) = try Self.treeApp()
@@ -91,10 +98,7 @@ struct RecordingLimitsTests {
     try recorder.attach(appendingTo: file.url, codecs: wrongModel)
     try dispatcher.dispatchSync(action: TreeAction.grow(depth: 2))
     recorder.flush()
-    guard case .encodingFailed(let store, let reason) = recorder.persistenceError else {
-      Issue.record("expected encodingFailed, got \(String(describing: recorder.persistenceError))")
-      return
-    }
+    let (store, reason) = try #require(Self.encodingFailure(of: recorder))
     #expect(store == "tree")
     #expect(reason.contains("expected \(WrongTree.self), got \(Tree.self)"))
 
@@ -105,10 +109,7 @@ struct RecordingLimitsTests {
     try otherRecorder.attach(appendingTo: otherFile.url, codecs: wrongAction)
     try again.dispatchSync(action: TreeAction.grow(depth: 2))
     otherRecorder.flush()
-    guard case .encodingFailed(_, let actionReason) = otherRecorder.persistenceError else {
-      Issue.record("expected encodingFailed, got \(String(describing: otherRecorder.persistenceError))")
-      return
-    }
+    let (_, actionReason) = try #require(Self.encodingFailure(of: otherRecorder))
     #expect(actionReason.contains("expected \(WrongTreeAction.self), got \(TreeAction.self)"))
   }
 }
