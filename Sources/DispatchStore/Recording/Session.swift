@@ -557,8 +557,8 @@ public struct Session: Sendable {
     /// Whether the record puts its store back after its all-or-nothing dispatch failed (``Record/isRollback``).
     let rollback: Bool
     let modelBytes: Range<Int>?
-    /// Whether the line holds list forms (`"l"`), and the record whose lists they change (`"z"`).
-    var hasListForms = false
+    /// Where the line's `"l"` is, the paths of its list forms, and the record whose lists they change (`"z"`).
+    var listPaths: Range<Int>?
     var base: Int?
     let record: Record?
     /// Where the action's JSON is in the file (a version 2 or 3 file).
@@ -567,6 +567,9 @@ public struct Session: Sendable {
     /// model compared equal by its bytes, ``Session/checkFieldsFromTheEnd(of:)`` checks them before verify acts on
     /// them.
     var fieldsFromEnd = false
+
+    /// Whether the line holds list forms (`"l"`).
+    var hasListForms: Bool { listPaths != nil }
   }
 
   private func verifySteps() throws(SessionError) -> [VerifyStep] {
@@ -848,6 +851,29 @@ extension Data {
       }
     }
   }
+
+  /// Whether the bytes in `range` are a JSON array of `paths`, as a writer writes a line's `"l"`: `[`, the paths
+  /// separated by commas, `]`.
+  func isListOfPaths(_ paths: [[UInt8]], in range: Range<Int>) -> Bool {
+    guard !paths.isEmpty, range.count == paths.reduce(1, { $0 + $1.count + 1 }) else { return false }
+    return withUnsafeBytes { bytes in
+      var position = range.lowerBound
+      guard bytes[position] == UInt8(ascii: "[") else { return false }
+      position += 1
+      for (offset, path) in paths.enumerated() {
+        if offset > 0 {
+          guard bytes[position] == UInt8(ascii: ",") else { return false }
+          position += 1
+        }
+        let equal = path.withUnsafeBytes { path in
+          memcmp(bytes.baseAddress! + position, path.baseAddress!, path.count) == 0
+        }
+        guard equal else { return false }
+        position += path.count
+      }
+      return bytes[position] == UInt8(ascii: "]")
+    }
+  }
 }
 
 /// The records of a session, once decoded.
@@ -886,7 +912,7 @@ extension Session.VerifyStep {
       failed: fields.error != nil || outcome?.e != nil,
       cancelled: RecordFields.isTrue(bytes, fields.cancelled) || outcome?.c == true,
       rollback: RecordFields.isTrue(bytes, fields.rollback),
-      modelBytes: model, hasListForms: fields.lists != nil, base: line.base, record: nil, actionBytes: fields.action,
+      modelBytes: model, listPaths: fields.lists, base: line.base, record: nil, actionBytes: fields.action,
       fieldsFromEnd: fields.fromEnd)
   }
 
@@ -895,6 +921,6 @@ extension Session.VerifyStep {
     index == other.index && dispatchID == other.dispatchID && transactionID == other.transactionID
       && change == other.change && store == other.store && actionBytes == other.actionBytes
       && failed == other.failed && cancelled == other.cancelled && rollback == other.rollback
-      && hasListForms == other.hasListForms && base == other.base
+      && listPaths == other.listPaths && base == other.base
   }
 }

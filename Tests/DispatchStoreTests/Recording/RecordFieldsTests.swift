@@ -198,4 +198,27 @@ import Testing
     writeSession(objects, to: file.url)
     #expect(throws: SessionError.self) { try Self.verify(file) }
   }
+
+  /// A change line whose model is the writer's, byte for byte, but whose `"l"` names other paths: the decoder reads the
+  /// lists at the paths `"l"` names, so verify compares `"l"` too and, where it differs, compares the decoded model.
+  @Test(arguments: [#"[["stock"]]"#, #"[]"#, #"[["products",0]]"#])
+  func aChangeLineWhoseListPathsAreNotTheWritersIsRefused(paths: String) throws {
+    var (file, objects) = try Self.recordedCatalog()
+    try Self.verify(file)
+    #expect(objects[3].contains(#","l":[["products"]]"#))
+    objects[3] = objects[3].replacingOccurrences(of: #","l":[["products"]]"#, with: #","l":"# + paths)
+    writeSession(objects, to: file.url)
+    #expect(throws: SessionError.self) { try Self.verify(file) }
+  }
+
+  /// The same paths spelt otherwise (spaces, escapes), or with a path that names no list: the line decodes to the
+  /// recorded model, and verify passes it by comparing the decoded model.
+  @Test(arguments: [#"[ ["products"] ]"#, #"[["\u0070roducts"]]"#, #"[["products"],["nowhere"]]"#])
+  func aChangeLineWhoseListPathsDecodeToTheRecordedModelVerifiesByIt(paths: String) throws {
+    var (file, objects) = try Self.recordedCatalog()
+    objects[3] = objects[3].replacingOccurrences(of: #","l":[["products"]]"#, with: #","l":"# + paths)
+    #expect(objects[3].contains(paths))
+    writeSession(objects, to: file.url)
+    try Self.verify(file)
+  }
 }
