@@ -16,9 +16,10 @@ import DispatchStore
 ///
 /// Exhaustive by default: a store that changed without an expectation is a failure, with the
 /// fields that changed; follow-up actions the app's code dispatches are held, before any store sees them, until the
-/// test receives them (``receive(_:_:timeout:fileID:filePath:line:column:)``), so each one's change is asserted on its own.
-/// `TestDispatcher(exhaustive: false)` lets follow-ups run at once and checks only the stores the test names: for integration
-/// tests, and for operations that await their follow-ups' completion (which a held follow-up would never give).
+/// test receives them (``receive(_:_:timeout:fileID:filePath:line:column:)``), so each one's change is asserted on its
+/// own. `TestDispatcher(exhaustive: false)` lets follow-ups run at once and checks only the stores the test names: for
+/// integration tests, and for operations that await their follow-ups' completion (which a held follow-up would never
+/// give).
 ///
 /// Time-based work (throttle, debounce, delayed dispatches) counts on the dispatcher's ``TestClock``: `advance(by:)`
 /// moves it, so tests never sleep.
@@ -58,8 +59,8 @@ public final class TestDispatcher: Sendable {
   ///   - exhaustive: `true` (the default) if every store's change and every follow-up action must be asserted;
   ///     `false` to check only the stores a test names and let follow-up actions run at once.
   ///   - timeLimit: How long each step waits for what it started, and a follow-up is held, before the test fails
-  ///     (on the system's clock, not on the test clock). Shorter than Swift Testing's time limits, so that the kit, which
-  ///     names what still runs, reports a hang first.
+  ///     (on the system's clock, not on the test clock). Shorter than Swift Testing's time limits, so that the kit,
+  ///     which names what still runs, reports a hang first.
   public convenience init(exhaustive: Bool = true, timeLimit: Duration = .seconds(30)) {
     self.init(exhaustive: exhaustive, timeLimit: timeLimit, holdLimit: timeLimit)
   }

@@ -26,8 +26,9 @@ import Foundation
 /// - `==` skips the nodes two versions of a list share, so comparing a list with its previous version costs what
 ///   changed, not the list's size.
 /// - ``index(id:)``, ``remove(id:)`` (and setting ``subscript(id:)`` to `nil`) cost O(log n) in a list that has
-///   reached 4,096 elements, until it shrinks below 1,024; a smaller list searches its ids in order. Iterating costs more per element than an array's (each element is found by its id); reading every position
-///   through the position subscript (as `firstIndex(where:)` does) costs O(log n) per element.
+///   reached 4,096 elements, until it shrinks below 1,024; a smaller list searches its ids in order. Iterating costs
+///   more per element than an array's (each element is found by its id); reading every position through the
+///   position subscript (as `firstIndex(where:)` does) costs O(log n) per element.
 ///
 /// Each id is in the list at most once. Inserting an element whose id is already in the list (by `append`, `insert`
 /// or `replaceSubrange`) is a programming error and traps, as `Dictionary(uniqueKeysWithValues:)` does with a

@@ -9,8 +9,8 @@
 /// A child store holds no model of its own: its ``model`` is read from the parent, and its actions are the parent's,
 /// dispatched to the parent alone, so every change is a transaction of the parent. Its observers hear a change only
 /// when their part of the model changed. A child of one element of a collection
-/// (``Store/scope(_:id:action:)->ChildStore<Model,Action,Elements.Element,ChildAction>``) fails further dispatches with ``DispatchError/scopeUnavailable(storeIdentifier:scope:)``
-/// once the element is gone, rather than trapping.
+/// (``Store/scope(_:id:action:)->ChildStore<Model,Action,Elements.Element,ChildAction>``) fails further dispatches with
+/// ``DispatchError/scopeUnavailable(storeIdentifier:scope:)`` once the element is gone, rather than trapping.
 ///
 /// > Important: Safe to use from any thread, like its parent. The parent must be registered with a dispatcher for
 /// > dispatches to run; otherwise they fail with ``DispatchError/unknownStore(identifier:)``.

@@ -1,5 +1,5 @@
-/// One part of a reducer made with ``Reducer/combine(_:waitFor:)``: a reducer of the whole model, of a part at a key path, or of each element of a
-/// collection, for the actions it extracts.
+/// One part of a reducer made with ``Reducer/combine(_:waitFor:)``: a reducer of the whole model, of a part at a key
+/// path, or of each element of a collection, for the actions it extracts.
 public struct ReducerPart<Model: ModelType, Action: ActionType>: Sendable {
   let reduce: @Sendable (Action, inout Model) throws -> Void
 

@@ -159,8 +159,8 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
 
   /// The actions that reached the stores, once the dispatch finished; `nil` before.
   ///
-  /// The action given to ``Dispatcher/start(action:to:mode:options:)``, unless an ``Interceptor`` replaced it (its replacement), or blocked it, or the
-  /// dispatch was cancelled or failed before it was routed (none).
+  /// The action given to ``Dispatcher/start(action:to:mode:options:)``, unless an ``Interceptor`` replaced it (its
+  /// replacement), or blocked it, or the dispatch was cancelled or failed before it was routed (none).
   public var dispatchedActions: [any ActionType]? {
     machine.withLock { machine in
       guard machine.state.isFinished else { return nil }
@@ -218,8 +218,8 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
   /// Taken while a dependency is checked and added, before any handle's lock (never inside one).
   private static let dependencyChanges = LockedValue(0)
 
-  /// Starts a dispatch made with ``Dispatcher/prepare(action:to:mode:options:)``, once its dependencies completed; later
-  /// calls do nothing.
+  /// Starts a dispatch made with ``Dispatcher/prepare(action:to:mode:options:)``, once its dependencies completed;
+  /// later calls do nothing.
   ///
   /// Without dependencies it runs as ``Dispatcher/start(action:to:mode:options:)`` runs it; with some, it runs on the
   /// thread that finished the last of them.

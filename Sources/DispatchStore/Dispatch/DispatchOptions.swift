@@ -1,5 +1,5 @@
-/// How a dispatch made with ``Dispatcher/start(action:to:mode:options:)`` is admitted: cancelling the one in flight with
-/// the same id, throttled, or debounced; and whether it is all or nothing.
+/// How a dispatch made with ``Dispatcher/start(action:to:mode:options:)`` is admitted: cancelling the one in flight
+/// with the same id, throttled, or debounced; and whether it is all or nothing.
 ///
 /// ```swift
 /// // Each keystroke: wait for a quiet 300 ms, then search, cancelling the search still running.

@@ -127,8 +127,9 @@ struct DispatchStateMachine: Sendable {
     return waiter
   }
 
-  /// Store `index` finished while the starting thread holds the state alone: as ``storeFinished(_:failure:on:mayHandOff:)``
-  /// for the starter, without the lock; returns the store it starts next, if it made one ready.
+  /// Store `index` finished while the starting thread holds the state alone: as
+  /// ``storeFinished(_:failure:on:mayHandOff:)`` for the starter, without the lock; returns the store it starts next,
+  /// if it made one ready.
   @inline(__always)
   mutating func storeFinishedAlone(_ index: Int, failure: OperationFailure?) -> Int? {
     finish(index, failure: failure, takeFirstReady: true).handedOff

@@ -1,6 +1,6 @@
 extension Dispatcher {
-  /// Cancels every dispatch made with ``start(action:to:mode:options:)`` that has not finished, and every dispatch still
-  /// waiting in the `.serial` and `.mainThread` lanes.
+  /// Cancels every dispatch made with ``start(action:to:mode:options:)`` that has not finished, and every dispatch
+  /// still waiting in the `.serial` and `.mainThread` lanes.
   ///
   /// Dispatches made with a completion and already running have no handle and go on.
   public func cancelAll() {

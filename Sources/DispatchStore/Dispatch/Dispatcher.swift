@@ -118,7 +118,8 @@ public final class Dispatcher: Sendable {
   let interceptorCount = Atomic<Int>(0)
   let serialLane: Lane
   let mainLane: Lane
-  /// The handles of dispatches made with ``start(action:to:mode:options:)`` that have not finished, for ``cancelAll()``.
+  /// The handles of dispatches made with ``start(action:to:mode:options:)`` that have not finished, for
+  /// ``cancelAll()``.
   let handles = LockedValue<[ObjectIdentifier: DispatchHandle]>([:])
   /// Throttling, debouncing and cancellation ids (``DispatchOptions``).
   let admission = LockedValue(AdmissionState())
@@ -146,12 +147,12 @@ public final class Dispatcher: Sendable {
   ///     ``MainQueue/processMainThread`` on Apple platforms and ``MainQueue/libraryThread`` elsewhere.
   ///   - clock: The time throttled and debounced dispatches count by; the system's unless a test gives its own.
   ///   - onUnheardFailure: Called with the action and the error when a dispatch that nobody awaits fails: a
-  ///     fire-and-forget `dispatch(action:to:mode:)` or `dispatch(actions:mode:)`, or a ``start(action:to:mode:options:)``
-  ///     whose handle was released without its outcome being read (such as an operation's follow-up), that no store
-  ///     handles, that an interceptor blocked, or whose store failed. Not called for ``DispatchError/cancelled``,
-  ///     ``DispatchError/throttled`` or ``DispatchError/superseded``, which someone asked for, nor for
-  ///     ``DispatchError/dependencyFailed(_:)`` (the dependency's own failure is reported). `nil` (the default)
-  ///     writes one line to standard error; pass `{ _, _ in }` to ignore such failures.
+  ///     fire-and-forget `dispatch(action:to:mode:)` or `dispatch(actions:mode:)`, or a
+  ///     ``start(action:to:mode:options:)`` whose handle was released without its outcome being read (such as an
+  ///     operation's follow-up), that no store handles, that an interceptor blocked, or whose store failed. Not called
+  ///     for ``DispatchError/cancelled``, ``DispatchError/throttled`` or ``DispatchError/superseded``, which someone
+  ///     asked for, nor for ``DispatchError/dependencyFailed(_:)`` (the dependency's own failure is reported). `nil`
+  ///     (the default) writes one line to standard error; pass `{ _, _ in }` to ignore such failures.
   ///
   /// > Important: `onUnheardFailure` runs with no lock of the library held: on the thread where the dispatch ended,
   /// > or on a background thread (for a released handle, or a dispatch that ended inside a reducer). It may dispatch;

@@ -20,7 +20,8 @@ final class Reservation: HolderWaiter {
   let mainQueue: MainQueue?
   /// The main queue whose thread the dispatch's caller blocks until it ends: a `.sync` dispatch made on it.
   private let blockedQueue: MainQueue?
-  /// The all-or-nothing dispatch this one was made inside (``ThreadContext/admission()``), which waits for it if it awaits it.
+  /// The all-or-nothing dispatch this one was made inside (``ThreadContext/admission()``), which waits for it if it
+  /// awaits it.
   ///
   /// Weak: one that ended holds no store, so being inside it no longer matters, and a chain of nested dispatches
   /// does not keep its ancestors alive. (Before Swift 6.2 a `let` cannot be `weak`: a `nonisolated(unsafe)` `var`

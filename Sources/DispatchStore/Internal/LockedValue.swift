@@ -14,14 +14,14 @@ import Synchronization
 /// depends on the platform:
 ///
 /// - On Linux, a lock word of its own: taking and releasing a free lock is one inlined compare-and-swap and one
-///   exchange, and a read of the thread's identifier (`pthread_self`). The word holds the owning thread, so that a thread taking a lock it already holds traps with a
-///   message instead of waiting for ever (as `os_unfair_lock` traps on Apple platforms). A thread that finds the
-///   lock taken spins briefly, then parks in ``LockParking`` until a releasing thread wakes it; the woken thread
-///   competes for the lock again rather than being handed it.
-///   `Synchronization.Mutex` there is a priority-inheritance futex, whose unlock hands the lock to a sleeping
-///   waiter, so that with more threads than cores every acquisition waits for the kernel to schedule that waiter
-///   (swiftlang/swift issue 88440); a `pthread_mutex_t` does not hand over, but costs a call into the C library
-///   per lock and unlock. ThreadSanitizer sees the word's atomic operations, so it needs no annotations.
+///   exchange, and a read of the thread's identifier (`pthread_self`). The word holds the owning thread, so that a
+///   thread taking a lock it already holds traps with a message instead of waiting for ever (as `os_unfair_lock` traps
+///   on Apple platforms). A thread that finds the lock taken spins briefly, then parks in ``LockParking`` until a
+///   releasing thread wakes it; the woken thread competes for the lock again rather than being handed it.
+///   `Synchronization.Mutex` there is a priority-inheritance futex, whose unlock hands the lock to a sleeping waiter,
+///   so that with more threads than cores every acquisition waits for the kernel to schedule that waiter
+///   (swiftlang/swift issue 88440); a `pthread_mutex_t` does not hand over, but costs a call into the C library per
+///   lock and unlock. ThreadSanitizer sees the word's atomic operations, so it needs no annotations.
 /// - On Apple platforms, `Mutex`, which is an `os_unfair_lock` there: it does not hand itself over either. CI builds
 ///   and tests this branch on Linux too, with `-D DISPATCHSTORE_MUTEX_LOCK`.
 ///

@@ -331,8 +331,8 @@
 
   /// The tree's height, 1 for a leaf, after checking the tree's invariants (for tests).
   ///
-  /// What every change keeps true: each node's count is what is under it, no node holds more than ``capacity`` entries, all leaves are at the same depth, no inner node is
-  /// empty, and of two neighbours, one is at least half full.
+  /// What every change keeps true: each node's count is what is under it, no node holds more than ``capacity`` entries,
+  /// all leaves are at the same depth, no inner node is empty, and of two neighbours, one is at least half full.
   func checkedHeight() -> Int {
     func check(_ node: OrderNode<ID>) -> Int {
       if node.isLeaf {

@@ -38,7 +38,8 @@ final class ThreadContext {
   /// dispatch tells it (``Lane/parked(behind:start:dispatcher:)``).
   @exclusivity(unchecked) var runningLane: Lane?
 
-  /// Runs `body` with this thread's starts passing the stores `reserving` holds, if any (``ThreadContext/admission()``).
+  /// Runs `body` with this thread's starts passing the stores `reserving` holds, if any
+  /// (``ThreadContext/admission()``).
   static func withReserving<R>(_ reserving: Reservation?, _ body: () -> R) -> R {
     guard let reserving else { return body() }
     return withCurrent { context in

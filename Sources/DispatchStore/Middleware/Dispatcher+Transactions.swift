@@ -8,8 +8,8 @@ extension Dispatcher {
   /// }
   /// ```
   ///
-  /// The newest `bufferingNewest` transactions wait for the consumer: by default only the latest. The sequence ends when
-  /// the dispatcher is released; it stops being fed when it ends, when the task iterating it is cancelled, or when
+  /// The newest `bufferingNewest` transactions wait for the consumer: by default only the latest. The sequence ends
+  /// when the dispatcher is released; it stops being fed when it ends, when the task iterating it is cancelled, or when
   /// it is released.
   /// - Parameter bufferingNewest: How many transactions wait for a consumer slower than the dispatcher (at least
   ///   one); older ones are dropped when a newer one arrives.

@@ -40,8 +40,8 @@ public struct Record: Sendable, CustomStringConvertible {
   var storeIdentifier: String { fields.storeIdentifier }
   /// The action, as the store handled it.
   var action: any ActionType { fields.action }
-  /// The action the app dispatched: the transaction's action, unless the store mapped the dispatched action to one of its own
-  /// (``Reducer/additionalActions``), as recorded in this process (a session file keeps the store's action).
+  /// The action the app dispatched: the transaction's action, unless the store mapped the dispatched action to one of
+  /// its own (``Reducer/additionalActions``), as recorded in this process (a session file keeps the store's action).
   public var dispatchedAction: any ActionType { fields.dispatched?.action ?? fields.action }
   /// The store's model right after the change, including the changes of a transaction that failed.
   public var model: any ModelType { fields.model }

@@ -20,9 +20,10 @@ import Synchronization
 /// changes and their error.
 ///
 /// > Important: Safe to use from any thread, also while other threads dispatch. Moves (``undo(byRecord:)``,
-/// > ``redo(byRecord:)``, ``jump(to:byRecord:)``) are checked before anything changes: one that throws changes nothing. An
-/// > operation that changed its store again after another transaction changed it has records on both sides of that
-/// > transaction's; ``Session/verify(against:mode:)``, which re-runs operations one after another, reports it
+/// > ``redo(byRecord:)``, ``jump(to:byRecord:)``) are checked before anything changes: one that throws changes
+/// > nothing. An operation that changed its store again after another transaction changed it has records on both
+/// > sides of that transaction's; ``Session/verify(against:mode:)``, which re-runs operations one after another,
+/// > reports it
 /// > (``SessionError/interleavedChanges(index:dispatchID:storeIdentifier:action:otherIndex:)``).
 public final class RecorderMiddleware: Middleware {
   /// How far a move goes.
@@ -156,8 +157,8 @@ public final class RecorderMiddleware: Middleware {
   /// Moves to the record at `index`, or to the end of its dispatch, and restores each store's model to what it was
   /// right after it.
   ///
-  /// No reducer runs; observers hear each restored model with ``ModelChange/isRestore`` set and the action of the record
-  /// it comes from (for a store restored to before its first record, the action being undone). Dispatching
+  /// No reducer runs; observers hear each restored model with ``ModelChange/isRestore`` set and the action of the
+  /// record it comes from (for a store restored to before its first record, the action being undone). Dispatching
   /// afterwards drops the records after the cursor. A dispatch that changed no model is a position like any other:
   /// jumping to it shows the models of the change before it.
   /// - Parameters:
@@ -470,7 +471,8 @@ public final class RecorderMiddleware: Middleware {
   /// Files the record of a store put back after its all-or-nothing dispatch failed (``Record/isRollback``); returns
   /// the recorder's event number, which the store keeps.
   ///
-  /// Called by the store under its lock, with the model it was put back to (``Store/release(from:rollingBack:deliveries:)``).
+  /// Called by the store under its lock, with the model it was put back to
+  /// (``Store/release(from:rollingBack:deliveries:)``).
   @usableFromInline
   func fileRollback(dispatchID: TransactionID, store: String, action: any ActionType, model: any ModelType) -> UInt64 {
     let transactionID = TransactionID.next()

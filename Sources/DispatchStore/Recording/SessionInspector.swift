@@ -21,7 +21,8 @@ public enum SessionInspector {
   /// - Returns: The HTML page.
   /// - Throws: ``SessionError`` if the file does not load (as ``Session/load(from:codecs:)`` checks it, without
   ///   codecs), or if a line is not the JSON object of its kind (``SessionError/corruptLine(line:reason:)``, also
-  ///   for a line whose hash is valid); a version 1 file must be saved in the current version first (``Session/save(to:)``).
+  ///   for a line whose hash is valid); a version 1 file must be saved in the current version first
+  ///   (``Session/save(to:)``).
   public static func page(forSessionAt url: URL, divergence: SessionError? = nil) throws(SessionError) -> String {
     let data: Data
     do {

@@ -20,8 +20,8 @@ protocol SessionLineSource: AnyObject, Sendable {
   /// Takes the lines queued so far, in order.
   ///
   /// Only for the writer the source currently writes to (`writer`, ``SessionWriter/identity``): a writer the
-  /// recorder replaced (``RecorderMiddleware/attach(appendingTo:codecs:syncEachRecord:)``) gets nothing more, so that the
-  /// lines queued for the new file never reach the old one.
+  /// recorder replaced (``RecorderMiddleware/attach(appendingTo:codecs:syncEachRecord:)``) gets nothing more, so that
+  /// the lines queued for the new file never reach the old one.
   func takeLines(for writer: ObjectIdentifier) -> [SessionFormat.Line]
   /// Whether lines are queued.
   func hasLines(for writer: ObjectIdentifier) -> Bool
@@ -50,8 +50,8 @@ final class SessionWriter: Sendable {
   ///
   /// A missing file is created with its header, whole. A file that holds only a header (or nothing: one made by
   /// hand, which gets its header now) is a new session, to which the recorder writes its history. Any other file
-  /// must be a version 2 or 3 session for `codecs` whose history ends where the recorder's begins; an incomplete last line
-  /// is dropped. A file that fails any check is left as it was, unlocked.
+  /// must be a version 2 or 3 session for `codecs` whose history ends where the recorder's begins; an incomplete last
+  /// line is dropped. A file that fails any check is left as it was, unlocked.
   /// - Parameter nextIndex: The index of the recorder's next record, which the file's history must end before.
   init(
     appendingTo url: URL, codecs: SessionCodecs, privacy: SessionPrivacy = SessionPrivacy(),

@@ -38,8 +38,8 @@ open class Reducer<Model: ModelType, Action: ActionType>: @unchecked Sendable {
 
   /// Returns the operation that handles `action` for `store`.
   ///
-  /// The default returns an operation that fails with ``DispatchError/reducerNotImplemented(storeIdentifier:)``: override
-  /// it.
+  /// The default returns an operation that fails with ``DispatchError/reducerNotImplemented(storeIdentifier:)``:
+  /// override it.
   /// - Parameters:
   ///   - action: The dispatched action.
   ///   - store: The store the operation changes.

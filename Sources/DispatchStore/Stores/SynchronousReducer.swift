@@ -47,7 +47,8 @@ open class SynchronousReducer<Model: ModelType, Action: ActionType>: Reducer<Mod
 
   /// An operation that runs ``reduce(_:into:)`` under the store's lock and finishes.
   ///
-  /// Dispatchers do not use it: they reduce in place. It lets code that works with operations (tests) treat this reducer like any other.
+  /// Dispatchers do not use it: they reduce in place. It lets code that works with operations (tests) treat this
+  /// reducer like any other.
   /// - Parameters:
   ///   - action: The dispatched action.
   ///   - store: The store the operation changes.
@@ -64,8 +65,8 @@ open class SynchronousReducer<Model: ModelType, Action: ActionType>: Reducer<Mod
     }
   }
 
-  /// Thrown by the default ``reduce(_:into:)``; the store turns it into ``DispatchError/reducerNotImplemented(storeIdentifier:)``,
-  /// which names it.
+  /// Thrown by the default ``reduce(_:into:)``; the store turns it into
+  /// ``DispatchError/reducerNotImplemented(storeIdentifier:)``, which names it.
   @usableFromInline
   struct NotImplemented: Error {
     @usableFromInline init() {}

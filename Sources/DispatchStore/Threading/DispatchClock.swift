@@ -2,8 +2,8 @@ import Dispatch
 
 /// The time a dispatcher throttles and debounces by: now, and running work after a delay.
 ///
-/// A dispatcher uses the system's monotonic clock unless you give it another; tests give it a clock they advance by hand,
-/// so that they never sleep.
+/// A dispatcher uses the system's monotonic clock unless you give it another; tests give it a clock they advance by
+/// hand, so that they never sleep.
 public protocol DispatchClock: Sendable {
   /// Now, as the time since a fixed origin of the clock's choosing; it never goes back.
   var now: Duration { get }

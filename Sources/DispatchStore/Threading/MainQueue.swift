@@ -3,8 +3,8 @@ import Synchronization
 
 /// The thread that `.mainThread` dispatches and main-thread observer notifications run on.
 ///
-/// A ``Dispatcher`` uses the process main thread on Apple platforms, where every app runs the main thread's loop, and the
-/// library's own run-loop thread elsewhere, where a tool or server usually runs none.
+/// A ``Dispatcher`` uses the process main thread on Apple platforms, where every app runs the main thread's loop, and
+/// the library's own run-loop thread elsewhere, where a tool or server usually runs none.
 public struct MainQueue: Sendable {
   enum Kind: Sendable {
     case runLoopThread(MainRunLoopThread)

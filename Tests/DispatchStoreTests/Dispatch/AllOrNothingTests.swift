@@ -1022,7 +1022,8 @@ final class NestingLedger: Reducer<Ledger, NestingAction>, @unchecked Sendable {
   }
 }
 
-/// The routes decided after the dispatch was made (``AllOrNothingTests/aFollowUpOnARouteDecidedLaterPassesTheHoldersStores(mode:route:)``).
+/// The routes decided after the dispatch was made
+/// (``AllOrNothingTests/aFollowUpOnARouteDecidedLaterPassesTheHoldersStores(mode:route:)``).
 enum LaterRoute: CaseIterable, Sendable {
   case debounced, afterDependency, parkedResume
 }

@@ -34,8 +34,8 @@ struct WaitForTests {
 
   /// A store removed by an earlier store's operation during the dispatch does not start in it.
   ///
-  /// The stores waiting for it go on, and the dispatch succeeds. With `increaseLater` the removed store is reached from the thread that
-  /// finished the earlier operation, with `increase` from the dispatching thread.
+  /// The stores waiting for it go on, and the dispatch succeeds. With `increaseLater` the removed store is reached from
+  /// the thread that finished the earlier operation, with `increase` from the dispatching thread.
   @Test(arguments: Dispatcher.Mode.allCases, [CounterAction.increase(1), .increaseLater(1)])
   func storeRemovedDuringADispatchDoesNotStartInIt(mode: Dispatcher.Mode, action: CounterAction) async throws {
     let dispatcher = Dispatcher()

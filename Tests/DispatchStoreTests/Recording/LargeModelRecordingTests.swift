@@ -5,8 +5,8 @@ import Testing
 
 /// A store holding 10,000 products in an `IdentifiedList`, recorded.
 ///
-/// Every record holds what its transaction made, time travel puts back exactly that, and a saved session restores and verifies. The expected models are made
-/// with an `Array`, not with the list under test.
+/// Every record holds what its transaction made, time travel puts back exactly that, and a saved session restores and
+/// verifies. The expected models are made with an `Array`, not with the list under test.
 @Suite("Recording a large model", .watchdog)
 struct LargeModelRecordingTests {
   struct Product: Identifiable, Codable, Equatable, Sendable {
