@@ -23,8 +23,7 @@ import Synchronization
 /// > ``redo(byRecord:)``, ``jump(to:byRecord:)``) are checked before anything changes: one that throws changes
 /// > nothing. An operation that changed its store again after another transaction changed it has records on both
 /// > sides of that transaction's; ``Session/verify(against:mode:)``, which re-runs operations one after another,
-/// > reports it
-/// > (``SessionError/interleavedChanges(index:dispatchID:storeIdentifier:action:otherIndex:)``).
+/// > reports it (``SessionError/interleavedChanges(index:dispatchID:storeIdentifier:action:otherIndex:)``).
 public final class RecorderMiddleware: Middleware {
   /// How far a move goes.
   enum Step: Sendable, Hashable {
