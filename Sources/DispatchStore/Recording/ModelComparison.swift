@@ -1,3 +1,5 @@
+import Foundation
+
 /// Compares the models a verify's re-run made with the models its session recorded, record after record, in the
 /// session's order (``Session/verify(against:mode:)``).
 ///
@@ -40,9 +42,9 @@ struct ModelComparison {
     let codec: SessionCodecs.Codec
     let listEncoding = ListEncoding()
     var encodedLists: (index: Int, lists: LineLists)?
-    /// The store's last record compared here or handed over, and its re-run model: the lists its next record rests
-    /// on are found from it when the comparison that takes that record does not have them.
-    var lastModel: (index: Int, model: any ModelType)?
+    /// The store's last record compared here or handed over, its re-run model and where its line's `"l"` is: the
+    /// lists its next record rests on are found from it when the comparison that takes that record does not have them.
+    var lastModel: (index: Int, model: any ModelType, listPaths: Range<Int>?)?
     /// The store's last record handed over: `background` has its lists.
     var handedOver: Int?
 
@@ -50,25 +52,36 @@ struct ModelComparison {
       self.codec = codec
     }
 
-    /// The lists of ``lastModel`` if it is the model of record `index`.
-    func lists(at index: Int) -> LineLists? {
+    /// The lists of ``lastModel`` if it is the model of record `index` and its line names them (`data`, the session's
+    /// bytes).
+    func lists(at index: Int, in data: Data) -> LineLists? {
       guard let lastModel, lastModel.index == index else { return nil }
-      return lists(of: lastModel.model)
+      return lists(of: lastModel.model, namedAt: lastModel.listPaths, in: data)
     }
 
     /// The lists of `model` as a line that holds them whole writes them, found without encoding them; `nil` if the
-    /// encoder does not follow the model.
-    func lists(of model: any ModelType) -> LineLists? {
-      guard let encodable = model as? any Encodable, let lists = try? listEncoding.lists(in: encodable) else {
+    /// encoder does not follow the model, or if the line's `"l"` at `listPaths` does not name each of them.
+    ///
+    /// The record's line is compared, here or on the other thread, with the model, not yet with these lists: one that
+    /// decodes to the model but does not hold a list in its form, where `"l"` does not name it, leaves the reader no
+    /// list to rest the next line on. That line is then decoded, not passed by its bytes against these lists.
+    func lists(of model: any ModelType, namedAt listPaths: Range<Int>?, in data: Data) -> LineLists? {
+      guard let encodable = model as? any Encodable, let found = try? listEncoding.lists(in: encodable) else {
         return nil
       }
-      return LineLists(lists: lists)
+      let lists = LineLists(lists: found)
+      return data.namesEveryList(lists, in: listPaths) ? lists : nil
     }
   }
 
-  init(session: Session, background: BackgroundComparison?) {
+  /// Whether the runs of lines that change their lists are all compared here (``Session/verify(against:mode:)``'s
+  /// `keepingRuns`).
+  private let keepingRuns: Bool
+
+  init(session: Session, background: BackgroundComparison?, keepingRuns: Bool = false) {
     self.session = session
     self.background = background
+    self.keepingRuns = keepingRuns
   }
 
   /// Makes `lists` the lists of `store`'s record `index`, which its next record's changes rest on.
@@ -123,7 +136,7 @@ struct ModelComparison {
     let store = try storeLines(step.store, index: step.index)
     // Kept only for a model with list forms, whose next record may rest on its lists: a model kept is shared, and
     // the next reducer copies the arrays and dictionaries it then changes.
-    defer { store.lastModel = last.hasListForms ? (last.index, actual) : nil }
+    defer { store.lastModel = last.hasListForms ? (last.index, actual, last.listPaths) : nil }
     // Only models with list forms: a large model without them is written whole in each record, and one kept for
     // the other thread would make the next reducer copy the arrays it changes; a small one costs less to compare
     // than to hand over.
@@ -132,7 +145,7 @@ struct ModelComparison {
     }
     if last.base == nil {
       // A line of whole lists: the next lines' base found here without encoding the lists; the line compared there.
-      guard let lists = store.lists(of: actual) else {
+      guard let lists = store.lists(of: actual, namedAt: last.listPaths, in: session.index.data) else {
         return try compareHere(actual, after: step, with: last, store: store)
       }
       store.encodedLists = (last.index, lists)
@@ -141,7 +154,7 @@ struct ModelComparison {
     }
     if runLeft == 0 {
       handOverRun()
-      runInBackground = background.waitingBatches <= Self.waitingBatches
+      runInBackground = !keepingRuns && background.waitingBatches <= Self.waitingBatches
       runLeft = Self.runLength
     }
     runLeft -= 1
@@ -149,8 +162,8 @@ struct ModelComparison {
     var base: (index: Int, lists: LineLists)?
     if let index = last.base {
       if runInBackground {
-        if store.handedOver != index { base = store.lists(at: index).map { (index, $0) } }
-      } else if store.encodedLists?.index != index, let lists = store.lists(at: index) {
+        if store.handedOver != index { base = store.lists(at: index, in: session.index.data).map { (index, $0) } }
+      } else if store.encodedLists?.index != index, let lists = store.lists(at: index, in: session.index.data) {
         store.encodedLists = (index, lists)
       }
     }
@@ -203,12 +216,14 @@ struct ModelComparison {
         encoder.lists = lists
         let written = (try? store.codec.encodeModel(step.store, actual, encoder, &encoded)) != nil
         encoder.lists = nil
-        if written, let lists { store.encodedLists = (last.index, LineLists(lists: lists.written)) }
         // The line's `"l"` too: the decoder reads the model's lists at the paths it names, so a line whose model
         // bytes are right but whose paths are not does not decode to the model compared.
-        if written, session.index.data.elementsEqual(encoded, in: bytes),
-          lists.map({ session.index.data.isListOfPaths($0.paths, in: last.listPaths ?? 0..<0) }) ?? true
-        {
+        let pathsAreTheWriters =
+          lists.map { session.index.data.isListOfPaths($0.paths, in: last.listPaths ?? 0..<0) } ?? true
+        // The next line's base, if this line holds its lists as the writer does: one that decodes to the model
+        // otherwise may not leave the reader these lists (`StoreLines.lists(of:namedAt:in:)`).
+        if written, pathsAreTheWriters, let lists { store.encodedLists = (last.index, LineLists(lists: lists.written)) }
+        if written, pathsAreTheWriters, session.index.data.elementsEqual(encoded, in: bytes) {
           counts.byBytes += 1
           return
         }

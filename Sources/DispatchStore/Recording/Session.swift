@@ -365,11 +365,12 @@ public struct Session: Sendable {
   }
 
   /// ``verify(against:mode:)``, counting in `counts` how the records were compared; `otherThreadFound` is called on
-  /// the other thread when a record compared there differed, before the re-run can see it.
+  /// the other thread when a record compared there differed, before the re-run can see it. With `keepingRuns`, only
+  /// the lines that hold their lists whole are compared there: a test of the bases that pass between the threads.
   @discardableResult
   func verify(
     against dispatcher: Dispatcher, mode: Dispatcher.Mode, counts: inout VerifyCounts,
-    otherThreadFound: (@Sendable () -> Void)? = nil
+    otherThreadFound: (@Sendable () -> Void)? = nil, keepingRuns: Bool = false
   ) throws(SessionError) -> [String] {
     var steps: [VerifyStep]
     let playback: EffectPlayback
@@ -412,7 +413,8 @@ public struct Session: Sendable {
     // Models are compared as the writer encoded them (`ModelComparison`), some on another thread. Each record handed
     // there comes before the step an error of this thread's is at: the first in the session's order is the one thrown.
     var comparison = ModelComparison(
-      session: self, background: BackgroundComparison(session: self, found: otherThreadFound))
+      session: self, background: BackgroundComparison(session: self, found: otherThreadFound),
+      keepingRuns: keepingRuns)
     defer { counts = comparison.counts }
     do throws(SessionError) {
       try rerun(
@@ -850,6 +852,19 @@ extension Data {
         memcmp(mine.baseAddress! + range.lowerBound, theirs.baseAddress!, range.count) == 0
       }
     }
+  }
+
+  /// Whether the line's `"l"` in `range` (`nil`: none) names the path of each of `lists`, spelt as a writer spells it
+  /// or otherwise: a decoder that reads the line finds each of them as a list, so the line, if it decodes to the model
+  /// they are from, leaves its store's next line those lists to rest on.
+  func namesEveryList(_ lists: LineLists, in range: Range<Int>?) -> Bool {
+    guard !lists.lists.isEmpty else { return true }
+    guard let range else { return false }
+    // As a writer writes it for a model with one list, nothing inside it: the bytes compared.
+    if lists.lists.count == 1, isListOfPaths(Array(lists.lists.keys), in: range) { return true }
+    guard let paths = try? JSONDecoder().decode([[ListPath.Component]].self, from: self[range]) else { return false }
+    let named = Set(paths.map(ListPath.json))
+    return lists.lists.keys.allSatisfy(named.contains)
   }
 
   /// Whether the bytes in `range` are a JSON array of `paths`, as a writer writes a line's `"l"`: `[`, the paths

@@ -211,6 +211,52 @@ import Testing
     #expect(throws: SessionError.self) { try Self.verify(file) }
   }
 
+  /// A line holding its lists whole, spelt as a plain array with an `"l"` that names no list (or none at all): it
+  /// decodes to the recorded model, but leaves the next line, which changes the list, no list to rest on. The session
+  /// does not load past it, and verify refuses it rather than passing the next line by its bytes.
+  @Test(arguments: [#","l":[["nowhere"]]"#, #","l":[]"#, ""])
+  func aWholeLineWithoutItsListFormsLeavesTheNextLineNothingToRestOnAndIsRefused(paths: String) throws {
+    var (file, objects) = try Self.recordedCatalog()
+    objects[2] = objects[2].replacingOccurrences(of: #""products":{"~all":["#, with: #""products":["#)
+      .replacing(#/\],"~ids":\[[0-9,]*\]\}/#, with: "]")
+      .replacingOccurrences(of: #","l":[["products"]]"#, with: paths)
+    #expect(!objects[2].contains("~"))
+    #expect(objects[2].contains(#""products":[{"id":0,"#))
+    writeSession(objects, to: file.url)
+    let session = try Session.load(from: file.url, codecs: LargeModelRecordingTests.codecs)
+    let last = session.firstIndex + 1
+    #expect(try session.record(at: session.firstIndex).model as? LargeModelRecordingTests.Catalog != nil)
+    #expect(throws: SessionError.self) { try session.record(at: last) }
+    #expect(throws: SessionError.self) { try Self.verify(file) }
+    // The whole line compared on the other thread, the next here: the base this thread finds for it from the re-run's
+    // model must not be taken for the reader's.
+    let verifying = Dispatcher()
+    try verifying.register(store: LargeModelRecordingTests.makeStore(count: 10_000))
+    var counts = Session.VerifyCounts()
+    #expect(throws: SessionError.self) {
+      try session.verify(against: verifying, mode: .sync, counts: &counts, keepingRuns: true)
+    }
+  }
+
+  /// A line holding its lists whole whose `"l"` is spelt otherwise but names the list: the reader finds it there, so
+  /// the next line rests on it, on either thread.
+  @Test(arguments: [#"[ ["products"] ]"#, #"[["\u0070roducts"]]"#, #"[["nowhere"],["products"]]"#])
+  func aWholeLineWhoseListPathsAreSpeltOtherwiseLeavesTheNextLineItsList(paths: String) throws {
+    var (file, objects) = try Self.recordedCatalog()
+    objects[2] = objects[2].replacingOccurrences(of: #","l":[["products"]]"#, with: #","l":"# + paths)
+    #expect(objects[2].contains(paths))
+    writeSession(objects, to: file.url)
+    let session = try Session.load(from: file.url, codecs: LargeModelRecordingTests.codecs)
+    let last = try session.record(at: session.firstIndex + 1)
+    #expect((last.model as? LargeModelRecordingTests.Catalog)?.products[id: 2]?.stock == 1)
+    try Self.verify(file)
+    let verifying = Dispatcher()
+    try verifying.register(store: LargeModelRecordingTests.makeStore(count: 10_000))
+    var counts = Session.VerifyCounts()
+    try session.verify(against: verifying, mode: .sync, counts: &counts, keepingRuns: true)
+    #expect(counts.decoded >= 1)
+  }
+
   /// The same paths spelt otherwise (spaces, escapes), or with a path that names no list: the line decodes to the
   /// recorded model, and verify passes it by comparing the decoded model.
   @Test(arguments: [#"[ ["products"] ]"#, #"[["\u0070roducts"]]"#, #"[["products"],["nowhere"]]"#])
