@@ -364,9 +364,11 @@ public struct Session: Sendable {
     var handedOver = 0
   }
 
-  /// ``verify(against:mode:)``, counting in `counts` how the records were compared; `otherThreadFound` is called on
-  /// the other thread when a record compared there differed, before the re-run can see it. With `keepingRuns`, only
-  /// the lines that hold their lists whole are compared there: a test of the bases that pass between the threads.
+  /// ``verify(against:mode:)``, counting in `counts` how the records were compared.
+  ///
+  /// `otherThreadFound` is called on the other thread when a record compared there differed, before the re-run can see
+  /// it. With `keepingRuns`, only the lines that hold their lists whole are compared there: a test of the bases that
+  /// pass between the threads.
   @discardableResult
   func verify(
     against dispatcher: Dispatcher, mode: Dispatcher.Mode, counts: inout VerifyCounts,

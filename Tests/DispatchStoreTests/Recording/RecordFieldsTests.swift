@@ -211,9 +211,11 @@ import Testing
     #expect(throws: SessionError.self) { try Self.verify(file) }
   }
 
-  /// A line holding its lists whole, spelt as a plain array with an `"l"` that names no list (or none at all): it
-  /// decodes to the recorded model, but leaves the next line, which changes the list, no list to rest on. The session
-  /// does not load past it, and verify refuses it rather than passing the next line by its bytes.
+  /// A line holding its lists whole, spelt as a plain array with an `"l"` that names no list (or none at all), is
+  /// refused.
+  ///
+  /// It decodes to the recorded model, but leaves the next line, which changes the list, no list to rest on. The
+  /// session does not load past it, and verify refuses it rather than passing the next line by its bytes.
   @Test(arguments: [#","l":[["nowhere"]]"#, #","l":[]"#, ""])
   func aWholeLineWithoutItsListFormsLeavesTheNextLineNothingToRestOnAndIsRefused(paths: String) throws {
     var (file, objects) = try Self.recordedCatalog()
