@@ -505,6 +505,10 @@ public struct Session: Sendable {
       lastStore = (step.store, store)
       playback.begin(step.dispatchID)
       followUps.begin(index: step.index, dispatchID: step.dispatchID)
+      if last.unchanged { try checkFieldsFromTheEnd(of: last) }
+      // A record that says its transaction changed nothing is stepped over by undo: the re-run must leave the model
+      // as it found it.
+      let before = last.unchanged ? store.anyModel : nil
       let result = Self.dispatchAndWait(step.action, to: step.store, in: dispatcher, mode: mode)
       if last.fieldsFromEnd {
         let failed: Bool
@@ -541,8 +545,30 @@ public struct Session: Sendable {
       default:
         break
       }
+      if let before { try checkUnchanged(before, store.anyModel, after: step, with: last) }
       try comparison.compare(store.anyModel, after: step, with: last)
     }
+  }
+
+  /// Checks that the re-run of a transaction whose last record says it changed nothing (`"u"`) left its store's model
+  /// as it found it (`before`, `after`).
+  ///
+  /// - Throws: ``SessionError/diverged(index:dispatchID:storeIdentifier:action:differences:)`` naming the fields the
+  ///   re-run changed, each with its value before the transaction as the expected one.
+  private func checkUnchanged(
+    _ before: any ModelType, _ after: any ModelType, after step: VerifyStep, with last: VerifyStep
+  ) throws(SessionError) {
+    guard let codec = codecs.codecs[step.store] else {
+      throw .unregisteredStore(index: step.index, storeIdentifier: step.store)
+    }
+    guard !codec.modelsEqual(before, after) else { return }
+    var differences = JSONValue.differences(expected: codec.modelTree(before), actual: codec.modelTree(after))
+    if differences.isEmpty {
+      differences = [FieldDifference(path: "", expected: "\(before)", actual: "\(after)")]
+    }
+    throw .diverged(
+      index: last.index, dispatchID: step.dispatchID, storeIdentifier: step.store, action: "\(step.action)",
+      differences: differences)
   }
 
   /// A record as ``verify(against:mode:)`` re-runs it: its action decoded, its model left as the bytes written
@@ -560,6 +586,8 @@ public struct Session: Sendable {
     let cancelled: Bool
     /// Whether the record puts its store back after its all-or-nothing dispatch failed (``Record/isRollback``).
     let rollback: Bool
+    /// Whether the record says its transaction did not change the model (`"u"`; ``Record/changedModel``).
+    var unchanged = false
     let modelBytes: Range<Int>?
     /// Where the line's `"l"` is, the paths of its list forms, and the record whose lists they change (`"z"`).
     var listPaths: Range<Int>?
@@ -582,7 +610,8 @@ public struct Session: Sendable {
         VerifyStep(
           index: record.index, dispatchID: record.dispatchID, transactionID: record.transactionID,
           change: record.change, store: record.storeIdentifier, action: record.action, failed: record.error != nil,
-          cancelled: record.wasCancelled, rollback: record.isRollback, modelBytes: nil, record: record)
+          cancelled: record.wasCancelled, rollback: record.isRollback, unchanged: !record.changedModel,
+          modelBytes: nil, record: record)
       }
     }
     let lines = index.records
@@ -928,7 +957,7 @@ extension Session.VerifyStep {
       store: line.store, action: action,
       failed: fields.error != nil || outcome?.e != nil,
       cancelled: RecordFields.isTrue(bytes, fields.cancelled) || outcome?.c == true,
-      rollback: RecordFields.isTrue(bytes, fields.rollback),
+      rollback: RecordFields.isTrue(bytes, fields.rollback), unchanged: RecordFields.isTrue(bytes, fields.unchanged),
       modelBytes: model, listPaths: fields.lists, base: line.base, record: nil, actionBytes: fields.action,
       fieldsFromEnd: fields.fromEnd)
   }
@@ -938,6 +967,6 @@ extension Session.VerifyStep {
     index == other.index && dispatchID == other.dispatchID && transactionID == other.transactionID
       && change == other.change && store == other.store && actionBytes == other.actionBytes
       && failed == other.failed && cancelled == other.cancelled && rollback == other.rollback
-      && listPaths == other.listPaths && base == other.base
+      && unchanged == other.unchanged && listPaths == other.listPaths && base == other.base
   }
 }

@@ -50,7 +50,8 @@ public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
   /// A transaction that failed when recorded succeeded when re-run.
   case outcomeDiffered(
     index: Int, dispatchID: TransactionID, storeIdentifier: String, action: String, recordedError: String)
-  /// After re-running a transaction, the store's model differs from the recorded one in these fields.
+  /// After re-running a transaction, the store's model differs from the recorded one in these fields (for a record
+  /// that says its transaction changed nothing, from the model before it).
   case diverged(
     index: Int, dispatchID: TransactionID, storeIdentifier: String, action: String, differences: [FieldDifference])
   /// An operation asked for an effect (`ActionOperation.effect(_:_:)`) that the session did not record for its

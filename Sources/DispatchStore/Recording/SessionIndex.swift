@@ -507,6 +507,8 @@ struct RecordFields {
   var cancelled: Range<Int>?
   /// `"b"`: the record puts the store back after its all-or-nothing dispatch failed.
   var rollback: Range<Int>?
+  /// `"u"`: the transaction did not change the model (undo steps over the record).
+  var unchanged: Range<Int>?
   /// `"l"`: the paths of the lists written in their list forms (format 3).
   var lists: Range<Int>?
   /// Whether the fields after a long model were read back from the line's end rather than found by scanning the
@@ -618,6 +620,7 @@ struct RecordFields {
     case UInt8(ascii: "n"): change = value
     case UInt8(ascii: "c"): cancelled = value
     case UInt8(ascii: "b"): rollback = value
+    case UInt8(ascii: "u"): unchanged = value
     case UInt8(ascii: "l"): lists = value
     default: break
     }

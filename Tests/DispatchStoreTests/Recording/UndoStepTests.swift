@@ -150,6 +150,41 @@ struct UndoStepTests {
     #expect(resumed.counter.model.count == 0)
   }
 
+  /// Undo steps over a record that says its transaction changed nothing (`"u"`): verify holds that against the
+  /// re-run, and refuses a record so marked whose re-run changed the model, naming the field.
+  @Test func verifyRefusesARecordThatSaysItChangedNothingWhenItsRerunChangedTheModel() throws {
+    let app = try UndoApp()
+    let file = TemporaryFile()
+    var codecs = SessionCodecs()
+    codecs.register(storeIdentifier: "counter", model: Counter.self, action: CounterAction.self)
+    try app.recorder.attach(appendingTo: file.url, codecs: codecs)
+    #expect(app.send(.increase(2)))
+    #expect(!app.send(.fail))
+    #expect(app.send(.noop))
+    app.recorder.flush()
+    func verify() throws {
+      let verifying = Dispatcher()
+      try verifying.register(store: Store(identifier: "counter", model: Counter(), reducer: UndoCounterReducer()))
+      try Session.load(from: file.url, codecs: codecs).verify(against: verifying)
+    }
+    try verify()
+
+    var objects = file.lines.map(ListFormsTests.object)
+    try #require(objects.count == 5)
+    #expect(objects[2].contains(#""a":{"increase""#) && !objects[2].contains(#""u":"#))
+    objects[2] = String(objects[2].dropLast()) + #","u":true}"#
+    writeSession(objects, to: file.url)
+    #expect(try Session.load(from: file.url, codecs: codecs).records.map(\.changedModel) == [false, false, false])
+    do {
+      try verify()
+      Issue.record("a record marked unchanged whose re-run changed the model must not verify")
+    } catch let error as SessionError {
+      guard case .diverged(let index, _, let store, _, let differences) = error else { throw error }
+      #expect(index == 0 && store == "counter")
+      #expect(differences == [FieldDifference(path: "count", expected: "0", actual: "2")], "\(differences)")
+    }
+  }
+
   @Test func aRecordKeepsTheActionTheAppDispatchedWhenTheStoreMappedIt() throws {
     let app = try UndoApp()
     try app.dispatcher.register(store: makeCounterStore("other"))  // Handles counter actions, not ResetAction.
