@@ -207,7 +207,30 @@ func sessionRows(count: Int, items: Int) throws {
   )
 }
 
+/// Reads every row of a list of `items` rows `count` times, as a derived count or a view's `ForEach` does, from an
+/// `IdentifiedList` and, for the baseline, from an `Array` of the same rows: nanoseconds per element of each.
+func iterateRows(count: Int, items: Int) {
+  let array = (0..<items).map { CodedRow(id: $0, title: "Row \($0)", done: $0 % 3 == 0) }
+  let list = IdentifiedList(array)
+  func measure(_ body: () -> Int) -> (nanoseconds: Double, total: Int) {
+    let start = ContinuousClock.now
+    var total = 0
+    for _ in 0..<count { total &+= body() }
+    let elapsed = ContinuousClock.now - start
+    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    return (seconds * 1e9 / Double(count * items), total)
+  }
+  let fromList = measure { list.reduce(0) { $0 + ($1.done ? 1 : 0) } }
+  let fromArray = measure { array.reduce(0) { $0 + ($1.done ? 1 : 0) } }
+  let byIndex = measure { list.indices.reduce(0) { $0 + (list[$1].done ? 1 : 0) } }
+  precondition(fromList.total == fromArray.total && byIndex.total == fromArray.total)
+  print(
+    "per element: IdentifiedList \(fromList.nanoseconds) ns, by index \(byIndex.nanoseconds) ns, "
+      + "Array \(fromArray.nanoseconds) ns")
+}
+
 let shapes = [
+  "iteraterows10", "iteraterows10000", "iteraterows100000",
   "inplace", "op", "chain", "tokensinplace", "tokensop", "handle", "recorder",
   "recorderfile", "oprecorder", "oprecorderfile", "verify", "restore",
   "handle10", "allornothing", "allornothing10", "contended", "contendedallornothing",
@@ -224,6 +247,10 @@ else {
 let shape = arguments[2]
 if shape.hasPrefix("observedrows") {
   observeRows(count: count, items: Int(shape.dropFirst("observedrows".count))!)
+  exit(0)
+}
+if shape.hasPrefix("iteraterows") {
+  iterateRows(count: count, items: Int(shape.dropFirst("iteraterows".count))!)
   exit(0)
 }
 if shape.hasPrefix("sessionrows") {
