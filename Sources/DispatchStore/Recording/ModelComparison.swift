@@ -66,11 +66,17 @@ struct ModelComparison {
     /// decodes to the model but does not hold a list in its form, where `"l"` does not name it, leaves the reader no
     /// list to rest the next line on. That line is then decoded, not passed by its bytes against these lists.
     func lists(of model: any ModelType, namedAt listPaths: Range<Int>?, in data: Data) -> LineLists? {
+      guard let lists = lists(in: model) else { return nil }
+      return data.namesEveryList(lists, in: listPaths) ? lists : nil
+    }
+
+    /// The lists of `model` as a line that holds them whole writes them; `nil` if the encoder does not follow the
+    /// model.
+    func lists(in model: any ModelType) -> LineLists? {
       guard let encodable = model as? any Encodable, let found = try? listEncoding.lists(in: encodable) else {
         return nil
       }
-      let lists = LineLists(lists: found)
-      return data.namesEveryList(lists, in: listPaths) ? lists : nil
+      return LineLists(lists: found)
     }
   }
 
@@ -220,8 +226,9 @@ struct ModelComparison {
         // bytes are right but whose paths are not does not decode to the model compared.
         let pathsAreTheWriters =
           lists.map { session.index.data.isListOfPaths($0.paths, in: last.listPaths ?? 0..<0) } ?? true
-        // The next line's base, if this line holds its lists as the writer does: one that decodes to the model
-        // otherwise may not leave the reader these lists (`StoreLines.lists(of:namedAt:in:)`).
+        // The next line's base, if this line names its lists as the writer does: one that names them otherwise
+        // may not leave the reader these lists (`StoreLines.lists(of:namedAt:in:)`). If the line is decoded, the
+        // reader's lists are checked against them below.
         if written, pathsAreTheWriters, let lists { store.encodedLists = (last.index, LineLists(lists: lists.written)) }
         if written, pathsAreTheWriters, session.index.data.elementsEqual(encoded, in: bytes) {
           counts.byBytes += 1
@@ -234,12 +241,26 @@ struct ModelComparison {
     counts.decoded += 1
     let codec = store.codec
     let recorded: Record
+    var read: LineLists?
     if let decoded = last.record {
       recorded = decoded
     } else {
-      recorded = try session.record(at: last.index)
+      (recorded, read) = try session.recordAndLists(at: last.index)
     }
-    guard !codec.modelsEqual(recorded.model, actual) else { return }
+    if codec.modelsEqual(recorded.model, actual) {
+      // Equal as values, the reader must also find the lists at the paths where the re-run's model holds them: the
+      // re-run's lists, here or on the other thread, may already be the base its store's next line was compared
+      // against (a dictionary's key spelt otherwise in the line, "01" for 1, reads the same model but files its list
+      // at another path).
+      if last.hasListForms, let read, let lists = store.lists(in: actual),
+        Set(read.lists.keys) != Set(lists.lists.keys)
+      {
+        throw .corruptLine(
+          line: session.index.records[last.index - session.index.firstIndex].line.number,
+          reason: "the line's lists are not read at the paths where its model holds them")
+      }
+      return
+    }
     var differences = JSONValue.differences(
       expected: codec.modelTree(recorded.model), actual: codec.modelTree(actual))
     if differences.isEmpty {

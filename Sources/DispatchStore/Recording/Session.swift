@@ -102,6 +102,14 @@ public struct Session: Sendable {
     let offset = position - index.firstIndex
     guard offset >= 0, offset < index.records.count else { throw .invalidIndex(position, line: 0) }
     if let records = cache.records.withLock({ $0 }) { return records[offset] }
+    return try record(index.records[offset]).record
+  }
+
+  /// The record at `position`, decoded from its line, and the lists the reader found there: the base of its store's
+  /// next line (``LineLists/none`` for a line without list forms).
+  func recordAndLists(at position: Int) throws(SessionError) -> (record: Record, lists: LineLists) {
+    let offset = position - index.firstIndex
+    guard offset >= 0, offset < index.records.count else { throw .invalidIndex(position, line: 0) }
     return try record(index.records[offset])
   }
 
@@ -144,7 +152,7 @@ public struct Session: Sendable {
 
   /// Decodes a record line: first, the lines its lists' changes rest on (`"z"`, format 3), back to one whose lists
   /// are whole or to one decoded before (the lists of recently decoded lines are kept).
-  private func record(_ line: SessionIndex.RecordLine) throws(SessionError) -> Record {
+  private func record(_ line: SessionIndex.RecordLine) throws(SessionError) -> (record: Record, lists: LineLists) {
     var chain = [line]
     var start: (index: Int, lists: LineLists)?
     while let base = chain.last!.base {
@@ -170,7 +178,7 @@ public struct Session: Sendable {
       if cached.count + lists.kept.count > 4_096 { cached.removeAll(keepingCapacity: true) }
       cached.merge(lists.kept) { _, new in new }
     }
-    return withOutcome(record)
+    return (withOutcome(record), lists.kept[line.index] ?? .none)
   }
 
   /// The base of each record's list changes, as loading found and checked it (`"z"`), by record index.
@@ -450,6 +458,14 @@ public struct Session: Sendable {
       // before the check refuses the line: an error all the same, never a verify that passes.
       if continues[offset] || final[offset] != offset || step.change > 0 || step.rollback {
         try checkFieldsFromTheEnd(of: step)
+        // Undo steps over a record that says it changed nothing: a recorder says so only of the one record of a
+        // transaction that did not change its store, which these are not.
+        if let marked = [step, steps[final[offset]]].first(where: \.unchanged) {
+          try checkFieldsFromTheEnd(of: marked)
+          throw .corruptLine(
+            line: index.records[marked.index - index.firstIndex].line.number,
+            reason: "a record of an operation's changes, or of a store put back, says it changed nothing")
+        }
       }
       if continues[offset] {
         if lastOfDispatch[step.dispatchID] == step.index, !partial.contains(step.dispatchID),
@@ -521,7 +537,7 @@ public struct Session: Sendable {
         // record's model is put back, unchecked, as a snapshot would be.
         playback.forgetMissing()
         followUps.forgetUnrecorded()
-        try restoreUnchecked(last, in: dispatcher)
+        try restoreUnchecked(last, in: dispatcher, unchangedFrom: before, after: step)
         partial.insert(step.dispatchID)
         continue
       }
@@ -772,13 +788,20 @@ public struct Session: Sendable {
   }
 
   /// Puts the model of `step`'s record in its store without running a reducer (``verify(against:mode:)``).
-  private func restoreUnchecked(_ step: VerifyStep, in dispatcher: Dispatcher) throws(SessionError) {
+  ///
+  /// With `before`, the model before the transaction `first` started, the record, which says the transaction changed
+  /// nothing (`"u"`), must hold that model (``checkUnchanged(_:_:after:with:)``).
+  private func restoreUnchecked(
+    _ step: VerifyStep, in dispatcher: Dispatcher, unchangedFrom before: (any ModelType)? = nil,
+    after first: VerifyStep? = nil
+  ) throws(SessionError) {
     let recorded: Record
     if let decoded = step.record {
       recorded = decoded
     } else {
       recorded = try record(at: step.index)
     }
+    if let before, let first { try checkUnchanged(before, recorded.model, after: first, with: step) }
     guard let store = dispatcher.store(with: step.store) as? any ModelRestoring,
       store.canRestore(model: recorded.model, action: recorded.action)
     else {
@@ -886,8 +909,9 @@ extension Data {
   }
 
   /// Whether the line's `"l"` in `range` (`nil`: none) names the path of each of `lists`, spelt as a writer spells it
-  /// or otherwise: a decoder that reads the line finds each of them as a list, so the line, if it decodes to the model
-  /// they are from, leaves its store's next line those lists to rest on.
+  /// or otherwise: a reader looks for lists only at those paths, so a line whose `"l"` leaves one out does not leave
+  /// its store's next line that list to rest on. (A line that names them but spells its model's keys otherwise, so
+  /// that the reader files a list at another path, is refused when it is compared.)
   func namesEveryList(_ lists: LineLists, in range: Range<Int>?) -> Bool {
     guard !lists.lists.isEmpty else { return true }
     guard let range else { return false }

@@ -185,6 +185,46 @@ struct UndoStepTests {
     }
   }
 
+  /// A recorder writes `"u"` only on the one record of a transaction that changed nothing: on either record of an
+  /// operation that changed its store twice, verify refuses it as no recorder's.
+  @Test(arguments: [0, 1])
+  func verifyRefusesAnOperationsChangeRecordThatSaysItChangedNothing(record: Int) throws {
+    func makeStore() -> Store<Counter, CounterAction> {
+      Store(identifier: "counter", model: Counter()) { (action: CounterAction, operation) in
+        guard case .increase(let amount) = action else { return }
+        operation.updateModel { $0.count += amount }
+        operation.updateModel { $0.count += amount }
+      }
+    }
+    let dispatcher = Dispatcher()
+    try dispatcher.register(store: makeStore())
+    let recorder = RecorderMiddleware()
+    dispatcher.register(middleware: recorder)
+    let file = TemporaryFile()
+    var codecs = SessionCodecs()
+    codecs.register(storeIdentifier: "counter", model: Counter.self, action: CounterAction.self)
+    try recorder.attach(appendingTo: file.url, codecs: codecs)
+    try dispatcher.dispatchSync(action: CounterAction.increase(2))
+    recorder.flush()
+    func verify() throws {
+      let verifying = Dispatcher()
+      try verifying.register(store: makeStore())
+      try Session.load(from: file.url, codecs: codecs).verify(against: verifying)
+    }
+    try verify()
+    var objects = file.lines.map(ListFormsTests.object)
+    try #require(objects.count == 4)
+    #expect(recorder.records.map(\.change) == [0, 1])
+    objects[2 + record] = String(objects[2 + record].dropLast()) + #","u":true}"#
+    writeSession(objects, to: file.url)
+    #expect {
+      try verify()
+    } throws: { error in
+      guard case .corruptLine(let line, let reason) = error as? SessionError else { return false }
+      return line == 3 + record && reason.contains("changed nothing")
+    }
+  }
+
   @Test func aRecordKeepsTheActionTheAppDispatchedWhenTheStoreMappedIt() throws {
     let app = try UndoApp()
     try app.dispatcher.register(store: makeCounterStore("other"))  // Handles counter actions, not ResetAction.
