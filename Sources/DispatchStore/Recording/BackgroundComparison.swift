@@ -32,8 +32,11 @@ final class BackgroundComparison: @unchecked Sendable {
   /// Called on this thread when a record differed, after ``hasFailed`` is set (a test waits for it).
   private let found: (@Sendable () -> Void)?
 
+  /// The records whose re-run lists the re-running thread took as a base before this thread compared them.
+  let unconfirmed = UnconfirmedBases()
+
   init(session: Session, found: (@Sendable () -> Void)? = nil) {
-    comparison = ModelComparison(session: session, background: nil)
+    comparison = ModelComparison(session: session, background: nil, unconfirmed: unconfirmed)
     self.found = found
   }
 

@@ -83,6 +83,22 @@ struct LineLists: @unchecked Sendable {
   static let none = LineLists(lists: [:])
 }
 
+/// An ``IdentifiedList`` held as `Any` (in ``LineLists``), compared with another.
+protocol ComparableList {
+  /// Whether `other` is a list of this type with the same ids in the same order and, where the list is `Equatable`,
+  /// equal to it.
+  func isSame(as other: Any) -> Bool
+}
+
+extension IdentifiedList: ComparableList {
+  func isSame(as other: Any) -> Bool {
+    guard let other = other as? IdentifiedList<Element> else { return false }
+    func equal<List: Equatable>(_ list: List) -> Bool { (other as? List) == list }
+    if let list = self as Any as? any Equatable { return equal(list) }
+    return order == other.order
+  }
+}
+
 /// The lists of one store's record line while it is encoded: the lists of the store's previous line to write
 /// changes against, and the lists this line writes, by path.
 ///

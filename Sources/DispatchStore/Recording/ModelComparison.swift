@@ -11,6 +11,8 @@ struct ModelComparison {
   let session: Session
   /// Where records are compared on another thread; `nil` to compare every record here.
   let background: BackgroundComparison?
+  /// The records whose re-run lists became a base before the other thread compared them; shared with it.
+  let unconfirmed: UnconfirmedBases?
   private let encoder = JSONStreamEncoder()
   private var encoded: [UInt8] = []
   /// How the records were compared so far.
@@ -41,7 +43,13 @@ struct ModelComparison {
   private final class StoreLines {
     let codec: SessionCodecs.Codec
     let listEncoding = ListEncoding()
-    var encodedLists: (index: Int, lists: LineLists)?
+    ///
+    /// `derived`: taken from the re-run's model of a record the other thread compares, before it did
+    /// (``UnconfirmedBases``).
+    var encodedLists: (index: Int, lists: LineLists, derived: Bool)?
+    /// The lists the reader has for the store's last record compared here by decoding it: what its next line rests
+    /// on, handed to the other thread in its place.
+    var readLists: (index: Int, lists: LineLists)?
     /// The store's last record compared here or handed over, its re-run model and where its line's `"l"` is: the
     /// lists its next record rests on are found from it when the comparison that takes that record does not have them.
     var lastModel: (index: Int, model: any ModelType, listPaths: Range<Int>?)?
@@ -53,8 +61,9 @@ struct ModelComparison {
     }
 
     /// The lists of ``lastModel`` if it is the model of record `index` and its line names them (`data`, the session's
-    /// bytes).
+    /// bytes); the reader's, if the record was decoded here.
     func lists(at index: Int, in data: Data) -> LineLists? {
+      if let readLists, readLists.index == index { return readLists.lists }
       guard let lastModel, lastModel.index == index else { return nil }
       return lists(of: lastModel.model, namedAt: lastModel.listPaths, in: data)
     }
@@ -84,16 +93,19 @@ struct ModelComparison {
   /// `keepingRuns`).
   private let keepingRuns: Bool
 
-  init(session: Session, background: BackgroundComparison?, keepingRuns: Bool = false) {
+  init(
+    session: Session, background: BackgroundComparison?, unconfirmed: UnconfirmedBases?, keepingRuns: Bool = false
+  ) {
     self.session = session
     self.background = background
+    self.unconfirmed = unconfirmed
     self.keepingRuns = keepingRuns
   }
 
   /// Makes `lists` the lists of `store`'s record `index`, which its next record's changes rest on.
   mutating func rest(_ store: String, at index: Int, on lists: LineLists) {
     guard let lines = try? storeLines(store, index: index) else { return }
-    lines.encodedLists = (index, lists)
+    lines.encodedLists = (index, lists, false)
   }
 
   /// Hands the records kept for `background` over, waits until it compared them all, and returns what the first
@@ -154,7 +166,7 @@ struct ModelComparison {
       guard let lists = store.lists(of: actual, namedAt: last.listPaths, in: session.index.data) else {
         return try compareHere(actual, after: step, with: last, store: store)
       }
-      store.encodedLists = (last.index, lists)
+      store.encodedLists = (last.index, lists, true)
       hand(actual, step, last, base: nil, store: store, now: true)
       return
     }
@@ -170,7 +182,7 @@ struct ModelComparison {
       if runInBackground {
         if store.handedOver != index { base = store.lists(at: index, in: session.index.data).map { (index, $0) } }
       } else if store.encodedLists?.index != index, let lists = store.lists(at: index, in: session.index.data) {
-        store.encodedLists = (index, lists)
+        store.encodedLists = (index, lists, store.readLists?.index != index)
       }
     }
     guard runInBackground, store.handedOver == last.base || base != nil else {
@@ -195,6 +207,18 @@ struct ModelComparison {
     guard let background, !run.isEmpty else { return }
     background.compare(run)
     run = []
+  }
+
+  /// Whether the reader's lists of a record are the re-run's: at the same paths, equal by `==` where their elements
+  /// are `Equatable` (by their ids and order otherwise).
+  private static func same(_ read: LineLists, _ rerun: LineLists?) -> Bool {
+    guard let rerun, read.lists.count == rerun.lists.count else { return false }
+    for (path, list) in read.lists {
+      guard let other = rerun.lists[path], let list = list as? any ComparableList, list.isSame(as: other) else {
+        return false
+      }
+    }
+    return true
   }
 
   /// ``compare(_:after:with:)`` on this thread.
@@ -229,9 +253,15 @@ struct ModelComparison {
         // The next line's base, if this line names its lists as the writer does: one that names them otherwise
         // may not leave the reader these lists (`StoreLines.lists(of:namedAt:in:)`). If the line is decoded, the
         // reader's lists are checked against them below.
-        if written, pathsAreTheWriters, let lists { store.encodedLists = (last.index, LineLists(lists: lists.written)) }
+        if written, pathsAreTheWriters, let lists {
+          store.encodedLists = (last.index, LineLists(lists: lists.written), false)
+        }
         if written, pathsAreTheWriters, session.index.data.elementsEqual(encoded, in: bytes) {
           counts.byBytes += 1
+          // Resting on the re-run's lists of a record the other thread compares: that thread confirms them.
+          if last.base != nil, let encodedLists, encodedLists.derived, let unconfirmed {
+            try unconfirmed.used(encodedLists.index, line: session.lineNumber(ofRecord: encodedLists.index))
+          }
           return
         }
       }
@@ -248,16 +278,15 @@ struct ModelComparison {
       (recorded, read) = try session.recordAndLists(at: last.index)
     }
     if codec.modelsEqual(recorded.model, actual) {
-      // Equal as values, the reader must also find the lists at the paths where the re-run's model holds them: the
-      // re-run's lists, here or on the other thread, may already be the base its store's next line was compared
-      // against (a dictionary's key spelt otherwise in the line, "01" for 1, reads the same model but files its list
-      // at another path).
-      if last.hasListForms, let read, let lists = store.lists(in: actual),
-        Set(read.lists.keys) != Set(lists.lists.keys)
-      {
-        throw .corruptLine(
-          line: session.index.records[last.index - session.index.firstIndex].line.number,
-          reason: "the line's lists are not read at the paths where its model holds them")
+      // Equal as values: the next line rests on the lists the reader has, which may not be the re-run's (a
+      // dictionary's key spelt otherwise, "01" for 1, files a list at another path).
+      if let read {
+        store.encodedLists = (last.index, read, false)
+        store.readLists = (last.index, read)
+        // On the other thread, where the re-running thread may have taken the re-run's lists as that base.
+        if let unconfirmed, background == nil, !Self.same(read, store.lists(in: actual)) {
+          try unconfirmed.differ(last.index, line: session.lineNumber(ofRecord: last.index))
+        }
       }
       return
     }

@@ -105,6 +105,11 @@ public struct Session: Sendable {
     return try record(index.records[offset]).record
   }
 
+  /// The number of the line of the record at `position`, which is in the session.
+  func lineNumber(ofRecord position: Int) -> Int {
+    index.records[position - index.firstIndex].line.number
+  }
+
   /// The record at `position`, decoded from its line, and the lists the reader found there: the base of its store's
   /// next line (``LineLists/none`` for a line without list forms).
   func recordAndLists(at position: Int) throws(SessionError) -> (record: Record, lists: LineLists) {
@@ -422,9 +427,9 @@ public struct Session: Sendable {
     }
     // Models are compared as the writer encoded them (`ModelComparison`), some on another thread. Each record handed
     // there comes before the step an error of this thread's is at: the first in the session's order is the one thrown.
+    let background = BackgroundComparison(session: self, found: otherThreadFound)
     var comparison = ModelComparison(
-      session: self, background: BackgroundComparison(session: self, found: otherThreadFound),
-      keepingRuns: keepingRuns)
+      session: self, background: background, unconfirmed: background.unconfirmed, keepingRuns: keepingRuns)
     defer { counts = comparison.counts }
     do throws(SessionError) {
       try rerun(
