@@ -32,7 +32,8 @@ final class BackgroundComparison: @unchecked Sendable {
   /// Called on this thread when a record differed, after ``hasFailed`` is set (a test waits for it).
   private let found: (@Sendable () -> Void)?
 
-  /// The records whose re-run lists the re-running thread took as a base before this thread compared them.
+  /// What the two threads note of the records whose re-run lists the re-running thread may take as a base before this
+  /// thread compared them.
   let unconfirmed = UnconfirmedBases()
 
   init(session: Session, found: (@Sendable () -> Void)? = nil) {

@@ -110,6 +110,8 @@ final class ListEncoding {
   private(set) var written: [[UInt8]: Any] = [:]
   /// The paths of the forms written, in the order written.
   private(set) var paths: [[UInt8]] = []
+  /// The paths of the base's lists this line's changes were written against.
+  private(set) var basePathsRead: [[UInt8]] = []
   /// The JSON of each element of the list last written whole at a path (``ElementJSON``).
   ///
   /// A list written whole again copies the JSON of the elements whose stored bytes are unchanged, instead of encoding
@@ -143,6 +145,7 @@ final class ListEncoding {
   func reset() {
     if !written.isEmpty { written = [:] }
     if !paths.isEmpty { paths = [] }
+    if !basePathsRead.isEmpty { basePathsRead = [] }
     if !scopes.isEmpty { scopes = [] }
   }
 
@@ -195,6 +198,7 @@ final class ListEncoding {
     let previous: IdentifiedList<Element>?
     if scopes.isEmpty {
       previous = base.lists[path] as? IdentifiedList<Element>
+      if previous != nil { basePathsRead.append(path) }
     } else {
       previous = try scopes.replacedList(at: codingPath, finder: self) as? IdentifiedList<Element>
     }

@@ -43,9 +43,8 @@ struct ModelComparison {
   private final class StoreLines {
     let codec: SessionCodecs.Codec
     let listEncoding = ListEncoding()
-    ///
-    /// `derived`: taken from the re-run's model of a record the other thread compares, before it did
-    /// (``UnconfirmedBases``).
+    /// The base of the store's next record: its lists, and whether they were `derived`, taken from the re-run's model
+    /// of a record the other thread compares before it did (``UnconfirmedBases``).
     var encodedLists: (index: Int, lists: LineLists, derived: Bool)?
     /// The lists the reader has for the store's last record compared here by decoding it: what its next line rests
     /// on, handed to the other thread in its place.
@@ -209,16 +208,21 @@ struct ModelComparison {
     run = []
   }
 
-  /// Whether the reader's lists of a record are the re-run's: at the same paths, equal by `==` where their elements
-  /// are `Equatable` (by their ids and order otherwise).
-  private static func same(_ read: LineLists, _ rerun: LineLists?) -> Bool {
-    guard let rerun, read.lists.count == rerun.lists.count else { return false }
+  /// The paths where the reader's lists of a record are not the re-run's.
+  ///
+  /// A list at one and not the other, or not equal by `==` (by their ids and order where the list is not
+  /// `Equatable`); every path of the reader's if the re-run's are not known.
+  private static func differing(_ read: LineLists, _ rerun: LineLists?) -> Set<[UInt8]> {
+    guard let rerun else { return Set(read.lists.keys) }
+    var differing = Set<[UInt8]>()
     for (path, list) in read.lists {
       guard let other = rerun.lists[path], let list = list as? any ComparableList, list.isSame(as: other) else {
-        return false
+        differing.insert(path)
+        continue
       }
     }
-    return true
+    for path in rerun.lists.keys where read.lists[path] == nil { differing.insert(path) }
+    return differing
   }
 
   /// ``compare(_:after:with:)`` on this thread.
@@ -252,15 +256,18 @@ struct ModelComparison {
           lists.map { session.index.data.isListOfPaths($0.paths, in: last.listPaths ?? 0..<0) } ?? true
         // The next line's base, if this line names its lists as the writer does: one that names them otherwise
         // may not leave the reader these lists (`StoreLines.lists(of:namedAt:in:)`). If the line is decoded, the
-        // reader's lists are checked against them below.
+        // reader's lists take their place below.
         if written, pathsAreTheWriters, let lists {
           store.encodedLists = (last.index, LineLists(lists: lists.written), false)
         }
         if written, pathsAreTheWriters, session.index.data.elementsEqual(encoded, in: bytes) {
           counts.byBytes += 1
-          // Resting on the re-run's lists of a record the other thread compares: that thread confirms them.
-          if last.base != nil, let encodedLists, encodedLists.derived, let unconfirmed {
-            try unconfirmed.used(encodedLists.index, line: session.lineNumber(ofRecord: encodedLists.index))
+          // Resting on the re-run's lists of a record the other thread compares: that thread confirms the ones read.
+          if let encodedLists, encodedLists.derived, encodedLists.index == last.base, let unconfirmed,
+            let lists, !lists.basePathsRead.isEmpty
+          {
+            try unconfirmed.used(
+              encodedLists.index, paths: lists.basePathsRead, line: session.lineNumber(ofRecord: encodedLists.index))
           }
           return
         }
@@ -284,8 +291,11 @@ struct ModelComparison {
         store.encodedLists = (last.index, read, false)
         store.readLists = (last.index, read)
         // On the other thread, where the re-running thread may have taken the re-run's lists as that base.
-        if let unconfirmed, background == nil, !Self.same(read, store.lists(in: actual)) {
-          try unconfirmed.differ(last.index, line: session.lineNumber(ofRecord: last.index))
+        if let unconfirmed, background == nil {
+          let differing = Self.differing(read, store.lists(in: actual))
+          if !differing.isEmpty {
+            try unconfirmed.differ(last.index, paths: differing, line: session.lineNumber(ofRecord: last.index))
+          }
         }
       }
       return

@@ -426,7 +426,8 @@ public struct Session: Sendable {
       dispatcher.replay.withLock { $0 = nil }
     }
     // Models are compared as the writer encoded them (`ModelComparison`), some on another thread. Each record handed
-    // there comes before the step an error of this thread's is at: the first in the session's order is the one thrown.
+    // there comes before the step an error of this thread's is at: the other thread's error is the one thrown (the
+    // first in the session's order, but for a line whose lists both threads found wanting, `UnconfirmedBases`).
     let background = BackgroundComparison(session: self, found: otherThreadFound)
     var comparison = ModelComparison(
       session: self, background: background, unconfirmed: background.unconfirmed, keepingRuns: keepingRuns)

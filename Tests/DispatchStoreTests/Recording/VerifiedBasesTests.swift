@@ -34,6 +34,113 @@ struct VerifiedBasesTests {
     }
   }
 
+  /// Named lists written as pairs in the order of their names, read in any order: as a `Set` or a dictionary whose keys
+  /// are not strings writes them, in an order another process need not share, but fixed here.
+  struct Panes: Codable, Equatable {
+    var lists: [String: IdentifiedList<Item>]
+
+    init(_ lists: [String: IdentifiedList<Item>]) { self.lists = lists }
+
+    func encode(to encoder: any Encoder) throws {
+      var container = encoder.unkeyedContainer()
+      for name in lists.keys.sorted() {
+        try container.encode(name)
+        try container.encode(lists[name])
+      }
+    }
+
+    init(from decoder: any Decoder) throws {
+      var container = try decoder.unkeyedContainer()
+      lists = [:]
+      while !container.isAtEnd {
+        let name = try container.decode(String.self)
+        lists[name] = try container.decode(IdentifiedList<Item>.self)
+      }
+    }
+  }
+
+  struct Desk: ModelType, Codable, Equatable {
+    var panes = Panes(["a": [Item(id: 1)], "b": [Item(id: 2)]])
+    var log: IdentifiedList<Item> = [Item(id: 0)]
+  }
+
+  enum DeskAction: ActionType, Codable, Equatable {
+    case start
+    /// Empties the panes and counts in the log.
+    case clear
+    /// Counts in pane `a`.
+    case bumpA
+  }
+
+  static func deskCodecs() -> SessionCodecs {
+    var codecs = SessionCodecs()
+    codecs.register(storeIdentifier: "desk", model: Desk.self, action: DeskAction.self)
+    return codecs
+  }
+
+  static func makeDesk() -> Store<Desk, DeskAction> {
+    Store(identifier: "desk", model: Desk()) { (action: DeskAction, model) in
+      switch action {
+      case .start: model.log[id: 0]?.count += 1
+      case .clear:
+        model.panes.lists = [:]
+        model.log[id: 0]?.count += 1
+      case .bumpA: model.panes.lists["a"]?[id: 1]?.count += 1
+      }
+    }
+  }
+
+  /// A desk recorded with `start` then `second`, its first record's panes written in the other order (as another
+  /// process may): the reader files pane `b`'s list where the re-run's model has `a`'s.
+  static func recordedDesk(second: DeskAction) throws -> (file: TemporaryFile, session: Session) {
+    let file = TemporaryFile()
+    let dispatcher = Dispatcher()
+    try dispatcher.register(store: makeDesk())
+    let recorder = RecorderMiddleware()
+    dispatcher.register(middleware: recorder)
+    try recorder.attach(appendingTo: file.url, codecs: deskCodecs())
+    try dispatcher.dispatchSync(action: DeskAction.start)
+    try dispatcher.dispatchSync(action: second)
+    recorder.flush()
+    var objects = file.lines.map(ListFormsTests.object)
+    try #require(objects.count == 4)
+    let a = #""a",{"~all":[{"count":0,"id":1}],"~ids":[1]}"#
+    let b = #""b",{"~all":[{"count":0,"id":2}],"~ids":[2]}"#
+    try #require(objects[2].contains(#""panes":["# + a + "," + b + "]"))
+    objects[2] = objects[2].replacingOccurrences(
+      of: #""panes":["# + a + "," + b + "]", with: #""panes":["# + b + "," + a + "]")
+    #expect(objects[2].contains(#""l":[["panes",1],["panes",3],["log"]]"#))
+    writeSession(objects, to: file.url)
+    return (file, try Session.load(from: file.url, codecs: deskCodecs()))
+  }
+
+  static func verifyDesk(_ session: Session, keepingRuns: Bool) throws {
+    let verifying = Dispatcher()
+    try verifying.register(store: makeDesk())
+    var counts = Session.VerifyCounts()
+    try session.verify(against: verifying, mode: .sync, counts: &counts, keepingRuns: keepingRuns)
+  }
+
+  /// The next line does not change the lists the reader files otherwise (it empties the panes): the session loads as
+  /// recorded, and verifies on either thread.
+  @Test func aLineWhoseListsTheReaderFilesOtherwiseVerifiesIfTheNextLineLeavesThem() throws {
+    let (_, session) = try Self.recordedDesk(second: .clear)
+    let last = try #require(session.record(at: session.firstIndex + 1).model as? Desk)
+    #expect(last.panes.lists.isEmpty && last.log[id: 0]?.count == 2)
+    try Self.verifyDesk(session, keepingRuns: false)
+    try Self.verifyDesk(session, keepingRuns: true)
+  }
+
+  /// The next line changes pane `a`'s list, which the reader has at another path: it does not load as the re-run's
+  /// model, and verify refuses it on either thread.
+  @Test func aLineWhoseListsTheReaderFilesOtherwiseIsRefusedIfTheNextLineChangesThem() throws {
+    let (_, session) = try Self.recordedDesk(second: .bumpA)
+    let expected = Desk(panes: Panes(["a": [Item(id: 1, count: 1)], "b": [Item(id: 2)]]), log: [Item(id: 0, count: 1)])
+    #expect((try? session.record(at: session.firstIndex + 1).model as? Desk) != expected)
+    #expect(throws: SessionError.self) { try Self.verifyDesk(session, keepingRuns: false) }
+    #expect(throws: SessionError.self) { try Self.verifyDesk(session, keepingRuns: true) }
+  }
+
   /// A session of two records: the list whole, then its change.
   static func recorded() throws -> (file: TemporaryFile, objects: [String]) {
     let file = TemporaryFile()
