@@ -145,7 +145,8 @@ final class ListEncoding {
   func reset() {
     if !written.isEmpty { written = [:] }
     if !paths.isEmpty { paths = [] }
-    if !basePathsRead.isEmpty { basePathsRead = [] }
+    // Kept: the writer's lines reach here too, and a buffer made again for each would be a malloc per line.
+    if !basePathsRead.isEmpty { basePathsRead.removeAll(keepingCapacity: true) }
     if !scopes.isEmpty { scopes = [] }
   }
 
