@@ -584,10 +584,7 @@ public struct Session: Sendable {
       throw .unregisteredStore(index: step.index, storeIdentifier: step.store)
     }
     guard !codec.modelsEqual(before, after) else { return }
-    var differences = JSONValue.differences(expected: codec.modelTree(before), actual: codec.modelTree(after))
-    if differences.isEmpty {
-      differences = [FieldDifference(path: "", expected: "\(before)", actual: "\(after)")]
-    }
+    let differences = codec.differences(expected: before, actual: after)
     throw .diverged(
       index: last.index, dispatchID: step.dispatchID, storeIdentifier: step.store, action: "\(step.action)",
       differences: differences)

@@ -129,3 +129,13 @@ public struct SessionCodecs: Sendable {
       actionTree: { action in (action as? Action).flatMap { try? JSONValue(encoding: $0) } })
   }
 }
+
+extension SessionCodecs.Codec {
+  /// The fields where `actual` differs from `expected`, by their JSON; the whole models where they are equal as JSON
+  /// but not with `==` (the difference is then in what the encoding leaves out).
+  func differences(expected: any ModelType, actual: any ModelType) -> [FieldDifference] {
+    let differences = JSONValue.differences(expected: modelTree(expected), actual: modelTree(actual))
+    guard differences.isEmpty else { return differences }
+    return [FieldDifference(path: "", expected: "\(expected)", actual: "\(actual)")]
+  }
+}

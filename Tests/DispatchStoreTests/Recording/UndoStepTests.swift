@@ -53,6 +53,13 @@ private struct UndoApp {
   }
 }
 
+/// The codecs of the counter store the sessions here record.
+private let counterCodecs: SessionCodecs = {
+  var codecs = SessionCodecs()
+  codecs.register(storeIdentifier: "counter", model: Counter.self, action: CounterAction.self)
+  return codecs
+}()
+
 @Suite("Undo steps", .timeLimit(.minutes(1)), .watchdog)
 struct UndoStepTests {
   @Test func undoAndRedoStepOverDispatchesThatChangedNothing() throws {
@@ -130,8 +137,7 @@ struct UndoStepTests {
   @Test func aSessionFileKeepsWhatChangedNothingAndAResumedHistoryStepsOverIt() throws {
     let app = try UndoApp()
     let file = TemporaryFile()
-    var codecs = SessionCodecs()
-    codecs.register(storeIdentifier: "counter", model: Counter.self, action: CounterAction.self)
+    let codecs = counterCodecs
     try app.recorder.attach(appendingTo: file.url, codecs: codecs)
     #expect(app.send(.increase(2)))
     #expect(!app.send(.fail))
@@ -155,8 +161,7 @@ struct UndoStepTests {
   @Test func verifyRefusesARecordThatSaysItChangedNothingWhenItsRerunChangedTheModel() throws {
     let app = try UndoApp()
     let file = TemporaryFile()
-    var codecs = SessionCodecs()
-    codecs.register(storeIdentifier: "counter", model: Counter.self, action: CounterAction.self)
+    let codecs = counterCodecs
     try app.recorder.attach(appendingTo: file.url, codecs: codecs)
     #expect(app.send(.increase(2)))
     #expect(!app.send(.fail))
@@ -201,8 +206,7 @@ struct UndoStepTests {
     let recorder = RecorderMiddleware()
     dispatcher.register(middleware: recorder)
     let file = TemporaryFile()
-    var codecs = SessionCodecs()
-    codecs.register(storeIdentifier: "counter", model: Counter.self, action: CounterAction.self)
+    let codecs = counterCodecs
     try recorder.attach(appendingTo: file.url, codecs: codecs)
     try dispatcher.dispatchSync(action: CounterAction.increase(2))
     recorder.flush()
