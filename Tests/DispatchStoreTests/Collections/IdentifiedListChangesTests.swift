@@ -4,7 +4,9 @@ import Testing
 
 /// The changes between two versions of a list: applied to the older one, or to a list equal to it built another way,
 /// they make the newer one; a one-element change is one entry.
-@Suite("IdentifiedList changes", .watchdog)
+@Suite(
+  "IdentifiedList changes", .watchdog, .offThePool,
+  .disabled(if: isThreadSanitized, "value code on one thread: no race to find; runs plain and under AddressSanitizer"))
 struct IdentifiedListChangesTests {
   typealias Item = IdentifiedListTests.Item
 

@@ -27,7 +27,7 @@ struct IdentifiedListTests {
 
   @Test(
     .disabled(if: isSanitized, "value code on one thread; under a sanitizer its load starved other suites"),
-    arguments: [0, 10, 5_000])
+    .offThePool, arguments: [0, 10, 5_000])
   func randomOperationsLeaveTheSameElementsAsAnArray(initialCount: Int) {
     var random = SplitMix(seed: UInt64(initialCount) + 1)
     var nextID = initialCount

@@ -32,7 +32,7 @@ final class CatalogOperationReducer: Reducer<LargeModelRecordingTests.Catalog, L
 
 /// Sessions whose records hold large lists as changes (format 3), at 10,000 products (1,000 under a sanitizer):
 /// written from several threads by operation stores, and many random sessions verified.
-@Suite("List forms in sessions", .timeLimit(.minutes(5)), .watchdog)
+@Suite("List forms in sessions", .timeLimit(.minutes(5)), .watchdog, .offThePool)
 struct ListFormsSessionTests {
   typealias Product = LargeModelRecordingTests.Product
   typealias Catalog = LargeModelRecordingTests.Catalog

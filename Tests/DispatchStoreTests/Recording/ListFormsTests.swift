@@ -6,7 +6,7 @@ import Testing
 /// Format 3's list forms: a record line holds an `IdentifiedList` as the changes from the store's previous record
 /// line, and everything a session does still works from them (proposal 0017, step 3), at 10,000 products.
 @Suite(
-  "List forms", .timeLimit(.minutes(5)), .watchdog,
+  "List forms", .timeLimit(.minutes(5)), .watchdog, .offThePool,
   .disabled(
     if: isSanitized,
     "one thread and the writer's; under a sanitizer its load starved the all-or-nothing suite"))

@@ -6,7 +6,7 @@ import Testing
 /// Lists inside the elements of lists (format 3): a changed element's lists are written as the changes from the
 /// element it replaces, so that a record of one changed row of an outline stays small however many rows the outline
 /// has, and every way of reading a session reads them back exactly (issue 27, points 1 and 2, the nested shape).
-@Suite("Nested list forms", .timeLimit(.minutes(5)), .watchdog)
+@Suite("Nested list forms", .timeLimit(.minutes(5)), .watchdog, .offThePool)
 struct NestedListFormsTests {
   struct Tag: Identifiable, Codable, Equatable, Sendable {
     let id: String

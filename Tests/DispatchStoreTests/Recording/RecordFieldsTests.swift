@@ -5,7 +5,7 @@ import Testing
 
 /// How verify finds the fields of a record line: a long model's fields after it are read from the line's end
 /// (`RecordFields.fromEnd`), and must be those a full scan finds.
-@Suite(.watchdog) struct RecordFieldsTests {
+@Suite(.watchdog, .offThePool) struct RecordFieldsTests {
   /// A model of `RecordFields.longModel` bytes or more, with the characters that make reading backwards hard:
   /// escaped quotes and backslashes, commas, colons and brackets in strings, and keys the line's fields have.
   static let longModel: String = {
@@ -117,10 +117,14 @@ import Testing
     }
   }
 
-  /// A recorded catalog of 10,000 products, whose first record line holds the list whole.
+  /// The products of the catalogs recorded: 5,000 under a sanitizer (still a labelled order, and lines far longer
+  /// than `RecordFields.longModel`), where ten thousand took minutes of CI's sanitizer runs.
+  static let products = isSanitized ? 5_000 : 10_000
+
+  /// A recorded catalog of ``products`` products, whose first record line holds the list whole.
   private static func recordedCatalog() throws -> (file: TemporaryFile, objects: [String]) {
     let file = TemporaryFile()
-    let app = try ListFormsTests.RecordedCatalog(file: file, count: 10_000)
+    let app = try ListFormsTests.RecordedCatalog(file: file, count: Self.products)
     try app.send(.restock(id: 1, amount: 1))
     try app.send(.restock(id: 2, amount: 1))
     app.recorder.flush()
@@ -134,7 +138,7 @@ import Testing
   private static func verify(_ file: TemporaryFile) throws {
     let session = try Session.load(from: file.url, codecs: LargeModelRecordingTests.codecs)
     let verifying = Dispatcher()
-    try verifying.register(store: LargeModelRecordingTests.makeStore(count: 10_000))
+    try verifying.register(store: LargeModelRecordingTests.makeStore(count: Self.products))
     try session.verify(against: verifying)
   }
 
@@ -233,7 +237,7 @@ import Testing
     // The whole line compared on the other thread, the next here: the base this thread finds for it from the re-run's
     // model must not be taken for the reader's.
     let verifying = Dispatcher()
-    try verifying.register(store: LargeModelRecordingTests.makeStore(count: 10_000))
+    try verifying.register(store: LargeModelRecordingTests.makeStore(count: Self.products))
     var counts = Session.VerifyCounts()
     #expect(throws: SessionError.self) {
       try session.verify(against: verifying, mode: .sync, counts: &counts, keepingRuns: true)
@@ -253,7 +257,7 @@ import Testing
     #expect((last.model as? LargeModelRecordingTests.Catalog)?.products[id: 2]?.stock == 1)
     try Self.verify(file)
     let verifying = Dispatcher()
-    try verifying.register(store: LargeModelRecordingTests.makeStore(count: 10_000))
+    try verifying.register(store: LargeModelRecordingTests.makeStore(count: Self.products))
     var counts = Session.VerifyCounts()
     try session.verify(against: verifying, mode: .sync, counts: &counts, keepingRuns: true)
     #expect(counts.decoded >= 1)

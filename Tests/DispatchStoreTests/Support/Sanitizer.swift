@@ -11,3 +11,11 @@ let isSanitized: Bool = {
   defer { if let process { dlclose(process) } }
   return dlsym(process, "__tsan_init") != nil || dlsym(process, "__asan_init") != nil
 }()
+
+/// Whether the tests run under ThreadSanitizer: suites of value code on one thread, which it has no race to find in,
+/// are left to the plain and AddressSanitizer runs.
+let isThreadSanitized: Bool = {
+  let process = dlopen(nil, RTLD_NOW)
+  defer { if let process { dlclose(process) } }
+  return dlsym(process, "__tsan_init") != nil
+}()
