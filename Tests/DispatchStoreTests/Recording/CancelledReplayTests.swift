@@ -25,6 +25,21 @@ private func makeSearchStore(slowWaits: Bool) -> Store<Search, SearchAction> {
   }
 }
 
+/// A search store whose slow query, while recording, waits for its cancellation before it changes anything.
+///
+/// Its record says it changed nothing (`"u"`). Each query reports to `running` once its operation runs.
+private func makeQuietSearchStore(slowWaits: Bool, running: Collector<String>? = nil) -> Store<Search, SearchAction> {
+  Store(identifier: "search", model: Search()) { (action: SearchAction, operation) in
+    guard case .query(let text) = action else { return }
+    running?.append(text)
+    if text == "slow", slowWaits { try await Task.sleep(for: .seconds(3_600)) }
+    operation.updateModel {
+      $0.started.append(text)
+      $0.results.append(text)
+    }
+  }
+}
+
 private func searchCodecs() -> SessionCodecs {
   var codecs = SessionCodecs()
   codecs.register(storeIdentifier: "search", model: Search.self, action: SearchAction.self)
@@ -75,5 +90,54 @@ struct CancelledReplayTests {
     try restored.register(store: restoredStore)
     _ = try session.restore(into: restored)
     #expect(restoredStore.model == recorded)
+  }
+
+  /// A dispatch cancelled before its operation changed anything is put back only as the model before it.
+  ///
+  /// It is recorded as changing nothing (`"u"`: undo steps over it). Re-run, it would succeed, so verify puts its recorded model back, and holds that model to the one
+  /// before it: a record so marked that holds another model is refused, naming the field.
+  @Test func aCancelledDispatchThatChangedNothingIsPutBackOnlyAsTheModelBeforeIt() async throws {
+    let dispatcher = Dispatcher()
+    let running = Collector<String>()
+    try dispatcher.register(store: makeQuietSearchStore(slowWaits: true, running: running))
+    let recorder = RecorderMiddleware()
+    dispatcher.register(middleware: recorder)
+    let file = TemporaryFile()
+    try recorder.attach(appendingTo: file.url, codecs: searchCodecs())
+    let slow = dispatcher.start(action: SearchAction.query("slow"))
+    _ = await running.wait(for: 1)
+    slow.cancel()
+    await #expect(throws: DispatchError.cancelled) { try await slow.value }
+    // Filed when the operation returns, after its handle ended.
+    #expect(await eventually { recorder.records.first?.wasCancelled == true })
+    recorder.flush()
+    #expect(recorder.persistenceError == nil)
+    #expect(recorder.records.map(\.changedModel) == [false])
+
+    func verify() throws {
+      let verifying = Dispatcher()
+      let replayed = makeQuietSearchStore(slowWaits: false)
+      try verifying.register(store: replayed)
+      try Session.load(from: file.url, codecs: searchCodecs()).verify(against: verifying)
+      #expect(replayed.model == Search(), "put back as recorded, not re-run")
+    }
+    try verify()
+
+    // The record's model forged: it says the dispatch changed nothing, yet holds a search started.
+    var objects = file.lines.map(ListFormsTests.object)
+    try #require(objects.count == 3)
+    #expect(objects[2].contains(#""u":true"#))
+    let empty = #"{"results":[],"started":[]}"#
+    try #require(objects[2].contains(empty))
+    objects[2] = objects[2].replacingOccurrences(of: empty, with: #"{"results":[],"started":["forged"]}"#)
+    writeSession(objects, to: file.url)
+    do {
+      try verify()
+      Issue.record("a cancelled record marked unchanged whose model is not the one before it must not verify")
+    } catch let error as SessionError {
+      guard case .diverged(let index, _, let store, _, let differences) = error else { throw error }
+      #expect(index == 0 && store == "search")
+      #expect(differences.map(\.path) == ["started[0]"], "\(differences)")
+    }
   }
 }

@@ -348,7 +348,7 @@ struct SessionTests {
     #expect((verifying.store(with: "spare") as? Store<Counter, SpareAction>)?.model.count == -3_000)
   }
 
-  @Test(.offThePool) func aTenThousandActionSessionRoundTrips() async throws {
+  @Test func aTenThousandActionSessionRoundTrips() async throws {
     // Two stores of different types; the models stay small so the file grows linearly.
     @Sendable func makeApp() throws -> (
       Dispatcher, Store<Score, ScoreAction>, Store<Text, TextAction>, RecorderMiddleware

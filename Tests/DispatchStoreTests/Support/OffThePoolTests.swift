@@ -1,25 +1,35 @@
-import Dispatch
 import Testing
 
-/// The tests of a suite marked ``OffThePool`` run on its queue, before and after they await; others do not.
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The tests of a suite marked ``OffThePool`` run on its threads, before and after they await; others do not.
 @Suite("Tests off the cooperative pool", .timeLimit(.minutes(1)), .watchdog, .offThePool)
 struct OffThePoolTests {
-  @Test func aSynchronousTestRunsOnTheQueue() {
-    #expect(DispatchQueue.getSpecific(key: OffThePool.queueKey) == true)
+  @Test func aSynchronousTestRunsOffThePool() {
+    #expect(OffThePool.isCurrentThreadOffThePool)
   }
 
-  @Test func anAsynchronousTestAndItsChildTasksRunOnTheQueue() async {
-    #expect(DispatchQueue.getSpecific(key: OffThePool.queueKey) == true)
+  @Test func anAsynchronousTestAndItsChildTasksRunOffThePool() async {
+    #expect(OffThePool.isCurrentThreadOffThePool)
     await Task.yield()
-    #expect(DispatchQueue.getSpecific(key: OffThePool.queueKey) == true)
-    async let child = DispatchQueue.getSpecific(key: OffThePool.queueKey)
-    #expect(await child == true)
+    #expect(OffThePool.isCurrentThreadOffThePool)
+    async let child = OffThePool.isCurrentThreadOffThePool
+    #expect(await child)
   }
+
+  #if canImport(Glibc)
+    /// At the lowest priority, so that the pool's threads, which timed tests wait for, come first.
+    @Test func itsThreadsRunAtTheLowestPriority() {
+      #expect(getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0) == 19)
+    }
+  #endif
 }
 
 @Suite("Tests on the cooperative pool", .timeLimit(.minutes(1)), .watchdog)
 struct OnThePoolTests {
   @Test func aTestOfAnUnmarkedSuiteRunsOnThePool() {
-    #expect(DispatchQueue.getSpecific(key: OffThePool.queueKey) == nil)
+    #expect(!OffThePool.isCurrentThreadOffThePool)
   }
 }
