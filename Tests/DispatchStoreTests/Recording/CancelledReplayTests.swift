@@ -94,8 +94,9 @@ struct CancelledReplayTests {
 
   /// A dispatch cancelled before its operation changed anything is put back only as the model before it.
   ///
-  /// It is recorded as changing nothing (`"u"`: undo steps over it). Re-run, it would succeed, so verify puts its recorded model back, and holds that model to the one
-  /// before it: a record so marked that holds another model is refused, naming the field.
+  /// It is recorded as changing nothing (`"u"`: undo steps over it). Re-run, it would succeed, so verify puts its
+  /// recorded model back, and holds that model to the one before it: a record so marked that holds another model is
+  /// refused, naming the field.
   @Test func aCancelledDispatchThatChangedNothingIsPutBackOnlyAsTheModelBeforeIt() async throws {
     let dispatcher = Dispatcher()
     let running = Collector<String>()

@@ -56,9 +56,9 @@ struct SetNestedListsTests {
 
   /// Six groups of five items, in a set grown to hundreds of members and shrunk back.
   ///
-  /// So it keeps its large capacity: it lists its groups in another order than a set decoded from it, made at the size of its members (and,
-  /// without deterministic hashing, with another seed). Grown further until the orders differ: with deterministic
-  /// hashing the seed is the capacity's scale, and two scales could happen to give one order.
+  /// So it keeps its large capacity: it lists its groups in another order than a set decoded from it, made at the size
+  /// of its members (and, without deterministic hashing, with another seed). Grown further until the orders differ:
+  /// with deterministic hashing the seed is the capacity's scale, and two scales could happen to give one order.
   static func makeGroups(folder: Int) -> Set<Group> {
     let kept = (0..<groupCount).map { group in
       Group(

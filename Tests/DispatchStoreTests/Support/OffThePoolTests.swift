@@ -1,11 +1,8 @@
 import Testing
 
-#if canImport(Glibc)
-  import Glibc
-#endif
-
 /// The tests of a suite marked ``OffThePool`` run on its threads, before and after they await; others do not.
-@Suite("Tests off the cooperative pool", .timeLimit(.minutes(1)), .watchdog, .offThePool)
+// Five minutes: a test waits its turn, behind the heavy ones, within its limit.
+@Suite("Tests off the cooperative pool", .timeLimit(.minutes(5)), .watchdog, .offThePool)
 struct OffThePoolTests {
   @Test func aSynchronousTestRunsOffThePool() {
     #expect(OffThePool.isCurrentThreadOffThePool)
@@ -19,12 +16,23 @@ struct OffThePoolTests {
     #expect(await child)
   }
 
-  #if canImport(Glibc)
-    /// At the lowest priority, so that the pool's threads, which timed tests wait for, come first.
-    @Test func itsThreadsRunAtTheLowestPriority() {
-      #expect(getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0) == 19)
-    }
-  #endif
+  /// The library's tasks, and any `Task` a test makes, run on the pool as they would elsewhere.
+  @Test func aTaskMadeInsideRunsOnThePool() async {
+    #expect(await Task { OffThePool.isCurrentThreadOffThePool }.value == false)
+  }
+
+  /// No more than two at a time: the others wait their turn.
+  @Test func aThirdTestWaitsForALane() async {
+    let lanes = OffThePool.Lanes(2)
+    await lanes.enter()
+    await lanes.enter()
+    let third = Task { await lanes.enter() }
+    // Waiting, suspended: with no limit it would have entered, and none would wait.
+    #expect(await eventually { lanes.waitingCount == 1 })
+    lanes.leave()
+    await third.value
+    #expect(lanes.waitingCount == 0)
+  }
 }
 
 @Suite("Tests on the cooperative pool", .timeLimit(.minutes(1)), .watchdog)
