@@ -277,18 +277,27 @@ extension ElementTrie where Element: Equatable {
   /// Whether the node holds one element and nothing else: its parent takes the element in its place.
   @inlinable var isSingleItem: Bool { items.count == 1 && children.isEmpty }
 
+  /// The element with `id`, if this node or one under it holds it.
+  ///
+  /// Walks down without retaining or releasing a node or an array buffer on the way: the caller holds this node, and
+  /// each node its children, for the whole walk (proposal 0023: the counts were two thirds of an iteration's time).
   @inlinable func find(_ id: Element.ID, hash: UInt, shift: Int) -> Element? {
-    var node = self
+    var node = Unmanaged.passUnretained(self)
     var shift = shift
     while true {
-      if node.isCollision { return node.items.first { $0.id == id } }
-      let bit = Self.bit(hash, shift)
-      if node.itemMap & bit != 0 {
-        let item = node.items[Self.slot(node.itemMap, bit)]
-        return item.id == id ? item : nil
+      let (found, next): (Element?, Unmanaged<ElementNode>?) = node._withUnsafeGuaranteedRef { node in
+        if node.isCollision { return (node.items.first { $0.id == id }, nil) }
+        let bit = Self.bit(hash, shift)
+        if node.itemMap & bit != 0 {
+          let slot = Self.slot(node.itemMap, bit)
+          return node.items.withUnsafeBufferPointer { items in (items[slot].id == id ? items[slot] : nil, nil) }
+        }
+        guard node.childMap & bit != 0 else { return (nil, nil) }
+        let slot = Self.slot(node.childMap, bit)
+        return (nil, node.children.withUnsafeBufferPointer { Unmanaged.passUnretained($0[slot]) })
       }
-      guard node.childMap & bit != 0 else { return nil }
-      node = node.children[Self.slot(node.childMap, bit)]
+      guard let next else { return found }
+      node = next
       shift += Self.bitsPerLevel
     }
   }
