@@ -42,7 +42,7 @@ final class NotificationCount: @unchecked Sendable {
 }
 
 func registerComposition() {
-  Benchmark("Dispatcher.dispatch(sync,combinedReducer,parent)") { benchmark in
+  Benchmark("Dispatcher.dispatch(sync,combinedReducer,parent)", configuration: allocatesNothing) { benchmark in
     let (dispatcher, mall) = makeMall()
     benchmark.startMeasurement()
     for _ in benchmark.scaledIterations {
@@ -53,7 +53,7 @@ func registerComposition() {
   }
 
   // Ten observers of the cart while another part of the mall changes: none is called.
-  Benchmark("ChildStore.observe(observers:10,otherPartChanged)") { benchmark in
+  Benchmark("ChildStore.observe(observers:10,otherPartChanged)", configuration: allocatesNothing) { benchmark in
     let (dispatcher, mall) = makeMall()
     let cart = mall.scope(\.cart, action: MallAction.cart)
     let count = NotificationCount()

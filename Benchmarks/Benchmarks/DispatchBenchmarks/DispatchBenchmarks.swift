@@ -8,10 +8,21 @@ import DispatchStore
 import Foundation
 import Synchronization
 
-/// How long a case runs at most: 2 seconds, or a quarter of one under CI's malloc guard
-/// (`DISPATCHSTORE_MALLOC_GUARD=1`), whose cases allocate the same on every iteration.
-let caseDuration: Duration =
-  ProcessInfo.processInfo.environment["DISPATCHSTORE_MALLOC_GUARD"] == nil ? .seconds(2) : .milliseconds(250)
+/// Whether CI's malloc guard runs the cases (`DISPATCHSTORE_MALLOC_GUARD=1`): its cases allocate the same on every
+/// iteration, so a few iterations give their counts.
+let isMallocGuard = ProcessInfo.processInfo.environment["DISPATCHSTORE_MALLOC_GUARD"] != nil
+
+/// How long a case runs at most: 2 seconds, or a quarter of one under CI's malloc guard.
+let caseDuration: Duration = isMallocGuard ? .milliseconds(250) : .seconds(2)
+
+/// The configuration of a case that allocates nothing per action, which CI's malloc guard checks.
+///
+/// The guard's slack is relative, a percentage of the threshold: a threshold of zero took none, and the check passed
+/// whatever the case allocated (one such case allocated two mallocs per action, unnoticed). These cases allow no
+/// malloc in absolute terms too.
+var allocatesNothing: Benchmark.Configuration {
+  .init(thresholds: [.mallocCountTotal: BenchmarkThresholds(relative: [.p90: 1.0], absolute: [.p90: 0])])
+}
 
 let benchmarks: @Sendable () -> Void = {
   Benchmark.defaultConfiguration = .init(
@@ -142,9 +153,11 @@ final class Counter: @unchecked Sendable {
 
 func registerSynchronousDispatch() {
   func syncDispatch(
-    _ name: String, action: TallyAction = .increment, setup: @escaping @Sendable () -> Fixture = { Fixture() }
+    _ name: String, action: TallyAction = .increment, configuration: Benchmark.Configuration? = nil,
+    setup: @escaping @Sendable () -> Fixture = { Fixture() }
   ) {
-    Benchmark("Dispatcher.dispatch(sync,\(name))") { benchmark in
+    Benchmark("Dispatcher.dispatch(sync,\(name))", configuration: configuration ?? Benchmark.defaultConfiguration) {
+      benchmark in
       let fixture = setup()
       benchmark.startMeasurement()
       for _ in benchmark.scaledIterations {
@@ -187,23 +200,23 @@ func registerSynchronousDispatch() {
 
   // The same cases with a `SynchronousReducer`: no operation per transaction.
   for count in [0, 10] {
-    syncDispatch("synchronousReducer,observers:\(count)") {
+    syncDispatch("synchronousReducer,observers:\(count)", configuration: allocatesNothing) {
       var fixture = Fixture(synchronous: true)
       fixture.observe(count: count)
       return fixture
     }
   }
-  syncDispatch("synchronousReducer,observationTokens:10") {
+  syncDispatch("synchronousReducer,observationTokens:10", configuration: allocatesNothing) {
     var fixture = Fixture(synchronous: true)
     fixture.observeWithTokens(count: 10)
     return fixture
   }
-  syncDispatch("synchronousReducer,middleware:1") {
+  syncDispatch("synchronousReducer,middleware:1", configuration: allocatesNothing) {
     let fixture = Fixture(synchronous: true)
     fixture.addMiddleware(count: 1)
     return fixture
   }
-  syncDispatch("synchronousReducer,middleware:1,withDuration") {
+  syncDispatch("synchronousReducer,middleware:1,withDuration", configuration: allocatesNothing) {
     let fixture = Fixture(synchronous: true)
     fixture.addMiddleware(count: 1, needingDurations: true)
     return fixture

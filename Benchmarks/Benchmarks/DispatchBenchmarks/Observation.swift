@@ -74,7 +74,9 @@ func registerObservation() {
     benchmark.stopMeasurement()
   }
 
-  Benchmark("Dispatcher.dispatch(sync,synchronousReducer,fields:10,observationTokens:10)") { benchmark in
+  Benchmark(
+    "Dispatcher.dispatch(sync,synchronousReducer,fields:10,observationTokens:10)", configuration: allocatesNothing
+  ) { benchmark in
     let (dispatcher, store) = makeTenFieldsStore()
     let tokens = (0..<10).map { field in
       store.observe(synchronously: true) { change in blackHole(change.model[keyPath: tenFieldPaths[field]]) }
