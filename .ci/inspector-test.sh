@@ -9,6 +9,7 @@ command -v chromium > /dev/null || { apt-get update -qq && apt-get install -y -q
 # Python's own interpreter, not a version manager's shim in front of it (pyenv's, on CI's machine): the shim took
 # 0.15 s a call, and this test makes over 300 calls.
 py=$(python3 -c 'import sys; print(sys.executable)')
+[ -x "$py" ] || py=$(command -v python3)
 python3() { "$py" -S "$@"; }  # -S: the standard library only, and no site start-up (0.09 s a call)
 # One product a build: given two, `swift build` builds the last only.
 swift build --product todo
@@ -18,7 +19,9 @@ work=$(mktemp -d)
 # One headless Chromium for every page (.ci/browser.py), ended with the script: starting one for each page took most
 # of the four seconds a page cost (two and a half minutes for the test).
 mkfifo "$work/browser-ready"
-python3 .ci/browser.py serve "$work/browser.sock" > "$work/browser-ready" &
+# Not through the function above: in the background, a function runs in a subshell, and `$!` would be the subshell's
+# process, which the trap ends, leaving Python and its Chromium running after the test.
+"$py" -S .ci/browser.py serve "$work/browser.sock" > "$work/browser-ready" &
 browser=$!
 trap 'kill "$browser" 2> /dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 read -r -t 60 ready < "$work/browser-ready" || true

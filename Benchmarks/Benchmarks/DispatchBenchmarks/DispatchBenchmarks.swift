@@ -8,11 +8,12 @@ import DispatchStore
 import Foundation
 import Synchronization
 
-/// Whether CI's malloc guard runs the cases (`DISPATCHSTORE_MALLOC_GUARD=1`): its cases allocate the same on every
-/// iteration, so a few iterations give their counts.
+/// Whether CI's malloc guard runs the cases (`DISPATCHSTORE_MALLOC_GUARD=1`), which needs only their counts: a few
+/// iterations give them.
 let isMallocGuard = ProcessInfo.processInfo.environment["DISPATCHSTORE_MALLOC_GUARD"] != nil
 
-/// How long a case runs at most: 2 seconds, or a quarter of one under CI's malloc guard.
+/// How long a case runs at most: 2 seconds, or a quarter of one under CI's malloc guard (its cases with the default
+/// configuration allocate the same on every iteration).
 let caseDuration: Duration = isMallocGuard ? .milliseconds(250) : .seconds(2)
 
 /// The configuration of a case that allocates nothing per action, which CI's malloc guard checks.

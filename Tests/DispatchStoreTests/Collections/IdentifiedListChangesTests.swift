@@ -10,10 +10,11 @@ import Testing
 struct IdentifiedListChangesTests {
   typealias Item = IdentifiedListTests.Item
 
-  /// One random change of `list`, as `Array` would make it to `reference`.
+  /// One random change of `list`, as `Array` would make it to `reference`; returns the positions it changed.
+  @discardableResult
   static func change(
     _ list: inout IdentifiedList<Item>, _ reference: inout [Item], nextID: inout Int, using random: inout SplitMix
-  ) {
+  ) -> [Int] {
     switch Int.random(in: 0..<6, using: &random) {
     case 0:
       let item = Item(id: nextID, value: 0)
@@ -21,26 +22,31 @@ struct IdentifiedListChangesTests {
       let position = Int.random(in: 0...reference.count, using: &random)
       reference.insert(item, at: position)
       list.insert(item, at: position)
+      return [position]
     case 1 where !reference.isEmpty:
       let position = Int.random(in: 0..<reference.count, using: &random)
       reference.remove(at: position)
       list.remove(at: position)
+      return [position]
     case 2 where reference.count > 1:
       let (first, second) = (
         Int.random(in: 0..<reference.count, using: &random), Int.random(in: 0..<reference.count, using: &random)
       )
       reference.swapAt(first, second)
       list.swapAt(first, second)
+      return [first, second]
     case 3:
       let item = Item(id: nextID, value: 0)
       nextID += 1
       reference.append(item)
       list.append(item)
+      return [reference.count - 1]
     default:
-      guard !reference.isEmpty else { return }
+      guard !reference.isEmpty else { return [] }
       let position = Int.random(in: 0..<reference.count, using: &random)
       reference[position].value += 1
       list[position].value += 1
+      return [position]
     }
   }
 
@@ -57,18 +63,22 @@ struct IdentifiedListChangesTests {
     // wait for Dispatch's threads with deadlines.
     for round in 0..<(isSanitized ? 60 : 300) {
       let (old, oldReference) = (list, reference)
-      for _ in 0..<(round % 5 + 1) { Self.change(&list, &reference, nextID: &nextID, using: &random) }
+      var changed: [Int] = []
+      for _ in 0..<(round % 5 + 1) { changed += Self.change(&list, &reference, nextID: &nextID, using: &random) }
       let changes = list.changes(since: old, same: { $0.pointee == $1.pointee })
 
       var same = old
       try same.apply(changes)
       #expect(Array(same) == reference)
       // Every id's position by its label, after splices that may insert an id before removing its old place: every
-      // id every tenth round, and in the others a hundred at random (all of them took half of this test's time).
+      // id every tenth round; in the others, those within 16 places of a change (in the leaves a splice rewrote)
+      // and a hundred at random (all of them took half of this test's time).
       _ = same.order.checkedHeight()
       let positions =
         round % 10 == 0 || reference.count <= 100
-        ? Array(reference.indices) : (0..<100).map { _ in Int.random(in: reference.indices, using: &sampler) }
+        ? Array(reference.indices)
+        : changed.flatMap { max(0, $0 - 16)..<min(reference.count, $0 + 17) }
+          + (0..<100).map { _ in Int.random(in: reference.indices, using: &sampler) }
       #expect(positions.allSatisfy { same.index(id: reference[$0].id) == $0 })
       // The reader's base is decoded, not the writer's nodes: a list of the same elements built at once (every
       // tenth round: building it is most of the cost).
