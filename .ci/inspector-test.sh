@@ -21,9 +21,9 @@ work=$(mktemp -d)
 mkfifo "$work/browser-ready"
 # Not through the function above: in the background, a function runs in a subshell, and `$!` would be the subshell's
 # process, which the trap ends, leaving Python and its Chromium running after the test.
-"$py" -S .ci/browser.py serve "$work/browser.sock" > "$work/browser-ready" &
+"$py" -S "$PWD/.ci/browser.py" serve "$work/browser.sock" > "$work/browser-ready" &
 browser=$!
-trap 'kill "$browser" 2> /dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+trap 'kill "$browser" 2> /dev/null || true; wait "$browser" 2> /dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 read -r -t 60 ready < "$work/browser-ready" || true
 [ "${ready:-}" = ready ] || { echo "inspector: the browser did not start within 60 s" >&2; exit 1; }
 export INSPECTOR_BROWSER_SOCKET="$work/browser.sock"
