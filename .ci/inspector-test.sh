@@ -265,6 +265,10 @@ for fragment in "#click=1" "#click=2" "#click=3" "#click=4" "#click=5" "#click=6
   done
 done
 grep -q '"walk the dog"' <<< "$(text "$work/lists-click.dom" detail-models)" || fail "the lists story's models"
+# Its read line: dispatch 3 read the todos as record #1 left them; the version 2 twin has none.
+dom2 "$work/story.html" "$work/lists.html" "#click=3" "$work/story-click.dom" "$work/lists-click.dom"
+expect "$work/lists-click.dom" '<tr><td>todos</td><td>todos</td><td>#1</td></tr>' "dispatch 3's read"
+refuse "$work/story-click.dom" 'id="detail-reads"' "a read in the version 2 story"
 echo "inspector: a format 3 session with list forms shows what its version 2 twin shows"
 # Lists inside the elements of lists (an outline's sections, their rows, the rows' tags): every list in its list form,
 # a changed element's lists as the changes from the element it replaces; the page shows what the version 2 twin shows.

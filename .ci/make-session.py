@@ -10,7 +10,8 @@ library: if the library loads them, its hash chain is the one the DocC article d
                                    re-hashed: its hash is valid, its content is not
   make-session.py empty PATH       a header and a first snapshot: no record yet
   make-session.py lists PATH       the story in format version 3: its todo list written in list forms, whole or as
-                                   the changes from the store's previous record line
+                                   the changes from the store's previous record line; dispatch 3 read the todos
+                                   as record #1 left them (a read line)
   make-session.py bigstory PATH    the story with its todos' ids past 2^53 (2^53 + 1 to 2^53 + 4), which a double
                                    rounds: 2^53 + 3 and 2^53 + 4 are the same double
   make-session.py biglists PATH    the same in format version 3, with list forms
@@ -254,6 +255,10 @@ def main():
         story(lines.append, base=2**53 if sys.argv[1].startswith("big") else 0)
         if sys.argv[1] in ("lists", "biglists"):
             lines = with_list_forms(lines)
+            # Format 3's read line: dispatch 3's transaction read the todos as record #1 left them.
+            third = next(n for n, text in enumerate(lines) if text.startswith('{"k":"r","i":2,'))
+            transaction = json.loads(lines[third])["t"]
+            lines.insert(third + 1, '{"k":"w","i":1,"t":%d,"s":"todos"}' % transaction)
         if sys.argv[1] == "forged":
             # A record that is not JSON (its model is cut short by markup), hashed as if a recorder wrote it.
             lines[5] = ('{"k":"r","i":3,"t":%d,"s":"todos","a":{"complete":{"_0":7}},"m":{"items":[' % START +

@@ -49,6 +49,11 @@ protocol TransactionHook: Middleware {
   /// Gives the entries transaction `transactionID` filed at its changes, from index `first` on, the operation's
   /// error or cancellation. Called by the store under its lock when the operation finished.
   func fileOutcome(transactionID: TransactionID, store: String, from first: Int, error: (any Error)?, cancelled: Bool)
+
+  /// Notes that transaction `transactionID` of store `reader` read the model of store `store`
+  /// (``ActionOperation/model(of:as:)``). Called under the lock of the store read, so that what the hook notes
+  /// (which of that store's entries its model is) holds the model read.
+  func noteRead(of store: String, by transactionID: TransactionID, reader: String)
 }
 
 /// What re-runs earlier dispatches on a dispatcher (a session's verify), installed there while it runs
@@ -59,6 +64,11 @@ protocol ReplayHook: AnyObject, Sendable {
   /// without running. With `checked`, the replay checks it against what it replays. Runs no user code but `Codable`
   /// conformances, under no lock of the dispatcher's.
   func absorbs(_ action: any ActionType, storeIdentifier: String?, checked: Bool) -> Bool
+
+  /// The model a re-run operation reads of store `storeIdentifier` (``ActionOperation/model(of:as:)``): the one the
+  /// recorded run read there, or `nil` to read the store's own. Runs no user code but `Codable` conformances, under
+  /// no lock of the dispatcher's.
+  func recordedModel(of storeIdentifier: String) -> (any ModelType)?
 }
 
 /// One transaction the hook follows: the hook, and the dispatch and transaction the entries belong to.
@@ -107,6 +117,12 @@ struct HookedTransaction: Sendable {
     return hook.fileChange(
       dispatchID: dispatchID, transactionID: transactionID, store: store, action: action, model: model,
       elapsed: now > started ? now - started : 0, change: change, first: first)
+  }
+
+  /// Notes that the transaction read the model of store `store`; called under that store's lock.
+  @usableFromInline
+  func noteRead(of store: String, reader: String) {
+    hook.noteRead(of: store, by: transactionID, reader: reader)
   }
 
   /// Gives the entries an operation filed at its changes, from index `first` on, the error it failed with or its

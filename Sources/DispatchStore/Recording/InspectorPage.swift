@@ -652,6 +652,12 @@ enum InspectorPage {
       if (!effectsOf.has(effect.d)) effectsOf.set(effect.d, []);
       effectsOf.get(effect.d).push(effect);
     }
+    // Reads of other stores' models, by the transaction that read.
+    const readsOf = new Map();
+    for (const read of S.reads || []) {
+      if (!readsOf.has(read.t)) readsOf.set(read.t, []);
+      readsOf.get(read.t).push(read);
+    }
 
     // The timeline: only the rows in view are in the document.
     let shown = entries;
@@ -877,6 +883,19 @@ enum InspectorPage {
               : el("td", {}, stringify(effect.v))));
         }
         detail.append(el("div", { class: "card" }, el("h3", {}, "Recorded effects"), el("div", { class: "body" }, table)));
+      }
+      const transactions = [...new Set(group.records.map((r) => r.t))];
+      const reads = transactions.flatMap((t) => readsOf.get(t) || []);
+      if (reads.length) {
+        const table = el("table", { class: "diff", id: "detail-reads" }, el("tr", {}, el("th", {}, "reader"),
+          el("th", {}, "store read"), el("th", {}, "as record")));
+        for (const read of reads) {
+          const reader = group.records.find((r) => r.t === read.t);
+          table.append(el("tr", {}, el("td", {}, reader ? reader.s : ""), el("td", {}, read.s),
+            el("td", {}, read.i < S.firstIndex ? "before the history" : "#" + read.i)));
+        }
+        detail.append(el("div", { class: "card" }, el("h3", {}, "Models read from other stores"),
+          el("div", { class: "body" }, table)));
       }
       if (diverged && diverged.fields) {
         const table = el("table", { class: "diff", id: "detail-divergence" }, el("tr", {}, el("th", {}, "field"),

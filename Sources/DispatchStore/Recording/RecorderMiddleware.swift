@@ -295,6 +295,8 @@ public final class RecorderMiddleware: Middleware {
     let base: [String: Session.PositionedModel]
     records = try session.records
     base = try session.models(at: session.firstIndex - 1)
+    // What the session's operations fetched and read: saving the history again keeps them, for verify.
+    let effects = try session.effects()
     var stores: [String: StoreLocation] = [:]
     var baselines: [String: (model: any ModelType, action: (any ActionType)?)] = [:]
     for identifier in Set(records.map(\.storeIdentifier)).union(base.keys) {
@@ -307,7 +309,8 @@ public final class RecorderMiddleware: Middleware {
     let (event, replaced) = storage.state.withLock { state in
       state.adopt(
         records: records, firstIndex: session.firstIndex, cursor: session.cursor, baselines: baselines,
-        stores: stores, bound: maxNumberOfRecords)
+        effects: effects, reads: session.index.reads.mapValues { $0.map(\.read) }, stores: stores,
+        bound: maxNumberOfRecords)
     }
     withExtendedLifetime(replaced) {}  // The previous history is released here, after the lock.
     try Session.apply(plan, event: event)
@@ -533,6 +536,19 @@ public final class RecorderMiddleware: Middleware {
   func noteDispatchedAction(_ action: any ActionType, of id: TransactionID) {
     let kept = DispatchedAction(action)
     storage.state.withLock { $0.dispatchedActions[id] = kept }
+  }
+
+  /// Notes which record's model transaction `transactionID` read of `store`, and writes it
+  /// (`ActionOperation.model(of:as:)`).
+  ///
+  /// Called under the lock of the store read (``HookedTransaction/noteRead(of:reader:)``): its current record is
+  /// the one whose model was read. Runs no user code, releases nothing.
+  @usableFromInline
+  func noteRead(of store: String, by transactionID: TransactionID, reader: String) {
+    // A store left out has no records to name, and one that reads has none to re-run.
+    if excludesStores, privacy.excluded.contains(store) || privacy.excluded.contains(reader) { return }
+    let afterLock = storage.state.withLock { $0.noteRead(of: store, by: transactionID) }
+    if afterLock { pendingWork.store(true, ordering: .relaxed) }
   }
 
   /// Keeps what an effect fetched (`ActionOperation.effect(_:_:)`) with its dispatch, and writes it.

@@ -18,6 +18,16 @@ struct RecorderState {
   var queued = 0
   /// The effects operations fetched through the recorder, by dispatch (`ActionOperation.effect(_:_:)`).
   var effects: [TransactionID: [(key: String, outcome: EffectOutcome)]] = [:]
+  /// The reads of other stores' models, by transaction (`ActionOperation.model(of:as:)`): each store read and the
+  /// index of the record whose model it held.
+  var reads: [TransactionID: [RecordedRead]] = [:]
+  /// Per store read, the index its last read found, and the next index then.
+  ///
+  /// A read searches only the records filed since (``readIndex(of:)``). Forgotten when the cursor moves or records
+  /// after it are dropped.
+  var readIndices: [String: (index: Int, next: Int)] = [:]
+  /// Per store, the index of its latest record dropped by the bound: the record its baseline holds.
+  var droppedIndices: [String: Int] = [:]
   /// The actions the app dispatched, for the records of transactions whose stores map them (rare): taken when the
   /// record is filed.
   var dispatchedActions: [TransactionID: DispatchedAction] = [:]
@@ -37,7 +47,10 @@ struct RecorderState {
   /// Drops the records after the cursor, and hidden ones in batches; queues the line for the writer. The work for
   /// after the lock is releasing what was dropped, or waking the writer.
   mutating func file(_ fields: (_ index: Int) -> RecordChunk.Fields) -> (event: UInt64, afterLock: Bool) {
-    if cursor < history.lastIndex { garbage.append(history.removeAll(from: cursor + 1)) }
+    if cursor < history.lastIndex {
+      garbage.append(history.removeAll(from: cursor + 1))
+      readIndices.removeAll()
+    }
     // A full chunk may hold the last reference to records already dropped: released after the lock too.
     let record = newRecord(fields(history.nextIndex))
     history.append(record)
@@ -92,7 +105,11 @@ struct RecorderState {
     if !effects.isEmpty {
       for record in dropped { effects.removeValue(forKey: record.dispatchID) }
     }
+    if !reads.isEmpty {
+      for record in dropped { reads.removeValue(forKey: record.transactionID) }
+    }
     for record in latest {
+      droppedIndices[record.storeIdentifier] = record.index
       if let replaced = baselines.updateValue((record.model, record.action), forKey: record.storeIdentifier) {
         garbage.append(replaced.model)
       }
@@ -105,6 +122,30 @@ struct RecorderState {
     guard baselines[store] == nil else { return }
     baselines[store] = (model, nil)
     _ = queue(.snapshot(index: cursor + 1, models: [store: model], actions: [:]))
+  }
+
+  /// Notes that transaction `transactionID` read the model of `store`, as the store's current record left it, and
+  /// queues the read's line; returns whether there is work for after the lock.
+  ///
+  /// Called under the lock of the store read, whose current record is then the one its model holds.
+  mutating func noteRead(of store: String, by transactionID: TransactionID) -> Bool {
+    let read = RecordedRead(store: store, index: readIndex(of: store))
+    reads[transactionID, default: []].append(read)
+    return queue(.read(transactionID: transactionID, store: store, index: read.index))
+  }
+
+  /// The index of the record whose model `store` holds: its latest at or before the cursor, the latest the bound
+  /// dropped, or -1 for none.
+  ///
+  /// Searches back from the cursor only to the records its last read searched: a store read at every dispatch and
+  /// rarely changed (the settings) costs the records filed since, not the whole history, per read.
+  mutating func readIndex(of store: String) -> Int {
+    let known = readIndices[store]
+    let index =
+      history.latestIndex(of: store, atOrBefore: cursor, from: known?.next ?? Int.min)
+      ?? max(known?.index ?? -1, droppedIndices[store] ?? -1)
+    readIndices[store] = (index, history.nextIndex)
+    return index
   }
 
   /// Keeps an effect's value with its dispatch, and queues its line.
@@ -168,6 +209,7 @@ struct RecorderState {
   mutating func commitMove(to position: Int, plan: RestorePlan) -> Commit {
     let moved = position != cursor
     cursor = position
+    if moved { readIndices.removeAll() }
     event &+= 1
     if moved { _ = queue(.move(position)) }
     return Commit(plan: plan, event: event, current: history.record(at: position))
@@ -228,12 +270,17 @@ struct RecorderState {
       lines.append(.snapshot(index: history.firstIndex, models: models, actions: actions))
     }
     var dispatches: Set<TransactionID> = []
+    var transactions: Set<TransactionID> = []
     for record in history.all {
       lines.append(.record(record))
       dispatches.insert(record.dispatchID)
+      if !reads.isEmpty { transactions.insert(record.transactionID) }
     }
     for (dispatch, values) in effects where dispatches.contains(dispatch) {
       for (key, outcome) in values { lines.append(.effect(dispatchID: dispatch, key: key, outcome: outcome)) }
+    }
+    for (transaction, values) in reads where transactions.contains(transaction) {
+      for read in values { lines.append(.read(transactionID: transaction, store: read.store, index: read.index)) }
     }
     if cursor != history.lastIndex { lines.append(.move(cursor)) }
     return lines
@@ -259,6 +306,8 @@ struct RecorderState {
   mutating func adopt(
     records: [Record], firstIndex: Int, cursor: Int,
     baselines adopted: [String: (model: any ModelType, action: (any ActionType)?)],
+    effects adoptedEffects: [TransactionID: [(key: String, outcome: EffectOutcome)]],
+    reads adoptedReads: [TransactionID: [RecordedRead]],
     stores adoptedStores: [String: StoreLocation],
     bound: Int
   ) -> (UInt64, [any Sendable]) {
@@ -266,6 +315,10 @@ struct RecorderState {
     replaced.append(contentsOf: baselines.values.map(\.model))
     history = RecordHistory(limit: bound, startingAt: firstIndex)
     baselines = adopted
+    effects = adoptedEffects
+    reads = adoptedReads
+    readIndices.removeAll()
+    droppedIndices.removeAll()
     for record in records {
       history.append(record)
       if history.hasHiddenBatch { dropHidden() }
@@ -335,6 +388,18 @@ struct RecordHistory {
   func record(at index: Int) -> Record? {
     guard index >= firstIndex, index <= lastIndex else { return nil }
     return self[index]
+  }
+
+  /// The index of the latest record of `storeIdentifier` at or before `index` and at or after `lowest`, hidden
+  /// ones included.
+  func latestIndex(of storeIdentifier: String, atOrBefore index: Int, from lowest: Int) -> Int? {
+    var position = min(index, lastIndex)
+    let lowest = max(nextIndex - stored, lowest)
+    while position >= lowest {
+      if self[position].storeIdentifier == storeIdentifier { return position }
+      position -= 1
+    }
+    return nil
   }
 
   /// The latest record of `storeIdentifier` at or before `index`, hidden ones included.
@@ -477,4 +542,11 @@ struct RecordHistory {
     }
     return landing ?? lastIndex
   }
+}
+
+/// A read of another store's model (`ActionOperation.model(of:as:)`): the store, and the index of the record whose
+/// model it held (before the history's first when it had none there; -1 for none at all).
+struct RecordedRead: Sendable, Equatable {
+  let store: String
+  let index: Int
 }

@@ -419,7 +419,8 @@ public struct Session: Sendable {
       steps: steps.indices.filter { !continues[$0] && !steps[$0].rollback }.map { (steps[$0].store, steps[$0].action) },
       codecs: codecs,
       unchecked: Set(index.redactions.keys))
-    dispatcher.replay.withLock { $0 = SessionReplay(followUps: followUps, playback: playback) }
+    let reads = try readPlayback()
+    dispatcher.replay.withLock { $0 = SessionReplay(followUps: followUps, playback: playback, reads: reads) }
     dispatcher.isReplaying.store(true, ordering: .relaxed)
     defer {
       dispatcher.isReplaying.store(false, ordering: .relaxed)
@@ -435,7 +436,7 @@ public struct Session: Sendable {
     do throws(SessionError) {
       try rerun(
         steps, final: final, continues: continues, lastOfDispatch: lastOfDispatch, in: dispatcher, mode: mode,
-        playback: playback, followUps: followUps, comparison: &comparison)
+        playback: playback, reads: reads, followUps: followUps, comparison: &comparison)
     } catch {
       throw comparison.finish() ?? error
     }
@@ -447,8 +448,8 @@ public struct Session: Sendable {
   /// records' (``verify(against:mode:)``).
   private func rerun(
     _ steps: [VerifyStep], final: [Int], continues: [Bool], lastOfDispatch: [TransactionID: Int],
-    in dispatcher: Dispatcher, mode: Dispatcher.Mode, playback: EffectPlayback, followUps: FollowUpMatcher,
-    comparison: inout ModelComparison
+    in dispatcher: Dispatcher, mode: Dispatcher.Mode, playback: EffectPlayback, reads: ReadPlayback,
+    followUps: FollowUpMatcher, comparison: inout ModelComparison
   ) throws(SessionError) {
     var stores: [String: any AnyStore] = [:]
     var lastStore: (identifier: String, store: any AnyStore)?
@@ -526,6 +527,7 @@ public struct Session: Sendable {
       }
       lastStore = (step.store, store)
       playback.begin(step.dispatchID)
+      reads.begin(step.transactionID)
       followUps.begin(index: step.index, dispatchID: step.dispatchID)
       if last.unchanged { try checkFieldsFromTheEnd(of: last) }
       // A record that says its transaction changed nothing is stepped over by undo: the re-run must leave the model
@@ -569,6 +571,22 @@ public struct Session: Sendable {
       }
       if let before { try checkUnchanged(before, store.anyModel, after: step, with: last) }
       try comparison.compare(store.anyModel, after: step, with: last)
+    }
+  }
+
+  /// The reads the session recorded, for verify to give the re-run: each names a record, whose model is decoded when
+  /// the re-run reads it (a line resting on the one before costs about its change), or a position before the
+  /// history, whose model is the store's where the history starts.
+  private func readPlayback() throws(SessionError) -> ReadPlayback {
+    let reads = index.reads.mapValues { $0.map(\.read) }
+    let first = index.firstIndex
+    let beforeHistory = reads.values.contains { $0.contains { $0.index < first } }
+    let start = beforeHistory ? try models(at: first - 1) : [:]
+    return ReadPlayback(reads: reads) { [self] read in
+      // A redacted model is not the app's: the re-run reads the store's own.
+      if index.redactions[read.store]?.model == true { return nil }
+      if read.index < first { return start[read.store]?.model }
+      return try? record(at: read.index).model
     }
   }
 
@@ -877,6 +895,7 @@ public struct Session: Sendable {
       snapshots = snapshots.drop { $0.index == position }
     }
     var dispatches: Set<TransactionID> = []
+    var transactions: Set<TransactionID> = []
     var next = position
     // Every record, in one run of the decoder (each line's lists rest on the lines before it).
     let all = try records
@@ -888,11 +907,19 @@ public struct Session: Sendable {
       }
       lines.append(.record(record))
       dispatches.insert(record.dispatchID)
+      transactions.insert(record.transactionID)
       next = record.index + 1
     }
     for snapshot in snapshots { lines.append(try decode(snapshot.line)) }
     for (dispatch, effects) in index.effects where dispatches.contains(dispatch) {
       for line in effects { lines.append(try decode(line)) }
+    }
+    // The reads of the transactions kept, in the order of the file.
+    let reads = index.reads.filter { transactions.contains($0.key) }.flatMap { transaction, reads in
+      reads.map { (transaction, $0) }
+    }
+    for (transaction, read) in reads.sorted(by: { $0.1.line.number < $1.1.line.number }) {
+      lines.append(.read(transactionID: transaction, store: read.read.store, index: read.read.index))
     }
     let kept = max(cursor, position - 1)
     if kept != nextIndex - 1 { lines.append(.move(kept)) }

@@ -24,6 +24,9 @@ import Foundation
 //   effect    {"k":"e","d":<dispatch>,"key":"..","v":<value>}   or, for a fetch that threw, "e":"<error>" for "v"
 //   outcome   {"k":"o","t":<transaction>,"e":"<error>"?,"c":true?}   an operation whose records were filed at its
 //             changes failed or was cancelled: its error and cancellation apply to every record of the transaction
+//   read      {"k":"w","i":N,"t":<transaction>,"s":store}   an operation of transaction t read the store's model as
+//             record N left it (ActionOperation.model(of:as:)); N is before the history's first record when the
+//             store had none in it yet (-1: none at all). Format 3 only (proposal 0022)
 // An operation's record is filed at each change it makes to its store's model, so a transaction may have several
 // records (the same "t"), in the order of the store's changes; one that changed nothing has one, filed at its end.
 // A record at index N first drops the history from N on (a dispatch after moving back), then appends: N is always
@@ -90,6 +93,9 @@ enum SessionFormat {
     case effect(dispatchID: TransactionID, key: String, outcome: EffectOutcome)
     /// An operation of `store` whose records were filed at its changes failed or was cancelled.
     case outcome(transactionID: TransactionID, store: String, error: (any Error)?, cancelled: Bool)
+    /// An operation of transaction `transactionID` read the model of `store` as record `index` left it
+    /// (`ActionOperation.model(of:as:)`).
+    case read(transactionID: TransactionID, store: String, index: Int)
   }
 
   // MARK: - Encoding
@@ -290,6 +296,16 @@ enum SessionFormat {
         }
         if cancelled { bytes.append(contentsOf: ",\"c\":true".utf8) }
         bytes.append(UInt8(ascii: "}"))
+      case .read(let transactionID, let store, let index):
+        // Version 2 has no read lines: a recorder appending to such a file leaves them out.
+        guard writesListForms else { return }
+        bytes.append(contentsOf: #"{"k":"w","i":"#.utf8)
+        JSONText.append(index, to: &bytes)
+        bytes.append(contentsOf: #","t":"#.utf8)
+        JSONText.append(transactionID.rawValue, to: &bytes)
+        bytes.append(contentsOf: ",\"s\":".utf8)
+        JSONText.append(store, to: &bytes)
+        bytes.append(UInt8(ascii: "}"))
       }
       seal(&bytes, from: start)
     }
@@ -461,6 +477,11 @@ enum SessionFormat {
           transactionID: TransactionID(rawValue: try container.decode(UInt64.self, forKey: .t)), store: "",
           error: try container.decodeIfPresent(String.self, forKey: .e).map { RecordedError(description: $0) },
           cancelled: try container.decodeIfPresent(Bool.self, forKey: .c) ?? false)
+        lists = .unchanged
+      case "w":
+        line = .read(
+          transactionID: TransactionID(rawValue: try container.decode(UInt64.self, forKey: .t)),
+          store: try container.decode(String.self, forKey: .s), index: try container.decode(Int.self, forKey: .i))
         lists = .unchanged
       case let kind:
         throw DecodingError.dataCorruptedError(

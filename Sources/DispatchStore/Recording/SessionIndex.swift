@@ -51,6 +51,17 @@ struct SessionIndex: Sendable {
   }
   /// The outcome lines, in the order of the file, for the inspector.
   var outcomeLines: [Line] = []
+  /// Read lines, by the transaction that read (`ActionOperation.model(of:as:)`), in the order of the file.
+  ///
+  /// What verify gives the re-run. A read of a record that a later record replaced (a dispatch after moving back)
+  /// is dropped with it.
+  var reads: [TransactionID: [IndexedRead]] = [:]
+
+  /// A read line: the store read, the record whose model it held, and the line.
+  struct IndexedRead: Sendable {
+    let read: RecordedRead
+    let line: Line
+  }
   /// The stores whose values a recorder's privacy settings redacted in some line (`"p"`), and what it redacted.
   var redactions: [String: RedactionMark] = [:]
   /// Per store, its latest record line since the last move line: the only base (`"z"`) its next record line may
@@ -255,6 +266,12 @@ struct SessionIndex: Sendable {
           inspection!.replacedRecords += records[(position - firstIndex)...].map { ($0, line.number) }
         }
         records.removeSubrange((position - firstIndex)...)
+        if !reads.isEmpty {
+          reads = reads.compactMapValues { reads in
+            let kept = reads.filter { $0.read.index < position }
+            return kept.isEmpty ? nil : kept
+          }
+        }
       }
       if let last = snapshots.last, last.index > position {
         if inspection != nil {
@@ -331,9 +348,38 @@ struct SessionIndex: Sendable {
       }
       outcomes[TransactionID(rawValue: outcome.t)] = outcome
       outcomeLines.append(line)
+    case UInt8(ascii: "w"):
+      try addRead(line, object: object, position: fields.index, stores: stores)
     default:
       throw .corruptLine(line: line.number, reason: "unknown line kind")
     }
+  }
+
+  /// Adds a read line (format 3): the record it names must be of the store it names, and in the history so far.
+  private mutating func addRead(
+    _ line: Line, object: UnsafeRawBufferPointer, position: Int?, stores: [(identifier: String, json: [UInt8])]
+  ) throws(SessionError) {
+    guard formatVersion >= 3 else {
+      throw .corruptLine(line: line.number, reason: "a read line in a version \(formatVersion) file")
+    }
+    guard let position else { throw .corruptLine(line: line.number, reason: LinePrefix.noPosition) }
+    // Any record before the history's first, or one in it up to the cursor: the store's model when it was read.
+    guard position >= -1, position <= cursor else { throw .invalidIndex(position, line: line.number) }
+    let field = LinePrefix.storeField(in: object)
+    guard let store = stores.first(where: { field.elementsEqual($0.json) })?.identifier else {
+      let name = try? JSONDecoder().decode(String.self, from: Data(field))
+      throw .unknownStore(identifier: name ?? "?", line: line.number)
+    }
+    if position >= firstIndex, records[position - firstIndex].store != store {
+      throw .corruptLine(
+        line: line.number,
+        reason: "it reads record \(position) of \"\(store)\", a record of \"\(records[position - firstIndex].store)\"")
+    }
+    guard let transaction = LinePrefix.unsignedField(LinePrefix.transactionKey, in: object) else {
+      throw .corruptLine(line: line.number, reason: "missing field \"t\"")
+    }
+    reads[TransactionID(rawValue: transaction), default: []].append(
+      IndexedRead(read: RecordedRead(store: store, index: position), line: line))
   }
 }
 
@@ -343,6 +389,7 @@ private struct LinePrefix {
   static let indexKey = Array(",\"i\":".utf8)
   static let storeKey = Array(",\"s\":\"".utf8)
   static let dispatchKey = Array(",\"d\":".utf8)
+  static let transactionKey = Array(",\"t\":".utf8)
   static let redactionKey = Array(",\"p\":\"".utf8)
   static let baseKey = Array(",\"z\":".utf8)
   static let snapshotRedactionKey = Array(",\"p\":{".utf8)
@@ -860,7 +907,7 @@ struct LineCheck {
 
   // MARK: - Lines
 
-  /// Checks the line as a line of `kind` (`r`, `m`, `s`, `e` or `o`; another kind is left to the caller to refuse),
+  /// Checks the line as a line of `kind` (`r`, `m`, `s`, `e`, `o` or `w`; another kind is left to the caller to refuse),
   /// whose stores are among `stores`.
   mutating func checkObject(kind: UInt8, stores: [String]) throws(SessionError) {
     guard bytes.first == UInt8(ascii: "{") else { throw notJSON("expected \"{\"") }
@@ -873,6 +920,7 @@ struct LineCheck {
     case UInt8(ascii: "s"): required = Field.i.rawValue | Field.m.rawValue
     case UInt8(ascii: "e"): required = Field.d.rawValue | Field.key.rawValue
     case UInt8(ascii: "o"): required = Field.t.rawValue
+    case UInt8(ascii: "w"): required = Field.i.rawValue | Field.t.rawValue | Field.s.rawValue
     default: required = 0
     }
     var seen: UInt32 = 0
@@ -965,12 +1013,12 @@ struct LineCheck {
   private static func type(of field: Field, kind: UInt8) -> FieldType? {
     switch (kind, field) {
     case (_, .k): .string
-    case (UInt8(ascii: "r"), .i), (UInt8(ascii: "m"), .i), (UInt8(ascii: "s"), .i): .position
+    case (UInt8(ascii: "r"), .i), (UInt8(ascii: "m"), .i), (UInt8(ascii: "s"), .i), (UInt8(ascii: "w"), .i): .position
     case (UInt8(ascii: "r"), .t), (UInt8(ascii: "r"), .d), (UInt8(ascii: "r"), .f), (UInt8(ascii: "r"), .n),
-      (UInt8(ascii: "r"), .z), (UInt8(ascii: "e"), .d), (UInt8(ascii: "o"), .t):
+      (UInt8(ascii: "r"), .z), (UInt8(ascii: "e"), .d), (UInt8(ascii: "o"), .t), (UInt8(ascii: "w"), .t):
       .unsigned
     case (UInt8(ascii: "r"), .s), (UInt8(ascii: "r"), .e), (UInt8(ascii: "e"), .key), (UInt8(ascii: "e"), .e),
-      (UInt8(ascii: "o"), .e):
+      (UInt8(ascii: "o"), .e), (UInt8(ascii: "w"), .s):
       .string
     case (UInt8(ascii: "r"), .a), (UInt8(ascii: "r"), .m), (UInt8(ascii: "e"), .v): .any
     case (UInt8(ascii: "r"), .c), (UInt8(ascii: "r"), .u), (UInt8(ascii: "r"), .b), (UInt8(ascii: "o"), .c): .boolean
@@ -988,6 +1036,7 @@ struct LineCheck {
     case UInt8(ascii: "s"): "a snapshot"
     case UInt8(ascii: "e"): "an effect"
     case UInt8(ascii: "o"): "an outcome"
+    case UInt8(ascii: "w"): "a read"
     default: "the line"
     }
   }

@@ -123,6 +123,12 @@ public enum SessionInspector {
         if offset > 0 { page.raw(",") }
         page.line(bytes, effect, quotingIdentifiers: true, replacedBy: nil)
       }
+      // Reads of other stores' models, by transaction: the page shows them with the dispatch.
+      page.raw("],\"reads\":[")
+      for (offset, read) in index.reads.values.joined().sorted(by: { $0.line.number < $1.line.number }).enumerated() {
+        if offset > 0 { page.raw(",") }
+        page.line(bytes, read.line, quotingIdentifiers: true, replacedBy: nil)
+      }
       // Outcomes of operations that failed after their changes were recorded: the page gives them to the records.
       page.raw("],\"outcomes\":[")
       for (offset, outcome) in index.outcomeLines.enumerated() {

@@ -111,8 +111,21 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   ///   - type: The other store's model type.
   /// - Returns: A snapshot of that store's model, or `nil` if no store with that identifier and model type is
   ///   registered.
+  ///
+  /// While a recorder records the dispatch, it notes which of that store's records the model read is. While
+  /// ``Session/verify(against:mode:)`` re-runs the operation, this returns the model the recorded run read, so
+  /// that the re-run sees what the app saw, however other dispatches changed that store meanwhile.
   public func model<OtherModel: ModelType>(of identifier: String, as type: OtherModel.Type) -> OtherModel? {
-    dispatcher?.store(with: identifier)?.anyModel as? OtherModel
+    guard let dispatcher, let other = dispatcher.store(with: identifier) else { return nil }
+    // A session's verify re-runs the operation: the model the recorded run read, if the session has it.
+    if dispatcher.isReplaying.load(ordering: .relaxed), let replay = dispatcher.replay.withLock({ $0 }),
+      let recorded = replay.recordedModel(of: identifier)
+    {
+      return recorded as? OtherModel
+    }
+    guard let hooked, let typed = other as? any TypedStore else { return other.anyModel as? OtherModel }
+    let reader = store.identifier
+    return typed.anyModel { hooked.noteRead(of: identifier, reader: reader) } as? OtherModel
   }
 
   /// Creates an operation; it runs when the dispatcher starts it.

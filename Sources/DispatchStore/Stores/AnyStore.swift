@@ -14,4 +14,7 @@ protocol TypedStore: AnyStore {
   var actionType: any ActionType.Type { get }
   /// The type of the store's model.
   var modelType: any ModelType.Type { get }
+  /// A snapshot of the store's model, type-erased; `note` runs in the same critical section, so that what it notes
+  /// about the store (a hook's record of the read, ``TransactionHook/noteRead(of:by:reader:)``) holds the model read.
+  func anyModel(noting note: () -> Void) -> any ModelType
 }

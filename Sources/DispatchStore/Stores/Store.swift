@@ -111,4 +111,11 @@ extension Store: TypedStore {
   var modelType: any ModelType.Type { Model.self }
   /// A snapshot of the model, type-erased.
   public var anyModel: any ModelType { model }
+
+  func anyModel(noting note: () -> Void) -> any ModelType {
+    state.withLock { state in
+      note()
+      return state.model
+    }
+  }
 }

@@ -99,6 +99,23 @@ struct RecordedEffectsTests {
     #expect(offline.calls.withLock { $0 } == 1)
   }
 
+  @Test func aResumedRecorderSavesTheEffectsOfTheRecordsItTookOver() throws {
+    let (file, recorded) = try recordProfileSession()
+    let session = try Session.load(from: file.url, codecs: profileCodecs())
+    let (app, _) = try profileApp(UserReducer(network: { _ in throw Offline() }))
+    let recorder = RecorderMiddleware()
+    app.register(middleware: recorder)
+    try recorder.resume(session, in: app)
+    let saved = TemporaryFile()
+    try recorder.save(to: saved.url, codecs: profileCodecs())
+    let reloaded = try Session.load(from: saved.url, codecs: profileCodecs())
+    let offline = UserReducer(network: { _ in throw Offline() })
+    let (dispatcher, store) = try profileApp(offline)
+    try reloaded.verify(against: dispatcher)
+    #expect(store.model == recorded)
+    #expect(offline.calls.withLock { $0 } == 0)
+  }
+
   @Test func anEffectTheSessionDidNotRecordIsATypedErrorNamingIt() throws {
     let (file, _) = try recordProfileSession()
     let session = try Session.load(from: file.url, codecs: profileCodecs())
