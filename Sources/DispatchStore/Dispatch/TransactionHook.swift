@@ -66,8 +66,8 @@ protocol ReplayHook: AnyObject, Sendable {
   func absorbs(_ action: any ActionType, storeIdentifier: String?, checked: Bool) -> Bool
 
   /// The model a re-run operation reads of store `storeIdentifier` (``ActionOperation/model(of:as:)``): the one the
-  /// recorded run read there, or `nil` to read the store's own. Runs no user code but `Codable` conformances, under
-  /// no lock of the dispatcher's.
+  /// recorded run read there, or `nil` to read the store's own. Runs no user code but `Codable` conformances, where
+  /// the operation reads: inside an `updateModel` closure, that is under its store's lock.
   func recordedModel(of storeIdentifier: String) -> (any ModelType)?
 }
 

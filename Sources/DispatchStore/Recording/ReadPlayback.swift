@@ -22,8 +22,8 @@ final class ReadPlayback: Sendable {
   }
 
   /// The model the recorded run read next of `store` in the current transaction, or `nil` if it has no more reads of
-  /// it: a read the recording did not make (one after the operation's last record was written, or of a session
-  /// recorded before reads were) reads the store's own model.
+  /// it: a read the session has no line for (a session of an earlier release, a read of a record compaction folded
+  /// away) reads the store's own model.
   func recordedModel(of store: String) -> (any ModelType)? {
     let read = state.withLock { state -> RecordedRead? in
       guard let current = state.current, let position = state.reads[current]?.firstIndex(where: { $0.store == store })

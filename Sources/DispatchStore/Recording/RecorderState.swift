@@ -50,6 +50,9 @@ struct RecorderState {
     if cursor < history.lastIndex {
       garbage.append(history.removeAll(from: cursor + 1))
       readIndices.removeAll()
+      // A read of a record dropped here names another record's index from now on.
+      let kept = cursor
+      if !reads.isEmpty { dropReads { $0.index > kept } }
     }
     // A full chunk may hold the last reference to records already dropped: released after the lock too.
     let record = newRecord(fields(history.nextIndex))
@@ -146,6 +149,14 @@ struct RecorderState {
       ?? max(known?.index ?? -1, droppedIndices[store] ?? -1)
     readIndices[store] = (index, history.nextIndex)
     return index
+  }
+
+  /// Drops the reads `drop` picks, and the transactions left with none.
+  mutating func dropReads(where drop: (RecordedRead) -> Bool) {
+    for (transaction, kept) in reads {
+      let left = kept.filter { !drop($0) }
+      if left.count < kept.count { reads[transaction] = left.isEmpty ? nil : left }
+    }
   }
 
   /// Keeps an effect's value with its dispatch, and queues its line.
@@ -250,6 +261,12 @@ struct RecorderState {
       || outbox.count >= SessionWriter.backlog
   }
 
+  /// The index of the record whose model `store` has before the first kept record: its latest hidden one, the
+  /// latest the bound dropped, or -1 for none.
+  func startIndex(of store: String) -> Int {
+    history.latestIndex(of: store, atOrBefore: history.firstIndex - 1, from: Int.min) ?? droppedIndices[store] ?? -1
+  }
+
   /// The lines of the whole kept history: the models before its oldest record, its records, and the cursor.
   func historyLines() -> [SessionFormat.Line] {
     var lines: [SessionFormat.Line] = []
@@ -270,17 +287,20 @@ struct RecorderState {
       lines.append(.snapshot(index: history.firstIndex, models: models, actions: actions))
     }
     var dispatches: Set<TransactionID> = []
-    var transactions: Set<TransactionID> = []
     for record in history.all {
       lines.append(.record(record))
       dispatches.insert(record.dispatchID)
-      if !reads.isEmpty { transactions.insert(record.transactionID) }
     }
     for (dispatch, values) in effects where dispatches.contains(dispatch) {
       for (key, outcome) in values { lines.append(.effect(dispatchID: dispatch, key: key, outcome: outcome)) }
     }
-    for (transaction, values) in reads where transactions.contains(transaction) {
-      for read in values { lines.append(.read(transactionID: transaction, store: read.store, index: read.index)) }
+    // Every read, in the order of its transaction (a transaction's reads in the order made), also those of one that
+    // files its record later. One of a record before the history keeps its line only if the record is the store's
+    // model where the history starts: that is what verify gives it.
+    for (transaction, values) in reads.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+      for read in values where read.index >= history.firstIndex || read.index == startIndex(of: read.store) {
+        lines.append(.read(transactionID: transaction, store: read.store, index: read.index))
+      }
     }
     if cursor != history.lastIndex { lines.append(.move(cursor)) }
     return lines
@@ -319,6 +339,11 @@ struct RecorderState {
     reads = adoptedReads
     readIndices.removeAll()
     droppedIndices.removeAll()
+    // The session's reads of records before its history name each store's model where it starts (a recorder writes
+    // no other, and compacting keeps no other): the records those models come from.
+    for read in adoptedReads.values.joined() where read.index < firstIndex {
+      droppedIndices[read.store] = max(droppedIndices[read.store] ?? -1, read.index)
+    }
     for record in records {
       history.append(record)
       if history.hasHiddenBatch { dropHidden() }

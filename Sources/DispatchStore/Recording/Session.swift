@@ -914,9 +914,17 @@ public struct Session: Sendable {
     for (dispatch, effects) in index.effects where dispatches.contains(dispatch) {
       for line in effects { lines.append(try decode(line)) }
     }
-    // The reads of the transactions kept, in the order of the file.
+    // The reads of the transactions kept, in the order of the file. One of a record before `position` keeps its line
+    // only if verify will give it that record's model: the store's latest before `position`, which the snapshot
+    // holds (or, for a store with no record from the history's first to there, a model from before the history).
+    var latestBefore: [String: Int] = [:]
+    for line in index.records.prefix(max(0, position - index.firstIndex)) { latestBefore[line.store] = line.index }
+    let first = index.firstIndex
     let reads = index.reads.filter { transactions.contains($0.key) }.flatMap { transaction, reads in
-      reads.map { (transaction, $0) }
+      reads.filter { read in
+        guard read.read.index < position else { return true }
+        return latestBefore[read.read.store].map { $0 == read.read.index } ?? (read.read.index < first)
+      }.map { (transaction, $0) }
     }
     for (transaction, read) in reads.sorted(by: { $0.1.line.number < $1.1.line.number }) {
       lines.append(.read(transactionID: transaction, store: read.read.store, index: read.read.index))

@@ -267,6 +267,92 @@ struct RecordedReadsTests {
     let (fresh, _, freshBadge) = try MailApp.make()
     try session.verify(against: fresh)
     #expect(freshBadge.model.unread == 1)
+    // Saved from memory, where the bound dropped the inbox's record: its reads name the model where the history
+    // starts, and the file verifies too.
+    let saved = TemporaryFile()
+    try recorder.save(to: saved.url, codecs: MailApp.codecs())
+    let reloaded = try Session.load(from: saved.url, codecs: MailApp.codecs())
+    #expect(reloaded.firstIndex > 0)
+    #expect(reloaded.index.reads.values.joined().map(\.read.index).allSatisfy { $0 == 0 })
+    // One read for each record kept, every one the badge's.
+    let records = try reloaded.records
+    #expect(records.allSatisfy { $0.storeIdentifier == "badge" })
+    #expect(records.allSatisfy { reloaded.index.reads[$0.transactionID]?.count == 1 })
+    let (again, _, againBadge) = try MailApp.make()
+    try reloaded.verify(against: again)
+    #expect(againBadge.model.unread == 1)
+  }
+
+  /// An operation reads a record that an undo then leaves after the cursor, and files its own record in its place.
+  ///
+  /// The read names a record that is gone: saved from memory as in the appended file, the read is left out, and both
+  /// load.
+  @Test func aReadOfARecordThatAnUndoDroppedIsLeftOutOfTheSavedFile() async throws {
+    let file = TemporaryFile()
+    let script = ReadScript()
+    let (dispatcher, _, _) = try MailApp.make(scripts: [2: script])
+    let recorder = RecorderMiddleware()
+    dispatcher.register(middleware: recorder)
+    try recorder.attach(appendingTo: file.url, codecs: MailApp.codecs())
+    try await dispatcher.dispatch(action: MailAction.received(1), mode: .async)  // inbox #0, badge #1 (reads #0)
+    let second = dispatcher.start(action: MailAction.received(2), mode: .async)  // inbox #2
+    await script.started.wait()
+    script.mayRead.open()
+    await script.hasRead.wait()  // The badge read the inbox as record #2 left it.
+    try recorder.undo(byRecord: true)  // Record #2 is after the cursor now.
+    #expect(recorder.cursor == 1)
+    script.mayChange.open()
+    try await second.value  // The badge's record takes position #2, and drops the inbox's.
+    recorder.flush()
+    #expect(recorder.records.map(\.storeIdentifier) == ["inbox", "badge", "badge"])
+    let saved = TemporaryFile()
+    try recorder.save(to: saved.url, codecs: MailApp.codecs())
+    for url in [file.url, saved.url] {
+      let session = try Session.load(from: url, codecs: MailApp.codecs())
+      let transactions = Set(try session.records.map(\.transactionID))
+      let reads = session.index.reads.filter { transactions.contains($0.key) }.values.joined().map(\.read)
+      #expect(reads == [RecordedRead(store: "inbox", index: 0)])
+    }
+  }
+
+  /// Compacting before a read's record keeps the read's line only where verify gives it that record's model: the
+  /// store's latest before the cut.
+  @Test func compactingLeavesOutAReadOfARecordTheCutFoldsIntoALaterModel() async throws {
+    let file = try await Self.recordInterleaving()
+    let session = try Session.load(from: file.url, codecs: MailApp.codecs())
+    // Records: inbox #0, #1, badge #2 (reads #1), inbox #3, badge #4 (reads #3), badge #5 (the first message's,
+    // reads #1).
+    #expect(try session.records.map(\.storeIdentifier) == ["inbox", "inbox", "badge", "inbox", "badge", "badge"])
+    let compacted = TemporaryFile()
+    try session.compact(before: 4, to: compacted.url)
+    let reloaded = try Session.load(from: compacted.url, codecs: MailApp.codecs())
+    // The snapshot holds the inbox as #3 left it: the read of #1 is left out, the read of #3 kept.
+    #expect(reloaded.index.reads.values.joined().map(\.read) == [RecordedRead(store: "inbox", index: 3)])
+    // The first message's badge then reads the inbox's own model, three messages, where the app read two: verify
+    // says so, rather than pass on a model the app did not read.
+    let (dispatcher, _, _) = try MailApp.make()
+    let error = #expect(throws: SessionError.self) { try reloaded.verify(against: dispatcher) }
+    guard case .diverged(let index, _, "badge", _, let differences) = error else {
+      Issue.record("not the badge's divergence: \(String(describing: error))")
+      return
+    }
+    #expect(index == 5 && differences.map(\.path) == ["unread"])
+  }
+
+  /// The codecs list the badge alone: the header does not list the inbox, so no line names it, and the file loads.
+  @Test func aReadOfAStoreTheCodecsLeaveOutWritesNoLine() async throws {
+    let file = TemporaryFile()
+    let (dispatcher, _, _) = try MailApp.make()
+    var codecs = SessionCodecs()
+    codecs.register(storeIdentifier: "badge", model: MailBadge.self, action: MailAction.self)
+    let recorder = RecorderMiddleware()
+    dispatcher.register(middleware: recorder)
+    try recorder.attach(appendingTo: file.url, codecs: codecs)
+    try await dispatcher.dispatch(action: MailAction.received(1), to: "badge", mode: .async)
+    recorder.flush()
+    #expect(recorder.persistenceError == nil)
+    let session = try Session.load(from: file.url, codecs: codecs)
+    #expect(session.recordCount == 1 && session.index.reads.isEmpty)
   }
 
   /// A store the recorder never saw (no record, no model where the history starts) is read live by the re-run; a
