@@ -48,11 +48,16 @@ struct RecorderState {
   /// after the lock is releasing what was dropped, or waking the writer.
   mutating func file(_ fields: (_ index: Int) -> RecordChunk.Fields) -> (event: UInt64, afterLock: Bool) {
     if cursor < history.lastIndex {
-      garbage.append(history.removeAll(from: cursor + 1))
+      let removed = history.removeAll(from: cursor + 1)
       readIndices.removeAll()
-      // A read of a record dropped here names another record's index from now on.
-      let kept = cursor
-      if !reads.isEmpty { dropReads { $0.index > kept } }
+      if !reads.isEmpty {
+        // The reads of the transactions dropped here, and any read of a record dropped here, which names another
+        // record's index from now on.
+        for record in removed { reads.removeValue(forKey: record.transactionID) }
+        let kept = cursor
+        dropReads { $0.index > kept }
+      }
+      garbage.append(removed)
     }
     // A full chunk may hold the last reference to records already dropped: released after the lock too.
     let record = newRecord(fields(history.nextIndex))

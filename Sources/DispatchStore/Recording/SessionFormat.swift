@@ -298,8 +298,9 @@ enum SessionFormat {
         bytes.append(UInt8(ascii: "}"))
       case .read(let transactionID, let store, let index):
         // Version 2 has no read lines: a recorder appending to such a file leaves them out. So does one whose codecs
-        // leave out the store read: the header does not list it, and a line naming it would not load.
-        guard writesListForms, codecs.codecs[store] != nil else { return }
+        // or privacy settings leave out the store read: the header does not list it, and a line naming it would not
+        // load.
+        guard writesListForms, codecs.codecs[store] != nil, !privacy.excluded.contains(store) else { return }
         bytes.append(contentsOf: #"{"k":"w","i":"#.utf8)
         JSONText.append(index, to: &bytes)
         bytes.append(contentsOf: #","t":"#.utf8)

@@ -312,6 +312,15 @@ struct RecordedReadsTests {
       let transactions = Set(try session.records.map(\.transactionID))
       let reads = session.index.reads.filter { transactions.contains($0.key) }.values.joined().map(\.read)
       #expect(reads == [RecordedRead(store: "inbox", index: 0)])
+      // The badge counted two messages, and the history has the inbox with one where it read: the re-run reads the
+      // inbox's own model, and verify says the two differ.
+      let (dispatcher, _, _) = try MailApp.make()
+      let error = #expect(throws: SessionError.self) { try session.verify(against: dispatcher) }
+      guard case .diverged(2, _, "badge", _, let differences) = error else {
+        Issue.record("not the badge's divergence: \(String(describing: error))")
+        continue
+      }
+      #expect(differences.first?.expected == "2" && differences.first?.actual == "1")
     }
   }
 
@@ -329,7 +338,7 @@ struct RecordedReadsTests {
     // The snapshot holds the inbox as #3 left it: the read of #1 is left out, the read of #3 kept.
     #expect(reloaded.index.reads.values.joined().map(\.read) == [RecordedRead(store: "inbox", index: 3)])
     // The first message's badge then reads the inbox's own model, three messages, where the app read two: verify
-    // says so, rather than pass on a model the app did not read.
+    // reports it (the history no longer holds the model the app read).
     let (dispatcher, _, _) = try MailApp.make()
     let error = #expect(throws: SessionError.self) { try reloaded.verify(against: dispatcher) }
     guard case .diverged(let index, _, "badge", _, let differences) = error else {
@@ -337,6 +346,31 @@ struct RecordedReadsTests {
       return
     }
     #expect(index == 5 && differences.map(\.path) == ["unread"])
+    // Resumed by a recorder and saved: the read of #3, before the history, stays (the recorder takes #3 as the
+    // record the inbox's first model comes from).
+    let (app, _, _) = try MailApp.make()
+    let recorder = RecorderMiddleware()
+    app.register(middleware: recorder)
+    try recorder.resume(reloaded, in: app)
+    let resumed = TemporaryFile()
+    try recorder.save(to: resumed.url, codecs: MailApp.codecs())
+    let again = try Session.load(from: resumed.url, codecs: MailApp.codecs())
+    #expect(again.index.reads.values.joined().map(\.read) == [RecordedRead(store: "inbox", index: 3)])
+  }
+
+  /// A recorder whose bound dropped the records before the last two saves the same reads as compacting there: the
+  /// read of a record the bound folded into a later model is left out.
+  @Test func aBoundedRecorderSavesOnlyTheReadsItsHistoryCanGive() async throws {
+    let recorder = RecorderMiddleware(maxNumberOfRecords: 2)
+    try await Self.playInterleaving(recordedBy: recorder)
+    #expect(recorder.records.map(\.index) == [4, 5])
+    let file = TemporaryFile()
+    try recorder.save(to: file.url, codecs: MailApp.codecs())
+    let session = try Session.load(from: file.url, codecs: MailApp.codecs())
+    #expect(session.firstIndex == 4)
+    // The first message's badge (#5) read #1, which the inbox's #3 replaced before the history; the third's (#4)
+    // read #3, where the history starts.
+    #expect(session.index.reads.values.joined().map(\.read) == [RecordedRead(store: "inbox", index: 3)])
   }
 
   /// The codecs list the badge alone: the header does not list the inbox, so no line names it, and the file loads.
@@ -353,6 +387,30 @@ struct RecordedReadsTests {
     #expect(recorder.persistenceError == nil)
     let session = try Session.load(from: file.url, codecs: codecs)
     #expect(session.recordCount == 1 && session.index.reads.isEmpty)
+  }
+
+  /// A session whose badge read an inbox it never saw dispatched, resumed by a recorder that leaves the inbox out: its
+  /// header does not list the inbox, so its save writes no line naming it, and the file loads.
+  @Test func aRecorderThatLeavesTheStoreReadOutWritesNoLineNamingIt() async throws {
+    let file = TemporaryFile()
+    let (dispatcher, _, _) = try MailApp.make()
+    let recorder = RecorderMiddleware()
+    dispatcher.register(middleware: recorder)
+    try recorder.attach(appendingTo: file.url, codecs: MailApp.codecs())
+    try await dispatcher.dispatch(action: MailAction.received(1), to: "badge", mode: .async)
+    recorder.flush()
+    let session = try Session.load(from: file.url, codecs: MailApp.codecs())
+    #expect(session.index.reads.values.joined().map(\.read) == [RecordedRead(store: "inbox", index: -1)])
+    var privacy = SessionPrivacy()
+    privacy.exclude(storeIdentifier: "inbox")
+    let (app, _, _) = try MailApp.make()
+    let leavingOut = RecorderMiddleware(privacy: privacy)
+    app.register(middleware: leavingOut)
+    try leavingOut.resume(session, in: app)
+    let saved = TemporaryFile()
+    try leavingOut.save(to: saved.url, codecs: MailApp.codecs())
+    let reloaded = try Session.load(from: saved.url, codecs: MailApp.codecs())
+    #expect(reloaded.recordCount == 1 && reloaded.index.reads.isEmpty)
   }
 
   /// A store the recorder never saw (no record, no model where the history starts) is read live by the re-run; a

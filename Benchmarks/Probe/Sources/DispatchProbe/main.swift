@@ -229,7 +229,42 @@ func iterateRows(count: Int, items: Int) {
       + "Array \(fromArray.nanoseconds) ns")
 }
 
+/// An operation that reads another store's model `reads` times (`model(of:as:)`), then counts.
+final class Reading: Reducer<Tally, TallyAction>, @unchecked Sendable {
+  let reads: Int
+  init(reads: Int) { self.reads = reads }
+  override func operation(
+    for action: TallyAction, in store: Store<Tally, TallyAction>
+  ) -> ActionOperation<Tally, TallyAction> {
+    ActionOperation(action: action, store: store) { [reads] operation, _, _ in
+      var seen = 0
+      for _ in 0..<reads { seen += operation.model(of: "source", as: Tally.self)?.count ?? 1 }
+      operation.updateModel { $0.count += 1 + seen }
+      operation.finish()
+    }
+  }
+}
+
+/// COUNT `.sync` dispatches to an operation store that reads another store `reads` times each.
+///
+/// With `recorded`, a recorder in memory (bound 1,000) notes each read and keeps its line (proposal 0022). Prints the
+/// time per dispatch.
+func readShape(count: Int, reads: Int, recorded: Bool) throws {
+  let dispatcher = Dispatcher()
+  try dispatcher.register(store: Store(identifier: "source", model: Tally(), reducer: InPlace()))
+  let reader = Store(identifier: "reader", model: Tally(), reducer: Reading(reads: reads))
+  try dispatcher.register(store: reader)
+  let recorder = recorded ? RecorderMiddleware(maxNumberOfRecords: 1_000) : nil
+  if let recorder { dispatcher.register(middleware: recorder) }
+  let start = ContinuousClock.now
+  for _ in 0..<count { try dispatcher.dispatchSync(action: TallyAction.increment, to: "reader") }
+  print("reads\(reads)\(recorded ? "recorder" : ""): \((ContinuousClock.now - start) / count) per dispatch")
+  precondition(reader.model.count == count, "the probe's reader counted \(reader.model.count)")
+  withExtendedLifetime(recorder) {}
+}
+
 let shapes = [
+  "reads0", "reads10", "reads0recorder", "reads10recorder",
   "iteraterows10", "iteraterows10000", "iteraterows100000",
   "inplace", "op", "chain", "tokensinplace", "tokensop", "handle", "recorder",
   "recorderfile", "oprecorder", "oprecorderfile", "verify", "restore",
@@ -247,6 +282,11 @@ else {
 let shape = arguments[2]
 if shape.hasPrefix("observedrows") {
   observeRows(count: count, items: Int(shape.dropFirst("observedrows".count))!)
+  exit(0)
+}
+if shape.hasPrefix("reads") {
+  let reads = Int(shape.dropFirst("reads".count).prefix { $0.isNumber })!
+  try readShape(count: count, reads: reads, recorded: shape.hasSuffix("recorder"))
   exit(0)
 }
 if shape.hasPrefix("iteraterows") {
