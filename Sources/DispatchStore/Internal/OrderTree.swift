@@ -102,26 +102,37 @@
 
   /// The identifier at `position`, which is in range.
   @inlinable subscript(position: Int) -> ID {
-    let (leaf, offset) = leaf(holding: position)
-    return leaf.ids[offset]
+    withLeaf(holding: position) { leaf, offset in leaf.ids.withUnsafeBufferPointer { $0[offset] } }
   }
 
   /// The label at `position`, which is in range.
   @inlinable func label(at position: Int) -> UInt64 {
-    let (leaf, offset) = leaf(holding: position)
-    return leaf.labels[offset]
+    withLeaf(holding: position) { leaf, offset in leaf.labels.withUnsafeBufferPointer { $0[offset] } }
   }
 
-  /// The leaf holding `position`, which is in range, and the position in it.
-  @inlinable func leaf(holding position: Int) -> (leaf: OrderNode<ID>, offset: Int) {
-    var node = root
+  /// Runs `body` with the leaf holding `position`, which is in range, and the position in it.
+  ///
+  /// Walks down without retaining or releasing a node or an array buffer on the way: the tree holds its root, and
+  /// each node its children, for the whole walk (proposal 0023, step 2). `body` must not keep the leaf.
+  @inlinable func withLeaf<Result>(holding position: Int, _ body: (OrderNode<ID>, Int) -> Result) -> Result {
+    var node = Unmanaged.passUnretained(root)
     var position = position
-    while !node.isLeaf {
-      let (index, inner) = node.child(holding: position)
-      node = node.children[index]
-      position = inner
+    while true {
+      let next: Unmanaged<OrderNode<ID>>? = node._withUnsafeGuaranteedRef { node in
+        guard !node.isLeaf else { return nil }
+        return node.children.withUnsafeBufferPointer { children in
+          // As `child(holding:)`: the first child whose identifiers reach past `position`, or the last.
+          var child = 0
+          while child < children.count - 1, position >= children[child].count {
+            position -= children[child].count
+            child += 1
+          }
+          return Unmanaged.passUnretained(children[child])
+        }
+      }
+      guard let next else { return node._withUnsafeGuaranteedRef { body($0, position) } }
+      node = next
     }
-    return (node, position)
   }
 
   /// Replaces the identifier at `position`, which is in range; the new identifier takes its label.
@@ -248,8 +259,7 @@
   /// Whether the map holds the label of each place in `range`.
   @inlinable func placesTheMapHolds(in range: Range<Int>) -> [Bool] {
     range.map { position in
-      let (leaf, offset) = leaf(holding: position)
-      return labels?[leaf.ids[offset]]?.label == leaf.labels[offset]
+      withLeaf(holding: position) { leaf, offset in labels?[leaf.ids[offset]]?.label == leaf.labels[offset] }
     }
   }
 
