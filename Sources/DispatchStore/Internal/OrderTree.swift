@@ -115,6 +115,8 @@
   /// Walks down without retaining or releasing a node or an array buffer on the way: the tree holds its root, and
   /// each node its children, for the whole walk (proposal 0023, step 2). `body` must not keep the leaf.
   @inlinable func withLeaf<Result>(holding position: Int, _ body: (OrderNode<ID>, Int) -> Result) -> Result {
+    // The leaf is read through its buffer, unchecked in release builds: a position out of range traps here instead.
+    precondition(position >= 0 && position < count, "OrderTree: position \(position) is out of range")
     var node = Unmanaged.passUnretained(root)
     var position = position
     while true {
