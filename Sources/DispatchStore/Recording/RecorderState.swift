@@ -434,13 +434,7 @@ struct RecordHistory {
 
   /// The latest record of `storeIdentifier` at or before `index`, hidden ones included.
   func latest(of storeIdentifier: String, atOrBefore index: Int) -> Record? {
-    var position = min(index, lastIndex)
-    while position >= nextIndex - stored {
-      let record = self[position]
-      if record.storeIdentifier == storeIdentifier { return record }
-      position -= 1
-    }
-    return nil
+    latestIndex(of: storeIdentifier, atOrBefore: index, from: Int.min).map { self[$0] }
   }
 
   /// Puts `record` in the place of the kept record at `index`; returns the one it replaced.

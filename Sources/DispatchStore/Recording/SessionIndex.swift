@@ -256,11 +256,7 @@ struct SessionIndex: Sendable {
     case UInt8(ascii: "r"):
       guard let position = fields.index else { throw .corruptLine(line: line.number, reason: LinePrefix.noPosition) }
       guard position == cursor + 1, position >= firstIndex else { throw .invalidIndex(position, line: line.number) }
-      let field = LinePrefix.storeField(in: object)
-      guard let store = stores.first(where: { field.elementsEqual($0.json) })?.identifier else {
-        let name = try? JSONDecoder().decode(String.self, from: Data(field))
-        throw .unknownStore(identifier: name ?? "?", line: line.number)
-      }
+      let store = try Self.store(in: object, of: stores, line: line)
       if position - firstIndex < records.count {
         if inspection != nil {
           inspection!.replacedRecords += records[(position - firstIndex)...].map { ($0, line.number) }
@@ -355,6 +351,19 @@ struct SessionIndex: Sendable {
     }
   }
 
+  /// The store a record or read line names (`"s"`), one of the header's `stores`, found by its JSON.
+  /// - Throws: ``SessionError/unknownStore(identifier:line:)`` for another.
+  private static func store(
+    in object: UnsafeRawBufferPointer, of stores: [(identifier: String, json: [UInt8])], line: Line
+  ) throws(SessionError) -> String {
+    let field = LinePrefix.storeField(in: object)
+    guard let store = stores.first(where: { field.elementsEqual($0.json) })?.identifier else {
+      let name = try? JSONDecoder().decode(String.self, from: Data(field))
+      throw .unknownStore(identifier: name ?? "?", line: line.number)
+    }
+    return store
+  }
+
   /// Adds a read line (format 3): the record it names must be of the store it names, and in the history so far.
   private mutating func addRead(
     _ line: Line, object: UnsafeRawBufferPointer, position: Int?, stores: [(identifier: String, json: [UInt8])]
@@ -365,11 +374,7 @@ struct SessionIndex: Sendable {
     guard let position else { throw .corruptLine(line: line.number, reason: LinePrefix.noPosition) }
     // Any record before the history's first, or one in it up to the cursor: the store's model when it was read.
     guard position >= -1, position <= cursor else { throw .invalidIndex(position, line: line.number) }
-    let field = LinePrefix.storeField(in: object)
-    guard let store = stores.first(where: { field.elementsEqual($0.json) })?.identifier else {
-      let name = try? JSONDecoder().decode(String.self, from: Data(field))
-      throw .unknownStore(identifier: name ?? "?", line: line.number)
-    }
+    let store = try Self.store(in: object, of: stores, line: line)
     if position >= firstIndex, records[position - firstIndex].store != store {
       throw .corruptLine(
         line: line.number,
