@@ -284,11 +284,20 @@ public final class RecorderMiddleware: Middleware {
   ///   would put back in the app; nothing is changed then. ``SessionError/storeBusy(storeIdentifier:)`` if an
   ///   all-or-nothing dispatch holds a store (nothing is changed), or took one while this ran (the history is taken
   ///   over and the stores before it, in identifier order, are restored). Try again once that dispatch ended.
+  ///   ``SessionError/recorderAttached(path:)`` if the recorder is attached to a file, and
+  ///   ``SessionError/indexOutOfRange(_:valid:)`` if the session's cursor is before the records the recorder keeps
+  ///   (`maxNumberOfRecords`); nothing is changed then.
   public func resume(_ session: Session, in dispatcher: Dispatcher) throws(SessionError) {
     // Redacted models, which undo would put back; and stores this recorder leaves out, which it would write again.
     let redacted = Set(session.index.redactions.filter(\.value.model).keys)
       .union(session.index.records.map(\.store).filter(privacy.excluded.contains))
     guard redacted.isEmpty else { throw .redacted(storeIdentifiers: redacted.sorted()) }
+    if let path = storage.state.withLock({ $0.writer?.path }) { throw .recorderAttached(path: path) }
+    // The stores go back to the session's cursor, which the history kept must hold.
+    let firstKept = max(session.firstIndex, session.nextIndex - maxNumberOfRecords)
+    guard session.cursor >= firstKept - 1 else {
+      throw .indexOutOfRange(session.cursor, valid: (firstKept - 1)...(session.nextIndex - 1))
+    }
     let plan = try session.restorePlan(in: dispatcher, at: session.cursor)
     try Session.requireFree(plan)
     let records: [Record]
@@ -310,7 +319,7 @@ public final class RecorderMiddleware: Middleware {
       state.adopt(
         records: records, firstIndex: session.firstIndex, cursor: session.cursor, baselines: baselines,
         effects: effects, reads: session.index.reads.mapValues { $0.map(\.read) }, stores: stores,
-        bound: maxNumberOfRecords)
+        bound: maxNumberOfRecords, lastHash: session.lastHash)
     }
     withExtendedLifetime(replaced) {}  // The previous history is released here, after the lock.
     try Session.apply(plan, event: event)
@@ -336,22 +345,26 @@ public final class RecorderMiddleware: Middleware {
   ///     `true` to write and sync (`fsync`) each record before its dispatch completes: a dispatch that completed is
   ///     on disk, and a crash loses none of them; the dispatching thread waits for the writer's sync.
   /// - Throws: ``SessionError/inUse(path:)``; ``SessionError/notARegularFile(path:kind:)`` or
-  ///   ``SessionError/cannotRead(path:reason:)`` for a path that is not a readable regular file; or why the file is
-  ///   not a valid session for `codecs` and this recorder. The path is left as it was.
+  ///   ``SessionError/cannotRead(path:reason:)`` for a path that is not a readable regular file;
+  ///   ``SessionError/historyMismatch(fileRecords:recorderRecords:)`` if the file holds records but not the history
+  ///   this recorder resumed, as it resumed it (another recorder appended to it or moved its cursor since, or this
+  ///   one recorded or moved before attaching); or why the file is not a valid session for `codecs`. The path is left
+  ///   as it was.
   public func attach(
     appendingTo url: URL, codecs: SessionCodecs, syncEachRecord: Bool = false
   ) throws(SessionError) {
-    let nextIndex = storage.state.withLock { $0.history.nextIndex }
+    let point = storage.state.withLock { $0.appendingPoint }
     let writer = try SessionWriter(
       appendingTo: url, codecs: codecs, privacy: privacy, durability: syncEachRecord ? .eachRecord : .buffered,
-      nextIndex: nextIndex)
+      at: point)
     let attached = storage.state.withLock { state -> (SessionWriter?, [SessionFormat.Line])? in
-      // A record filed meanwhile is not in the file's history.
-      guard writer.startedEmpty || state.history.nextIndex == nextIndex else { return nil }
+      // A record filed or a move made meanwhile is not in the file's history.
+      guard writer.startedEmpty || state.appendingPoint == point else { return nil }
       return state.attach(writer)
     }
     guard let (previous, leftover) = attached else {
-      throw .historyMismatch(fileRecords: nextIndex, recorderRecords: storage.state.withLock { $0.history.nextIndex })
+      throw .historyMismatch(
+        fileRecords: point.nextIndex, recorderRecords: storage.state.withLock { $0.history.nextIndex })
     }
     previous?.write(finally: leftover)
     writer.start(taking: storage)

@@ -33,6 +33,11 @@ struct RecorderState {
   var dispatchedActions: [TransactionID: DispatchedAction] = [:]
   /// The number of the last record filed or move committed (``StoreState/filedEvent``).
   var event: UInt64 = 0
+  /// The session file's history this recorder took over (``RecorderMiddleware/resume(_:in:)``).
+  ///
+  /// Its last line's hash and its cursor, and the event of taking it over: a file appended to must end there, and the
+  /// history must not have changed since.
+  var resumed: (lastHash: UInt64, cursor: Int, event: UInt64)?
   /// What the recorder dropped, for the caller to release after the lock.
   var garbage: [any Sendable] = []
   /// The chunk the next record goes into, while it has free slots.
@@ -314,6 +319,14 @@ struct RecorderState {
   /// Makes `writer` the recorder's; returns the previous one and the lines it had not taken.
   ///
   /// The caller hands those over after the lock. A new file gets the whole kept history.
+  /// Where a file this recorder appends to must end: the history's next index, and, if the recorder took over a
+  /// file's history and has not changed it since, that file's last hash and cursor (`nil`: only a file without
+  /// records will do).
+  var appendingPoint: SessionWriter.AppendingPoint {
+    let file = resumed.flatMap { $0.event == event ? (lastHash: $0.lastHash, cursor: $0.cursor) : nil }
+    return SessionWriter.AppendingPoint(nextIndex: history.nextIndex, file: file)
+  }
+
   mutating func attach(_ writer: SessionWriter) -> (SessionWriter?, [SessionFormat.Line]) {
     let previous = self.writer
     var leftover: [SessionFormat.Line] = []
@@ -334,7 +347,7 @@ struct RecorderState {
     effects adoptedEffects: [TransactionID: [(key: String, outcome: EffectOutcome)]],
     reads adoptedReads: [TransactionID: [RecordedRead]],
     stores adoptedStores: [String: StoreLocation],
-    bound: Int
+    bound: Int, lastHash: UInt64
   ) -> (UInt64, [any Sendable]) {
     var replaced: [any Sendable] = [history.all]
     replaced.append(contentsOf: baselines.values.map(\.model))
@@ -358,6 +371,7 @@ struct RecorderState {
     stores.merge(adoptedStores) { _, new in new }
     self.cursor = max(cursor, history.firstIndex - 1)
     event &+= 1
+    resumed = (lastHash, self.cursor, event)
     return (event, replaced)
   }
 }

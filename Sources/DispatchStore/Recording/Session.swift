@@ -38,9 +38,14 @@ public struct Session: Sendable {
   var lastHash: UInt64 { index.lastHash }
   var nextIndex: Int { index.nextIndex }
 
-  init(index: SessionIndex, codecs: SessionCodecs) {
+  /// The file the session was loaded from, its symbolic links resolved: writing over it checks that it still holds
+  /// what was loaded.
+  let source: String?
+
+  init(index: SessionIndex, codecs: SessionCodecs, source: String? = nil) {
     self.index = index
     self.codecs = codecs
+    self.source = source
     self.cache = SessionCache(decoded: index.decodedRecords)
   }
 
@@ -57,7 +62,10 @@ public struct Session: Sendable {
   ///   (``SessionError/integrityCheckFailed(line:)``), corrupt JSON, an unknown store, an unsupported format
   ///   version, a type mismatch or an impossible position.
   public static func load(from url: URL, codecs: SessionCodecs) throws(SessionError) -> Session {
-    try parse(try SessionFile.read(url), path: url.path, codecs: codecs)
+    let data = try SessionFile.read(url)
+    return Session(
+      index: try SessionIndex.read(data, path: url.path, codecs: codecs), codecs: codecs,
+      source: SessionFile.resolvedPath(url))
   }
 
   static func parse(_ data: Data, path: String, codecs: SessionCodecs) throws(SessionError) -> Session {
@@ -375,6 +383,9 @@ public struct Session: Sendable {
     var decoded = 0
     /// Records handed to the other thread: those that hold their lists whole, and the runs it took.
     var handedOver = 0
+    /// Records that hold their lists whole compared by their bytes against the lines before them, without encoding
+    /// their lists (``WholeLineSplice``); counted in `byBytes` too.
+    var spliced = 0
   }
 
   /// ``verify(against:mode:)``, counting in `counts` how the records were compared.
@@ -857,7 +868,8 @@ public struct Session: Sendable {
   /// replaces it.
   /// - Parameter url: Where to write.
   /// - Throws: ``SessionError`` if a record does not decode or encode, the path holds something other than a session,
-  ///   a recorder is attached to it, or the file cannot be written.
+  ///   a recorder is attached to it, or the file cannot be written; ``SessionError/fileChanged(path:)`` if `url` is
+  ///   the file the session was loaded from and it changed since.
   public func save(to url: URL) throws(SessionError) {
     try write(to: url, from: index.firstIndex)
   }
@@ -868,13 +880,16 @@ public struct Session: Sendable {
   ///
   /// ```swift
   /// let session = try Session.load(from: url, codecs: codecs)
-  /// try session.compact(before: session.recordCount - 1_000, to: url)  // keep the last 1,000 records
+  /// // Keep the last 1,000 records (positions are record indices, from `firstIndex`).
+  /// let last = session.firstIndex + session.recordCount
+  /// try session.compact(before: max(session.firstIndex, last - 1_000), to: url)
   /// ```
   /// - Parameters:
   ///   - position: The index of the first record kept; between ``firstIndex`` and one past the last record.
   ///   - url: Where to write; may be the session's own file (a session is replaced atomically, under its lock).
-  /// - Throws: ``SessionError/invalidIndex(_:line:)`` for a position outside the history; a decoding, encoding or
-  ///   I/O error.
+  /// - Throws: ``SessionError/invalidIndex(_:line:)`` for a position outside the history;
+  ///   ``SessionError/fileChanged(path:)`` if `url` is the file the session was loaded from and it changed since; a
+  ///   decoding, encoding or I/O error.
   public func compact(before position: Int, to url: URL) throws(SessionError) {
     guard position >= index.firstIndex, position <= nextIndex else { throw .invalidIndex(position, line: 0) }
     try write(to: url, from: position)
@@ -931,7 +946,8 @@ public struct Session: Sendable {
     }
     let kept = max(cursor, position - 1)
     if kept != nextIndex - 1 { lines.append(.move(kept)) }
-    try SessionFormat.write(lines, codecs: codecs, marked: index.redactions, to: url)
+    try SessionFormat.write(
+      lines, codecs: codecs, marked: index.redactions, to: url, loaded: source.map { ($0, index.data) })
   }
 }
 

@@ -38,6 +38,13 @@ public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
   /// The file's history does not end where the recorder's begins: resume the session into the recorder
   /// (``RecorderMiddleware/resume(_:in:)``) before appending to its file.
   case historyMismatch(fileRecords: Int, recorderRecords: Int)
+  /// The session file at `path` changed after this session was loaded from it (another recorder appended to it or
+  /// moved its cursor, or it was replaced): writing over it would lose those lines, so it is left as it is. Load it
+  /// again.
+  case fileChanged(path: String)
+  /// The recorder is attached to the session file at `path`, which goes on the history that
+  /// ``RecorderMiddleware/resume(_:in:)`` would replace: resume before attaching.
+  case recorderAttached(path: String)
 
   // Restoring and verifying
 
@@ -109,9 +116,16 @@ public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
     case .encodingFailed(let store, let reason): return "Cannot encode a record of store \"\(store)\": \(reason)"
     case .integrityCheckFailed(let line):
       return "Line \(line) fails the integrity check: it or the line before it was changed after it was written"
+    case .historyMismatch(let file, let recorder) where file == recorder:
+      return
+        "The file's history is not the one the recorder resumed (the file changed since, or the recorder moved); load and resume it again"
     case .historyMismatch(let file, let recorder):
       return
         "The file's history has \(file) records but the recorder's next record is #\(recorder); resume the session first"
+    case .fileChanged(let path):
+      return "The session file \(path) changed after it was loaded; it was left as it is (load it again)"
+    case .recorderAttached(let path):
+      return "The recorder is attached to \(path), whose history resuming would replace; resume before attaching"
     case .unregisteredStore(let index, let store) where index < 0:
       return "Before the first record: store \"\(store)\" is not registered in the dispatcher, or has other types"
     case .unregisteredStore(let index, let store):

@@ -85,8 +85,19 @@ enum SessionFile {
   ///   ``SessionError/wouldReplaceSession(path:)`` for a session, when writing anything else;
   ///   ``SessionError/inUse(path:)`` and the errors of ``read(_:)``; ``SessionError/io(path:reason:)`` if writing
   ///   fails (the path is unchanged).
-  static func replace(_ url: URL, with bytes: Data, replacing replaceable: Replaceable) throws(SessionError) {
-    try replace(url, replacing: replaceable) { (output: inout Output) throws(SessionError) in try output.write(bytes) }
+  static func replace(
+    _ url: URL, with bytes: Data, replacing replaceable: Replaceable,
+    unlessChangedSince loaded: (path: String, bytes: Data)? = nil
+  ) throws(SessionError) {
+    try replace(url, replacing: replaceable, unlessChangedSince: loaded) {
+      (output: inout Output) throws(SessionError) in
+      try output.write(bytes)
+    }
+  }
+
+  /// `url`'s path with its symbolic links resolved: the file a path leads to.
+  static func resolvedPath(_ url: URL) -> String {
+    url.standardizedFileURL.resolvingSymlinksInPath().path
   }
 
   /// A new file being written from its start, by the `contents` of ``replace(_:replacing:contents:)``.
@@ -130,8 +141,13 @@ enum SessionFile {
   ///
   /// `contents` may be called more than once (if the file is created by somebody else meanwhile), each time for a
   /// new file.
+  ///
+  /// With `loaded`, the bytes a session was loaded from the file at `loaded.path`: if `url` leads to that file, it
+  /// must still hold them, checked under its lock, or it is left as it is.
+  /// - Throws: ``SessionError/fileChanged(path:)`` if it does not; the errors of ``replace(_:with:replacing:unlessChangedSince:)``.
   static func replace(
-    _ url: URL, replacing replaceable: Replaceable, contents: (inout Output) throws(SessionError) -> Void
+    _ url: URL, replacing replaceable: Replaceable, unlessChangedSince loaded: (path: String, bytes: Data)? = nil,
+    contents: (inout Output) throws(SessionError) -> Void
   ) throws(SessionError) {
     let path = url.path
     var descriptor: Int32 = -1
@@ -154,6 +170,10 @@ enum SessionFile {
       guard existing.isEmpty || SessionFormat.startsWithHeader(existing) else { throw .missingHeader(path: path) }
     case .anythingButSessions:
       guard !SessionFormat.startsWithHeader(existing) else { throw .wouldReplaceSession(path: path) }
+    }
+    // Lines another recorder appended since the session was loaded from this file would be lost.
+    if let loaded, loaded.path == resolvedPath(url), try readAll(descriptor, path: path) != loaded.bytes {
+      throw .fileChanged(path: path)
     }
     // Replace the file the path leads to, not a symbolic link on the way.
     let target = url.resolvingSymlinksInPath().path

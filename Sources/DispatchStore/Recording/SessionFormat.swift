@@ -378,10 +378,10 @@ enum SessionFormat {
   }
 
   /// Writes a whole session file, `lines` after the header: creates it, or replaces a session file (or an empty
-  /// one) at `url` atomically, under its lock (``SessionFile/replace(_:with:replacing:)``).
+  /// one) at `url` atomically, under its lock (``SessionFile/replace(_:with:replacing:unlessChangedSince:)``).
   static func write(
     _ lines: [Line], codecs: SessionCodecs, privacy: SessionPrivacy = SessionPrivacy(),
-    marked: [String: RedactionMark] = [:], to url: URL
+    marked: [String: RedactionMark] = [:], to url: URL, loaded: (path: String, bytes: Data)? = nil
   ) throws(SessionError) {
     var encoder = Encoder(codecs: codecs, privacy: privacy, marked: marked)
     var data = Data()
@@ -393,7 +393,7 @@ enum SessionFormat {
     } catch {
       throw .encodingFailed(storeIdentifier: "", reason: "\(error)")
     }
-    try SessionFile.replace(url, with: data, replacing: .sessions)
+    try SessionFile.replace(url, with: data, replacing: .sessions, unlessChangedSince: loaded)
   }
 
   // MARK: - Decoding

@@ -128,7 +128,12 @@ struct SessionIndex: Sendable {
       try index.readVersion1(ranges.dropFirst(), codecs: codecs)
       return index
     }
-    let storeBytes = stores.map { (identifier: $0, json: Array((try? JSONEncoder().encode($0)) ?? Data())) }
+    // Spelt as the writer spells a line's store (`JSONText`, which leaves `/` unescaped), not as `JSONEncoder` does.
+    let storeBytes = stores.map { identifier in
+      var json: [UInt8] = []
+      JSONText.append(identifier, to: &json)
+      return (identifier: identifier, json: json)
+    }
     // One pass over the bytes in place: no line is copied.
     let failure = data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> SessionError? in
       var previous: UInt64 = 0

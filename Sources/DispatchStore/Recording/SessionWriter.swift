@@ -46,16 +46,29 @@ final class SessionWriter: Sendable {
   /// Lines waiting past which the recording thread waits for the writer.
   static let backlog = 1 << 16
 
+  /// Where a file appended to must end: before the recorder's next record, and at the line and cursor of the file
+  /// the recorder took its history from (`file`; `nil` if it took none, or changed it since: then only a file without
+  /// records will do).
+  struct AppendingPoint: Equatable {
+    let nextIndex: Int
+    let file: (lastHash: UInt64, cursor: Int)?
+
+    static func == (lhs: Self, rhs: Self) -> Bool {
+      lhs.nextIndex == rhs.nextIndex && lhs.file?.lastHash == rhs.file?.lastHash
+        && lhs.file?.cursor == rhs.file?.cursor
+    }
+  }
+
   /// Opens `url` for appending, and holds its lock until the writer is closed.
   ///
   /// A missing file is created with its header, whole. A file that holds only a header (or nothing: one made by
   /// hand, which gets its header now) is a new session, to which the recorder writes its history. Any other file
-  /// must be a version 2 or 3 session for `codecs` whose history ends where the recorder's begins; an incomplete last
-  /// line is dropped. A file that fails any check is left as it was, unlocked.
-  /// - Parameter nextIndex: The index of the recorder's next record, which the file's history must end before.
+  /// must be a version 2 or 3 session for `codecs` whose history is the recorder's: it ends at `point`'s line, with
+  /// its cursor; an incomplete last line is dropped. A file that fails any check is left as it was, unlocked.
+  /// - Parameter point: Where the file's history must end.
   init(
     appendingTo url: URL, codecs: SessionCodecs, privacy: SessionPrivacy = SessionPrivacy(),
-    durability: SessionDurability, nextIndex: Int
+    durability: SessionDurability, at point: AppendingPoint
   ) throws(SessionError) {
     path = url.path
     self.durability = durability
@@ -89,8 +102,14 @@ final class SessionWriter: Sendable {
         throw .unknownStore(identifier: missing, line: 1)
       }
       headerOnly = session.completeByteCount == (existing.firstIndex(of: UInt8(ascii: "\n")) ?? -1) + 1
-      guard headerOnly || session.nextIndex == nextIndex else {
-        throw .historyMismatch(fileRecords: session.nextIndex, recorderRecords: nextIndex)
+      // The recorder's history, not only as long: another recorder may have moved the file's cursor, or filed a
+      // record in place of one this recorder holds, since this one took the history over.
+      guard
+        headerOnly
+          || (session.nextIndex == point.nextIndex && session.lastHash == point.file?.lastHash
+            && session.cursor == point.file?.cursor)
+      else {
+        throw .historyMismatch(fileRecords: session.nextIndex, recorderRecords: point.nextIndex)
       }
       encoder.previousHash = session.lastHash
       if session.truncatedLine != nil {

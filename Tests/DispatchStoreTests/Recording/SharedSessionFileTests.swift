@@ -1,0 +1,147 @@
+import Foundation
+import Testing
+
+@testable import DispatchStore
+
+/// A session file that two recorders (two launches, two processes) take turns with: neither loses the other's lines,
+/// and a file that changed since it was loaded is refused with a typed error, left as it is.
+@Suite("Session files shared between recorders", .timeLimit(.minutes(1)), .watchdog)
+struct SharedSessionFileTests {
+  /// A file of three increments, recorded by one launch that then ends.
+  static func recordedFile() throws -> TemporaryFile {
+    let file = TemporaryFile()
+    let app = RecordedApp()
+    try app.recorder.attach(appendingTo: file.url, codecs: appCodecs())
+    for amount in 1...3 { app.send(CounterAction.increase(amount)) }
+    app.recorder.flush()
+    return file
+  }
+
+  /// A launch that loads the file and resumes it, not yet attached.
+  static func resumed(_ file: TemporaryFile, maxNumberOfRecords: Int = 10_000) throws -> RecordedApp {
+    let app = RecordedApp(maxNumberOfRecords: maxNumberOfRecords)
+    try app.recorder.resume(try Session.load(from: file.url, codecs: appCodecs()), in: app.dispatcher)
+    return app
+  }
+
+  @Test func aLaunchThatResumedBeforeAnotherUndidIsRefusedAndTheUndoKept() throws {
+    let file = try Self.recordedFile()
+    let late = try Self.resumed(file)
+    do {
+      let other = try Self.resumed(file)
+      try other.recorder.attach(appendingTo: file.url, codecs: appCodecs())
+      _ = try other.recorder.undo()
+      other.recorder.flush()
+    }
+    let before = file.data
+    #expect(throws: SessionError.historyMismatch(fileRecords: 3, recorderRecords: 3)) {
+      try late.recorder.attach(appendingTo: file.url, codecs: appCodecs())
+    }
+    #expect(file.data == before)
+    #expect(try Session.load(from: file.url, codecs: appCodecs()).cursor == 1)
+  }
+
+  @Test func aLaunchThatResumedBeforeAnotherUndidAndDispatchedIsRefused() throws {
+    let file = try Self.recordedFile()
+    let late = try Self.resumed(file)
+    do {
+      let other = try Self.resumed(file)
+      try other.recorder.attach(appendingTo: file.url, codecs: appCodecs())
+      _ = try other.recorder.undo()
+      other.send(CounterAction.increase(10))
+      other.recorder.flush()
+    }
+    // As many records as when it resumed, but record 2 is another one now.
+    #expect(try Session.load(from: file.url, codecs: appCodecs()).recordCount == 3)
+    #expect(throws: SessionError.self) { try late.recorder.attach(appendingTo: file.url, codecs: appCodecs()) }
+    let session = try Session.load(from: file.url, codecs: appCodecs())
+    #expect(try session.records.last?.action as? CounterAction == .increase(10))
+  }
+
+  @Test func aMoveBetweenResumingAndAttachingIsRefusedNotDropped() throws {
+    let file = try Self.recordedFile()
+    let app = try Self.resumed(file)
+    _ = try app.recorder.undo()
+    let before = file.data
+    #expect(throws: SessionError.historyMismatch(fileRecords: 3, recorderRecords: 3)) {
+      try app.recorder.attach(appendingTo: file.url, codecs: appCodecs())
+    }
+    #expect(file.data == before)
+  }
+
+  @Test func resumingACursorBeforeTheRecordsTheRecorderKeepsIsRefused() throws {
+    let file = TemporaryFile()
+    do {
+      let app = RecordedApp()
+      try app.recorder.attach(appendingTo: file.url, codecs: appCodecs())
+      for amount in 1...30 { app.send(CounterAction.increase(amount)) }
+      _ = try app.recorder.jump(to: 4)
+      app.recorder.flush()
+    }
+    let session = try Session.load(from: file.url, codecs: appCodecs())
+    #expect(session.cursor == 4)
+    let app = RecordedApp(maxNumberOfRecords: 10)
+    #expect(throws: SessionError.indexOutOfRange(4, valid: 19...29)) {
+      try app.recorder.resume(session, in: app.dispatcher)
+    }
+    #expect(app.counter.model.count == 0)
+    #expect(app.recorder.records.isEmpty)
+  }
+
+  @Test func resumingARecorderAttachedToAFileIsRefused() throws {
+    let file = try Self.recordedFile()
+    let session = try Session.load(from: file.url, codecs: appCodecs())
+    let other = TemporaryFile()
+    let app = RecordedApp()
+    try app.recorder.attach(appendingTo: other.url, codecs: appCodecs())
+    #expect(throws: SessionError.recorderAttached(path: other.url.path)) {
+      try app.recorder.resume(session, in: app.dispatcher)
+    }
+    #expect(app.counter.model.count == 0)
+  }
+
+  @Test func savingOverTheLoadedFileAfterAnotherRecorderAppendedIsRefused() throws {
+    let file = try Self.recordedFile()
+    let session = try Session.load(from: file.url, codecs: appCodecs())
+    do {
+      let other = try Self.resumed(file)
+      try other.recorder.attach(appendingTo: file.url, codecs: appCodecs())
+      other.send(CounterAction.increase(10))
+      other.recorder.flush()
+    }
+    let before = file.data
+    #expect(throws: SessionError.fileChanged(path: file.url.path)) { try session.save(to: file.url) }
+    #expect(throws: SessionError.fileChanged(path: file.url.path)) {
+      try session.compact(before: 2, to: file.url)
+    }
+    #expect(file.data == before)
+    #expect(try Session.load(from: file.url, codecs: appCodecs()).recordCount == 4)
+    // Unchanged since it was loaded, it is replaced.
+    let reloaded = try Session.load(from: file.url, codecs: appCodecs())
+    try reloaded.compact(before: 2, to: file.url)
+    #expect(try Session.load(from: file.url, codecs: appCodecs()).firstIndex == 2)
+  }
+
+  @Test func storesWhoseIdentifiersNeedEscapingLoadAndVerify() throws {
+    let identifiers = ["feature/search", "tab\u{8}bar", "quote\"d"]
+    let file = TemporaryFile()
+    var codecs = SessionCodecs()
+    let dispatcher = Dispatcher()
+    for identifier in identifiers {
+      try dispatcher.register(store: makeCounterStore(identifier))
+      codecs.register(storeIdentifier: identifier, model: Counter.self, action: CounterAction.self)
+    }
+    let recorder = RecorderMiddleware()
+    dispatcher.register(middleware: recorder)
+    try recorder.attach(appendingTo: file.url, codecs: codecs)
+    for identifier in identifiers {
+      try dispatcher.dispatchSync(action: CounterAction.increase(2), to: identifier)
+    }
+    recorder.flush()
+    let session = try Session.load(from: file.url, codecs: codecs)
+    #expect(try session.records.map(\.storeIdentifier) == identifiers)
+    let verifying = Dispatcher()
+    for identifier in identifiers { try verifying.register(store: makeCounterStore(identifier)) }
+    try session.verify(against: verifying)
+  }
+}
