@@ -20,6 +20,8 @@ final class BackgroundComparison: @unchecked Sendable {
     let step: Session.VerifyStep
     let last: Session.VerifyStep
     let base: (index: Int, lists: LineLists)?
+    /// For a line of whole lists, what checks it by its bytes against the lines before it.
+    let whole: WholeLineSplice.Input?
   }
 
   private let queue = DispatchQueue(label: "DispatchStore.Session.verify.comparison")
@@ -62,7 +64,7 @@ final class BackgroundComparison: @unchecked Sendable {
         guard !hasFailed else { return }
         if let base = job.base { comparison.rest(job.step.store, at: base.index, on: base.lists) }
         do throws(SessionError) {
-          try comparison.compare(job.actual, after: job.step, with: job.last)
+          try comparison.compare(job.actual, after: job.step, with: job.last, whole: job.whole)
         } catch {
           failure.withLock { $0 = $0 ?? error }
           failed.store(true, ordering: .releasing)

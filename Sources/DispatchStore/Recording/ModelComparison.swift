@@ -36,6 +36,9 @@ struct ModelComparison {
   /// The records handed over at once: enough that handing them over costs little per record, few enough that a
   /// divergence there is found soon after the re-run made it.
   private static let batchLength = 16
+  /// The most change lines a line of whole lists is checked against by its bytes: more than a writer writes between
+  /// two (``SessionFormat/Encoder/maximumChain``).
+  private static let longestChain = 4_096
 
   /// One store's codec, its list encoding for the whole run (which keeps the JSON of the elements of the lists it
   /// wrote whole), and the lists this comparison encoded for the store's last record compared: the next record's
@@ -54,6 +57,11 @@ struct ModelComparison {
     var lastModel: (index: Int, model: any ModelType, listPaths: Range<Int>?)?
     /// The store's last record handed over: `background` has its lists.
     var handedOver: Int?
+    /// The store's record lines since its last line of whole lists, each resting on the one before: what the next
+    /// line of whole lists is checked against (``WholeLineSplice``); `nil` once one did not, or after too many.
+    var chain: (start: Int, links: [WholeLineSplice.Link])?
+    /// The lines of whole lists compared here, checked by their bytes against the lines before them.
+    var splice = WholeLineSplice()
 
     init(codec: SessionCodecs.Codec) {
       self.codec = codec
@@ -117,6 +125,7 @@ struct ModelComparison {
       finished = true
       self.counts.byBytes += counts.byBytes
       self.counts.decoded += counts.decoded
+      self.counts.spliced += counts.spliced
     }
     return failure
   }
@@ -148,25 +157,29 @@ struct ModelComparison {
   ///   differ; ``SessionError/unregisteredStore(index:storeIdentifier:)`` for a store without a codec; what reading
   ///   the record throws. A record handed over throws from ``finish()`` instead.
   mutating func compare(
-    _ actual: any ModelType, after step: Session.VerifyStep, with last: Session.VerifyStep
+    _ actual: any ModelType, after step: Session.VerifyStep, with last: Session.VerifyStep,
+    whole: WholeLineSplice.Input? = nil
   ) throws(SessionError) {
     let store = try storeLines(step.store, index: step.index)
     // Kept only for a model with list forms, whose next record may rest on its lists: a model kept is shared, and
     // the next reducer copies the arrays and dictionaries it then changes.
     defer { store.lastModel = last.hasListForms ? (last.index, actual, last.listPaths) : nil }
+    // Followed where lines are handed over from: the other thread checks the lines of whole lists with them.
+    let chain = background == nil ? nil : follow(last, in: store)
     // Only models with list forms: a large model without them is written whole in each record, and one kept for
     // the other thread would make the next reducer copy the arrays it changes; a small one costs less to compare
     // than to hand over.
     guard let background, last.modelBytes != nil, last.hasListForms, !background.hasFailed else {
-      return try compareHere(actual, after: step, with: last, store: store)
+      return try compareHere(actual, after: step, with: last, store: store, whole: whole)
     }
     if last.base == nil {
       // A line of whole lists: the next lines' base found here without encoding the lists; the line compared there.
       guard let lists = store.lists(of: actual, namedAt: last.listPaths, in: session.index.data) else {
         return try compareHere(actual, after: step, with: last, store: store)
       }
+      let input = chain.flatMap { spliceInput(actual, store: step.store, chain: $0, lists: lists, lines: store) }
       store.encodedLists = (last.index, lists, true)
-      hand(actual, step, last, base: nil, store: store, now: true)
+      hand(actual, step, last, base: nil, whole: input, store: store, now: true)
       return
     }
     if runLeft == 0 {
@@ -190,12 +203,62 @@ struct ModelComparison {
     hand(actual, step, last, base: base, store: store, now: false)
   }
 
+  /// Notes `last`, the store's record compared next, in its chain of change lines since its last line of whole lists;
+  /// returns the chain a line of whole lists ends, which starts the next.
+  private func follow(
+    _ last: Session.VerifyStep, in store: StoreLines
+  ) -> (start: Int, links: [WholeLineSplice.Link])? {
+    guard let model = last.modelBytes, let listPaths = last.listPaths else {
+      store.chain = nil
+      return nil
+    }
+    guard let base = last.base else {
+      defer { store.chain = (last.index, []) }
+      return store.chain
+    }
+    guard var chain = store.chain, base == chain.links.last?.index ?? chain.start,
+      chain.links.count < Self.longestChain
+    else {
+      store.chain = nil
+      return nil
+    }
+    // Taken out while it grows: appended in place, not copied.
+    store.chain = nil
+    chain.links.append(WholeLineSplice.Link(index: last.index, model: model, listPaths: listPaths))
+    store.chain = chain
+    return nil
+  }
+
+  /// What the other thread needs to check a line of whole lists by its bytes (``WholeLineSplice``): the store's
+  /// change lines since its previous one, and the re-run model encoded as a change line resting on the last of them.
+  private mutating func spliceInput(
+    _ actual: any ModelType, store identifier: String, chain: (start: Int, links: [WholeLineSplice.Link]),
+    lists: LineLists, lines store: StoreLines
+  ) -> WholeLineSplice.Input? {
+    let baseIndex = chain.links.last?.index ?? chain.start
+    let base: LineLists
+    if let encodedLists = store.encodedLists, encodedLists.index == baseIndex {
+      base = encodedLists.lists
+    } else if let found = store.lists(at: baseIndex, in: session.index.data) {
+      base = found
+    } else {
+      return nil
+    }
+    store.listEncoding.begin(base: base)
+    encoded.removeAll(keepingCapacity: true)
+    encoder.lists = store.listEncoding
+    defer { encoder.lists = nil }
+    guard (try? store.codec.encodeModel(identifier, actual, encoder, &encoded)) != nil else { return nil }
+    return WholeLineSplice.Input(
+      start: chain.start, links: chain.links, change: encoded, paths: store.listEncoding.paths, lists: lists)
+  }
+
   /// Hands the record to `background`, in a batch of ``batchLength`` or, `now`, at once with those gathered.
   private mutating func hand(
     _ actual: any ModelType, _ step: Session.VerifyStep, _ last: Session.VerifyStep,
-    base: (index: Int, lists: LineLists)?, store: StoreLines, now: Bool
+    base: (index: Int, lists: LineLists)?, whole: WholeLineSplice.Input? = nil, store: StoreLines, now: Bool
   ) {
-    run.append(BackgroundComparison.Job(actual: actual, step: step, last: last, base: base))
+    run.append(BackgroundComparison.Job(actual: actual, step: step, last: last, base: base, whole: whole))
     if now || run.count >= Self.batchLength { handOverRun() }
     store.handedOver = last.index
     counts.handedOver += 1
@@ -225,10 +288,23 @@ struct ModelComparison {
     return differing
   }
 
-  /// ``compare(_:after:with:)`` on this thread.
+  /// ``compare(_:after:with:whole:)`` on this thread.
   private mutating func compareHere(
-    _ actual: any ModelType, after step: Session.VerifyStep, with last: Session.VerifyStep, store: StoreLines
+    _ actual: any ModelType, after step: Session.VerifyStep, with last: Session.VerifyStep, store: StoreLines,
+    whole: WholeLineSplice.Input? = nil
   ) throws(SessionError) {
+    if last.base == nil, let bytes = last.modelBytes, let listPaths = last.listPaths {
+      // A line of whole lists: by its bytes against the lines before it if it can be, else as any line.
+      if let whole,
+        store.splice.check(last.index, model: bytes, listPaths: listPaths, input: whole, in: session.index.data)
+      {
+        counts.byBytes += 1
+        counts.spliced += 1
+        store.encodedLists = (last.index, whole.lists, false)
+        return
+      }
+      store.splice.restart(at: last.index, model: bytes)
+    }
     let encodedLists = store.encodedLists
     store.encodedLists = nil
     if let bytes = last.modelBytes {
