@@ -14,7 +14,8 @@ import Foundation
 /// - Parameters:
 ///   - url: The session file.
 ///   - codecs: How each store's actions and models decode.
-///   - dispatcher: A dispatcher with the stores the session was recorded with, in their initial state.
+///   - dispatcher: A dispatcher with the stores the session was recorded with registered (their models do not
+///     matter: the re-run starts each store from the model its history starts from).
 public func assertSessionReplays(
   at url: URL, codecs: SessionCodecs, against dispatcher: Dispatcher, fileID: String = #fileID,
   filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column

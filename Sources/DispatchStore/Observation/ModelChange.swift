@@ -14,8 +14,9 @@ public struct ModelChange<Model: Sendable, Action: Sendable>: Sendable {
   /// Whether the recorder restored the model instead of a dispatch changing it; no reducer ran.
   ///
   /// Restores are ``RecorderMiddleware/undo(byRecord:)``, ``RecorderMiddleware/redo(byRecord:)``,
-  /// ``RecorderMiddleware/jump(to:byRecord:)`` and ``Session/restore(into:)``. An observer that starts side effects
-  /// skips them, so scrubbing through history repeats none.
+  /// ``RecorderMiddleware/jump(to:byRecord:)``, ``RecorderMiddleware/resume(_:in:)``, ``Session/restore(into:)``, and
+  /// an all-or-nothing dispatch putting its stores back after it failed (with the dispatch's action). An observer that
+  /// starts side effects skips them, so scrubbing through history repeats none.
   public let isRestore: Bool
 
   @usableFromInline

@@ -24,6 +24,9 @@ import Synchronization
 /// > nothing. An operation that changed its store again after another transaction changed it has records on both
 /// > sides of that transaction's; ``Session/verify(against:mode:)``, which re-runs operations one after another,
 /// > reports it (``SessionError/interleavedChanges(index:dispatchID:storeIdentifier:action:otherIndex:)``).
+///
+/// > Important: One recorder per dispatcher: records are filed through the first recorder registered, and a second
+/// > one records nothing. A recorder in memory that is also attached to a file does both (undo, and the file).
 public final class RecorderMiddleware: Middleware {
   /// How far a move goes.
   enum Step: Sendable, Hashable {

@@ -88,7 +88,8 @@ public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
   /// A store to restore is held by an all-or-nothing dispatch that is still running
   /// (`DispatchOptions(allOrNothing: true)`): nothing was changed. Try again once that dispatch ended.
   case storeBusy(storeIdentifier: String)
-  /// There is nothing to undo: the cursor is before the first record kept.
+  /// There is nothing to undo: no record at or before the cursor changed a model that undo can put back (the
+  /// cursor is before the first record kept, or the records before it changed nothing).
   case atStartOfHistory
   /// There is nothing to redo: the cursor is at the last record.
   case atEndOfHistory

@@ -48,21 +48,25 @@ struct ReadmeRecordingTests {
     }  // Released: the recorder writes what is left.
 
     let (dispatcher, store) = try todoApp()
-    let recorder = RecorderMiddleware()
-    dispatcher.register(middleware: recorder)
     var codecs = SessionCodecs()
     codecs.register(storeIdentifier: "todos", model: TodoList.self, action: TodoAction.self)
     let (freshDispatcher, verified) = try todoApp()
-    // README: next launch
-    let session = try Session.load(from: url, codecs: codecs)  // checks every line before anything is applied
-    try recorder.resume(session, in: dispatcher)  // restores from the newest snapshot: no reducer runs, undo works
-    try recorder.attach(appendingTo: url, codecs: codecs)
+    do {
+      // README: next launch
+      let recorder = RecorderMiddleware(maxNumberOfRecords: 1_000)
+      dispatcher.register(middleware: recorder)
+      do {
+        let session = try Session.load(from: url, codecs: codecs)  // checks every line before anything is applied
+        try recorder.resume(session, in: dispatcher)  // restores the stores at its cursor: no reducer runs, undo works
+      } catch .noFile {}  // the first launch: attach creates the file
+      try recorder.attach(appendingTo: url, codecs: codecs)  // before any dispatch: goes on where the session ended
 
-    try session.verify(against: freshDispatcher)  // re-runs every reducer; a divergence names the dispatch and fields
-    // README end
-    #expect(store.model.titles.isEmpty)  // At the cursor: before the undone dispatch.
-    try recorder.redo()
-    #expect(store.model.titles == ["buy milk"])
-    #expect(verified.model.titles == ["buy milk"])  // Every record re-run.
+      try Session.load(from: url, codecs: codecs).verify(against: freshDispatcher)  // re-runs every reducer
+      // README end
+      #expect(store.model.titles.isEmpty)  // At the cursor: before the undone dispatch.
+      try recorder.redo()
+      #expect(store.model.titles == ["buy milk"])
+      #expect(verified.model.titles == ["buy milk"])  // Every record re-run.
+    }
   }
 }
