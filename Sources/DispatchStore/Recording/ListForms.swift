@@ -4,7 +4,7 @@ import Foundation
 /// from the same list in the store's previous record line.
 ///
 /// ```text
-/// whole    {"~ids":[id…],"~all":[element…]}
+/// whole    {"~all":[element…],"~ids":[id…]}
 /// changes  {"~set":[[id,element]…],"~remove":[id…],"~order":[[position,removing,[id…]]…]}   (empty ones left out)
 /// ```
 /// The line lists where these forms are in its model (`"l"`, coding paths as arrays of keys and indices) and, when

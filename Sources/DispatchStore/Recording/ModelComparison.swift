@@ -303,7 +303,7 @@ struct ModelComparison {
         store.encodedLists = (last.index, whole.lists, false)
         return
       }
-      store.splice.restart(at: last.index, model: bytes)
+      store.splice.restart(at: last.index, model: bytes, listPaths: listPaths)
     }
     let encodedLists = store.encodedLists
     store.encodedLists = nil
@@ -352,6 +352,9 @@ struct ModelComparison {
     // Not equal by its bytes: fields read from the line's end are checked before the record is read.
     try session.checkFieldsFromTheEnd(of: last)
     counts.decoded += 1
+    // The lines of whole lists build on lines that passed by their bytes only (`WholeLineSplice`).
+    store.chain = nil
+    store.splice.invalidate()
     let codec = store.codec
     let recorded: Record
     var read: LineLists?

@@ -33,11 +33,13 @@ struct RecorderState {
   var dispatchedActions: [TransactionID: DispatchedAction] = [:]
   /// The number of the last record filed or move committed (``StoreState/filedEvent``).
   var event: UInt64 = 0
+  /// How many times the history changed: a record filed, a move that moved the cursor, a session taken over.
+  private var changes: UInt64 = 0
   /// The session file's history this recorder took over (``RecorderMiddleware/resume(_:in:)``).
   ///
-  /// Its last line's hash and its cursor, and the event of taking it over: a file appended to must end there, and the
-  /// history must not have changed since.
-  var resumed: (lastHash: UInt64, cursor: Int, event: UInt64)?
+  /// Its last line's hash and its cursor, and ``changes`` when it was taken over: a file appended to must end there,
+  /// and the history must not have changed since.
+  var resumed: (lastHash: UInt64, cursor: Int, changes: UInt64)?
   /// What the recorder dropped, for the caller to release after the lock.
   var garbage: [any Sendable] = []
   /// The chunk the next record goes into, while it has free slots.
@@ -71,6 +73,7 @@ struct RecorderState {
     cursor = record.index
     let wake = queue(.record(record))
     event &+= 1
+    changes &+= 1
     return (event, wake || !garbage.isEmpty)
   }
 
@@ -230,7 +233,10 @@ struct RecorderState {
   mutating func commitMove(to position: Int, plan: RestorePlan) -> Commit {
     let moved = position != cursor
     cursor = position
-    if moved { readIndices.removeAll() }
+    if moved {
+      readIndices.removeAll()
+      changes &+= 1
+    }
     event &+= 1
     if moved { _ = queue(.move(position)) }
     return Commit(plan: plan, event: event, current: history.record(at: position))
@@ -316,17 +322,17 @@ struct RecorderState {
     return lines
   }
 
-  /// Makes `writer` the recorder's; returns the previous one and the lines it had not taken.
-  ///
-  /// The caller hands those over after the lock. A new file gets the whole kept history.
   /// Where a file this recorder appends to must end: the history's next index, and, if the recorder took over a
   /// file's history and has not changed it since, that file's last hash and cursor (`nil`: only a file without
   /// records will do).
   var appendingPoint: SessionWriter.AppendingPoint {
-    let file = resumed.flatMap { $0.event == event ? (lastHash: $0.lastHash, cursor: $0.cursor) : nil }
+    let file = resumed.flatMap { $0.changes == changes ? (lastHash: $0.lastHash, cursor: $0.cursor) : nil }
     return SessionWriter.AppendingPoint(nextIndex: history.nextIndex, file: file)
   }
 
+  /// Makes `writer` the recorder's; returns the previous one and the lines it had not taken.
+  ///
+  /// The caller hands those over after the lock. A new file gets the whole kept history.
   mutating func attach(_ writer: SessionWriter) -> (SessionWriter?, [SessionFormat.Line]) {
     let previous = self.writer
     var leftover: [SessionFormat.Line] = []
@@ -371,7 +377,8 @@ struct RecorderState {
     stores.merge(adoptedStores) { _, new in new }
     self.cursor = max(cursor, history.firstIndex - 1)
     event &+= 1
-    resumed = (lastHash, self.cursor, event)
+    changes &+= 1
+    resumed = (lastHash, self.cursor, changes)
     return (event, replaced)
   }
 }

@@ -38,11 +38,10 @@ public struct Session: Sendable {
   var lastHash: UInt64 { index.lastHash }
   var nextIndex: Int { index.nextIndex }
 
-  /// The file the session was loaded from, its symbolic links resolved: writing over it checks that it still holds
-  /// what was loaded.
-  let source: String?
+  /// The file the session was loaded from: writing over it checks that it still holds what was loaded.
+  let source: SessionFile.Source?
 
-  init(index: SessionIndex, codecs: SessionCodecs, source: String? = nil) {
+  init(index: SessionIndex, codecs: SessionCodecs, source: SessionFile.Source? = nil) {
     self.index = index
     self.codecs = codecs
     self.source = source
@@ -62,10 +61,9 @@ public struct Session: Sendable {
   ///   (``SessionError/integrityCheckFailed(line:)``), corrupt JSON, an unknown store, an unsupported format
   ///   version, a type mismatch or an impossible position.
   public static func load(from url: URL, codecs: SessionCodecs) throws(SessionError) -> Session {
-    let data = try SessionFile.read(url)
+    let source = try SessionFile.readSource(url)
     return Session(
-      index: try SessionIndex.read(data, path: url.path, codecs: codecs), codecs: codecs,
-      source: SessionFile.resolvedPath(url))
+      index: try SessionIndex.read(source.bytes, path: url.path, codecs: codecs), codecs: codecs, source: source)
   }
 
   static func parse(_ data: Data, path: String, codecs: SessionCodecs) throws(SessionError) -> Session {
@@ -947,7 +945,7 @@ public struct Session: Sendable {
     let kept = max(cursor, position - 1)
     if kept != nextIndex - 1 { lines.append(.move(kept)) }
     try SessionFormat.write(
-      lines, codecs: codecs, marked: index.redactions, to: url, loaded: source.map { ($0, index.data) })
+      lines, codecs: codecs, marked: index.redactions, to: url, loaded: source)
   }
 }
 

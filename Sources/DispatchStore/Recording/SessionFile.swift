@@ -24,9 +24,34 @@ enum SessionFile {
   /// - Throws: ``SessionError/noFile(path:)``, ``SessionError/notARegularFile(path:kind:)`` or
   ///   ``SessionError/cannotRead(path:reason:)``.
   static func read(_ url: URL) throws(SessionError) -> Data {
+    try readSource(url).bytes
+  }
+
+  /// A file as it was read: where it is, which file it is (its device and inode), and its bytes.
+  struct Source: Sendable {
+    /// The path read, its symbolic links resolved.
+    let path: String
+    let device: UInt64
+    let inode: UInt64
+    let bytes: Data
+
+    /// Whether `url`, or the open `descriptor`, is this file.
+    fileprivate func isFile(at url: URL, open descriptor: Int32) -> Bool {
+      var status = stat()
+      let same = fstat(descriptor, &status) == 0 && UInt64(status.st_dev) == device && UInt64(status.st_ino) == inode
+      return same || path == resolvedPath(url)
+    }
+  }
+
+  /// ``read(_:)``, and which file was read.
+  static func readSource(_ url: URL) throws(SessionError) -> Source {
     let descriptor = try openRegular(url.path, flags: O_RDONLY)
     defer { close(descriptor) }
-    return try readAll(descriptor, path: url.path)
+    var status = stat()
+    _ = fstat(descriptor, &status)
+    return Source(
+      path: resolvedPath(url), device: UInt64(status.st_dev), inode: UInt64(status.st_ino),
+      bytes: try readAll(descriptor, path: url.path))
   }
 
   /// Opens `url` for appending, creating it with `initialContents` if there is none, and locks it; returns the open
@@ -87,9 +112,9 @@ enum SessionFile {
   ///   fails (the path is unchanged).
   static func replace(
     _ url: URL, with bytes: Data, replacing replaceable: Replaceable,
-    unlessChangedSince loaded: (path: String, bytes: Data)? = nil
+    unlessChangedSince source: Source? = nil
   ) throws(SessionError) {
-    try replace(url, replacing: replaceable, unlessChangedSince: loaded) {
+    try replace(url, replacing: replaceable, unlessChangedSince: source) {
       (output: inout Output) throws(SessionError) in
       try output.write(bytes)
     }
@@ -142,11 +167,11 @@ enum SessionFile {
   /// `contents` may be called more than once (if the file is created by somebody else meanwhile), each time for a
   /// new file.
   ///
-  /// With `loaded`, the bytes a session was loaded from the file at `loaded.path`: if `url` leads to that file, it
-  /// must still hold them, checked under its lock, or it is left as it is.
+  /// With `source`, the file a session was loaded from: if `url` leads to that file (by its resolved path, or its
+  /// device and inode), it must still hold the bytes loaded, checked under its lock, or it is left as it is.
   /// - Throws: ``SessionError/fileChanged(path:)`` if it does not; the errors of ``replace(_:with:replacing:unlessChangedSince:)``.
   static func replace(
-    _ url: URL, replacing replaceable: Replaceable, unlessChangedSince loaded: (path: String, bytes: Data)? = nil,
+    _ url: URL, replacing replaceable: Replaceable, unlessChangedSince source: Source? = nil,
     contents: (inout Output) throws(SessionError) -> Void
   ) throws(SessionError) {
     let path = url.path
@@ -172,12 +197,11 @@ enum SessionFile {
       guard !SessionFormat.startsWithHeader(existing) else { throw .wouldReplaceSession(path: path) }
     }
     // Lines another recorder appended since the session was loaded from this file would be lost.
-    if let loaded, loaded.path == resolvedPath(url), try readAll(descriptor, path: path) != loaded.bytes {
+    if let source, source.isFile(at: url, open: descriptor), try readAll(descriptor, path: path) != source.bytes {
       throw .fileChanged(path: path)
     }
     // Replace the file the path leads to, not a symbolic link on the way.
     let target = url.resolvingSymlinksInPath().path
-    let directory = (target as NSString).deletingLastPathComponent
     let (temporary, temporaryPath) = try temporaryFile(beside: target)
     var renamed = false
     defer {
@@ -189,11 +213,16 @@ enum SessionFile {
     try write(contents, to: temporary, path: path)
     guard rename(temporaryPath, target) == 0 else { throw .io(path: path, reason: describeErrno()) }
     renamed = true
-    let directoryDescriptor = systemOpen(directory.isEmpty ? "." : directory, O_RDONLY | O_CLOEXEC)
-    if directoryDescriptor >= 0 {
-      _ = fsync(directoryDescriptor)
-      close(directoryDescriptor)
-    }
+    syncDirectory(of: target)
+  }
+
+  /// Syncs the directory holding `path`, so that a name linked or renamed there survives a power loss.
+  private static func syncDirectory(of path: String) {
+    let directory = (path as NSString).deletingLastPathComponent
+    let descriptor = systemOpen(directory.isEmpty ? "." : directory, O_RDONLY | O_CLOEXEC)
+    guard descriptor >= 0 else { return }
+    _ = fsync(descriptor)
+    close(descriptor)
   }
 
   // MARK: - Descriptors
@@ -241,7 +270,11 @@ enum SessionFile {
       unlink(temporaryPath)
     }
     try write(contents, to: temporary, path: path)
-    if link(temporaryPath, path) == 0 { return true }
+    if link(temporaryPath, path) == 0 {
+      // The new name is on disk too: a power loss after the caller goes on does not lose the whole file.
+      syncDirectory(of: path)
+      return true
+    }
     guard errno == EEXIST else { throw .io(path: path, reason: "cannot create it: \(describeErrno())") }
     return false
   }

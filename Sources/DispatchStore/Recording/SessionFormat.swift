@@ -381,7 +381,7 @@ enum SessionFormat {
   /// one) at `url` atomically, under its lock (``SessionFile/replace(_:with:replacing:unlessChangedSince:)``).
   static func write(
     _ lines: [Line], codecs: SessionCodecs, privacy: SessionPrivacy = SessionPrivacy(),
-    marked: [String: RedactionMark] = [:], to url: URL, loaded: (path: String, bytes: Data)? = nil
+    marked: [String: RedactionMark] = [:], to url: URL, loaded: SessionFile.Source? = nil
   ) throws(SessionError) {
     var encoder = Encoder(codecs: codecs, privacy: privacy, marked: marked)
     var data = Data()

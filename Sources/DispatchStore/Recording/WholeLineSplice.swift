@@ -6,10 +6,12 @@ import Foundation
 ///
 /// Each list of the line must be the previous whole line's, its ids the same bytes in the same order, with the
 /// elements that the change lines and the re-run's change set (`"~set"`) in place of the ones they replace; the
-/// model's other fields must be the re-run's change line's. The change lines in between are each compared with
-/// their re-run before this line is, and verify throws the first error in the session's order, so a line that passes
-/// here decodes to the re-run's model, whether the lines before it were compared by their bytes or decoded. A line
-/// that does not pass here is compared as any other (``ModelComparison``): this check only ever saves work.
+/// model's other fields must be the re-run's change line's. The previous whole line and the change lines in between
+/// are each compared with their re-run before this line is, by their bytes (a record of the store decoded to be
+/// compared ends the chain, and the base: ``invalidate()``), and verify throws the first error in the session's order.
+/// So each of those lines is the writer's encoding of the re-run's model (no key spelt otherwise, none twice), and a
+/// line that passes here is the encoding of the re-run's model too. A line that does not pass here is compared as any
+/// other (``ModelComparison``): this check only ever saves work.
 ///
 /// Used on one thread at a time.
 struct WholeLineSplice {
@@ -58,21 +60,29 @@ struct WholeLineSplice {
     let range: Range<Int>
   }
 
-  /// The store's last record line of whole lists compared, and what was found of its lists, by path, as each was
-  /// first needed.
-  private var previous: (index: Int, model: Range<Int>, lists: [[UInt8]: WholeList])?
+  /// The store's last record line of whole lists compared by its bytes, where its model and its `"l"` are, and what
+  /// was found of its lists, by path, as each was first needed.
+  private var previous: (index: Int, model: Range<Int>, listPaths: Range<Int>, lists: [[UInt8]: WholeList])?
 
-  /// Starts again from the record line of whole lists `index`, whose model is at `model`: compared another way, it
-  /// is the base of the next check.
-  mutating func restart(at index: Int, model: Range<Int>) {
-    previous = (index, model, [:])
+  /// Starts again from the record line of whole lists `index`, whose model is at `model` and its `"l"` at
+  /// `listPaths`: compared another way, it is the base of the next check if it passes by its bytes.
+  mutating func restart(at index: Int, model: Range<Int>, listPaths: Range<Int>) {
+    previous = (index, model, listPaths, [:])
+  }
+
+  /// Forgets the base: a record of the store was decoded to be compared (its bytes were not the re-run's), so the
+  /// lists the reader has may not be the bytes' to build on, until the next line of whole lists compared another way.
+  mutating func invalidate() {
+    previous = nil
   }
 
   /// Whether the record line `index`, which holds its lists whole, with its model at `model` and its `"l"` at
   /// `listPaths`, is what `input` makes of the previous one; if it is, it becomes the base of the next check.
   mutating func check(_ index: Int, model: Range<Int>, listPaths: Range<Int>, input: Input, in data: Data) -> Bool {
+    // The previous line's `"l"` too: its elements hold no list in a form of its own (one it names inside them).
     guard let previous, previous.index == input.start, !input.paths.isEmpty,
       input.paths.allSatisfy(Self.isOutsideLists), data.isListOfPaths(input.paths, in: listPaths),
+      data.isListOfPaths(input.paths, in: previous.listPaths),
       input.links.allSatisfy({ data.isListOfPaths(input.paths, in: $0.listPaths) })
     else { return false }
     let lists = data.withUnsafeBytes { file in
@@ -81,14 +91,15 @@ struct WholeLineSplice {
       }
     }
     guard let lists else { return false }
-    self.previous = (index, model, lists)
+    self.previous = (index, model, listPaths, lists)
     return true
   }
 
   /// The lists of the line whose model is at `model`, if it is what `input` makes of `previous`
   /// (``check(_:model:listPaths:input:in:)`` on the bytes).
   private static func lists(
-    of model: Range<Int>, previous: (index: Int, model: Range<Int>, lists: [[UInt8]: WholeList]), input: Input,
+    of model: Range<Int>, previous: (index: Int, model: Range<Int>, listPaths: Range<Int>, lists: [[UInt8]: WholeList]),
+    input: Input,
     file: JSONBytes, change: JSONBytes
   ) -> [[UInt8]: WholeList]? {
     // Per list: its form in the re-run's change line, the previous whole line's list, and the elements set since,
@@ -185,6 +196,7 @@ struct WholeLineSplice {
     var elements: [Range<Int>] = []
     var idRanges: [Range<Int>] = []
     let ids = members[1].value
+    guard ids.count >= 2 else { return nil }
     let inside = (ids.lowerBound + 1)..<(ids.upperBound - 1)
     let readElements = file.forEachElement(in: members[0].value) { element in
       elements.append(element)

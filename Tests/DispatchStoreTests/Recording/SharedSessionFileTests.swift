@@ -144,4 +144,31 @@ struct SharedSessionFileTests {
     for identifier in identifiers { try verifying.register(store: makeCounterStore(identifier)) }
     try session.verify(against: verifying)
   }
+
+  @Test func aMoveToTheCursorBetweenResumingAndAttachingIsNoMove() throws {
+    let file = try Self.recordedFile()
+    let app = try Self.resumed(file)
+    _ = try app.recorder.jump(to: app.recorder.cursor)
+    try app.recorder.attach(appendingTo: file.url, codecs: appCodecs())
+    app.send(CounterAction.increase(10))
+    app.recorder.flush()
+    #expect(try Session.load(from: file.url, codecs: appCodecs()).recordCount == 4)
+  }
+
+  /// The file loaded, reached by another name (a hard link): found by its device and inode.
+  @Test func savingOverAHardLinkToTheLoadedFileAfterAnotherRecorderAppendedIsRefused() throws {
+    let file = try Self.recordedFile()
+    let session = try Session.load(from: file.url, codecs: appCodecs())
+    let linked = file.url.deletingLastPathComponent().appendingPathComponent("linked-\(UUID().uuidString).jsonl")
+    try FileManager.default.linkItem(at: file.url, to: linked)
+    defer { try? FileManager.default.removeItem(at: linked) }
+    do {
+      let other = try Self.resumed(file)
+      try other.recorder.attach(appendingTo: file.url, codecs: appCodecs())
+      other.send(CounterAction.increase(10))
+      other.recorder.flush()
+    }
+    #expect(throws: SessionError.fileChanged(path: linked.path)) { try session.save(to: linked) }
+    #expect(try Session.load(from: file.url, codecs: appCodecs()).recordCount == 4)
+  }
 }

@@ -190,4 +190,19 @@ struct WholeLineSpliceTests {
     #expect(index == 1_000)
     #expect(differences.contains { $0.path.contains("title") })
   }
+
+  /// A whole line that passes only decoded (an element's keys in another order) is no base for the next one's check.
+  ///
+  /// The reader's lists may not be its bytes': the next whole line is compared by encoding the lists.
+  @Test func aWholeLineThatPassesOnlyDecodedIsNoBase() throws {
+    let file = try Self.record(count: 2_100) { $0 == 1_500 ? .toggle(5) : .toggle(6) }
+    #expect(try Self.laterWholeLines(in: file.url) == [1_001, 2_002])
+    try Self.forge(
+      file, record: 1_001, replacing: #"{"done":false,"id":5,"title":"Task 5"}"#,
+      with: #"{"id":5,"done":false,"title":"Task 5"}"#)
+    let counts = try Self.verify(file.url)
+    #expect(counts.decoded == 1)
+    #expect(counts.spliced == 0)
+    #expect(counts.byBytes == 2_099)
+  }
 }
