@@ -101,19 +101,6 @@ struct JSONBytes {
     }
   }
 
-  /// The two elements of the array in `range` (its brackets included), if it has two.
-  func pair(_ range: Range<Int>) -> (Range<Int>, Range<Int>)? {
-    guard range.count >= 2, range.lowerBound >= 0, range.upperBound <= bytes.count,
-      bytes[range.lowerBound] == UInt8(ascii: "["), bytes[range.upperBound - 1] == UInt8(ascii: "]")
-    else { return nil }
-    let last = range.upperBound - 1
-    guard let firstEnd = valueEnd(from: range.lowerBound + 1, limit: last), firstEnd < last,
-      bytes[firstEnd] == UInt8(ascii: ","), let secondEnd = valueEnd(from: firstEnd + 1, limit: last),
-      secondEnd == last
-    else { return nil }
-    return ((range.lowerBound + 1)..<firstEnd, (firstEnd + 1)..<secondEnd)
-  }
-
   /// The integer written in `range`: digits, after a `-` if it is negative.
   func integer(_ range: Range<Int>) -> Int? {
     guard !range.isEmpty, range.upperBound <= bytes.count else { return nil }

@@ -107,31 +107,26 @@ struct WholeLineSplice {
     var forms: [(path: [UInt8], form: Range<Int>, list: WholeList, pieces: [Piece], slots: [Int32])] = []
     for path in input.paths {
       guard let components = ListPathComponents(path), let form = change.value(at: components, in: 0..<change.count),
-        let own = change.changeForm(form)
+        change.onlySets(form)
       else { return nil }
       // The change lines' forms before the previous list is read: one that moves or removes an element ends the
       // check cheaply.
-      var sets: [(inChange: Bool, set: Range<Int>?)] = []
+      var sets: [(inChange: Bool, form: Range<Int>)] = []
       sets.reserveCapacity(input.links.count + 1)
       for link in input.links {
-        guard let linkForm = file.value(at: components, in: link.model), let set = file.changeForm(linkForm) else {
-          return nil
-        }
-        sets.append((false, set.pairs))
+        guard let linkForm = file.value(at: components, in: link.model), file.onlySets(linkForm) else { return nil }
+        sets.append((false, linkForm))
       }
-      sets.append((true, own.pairs))
+      sets.append((true, form))
       guard let list = previous.lists[path] ?? wholeList(at: components, in: previous.model, of: file) else {
         return nil
       }
       var pieces: [Piece] = []
       var slots = [Int32](repeating: -1, count: list.elements.count)
-      for (inChange, set) in sets {
-        guard let set else { continue }
+      for (inChange, form) in sets {
         let bytes = inChange ? change : file
-        let read = bytes.forEachElement(in: set) { pair in
-          guard let (id, element) = bytes.pair(pair), let position = list.position(of: id, in: bytes, file: file) else {
-            return false
-          }
+        let read = bytes.forEachSetPair(in: form) { id, element in
+          guard let position = list.position(of: id, in: bytes, file: file) else { return false }
           slots[position] = Int32(pieces.count)
           pieces.append(Piece(inChange: inChange, range: element))
           return true
@@ -311,23 +306,34 @@ private struct Comparison {
   }
 }
 
-/// A list's form in a change line that only sets elements: the range of its `"~set"` pairs, `nil` if it changes
-/// nothing (`{}`).
-private struct SetForm {
-  let pairs: Range<Int>?
-}
-
 extension JSONBytes {
-  /// The list form in `range` if it only sets elements (`{"~set":[…]}`, or `{}`): not if it removes or moves one.
-  fileprivate func changeForm(_ range: Range<Int>) -> SetForm? {
-    var pairs: Range<Int>?
-    var count = 0
-    let read = forEachMember(in: range) { key, value in
-      count += 1
-      pairs = value
-      return count == 1 && equals(key, #""~set""#)
+  /// Whether the list form in `range` only sets elements, by its first and last bytes: `{}`, or `{"~set":[…]}` as a
+  /// writer writes it (a form that removes or moves an element starts with another key).
+  fileprivate func onlySets(_ range: Range<Int>) -> Bool {
+    equals(range, "{}")
+      || (range.count >= 11 && equals(range.prefix(9), #"{"~set":["#)
+        && self[range.upperBound - 2] == UInt8(ascii: "]") && self[range.upperBound - 1] == UInt8(ascii: "}"))
+  }
+
+  /// Calls `body` with the ranges of each pair's id and element in the form in `range`, which only sets elements
+  /// (``onlySets(_:)``), until it returns `false`; returns whether every pair was read and `body` returned `true` for
+  /// each.
+  fileprivate func forEachSetPair(in range: Range<Int>, _ body: (Range<Int>, Range<Int>) -> Bool) -> Bool {
+    if equals(range, "{}") { return true }
+    guard onlySets(range) else { return false }
+    // The pairs' closing bracket.
+    let last = range.upperBound - 2
+    var position = range.lowerBound + 9
+    guard position < last else { return true }
+    while true {
+      guard self[position] == UInt8(ascii: "["), let idEnd = valueEnd(from: position + 1, limit: last), idEnd < last,
+        self[idEnd] == UInt8(ascii: ","), let elementEnd = valueEnd(from: idEnd + 1, limit: last), elementEnd < last,
+        self[elementEnd] == UInt8(ascii: "]"), body((position + 1)..<idEnd, (idEnd + 1)..<elementEnd)
+      else { return false }
+      let next = elementEnd + 1
+      if next == last { return true }
+      guard self[next] == UInt8(ascii: ","), next + 1 < last else { return false }
+      position = next + 1
     }
-    guard read else { return nil }
-    return SetForm(pairs: pairs)
   }
 }
