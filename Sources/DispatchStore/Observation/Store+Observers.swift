@@ -51,7 +51,9 @@ extension Store {
   ///
   /// > Important: The main actor runs on the process main thread: in every app on Apple platforms, and in a process
   /// > with an `async` main or that calls `dispatchMain()`. In a tool whose main thread does neither, notifications
-  /// > wait until the main thread calls `MainQueue.drain()` on ``MainQueue/processMainThread``.
+  /// > wait until the main thread drains ``MainQueue/processMainThread`` (``MainQueue/waitUntilDrained()``, or
+  /// > ``MainQueue/drain()`` where it can await). ``Dispatcher/drain()`` waits for them only when the dispatcher's
+  /// > main queue is ``MainQueue/processMainThread`` (not ``MainQueue/libraryThread``, Linux's default).
   public func observeOnMainActor(
     _ onChange: @escaping @MainActor @Sendable (ModelChange<Model, Action>) -> Void
   ) -> ObservationToken {
