@@ -350,6 +350,12 @@ extension IdentifiedList: Encodable where Element: Encodable {
     if let stream = encoder as? JSONStreamEncoder, let lists = stream.lists, try lists.write(self, to: stream) {
       return
     }
+    try encodeElements(to: encoder)
+  }
+
+  /// Encodes the elements as an array, in order: apart, so that the session's path above does not look up the types
+  /// iterating uses (unspecialised, an optional of the element's type).
+  private func encodeElements(to encoder: any Encoder) throws {
     var container = encoder.unkeyedContainer()
     for element in self { try container.encode(element) }
   }

@@ -196,41 +196,52 @@ final class ListEncoding {
       return true
     }
     let path = pathJSON(codingPath)
-    let previous: IdentifiedList<Element>?
-    if scopes.isEmpty {
-      previous = base.lists[path] as? IdentifiedList<Element>
-      if previous != nil { basePathsRead.append(path) }
-    } else {
-      previous = try scopes.replacedList(at: codingPath, finder: self) as? IdentifiedList<Element>
-    }
+    // The base's list, if it has one of this type: checked with `is`, then taken with `as!`. Unspecialised, `as?`
+    // makes an optional of the list's type, which looks its type up on every record.
+    let found: Any? = scopes.isEmpty ? base.lists[path] : try scopes.replacedList(at: codingPath, finder: self)
     let form = try encoder.directObject()
-    if let previous {
-      try write(
-        list.changes(since: previous) { Self.sameBytes($0, $1) }, replacing: previous, depth: codingPath.count,
-        to: form)
+    if let found, found is IdentifiedList<Element> {
+      if scopes.isEmpty { basePathsRead.append(path) }
+      try writeChanges(list, from: found as! IdentifiedList<Element>, depth: codingPath.count, to: form)
     } else {
-      // `"~all"` first, in the order the encoder sorts keys in: the list's JSON is not moved when the object closes.
-      let all = try form.nestedArray(forKey: .all)
-      let kept: ElementJSON<Element>?
-      if scopes.isEmpty {
-        kept = try writeWhole(list, at: path, depth: codingPath.count, to: all)
-      } else {
-        kept = nil
-        for element in list { try within(ElementScope(depth: codingPath.count + 2)) { try all.encode(element) } }
-      }
-      let ids = try form.nestedArray(forKey: .ids)
-      if let kept, let json = kept.idsJSON {
-        try ids.appendElementsJSON(json[...], count: list.count)
-      } else {
-        let start = encoder.writtenCount
-        var order = list.order.makeIterator()
-        while let id = order.next() { try Self.encode(id, into: ids) }
-        if let kept, encoder.isComplete { kept.idsJSON = encoder.written(from: start) }
-      }
+      try writeWholeForm(list, at: path, depth: codingPath.count, to: form, encoder: encoder)
     }
     if scopes.isEmpty { written[path] = list }
     paths.append(path)
     return true
+  }
+
+  /// Writes `list` in `form` as its changes from `previous`, the list at the same path in the base.
+  private func writeChanges<Element: Identifiable & Encodable>(
+    _ list: IdentifiedList<Element>, from previous: IdentifiedList<Element>, depth: Int,
+    to form: JSONStreamEncoder.DirectContainer
+  ) throws {
+    try write(list.changes(since: previous) { Self.sameBytes($0, $1) }, replacing: previous, depth: depth, to: form)
+  }
+
+  /// Writes `list` in `form` whole, with its ids.
+  private func writeWholeForm<Element: Identifiable & Encodable>(
+    _ list: IdentifiedList<Element>, at path: [UInt8], depth: Int, to form: JSONStreamEncoder.DirectContainer,
+    encoder: JSONStreamEncoder
+  ) throws {
+    // `"~all"` first, in the order the encoder sorts keys in: the list's JSON is not moved when the object closes.
+    let all = try form.nestedArray(forKey: .all)
+    let kept: ElementJSON<Element>?
+    if scopes.isEmpty {
+      kept = try writeWhole(list, at: path, depth: depth, to: all)
+    } else {
+      kept = nil
+      for element in list { try within(ElementScope(depth: depth + 2)) { try all.encode(element) } }
+    }
+    let ids = try form.nestedArray(forKey: .ids)
+    if let kept, let json = kept.idsJSON {
+      try ids.appendElementsJSON(json[...], count: list.count)
+    } else {
+      let start = encoder.writtenCount
+      var order = list.order.makeIterator()
+      while let id = order.next() { try Self.encode(id, into: ids) }
+      if let kept, encoder.isComplete { kept.idsJSON = encoder.written(from: start) }
+    }
   }
 
   /// ``ListPath/json(_:dropping:)`` of `codingPath`, taken from ``lastPath`` when the keys are the same.
