@@ -282,22 +282,36 @@ extension ElementTrie where Element: Equatable {
   /// Walks down without retaining or releasing a node or an array buffer on the way: the caller holds this node, and
   /// each node its children, for the whole walk (proposal 0023: the counts were two thirds of an iteration's time).
   @inlinable func find(_ id: Element.ID, hash: UInt, shift: Int) -> Element? {
+    guard let (node, slot) = location(of: id, hash: hash, shift: shift) else { return nil }
+    return Unmanaged<ElementNode>.fromOpaque(node)._withUnsafeGuaranteedRef { node in
+      node.items.withUnsafeBufferPointer { $0[slot] }
+    }
+  }
+
+  /// The node (unretained) and the slot in its items of the element with `id`, if this node or one under it holds
+  /// it.
+  ///
+  /// Each step returns a raw pointer and an integer: in code not specialised for the element type, an optional of
+  /// the element's type, or of its node's, would look its type up at every level.
+  @inlinable func location(of id: Element.ID, hash: UInt, shift: Int) -> (node: UnsafeRawPointer, slot: Int)? {
     var node = Unmanaged.passUnretained(self)
     var shift = shift
     while true {
-      let (found, next): (Element?, Unmanaged<ElementNode>?) = node._withUnsafeGuaranteedRef { node in
-        if node.isCollision { return (node.items.first { $0.id == id }, nil) }
+      let (next, slot): (UnsafeRawPointer?, Int) = node._withUnsafeGuaranteedRef { node in
+        if node.isCollision { return (nil, node.items.firstIndex { $0.id == id } ?? -1) }
         let bit = Self.bit(hash, shift)
         if node.itemMap & bit != 0 {
           let slot = Self.slot(node.itemMap, bit)
-          return node.items.withUnsafeBufferPointer { items in (items[slot].id == id ? items[slot] : nil, nil) }
+          return (nil, node.items.withUnsafeBufferPointer { $0[slot].id == id } ? slot : -1)
         }
-        guard node.childMap & bit != 0 else { return (nil, nil) }
+        guard node.childMap & bit != 0 else { return (nil, -1) }
         let slot = Self.slot(node.childMap, bit)
-        return (nil, node.children.withUnsafeBufferPointer { Unmanaged.passUnretained($0[slot]) })
+        return (
+          node.children.withUnsafeBufferPointer { UnsafeRawPointer(Unmanaged.passUnretained($0[slot]).toOpaque()) }, -1
+        )
       }
-      guard let next else { return found }
-      node = next
+      guard let next else { return slot >= 0 ? (UnsafeRawPointer(node.toOpaque()), slot) : nil }
+      node = Unmanaged.fromOpaque(next)
       shift += Self.bitsPerLevel
     }
   }

@@ -5,7 +5,7 @@ import Foundation
 ///
 /// ```text
 /// whole    {"~all":[element…],"~ids":[id…]}
-/// changes  {"~set":[[id,element]…],"~remove":[id…],"~order":[[position,removing,[id…]]…]}   (empty ones left out)
+/// changes  {"~order":[[position,removing,[id…]]…],"~remove":[id…],"~set":[[id,element]…]}   (empty ones left out)
 /// ```
 /// The line lists where these forms are in its model (`"l"`, coding paths as arrays of keys and indices) and, when
 /// it has a base, the record line whose lists its changes apply to (`"z"`). Everywhere else a list is a plain JSON
@@ -198,11 +198,11 @@ final class ListEncoding {
     let path = pathJSON(codingPath)
     // The base's list, if it has one of this type: checked with `is`, then taken with `as!`. Unspecialised, `as?`
     // makes an optional of the list's type, which looks its type up on every record.
-    let found: Any? = scopes.isEmpty ? base.lists[path] : try scopes.replacedList(at: codingPath, finder: self)
+    let baseList: Any? = scopes.isEmpty ? base.lists[path] : try scopes.replacedList(at: codingPath, finder: self)
     let form = try encoder.directObject()
-    if let found, found is IdentifiedList<Element> {
+    if let baseList, baseList is IdentifiedList<Element> {
       if scopes.isEmpty { basePathsRead.append(path) }
-      try writeChanges(list, from: found as! IdentifiedList<Element>, depth: codingPath.count, to: form)
+      try writeChanges(list, from: baseList as! IdentifiedList<Element>, depth: codingPath.count, to: form)
     } else {
       try writeWholeForm(list, at: path, depth: codingPath.count, to: form, encoder: encoder)
     }

@@ -61,6 +61,9 @@ struct ModelComparison {
     /// line of whole lists is checked against (``WholeLineSplice``); `nil` once one did not, or after too many.
     var chain: (start: Int, links: [WholeLineSplice.Link])?
     /// The lines of whole lists compared here, checked by their bytes against the lines before them.
+    ///
+    /// Only the other thread checks (the re-running thread hands its lines of whole lists over); here it is only
+    /// restarted and forgotten.
     var splice = WholeLineSplice()
 
     init(codec: SessionCodecs.Codec) {

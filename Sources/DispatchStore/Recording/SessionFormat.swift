@@ -16,8 +16,8 @@ import Foundation
 //              with "z":<index> after "s" and "p" when the store's previous record line, with no move line
 //              between, is the base of its IdentifiedLists' changes, and "l":[[key or index…]…] after "m", the
 //              paths in the model of the IdentifiedLists written in their list forms (ListForms.swift): whole,
-//              {"~ids":[…],"~all":[…]}, or changes from the list at the same path in the base,
-//              {"~set":[[id,element]…],"~remove":[id…],"~order":[[position,removing,[id…]]…]}
+//              {"~all":[…],"~ids":[…]}, or changes from the list at the same path in the base,
+//              {"~order":[[position,removing,[id…]]…],"~remove":[id…],"~set":[[id,element]…]}
 //   snapshot  with "p":{store: "m"|"a"|"am"} right after "i" when some of its models or actions were redacted
 //   move      {"k":"m","i":N}                      the cursor moved to record N (-1: before the first record)
 //   snapshot  {"k":"s","i":N,"m":{store: model}}   the listed stores' models just before record N
