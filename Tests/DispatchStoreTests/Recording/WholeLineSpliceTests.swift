@@ -23,7 +23,10 @@ enum SpliceAction: ActionType, Codable, Equatable {
 
 /// Verify checks a line that holds a store's lists whole by its bytes against the lines before it
 /// (``WholeLineSplice``), and falls back to encoding the lists when it cannot: either way it finds what differs.
-@Suite("Lines of whole lists checked by their bytes", .timeLimit(.minutes(2)), .watchdog, .offThePool)
+///
+/// Five minutes, as the other suites off the pool: a test's limit counts its wait for one of the two threads they
+/// share, which a CI run found taken for three minutes by `ListFormsSessionTests`' random sessions.
+@Suite("Lines of whole lists checked by their bytes", .timeLimit(.minutes(5)), .watchdog, .offThePool)
 struct WholeLineSpliceTests {
   static func reduce(_ action: SpliceAction, _ model: inout SpliceBoard) {
     model.edits += 1
