@@ -52,49 +52,44 @@ struct JSONBytes {
     return position
   }
 
-  /// The members of the object in `range` (its braces included), in order: each key's range, its quotes included,
-  /// and its value's.
-  func members(of range: Range<Int>) -> [(key: Range<Int>, value: Range<Int>)]? {
-    var members: [(key: Range<Int>, value: Range<Int>)] = []
-    let read = forEachMember(in: range) { key, value in
-      members.append((key, value))
-      return true
-    }
-    return read ? members : nil
-  }
-
   /// Calls `body` with the ranges of each member's key (its quotes included) and value of the object in `range` (its
   /// braces included), in order, until it returns `false`; returns whether every member was read and `body` returned
   /// `true` for each.
   func forEachMember(in range: Range<Int>, _ body: (Range<Int>, Range<Int>) -> Bool) -> Bool {
-    guard range.count >= 2, range.lowerBound >= 0, range.upperBound <= bytes.count,
-      bytes[range.lowerBound] == UInt8(ascii: "{"), bytes[range.upperBound - 1] == UInt8(ascii: "}")
-    else { return false }
-    let last = range.upperBound - 1
-    var position = range.lowerBound + 1
-    guard position < last else { return true }
-    while true {
-      guard bytes[position] == UInt8(ascii: "\""), let keyEnd = stringEnd(from: position, limit: last), keyEnd < last,
-        bytes[keyEnd] == UInt8(ascii: ":"), let valueEnd = valueEnd(from: keyEnd + 1, limit: last),
-        body(position..<keyEnd, (keyEnd + 1)..<valueEnd)
-      else { return false }
-      if valueEnd == last { return true }
-      guard bytes[valueEnd] == UInt8(ascii: ","), valueEnd + 1 < last else { return false }
-      position = valueEnd + 1
+    forEachItem(in: range, opening: UInt8(ascii: "{"), closing: UInt8(ascii: "}")) { start, limit in
+      guard bytes[start] == UInt8(ascii: "\""), let keyEnd = stringEnd(from: start, limit: limit), keyEnd < limit,
+        bytes[keyEnd] == UInt8(ascii: ":"), let valueEnd = valueEnd(from: keyEnd + 1, limit: limit),
+        body(start..<keyEnd, (keyEnd + 1)..<valueEnd)
+      else { return nil }
+      return valueEnd
     }
   }
 
   /// Calls `body` with the range of each element of the array in `range` (its brackets included), in order, until it
   /// returns `false`; returns whether every element was read and `body` returned `true` for each.
   func forEachElement(in range: Range<Int>, _ body: (Range<Int>) -> Bool) -> Bool {
+    forEachItem(in: range, opening: UInt8(ascii: "["), closing: UInt8(ascii: "]")) { start, limit in
+      guard let end = valueEnd(from: start, limit: limit), body(start..<end) else { return nil }
+      return end
+    }
+  }
+
+  /// Whether every item of the container in `range` was read by `readItem`: items between its `opening` and
+  /// `closing` bytes, separated by commas.
+  ///
+  /// `readItem` takes where an item starts and where the container's closing byte is, and returns where the item
+  /// ends, or `nil` to stop.
+  private func forEachItem(
+    in range: Range<Int>, opening: UInt8, closing: UInt8, _ readItem: (_ start: Int, _ limit: Int) -> Int?
+  ) -> Bool {
     guard range.count >= 2, range.lowerBound >= 0, range.upperBound <= bytes.count,
-      bytes[range.lowerBound] == UInt8(ascii: "["), bytes[range.upperBound - 1] == UInt8(ascii: "]")
+      bytes[range.lowerBound] == opening, bytes[range.upperBound - 1] == closing
     else { return false }
     let last = range.upperBound - 1
     var position = range.lowerBound + 1
     guard position < last else { return true }
     while true {
-      guard let end = valueEnd(from: position, limit: last), body(position..<end) else { return false }
+      guard let end = readItem(position, last) else { return false }
       if end == last { return true }
       guard bytes[end] == UInt8(ascii: ","), end + 1 < last else { return false }
       position = end + 1

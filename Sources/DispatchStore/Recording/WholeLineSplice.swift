@@ -185,15 +185,21 @@ struct WholeLineSplice {
   private static func wholeList(at components: ListPathComponents, in model: Range<Int>, of file: JSONBytes)
     -> WholeList?
   {
-    guard let form = file.value(at: components, in: model), let members = file.members(of: form), members.count == 2,
-      file.equals(members[0].key, #""~all""#), file.equals(members[1].key, #""~ids""#)
-    else { return nil }
+    guard let form = file.value(at: components, in: model) else { return nil }
+    // Its two members, `"~all"` then `"~ids"`.
+    var values: [Range<Int>] = []
+    let readForm = file.forEachMember(in: form) { key, value in
+      guard values.count < 2, file.equals(key, values.isEmpty ? #""~all""# : #""~ids""#) else { return false }
+      values.append(value)
+      return true
+    }
+    guard readForm, values.count == 2 else { return nil }
     var elements: [Range<Int>] = []
     var idRanges: [Range<Int>] = []
-    let ids = members[1].value
+    let ids = values[1]
     guard ids.count >= 2 else { return nil }
     let inside = (ids.lowerBound + 1)..<(ids.upperBound - 1)
-    let readElements = file.forEachElement(in: members[0].value) { element in
+    let readElements = file.forEachElement(in: values[0]) { element in
       elements.append(element)
       return true
     }

@@ -24,15 +24,18 @@ struct SharedSessionFileTests {
     return app
   }
 
+  /// Another launch that resumes `file`, attaches to it, runs `steps` and ends.
+  static func anotherLaunch(on file: TemporaryFile, _ steps: (RecordedApp) throws -> Void) throws {
+    let other = try resumed(file)
+    try other.recorder.attach(appendingTo: file.url, codecs: appCodecs())
+    try steps(other)
+    other.recorder.flush()
+  }
+
   @Test func aLaunchThatResumedBeforeAnotherUndidIsRefusedAndTheUndoKept() throws {
     let file = try Self.recordedFile()
     let late = try Self.resumed(file)
-    do {
-      let other = try Self.resumed(file)
-      try other.recorder.attach(appendingTo: file.url, codecs: appCodecs())
-      _ = try other.recorder.undo()
-      other.recorder.flush()
-    }
+    try Self.anotherLaunch(on: file) { other in _ = try other.recorder.undo() }
     let before = file.data
     #expect(throws: SessionError.historyMismatch(fileRecords: 3, recorderRecords: 3)) {
       try late.recorder.attach(appendingTo: file.url, codecs: appCodecs())
@@ -44,12 +47,9 @@ struct SharedSessionFileTests {
   @Test func aLaunchThatResumedBeforeAnotherUndidAndDispatchedIsRefused() throws {
     let file = try Self.recordedFile()
     let late = try Self.resumed(file)
-    do {
-      let other = try Self.resumed(file)
-      try other.recorder.attach(appendingTo: file.url, codecs: appCodecs())
+    try Self.anotherLaunch(on: file) { other in
       _ = try other.recorder.undo()
       other.send(CounterAction.increase(10))
-      other.recorder.flush()
     }
     // As many records as when it resumed, but record 2 is another one now.
     #expect(try Session.load(from: file.url, codecs: appCodecs()).recordCount == 3)

@@ -80,6 +80,16 @@ struct WholeLineSpliceTests {
     return counts
   }
 
+  /// The record and fields verifying `url` names as diverged; `nil`, recorded as an issue, if it throws no divergence.
+  static func divergence(verifying url: URL) -> (index: Int, differences: [FieldDifference])? {
+    let error = #expect(throws: SessionError.self) { try verify(url) }
+    guard case .diverged(let index, _, _, _, let differences) = error else {
+      Issue.record("expected a divergence, got \(String(describing: error))")
+      return nil
+    }
+    return (index, differences)
+  }
+
   /// The record indices of the lines that hold their lists whole, after each store's first.
   static func laterWholeLines(in url: URL) throws -> [Int] {
     var stores: Set<Substring> = []
@@ -149,11 +159,7 @@ struct WholeLineSpliceTests {
     let file = try Self.record(count: 1_200) { .toggle($0 * 13 % 40) }
     let whole = try #require(try Self.laterWholeLines(in: file.url).first)
     try Self.forge(file, record: whole, replacing: #""title":"Task 5""#, with: #""title":"Task 6""#)
-    let error = #expect(throws: SessionError.self) { try Self.verify(file.url) }
-    guard case .diverged(let index, _, _, _, let differences) = error else {
-      Issue.record("expected a divergence, got \(String(describing: error))")
-      return
-    }
+    guard let (index, differences) = Self.divergence(verifying: file.url) else { return }
     #expect(index == whole)
     #expect(differences.contains { $0.path.contains("title") })
   }
@@ -189,11 +195,7 @@ struct WholeLineSpliceTests {
     let forged = #"{"done":true,"id":5,"title":"Forged"}"#
     try Self.forge(file, record: 1_000, replacing: #"{"done":true,"id":5,"title":"Task 5"}"#, with: forged)
     try Self.forge(file, record: 1_001, replacing: #"{"done":true,"id":5,"title":"Task 5"}"#, with: forged)
-    let error = #expect(throws: SessionError.self) { try Self.verify(file.url) }
-    guard case .diverged(let index, _, _, _, let differences) = error else {
-      Issue.record("expected a divergence, got \(String(describing: error))")
-      return
-    }
+    guard let (index, differences) = Self.divergence(verifying: file.url) else { return }
     #expect(index == 1_000)
     #expect(differences.contains { $0.path.contains("title") })
   }
