@@ -310,6 +310,7 @@ public final class RecorderMiddleware: Middleware {
     base = try session.models(at: session.firstIndex - 1)
     // What the session's operations fetched and read: saving the history again keeps them, for verify.
     let effects = try session.effects()
+    let loadedFile = session.source?.fingerprint
     var stores: [String: StoreLocation] = [:]
     var baselines: [String: (model: any ModelType, action: (any ActionType)?)] = [:]
     for identifier in Set(records.map(\.storeIdentifier)).union(base.keys) {
@@ -323,7 +324,7 @@ public final class RecorderMiddleware: Middleware {
       state.adopt(
         records: records, firstIndex: session.firstIndex, cursor: session.cursor, baselines: baselines,
         effects: effects, reads: session.index.reads.mapValues { $0.map(\.read) }, stores: stores,
-        bound: maxNumberOfRecords, lastHash: session.lastHash)
+        bound: maxNumberOfRecords, lastHash: session.lastHash, loadedFile: loadedFile)
     }
     withExtendedLifetime(replaced) {}  // The previous history is released here, after the lock.
     try Session.apply(plan, event: event)
@@ -361,10 +362,11 @@ public final class RecorderMiddleware: Middleware {
     let writer = try SessionWriter(
       appendingTo: url, codecs: codecs, privacy: privacy, durability: syncEachRecord ? .eachRecord : .buffered,
       at: point)
+    let resolvedPath = SessionFile.resolvedPath(url)
     let attached = storage.state.withLock { state -> (SessionWriter?, [SessionFormat.Line])? in
       // A record filed or a move made meanwhile is not in the file's history.
       guard writer.startedEmpty || state.appendingPoint == point else { return nil }
-      return state.attach(writer)
+      return state.attach(writer, resolvedPath: resolvedPath)
     }
     guard let (previous, leftover) = attached else {
       throw .historyMismatch(
@@ -392,12 +394,22 @@ public final class RecorderMiddleware: Middleware {
   /// - Parameters:
   ///   - url: Where to write.
   ///   - codecs: How each store's actions and models encode.
+  ///
+  /// Saving over the file the recorder resumed from (``resume(_:in:)``) replaces it only if nobody changed it since it
+  /// was loaded (or since this recorder last saved over it): another launch's records are never lost.
   /// - Throws: ``SessionError/missingHeader(path:)`` if the file there is not a session,
   ///   ``SessionError/inUse(path:)`` if a recorder is attached to it, ``SessionError/notARegularFile(path:kind:)``;
-  ///   an encoding or I/O error.
+  ///   ``SessionError/fileChanged(path:)`` if it is the file the recorder resumed from and it changed since; an
+  ///   encoding or I/O error.
   public func save(to url: URL, codecs: SessionCodecs) throws(SessionError) {
-    let lines = storage.state.withLock { $0.historyLines() }
-    try SessionFormat.write(lines, codecs: codecs, privacy: privacy, to: url)
+    let (lines, loaded) = storage.state.withLock { ($0.historyLines(), $0.loadedFile) }
+    let written = try SessionFormat.write(lines, codecs: codecs, privacy: privacy, to: url, loaded: loaded)
+    // The file now holds this history: the next save over it checks against that.
+    if let loaded, loaded.isFile(at: url) {
+      storage.state.withLock { state in
+        if state.loadedFile == loaded { state.loadedFile = written }
+      }
+    }
   }
 
   // MARK: - Middleware

@@ -40,6 +40,11 @@ struct RecorderState {
   /// Its last line's hash and its cursor, and ``changes`` when it was taken over: a file appended to must end there,
   /// and the history must not have changed since.
   var resumed: (lastHash: UInt64, cursor: Int, changes: UInt64)?
+  /// The file the history was taken over from, as it was loaded or as this recorder last saved over it.
+  ///
+  /// A save over it checks that nobody changed it since. Forgotten once the recorder attaches to it, and appends to
+  /// it itself.
+  var loadedFile: SessionFile.Fingerprint?
   /// What the recorder dropped, for the caller to release after the lock.
   var garbage: [any Sendable] = []
   /// The chunk the next record goes into, while it has free slots.
@@ -333,12 +338,13 @@ struct RecorderState {
   /// Makes `writer` the recorder's; returns the previous one and the lines it had not taken.
   ///
   /// The caller hands those over after the lock. A new file gets the whole kept history.
-  mutating func attach(_ writer: SessionWriter) -> (SessionWriter?, [SessionFormat.Line]) {
+  mutating func attach(_ writer: SessionWriter, resolvedPath: String) -> (SessionWriter?, [SessionFormat.Line]) {
     let previous = self.writer
     var leftover: [SessionFormat.Line] = []
     swap(&leftover, &outbox)
     self.writer = writer
     queued = 0
+    if loadedFile?.path == resolvedPath { loadedFile = nil }
     if writer.startedEmpty {
       for line in historyLines() { _ = queue(line) }
     }
@@ -353,8 +359,9 @@ struct RecorderState {
     effects adoptedEffects: [TransactionID: [(key: String, outcome: EffectOutcome)]],
     reads adoptedReads: [TransactionID: [RecordedRead]],
     stores adoptedStores: [String: StoreLocation],
-    bound: Int, lastHash: UInt64
+    bound: Int, lastHash: UInt64, loadedFile: SessionFile.Fingerprint?
   ) -> (UInt64, [any Sendable]) {
+    self.loadedFile = loadedFile
     var replaced: [any Sendable] = [history.all]
     replaced.append(contentsOf: baselines.values.map(\.model))
     history = RecordHistory(limit: bound, startingAt: firstIndex)

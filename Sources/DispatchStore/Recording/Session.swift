@@ -945,7 +945,7 @@ public struct Session: Sendable {
     let kept = max(cursor, position - 1)
     if kept != nextIndex - 1 { lines.append(.move(kept)) }
     try SessionFormat.write(
-      lines, codecs: codecs, marked: index.redactions, to: url, loaded: source)
+      lines, codecs: codecs, marked: index.redactions, to: url, loaded: source?.fingerprint)
   }
 }
 

@@ -35,11 +35,55 @@ enum SessionFile {
     let inode: UInt64
     let bytes: Data
 
+    /// What the file held: to tell, when it is written over, whether it changed since.
+    var fingerprint: Fingerprint {
+      Fingerprint(path: path, device: device, inode: inode, count: bytes.count, digest: SessionFile.digest(bytes))
+    }
+  }
+
+  /// What a file held when it was read or written, without its bytes: which file it is, its size and a digest of its
+  /// bytes, to tell whether it changed since.
+  ///
+  /// The digest finds a change made by accident (another launch appending, saving or compacting), not one made to
+  /// keep it.
+  struct Fingerprint: Sendable, Equatable {
+    /// The path, its symbolic links resolved.
+    let path: String
+    let device: UInt64
+    let inode: UInt64
+    let count: Int
+    let digest: UInt64
+
     /// Whether `url`, or the open `descriptor`, is this file.
-    fileprivate func isFile(at url: URL, open descriptor: Int32) -> Bool {
+    func isFile(at url: URL, open descriptor: Int32) -> Bool {
       var status = stat()
       let same = fstat(descriptor, &status) == 0 && UInt64(status.st_dev) == device && UInt64(status.st_ino) == inode
       return same || path == resolvedPath(url)
+    }
+
+    /// Whether `url` is this file, by its resolved path.
+    func isFile(at url: URL) -> Bool {
+      path == resolvedPath(url)
+    }
+  }
+
+  /// A 64-bit digest of `bytes`, eight at a time: its cost is a small part of reading them.
+  static func digest(_ bytes: Data) -> UInt64 {
+    bytes.withUnsafeBytes { raw in
+      var hash: UInt64 = 0xcbf2_9ce4_8422_2325 ^ UInt64(raw.count)
+      var offset = 0
+      func mix(_ word: UInt64) {
+        hash = (hash ^ word) &* 0x9e37_79b9_7f4a_7c15
+        hash ^= hash >> 31
+      }
+      while offset + 8 <= raw.count {
+        mix(raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+        offset += 8
+      }
+      var last: UInt64 = 0
+      for position in offset..<raw.count { last = last << 8 | UInt64(raw[position]) }
+      mix(last)
+      return hash
     }
   }
 
@@ -110,14 +154,22 @@ enum SessionFile {
   ///   ``SessionError/wouldReplaceSession(path:)`` for a session, when writing anything else;
   ///   ``SessionError/inUse(path:)`` and the errors of ``read(_:)``; ``SessionError/io(path:reason:)`` if writing
   ///   fails (the path is unchanged).
+  /// - Returns: What the file at `url` holds now: `bytes`.
+  @discardableResult
   static func replace(
     _ url: URL, with bytes: Data, replacing replaceable: Replaceable,
-    unlessChangedSince source: Source? = nil
-  ) throws(SessionError) {
-    try replace(url, replacing: replaceable, unlessChangedSince: source) {
+    unlessChangedSince loaded: Fingerprint? = nil
+  ) throws(SessionError) -> Fingerprint {
+    try replace(url, replacing: replaceable, unlessChangedSince: loaded) {
       (output: inout Output) throws(SessionError) in
       try output.write(bytes)
     }
+    var status = stat()
+    let target = resolvedPath(url)
+    _ = stat(target, &status)
+    return Fingerprint(
+      path: target, device: UInt64(status.st_dev), inode: UInt64(status.st_ino), count: bytes.count,
+      digest: digest(bytes))
   }
 
   /// `url`'s path with its symbolic links resolved: the file a path leads to.
@@ -167,11 +219,11 @@ enum SessionFile {
   /// `contents` may be called more than once (if the file is created by somebody else meanwhile), each time for a
   /// new file.
   ///
-  /// With `source`, the file a session was loaded from: if `url` leads to that file (by its resolved path, or its
+  /// With `loaded`, the file a session was loaded from: if `url` leads to that file (by its resolved path, or its
   /// device and inode), it must still hold the bytes loaded, checked under its lock, or it is left as it is.
   /// - Throws: ``SessionError/fileChanged(path:)`` if it does not; the errors of ``replace(_:with:replacing:unlessChangedSince:)``.
   static func replace(
-    _ url: URL, replacing replaceable: Replaceable, unlessChangedSince source: Source? = nil,
+    _ url: URL, replacing replaceable: Replaceable, unlessChangedSince loaded: Fingerprint? = nil,
     contents: (inout Output) throws(SessionError) -> Void
   ) throws(SessionError) {
     let path = url.path
@@ -179,15 +231,27 @@ enum SessionFile {
     for attempt in 1...3 {
       do {
         descriptor = try openRegular(path, flags: O_RDWR)
-        break
       } catch .noFile {
         if try createWhole(path, contents) { return }
         // Somebody created it meanwhile: replace that one, as any other file there.
         if attempt == 3 { throw .io(path: path, reason: "it keeps appearing and disappearing") }
+        continue
       }
+      // Locked: but the path may name another file by now (one renamed over it), which is the one to check.
+      let stillThere: Bool
+      do throws(SessionError) {
+        try lock(descriptor, path: path)
+        stillThere = try isStillAtPath(descriptor, path: path)
+      } catch {
+        close(descriptor)
+        throw error
+      }
+      if stillThere { break }
+      close(descriptor)
+      descriptor = -1
+      if attempt == 3 { throw .io(path: path, reason: "it keeps being replaced while it is opened") }
     }
     defer { close(descriptor) }
-    try lock(descriptor, path: path)
     // Whether it is a session depends on its first line only: the rest is not read.
     let existing = try readAll(descriptor, path: path, firstLineOnly: true)
     switch replaceable {
@@ -197,8 +261,9 @@ enum SessionFile {
       guard !SessionFormat.startsWithHeader(existing) else { throw .wouldReplaceSession(path: path) }
     }
     // Lines another recorder appended since the session was loaded from this file would be lost.
-    if let source, source.isFile(at: url, open: descriptor), try readAll(descriptor, path: path) != source.bytes {
-      throw .fileChanged(path: path)
+    if let loaded, loaded.isFile(at: url, open: descriptor) {
+      let now = try readAll(descriptor, path: path)
+      guard now.count == loaded.count, digest(now) == loaded.digest else { throw .fileChanged(path: path) }
     }
     // Replace the file the path leads to, not a symbolic link on the way.
     let target = url.resolvingSymlinksInPath().path

@@ -378,11 +378,13 @@ enum SessionFormat {
   }
 
   /// Writes a whole session file, `lines` after the header: creates it, or replaces a session file (or an empty
-  /// one) at `url` atomically, under its lock (``SessionFile/replace(_:with:replacing:unlessChangedSince:)``).
+  /// one) at `url` atomically, under its lock (``SessionFile/replace(_:with:replacing:unlessChangedSince:)``); returns
+  /// what the file holds then.
+  @discardableResult
   static func write(
     _ lines: [Line], codecs: SessionCodecs, privacy: SessionPrivacy = SessionPrivacy(),
-    marked: [String: RedactionMark] = [:], to url: URL, loaded: SessionFile.Source? = nil
-  ) throws(SessionError) {
+    marked: [String: RedactionMark] = [:], to url: URL, loaded: SessionFile.Fingerprint? = nil
+  ) throws(SessionError) -> SessionFile.Fingerprint {
     var encoder = Encoder(codecs: codecs, privacy: privacy, marked: marked)
     var data = Data()
     do {
@@ -393,7 +395,7 @@ enum SessionFormat {
     } catch {
       throw .encodingFailed(storeIdentifier: "", reason: "\(error)")
     }
-    try SessionFile.replace(url, with: data, replacing: .sessions, unlessChangedSince: loaded)
+    return try SessionFile.replace(url, with: data, replacing: .sessions, unlessChangedSince: loaded)
   }
 
   // MARK: - Decoding

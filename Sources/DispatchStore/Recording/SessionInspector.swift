@@ -56,7 +56,7 @@ public enum SessionInspector {
     } catch {
       if isAboutContents(error), !isSameFile(url, output) {
         // If even this page cannot be written, the file's error is the one to report.
-        try? SessionFile.replace(
+        _ = try? SessionFile.replace(
           output, with: errorPage(error, title: url.lastPathComponent), replacing: .anythingButSessions)
       }
       throw error

@@ -103,12 +103,7 @@ struct SharedSessionFileTests {
   @Test func savingOverTheLoadedFileAfterAnotherRecorderAppendedIsRefused() throws {
     let file = try Self.recordedFile()
     let session = try Session.load(from: file.url, codecs: appCodecs())
-    do {
-      let other = try Self.resumed(file)
-      try other.recorder.attach(appendingTo: file.url, codecs: appCodecs())
-      other.send(CounterAction.increase(10))
-      other.recorder.flush()
-    }
+    try Self.anotherLaunch(on: file) { other in other.send(CounterAction.increase(10)) }
     let before = file.data
     #expect(throws: SessionError.fileChanged(path: file.url.path)) { try session.save(to: file.url) }
     #expect(throws: SessionError.fileChanged(path: file.url.path)) {
@@ -162,13 +157,56 @@ struct SharedSessionFileTests {
     let linked = file.url.deletingLastPathComponent().appendingPathComponent("linked-\(UUID().uuidString).jsonl")
     try FileManager.default.linkItem(at: file.url, to: linked)
     defer { try? FileManager.default.removeItem(at: linked) }
-    do {
-      let other = try Self.resumed(file)
-      try other.recorder.attach(appendingTo: file.url, codecs: appCodecs())
-      other.send(CounterAction.increase(10))
-      other.recorder.flush()
-    }
+    try Self.anotherLaunch(on: file) { other in other.send(CounterAction.increase(10)) }
     #expect(throws: SessionError.fileChanged(path: linked.path)) { try session.save(to: linked) }
     #expect(try Session.load(from: file.url, codecs: appCodecs()).recordCount == 4)
+  }
+
+  /// A recorder that resumed a file, saving over it after another launch appended to it: refused, the file kept.
+  @Test func savingTheRecorderOverTheFileItResumedAfterAnotherLaunchAppendedIsRefused() throws {
+    let file = try Self.recordedFile()
+    let late = try Self.resumed(file)
+    late.send(CounterAction.increase(5))
+    try Self.anotherLaunch(on: file) { other in other.send(CounterAction.increase(10)) }
+    let before = file.data
+    #expect(throws: SessionError.fileChanged(path: file.url.path)) {
+      try late.recorder.save(to: file.url, codecs: appCodecs())
+    }
+    #expect(file.data == before)
+    let session = try Session.load(from: file.url, codecs: appCodecs())
+    #expect(try session.records.last?.action as? CounterAction == .increase(10))
+  }
+
+  /// Unchanged by anybody else, the file a recorder resumed is replaced by each of its saves: the second save checks
+  /// against what the first wrote.
+  @Test func aRecorderSavesOverTheFileItResumedAgainAndAgain() throws {
+    let file = try Self.recordedFile()
+    let app = try Self.resumed(file)
+    app.send(CounterAction.increase(5))
+    try app.recorder.save(to: file.url, codecs: appCodecs())
+    app.send(CounterAction.increase(6))
+    try app.recorder.save(to: file.url, codecs: appCodecs())
+    let session = try Session.load(from: file.url, codecs: appCodecs())
+    #expect(session.recordCount == 5)
+    #expect(try session.records.last?.action as? CounterAction == .increase(6))
+    // Then changed by another launch: the next save is refused.
+    try Self.anotherLaunch(on: file) { other in other.send(CounterAction.increase(10)) }
+    #expect(throws: SessionError.fileChanged(path: file.url.path)) {
+      try app.recorder.save(to: file.url, codecs: appCodecs())
+    }
+  }
+
+  /// A recorder that attached to the file it resumed appends to it itself: once released there, saving over it is not
+  /// refused for its own lines.
+  @Test func aRecorderThatAppendedToTheFileItResumedSavesOverItAfterAttachingElsewhere() throws {
+    let file = try Self.recordedFile()
+    let elsewhere = TemporaryFile()
+    let app = try Self.resumed(file)
+    try app.recorder.attach(appendingTo: file.url, codecs: appCodecs())
+    app.send(CounterAction.increase(5))
+    try app.recorder.attach(appendingTo: elsewhere.url, codecs: appCodecs())
+    app.send(CounterAction.increase(6))
+    try app.recorder.save(to: file.url, codecs: appCodecs())
+    #expect(try Session.load(from: file.url, codecs: appCodecs()).recordCount == 5)
   }
 }
