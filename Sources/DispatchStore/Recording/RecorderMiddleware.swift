@@ -362,17 +362,28 @@ public final class RecorderMiddleware: Middleware {
     let writer = try SessionWriter(
       appendingTo: url, codecs: codecs, privacy: privacy, durability: syncEachRecord ? .eachRecord : .buffered,
       at: point)
-    let resolvedPath = SessionFile.resolvedPath(url)
-    let attached = storage.state.withLock { state -> (SessionWriter?, [SessionFormat.Line])? in
+    // The file the recorder resumed from: the writer's appends are its own, which a save over it keeps.
+    let loaded = storage.state.withLock { $0.loadedFile }.flatMap { writer.appendsTo($0) ? $0 : nil }
+    let attached = storage.state.withLock { state -> (SessionWriter?, [SessionFormat.Line], Bool)? in
       // A record filed or a move made meanwhile is not in the file's history.
       guard writer.startedEmpty || state.appendingPoint == point else { return nil }
-      return state.attach(writer, resolvedPath: resolvedPath)
+      return state.attach(writer, loaded: loaded)
     }
-    guard let (previous, leftover) = attached else {
+    guard let (previous, leftover, previousWasLoadedFiles) = attached else {
       throw .historyMismatch(
         fileRecords: point.nextIndex, recorderRecords: storage.state.withLock { $0.history.nextIndex })
     }
     previous?.write(finally: leftover)
+    if let previous, previousWasLoadedFiles {
+      // What it leaves in the file the recorder resumed from, read before its lock is released: a later save there
+      // checks against it. If it cannot be read, the older fingerprint stays, and such a save is refused.
+      let before = storage.state.withLock { $0.loadedFile }
+      if let left = previous.close() {
+        storage.state.withLock { state in
+          if state.loadedFile == before, state.loadedFileWriter == nil { state.loadedFile = left }
+        }
+      }
+    }
     writer.start(taking: storage)
     afterLock()
   }

@@ -40,11 +40,11 @@ struct RecorderState {
   /// Its last line's hash and its cursor, and ``changes`` when it was taken over: a file appended to must end there,
   /// and the history must not have changed since.
   var resumed: (lastHash: UInt64, cursor: Int, changes: UInt64)?
-  /// The file the history was taken over from, as it was loaded or as this recorder last saved over it.
-  ///
-  /// A save over it checks that nobody changed it since. Forgotten once the recorder attaches to it, and appends to
-  /// it itself.
+  /// The file the history was taken over from, as it was loaded, as this recorder last saved over it, or as its
+  /// writer left it: a save over it checks that nobody changed it since.
   var loadedFile: SessionFile.Fingerprint?
+  /// The writer appending to ``loadedFile``'s file: what it leaves there becomes ``loadedFile`` when it is replaced.
+  var loadedFileWriter: ObjectIdentifier?
   /// What the recorder dropped, for the caller to release after the lock.
   var garbage: [any Sendable] = []
   /// The chunk the next record goes into, while it has free slots.
@@ -338,17 +338,22 @@ struct RecorderState {
   /// Makes `writer` the recorder's; returns the previous one and the lines it had not taken.
   ///
   /// The caller hands those over after the lock. A new file gets the whole kept history.
-  mutating func attach(_ writer: SessionWriter, resolvedPath: String) -> (SessionWriter?, [SessionFormat.Line]) {
+  /// `loaded` is the ``loadedFile`` the caller found `writer` appends to, if it does; the caller fingerprints what the
+  /// previous writer leaves if it was the loaded file's (the returned `Bool`).
+  mutating func attach(
+    _ writer: SessionWriter, loaded: SessionFile.Fingerprint?
+  ) -> (SessionWriter?, [SessionFormat.Line], Bool) {
     let previous = self.writer
     var leftover: [SessionFormat.Line] = []
     swap(&leftover, &outbox)
     self.writer = writer
     queued = 0
-    if loadedFile?.path == resolvedPath { loadedFile = nil }
+    let previousWasLoadedFiles = previous != nil && previous?.identity == loadedFileWriter
+    loadedFileWriter = loaded != nil && loaded == loadedFile ? writer.identity : nil
     if writer.startedEmpty {
       for line in historyLines() { _ = queue(line) }
     }
-    return (previous, leftover)
+    return (previous, leftover, previousWasLoadedFiles)
   }
 
   /// Takes over a session's history; returns the event number of the restore that follows, and what was
@@ -362,6 +367,7 @@ struct RecorderState {
     bound: Int, lastHash: UInt64, loadedFile: SessionFile.Fingerprint?
   ) -> (UInt64, [any Sendable]) {
     self.loadedFile = loadedFile
+    loadedFileWriter = nil
     var replaced: [any Sendable] = [history.all]
     replaced.append(contentsOf: baselines.values.map(\.model))
     history = RecordHistory(limit: bound, startingAt: firstIndex)

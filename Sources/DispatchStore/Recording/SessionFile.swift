@@ -115,7 +115,7 @@ enum SessionFile {
         descriptor = try openRegular(path, flags: O_RDWR)
       } catch .noFile {
         // None yet: create it whole, unless somebody else did meanwhile; then open what is there.
-        _ = try createWhole(path, initialContents)
+        try createWhole(path, initialContents)
         if attempts < 3 { continue }
         throw .cannotRead(path: path, reason: "it was removed while being opened")
       }
@@ -160,15 +160,34 @@ enum SessionFile {
     _ url: URL, with bytes: Data, replacing replaceable: Replaceable,
     unlessChangedSince loaded: Fingerprint? = nil
   ) throws(SessionError) -> Fingerprint {
-    try replace(url, replacing: replaceable, unlessChangedSince: loaded) {
+    let written = try replace(url, replacing: replaceable, unlessChangedSince: loaded) {
       (output: inout Output) throws(SessionError) in
       try output.write(bytes)
     }
-    var status = stat()
-    let target = resolvedPath(url)
-    _ = stat(target, &status)
     return Fingerprint(
-      path: target, device: UInt64(status.st_dev), inode: UInt64(status.st_ino), count: bytes.count,
+      path: resolvedPath(url), device: written.device, inode: written.inode, count: bytes.count,
+      digest: digest(bytes))
+  }
+
+  /// Which file a descriptor is open on: its device and inode.
+  struct Identity {
+    let device: UInt64
+    let inode: UInt64
+
+    init(_ descriptor: Int32) {
+      var status = stat()
+      _ = fstat(descriptor, &status)
+      (device, inode) = (UInt64(status.st_dev), UInt64(status.st_ino))
+    }
+  }
+
+  /// What the file open at `descriptor`, reached at `url`, holds: read from its start.
+  /// - Throws: ``SessionError/cannotRead(path:reason:)``.
+  static func fingerprint(open descriptor: Int32, at url: URL) throws(SessionError) -> Fingerprint {
+    let bytes = try readAll(descriptor, path: url.path)
+    let identity = Identity(descriptor)
+    return Fingerprint(
+      path: resolvedPath(url), device: identity.device, inode: identity.inode, count: bytes.count,
       digest: digest(bytes))
   }
 
@@ -222,17 +241,19 @@ enum SessionFile {
   /// With `loaded`, the file a session was loaded from: if `url` leads to that file (by its resolved path, or its
   /// device and inode), it must still hold the bytes loaded, checked under its lock, or it is left as it is.
   /// - Throws: ``SessionError/fileChanged(path:)`` if it does not; the errors of ``replace(_:with:replacing:unlessChangedSince:)``.
+  /// - Returns: The file written, now at `url`.
+  @discardableResult
   static func replace(
     _ url: URL, replacing replaceable: Replaceable, unlessChangedSince loaded: Fingerprint? = nil,
     contents: (inout Output) throws(SessionError) -> Void
-  ) throws(SessionError) {
+  ) throws(SessionError) -> Identity {
     let path = url.path
     var descriptor: Int32 = -1
     for attempt in 1...3 {
       do {
         descriptor = try openRegular(path, flags: O_RDWR)
       } catch .noFile {
-        if try createWhole(path, contents) { return }
+        if let created = try createWhole(path, contents) { return created }
         // Somebody created it meanwhile: replace that one, as any other file there.
         if attempt == 3 { throw .io(path: path, reason: "it keeps appearing and disappearing") }
         continue
@@ -276,9 +297,11 @@ enum SessionFile {
     var status = stat()
     if fstat(descriptor, &status) == 0 { fchmod(temporary, status.st_mode & 0o7777) }
     try write(contents, to: temporary, path: path)
+    let written = Identity(temporary)
     guard rename(temporaryPath, target) == 0 else { throw .io(path: path, reason: describeErrno()) }
     renamed = true
     syncDirectory(of: target)
+    return written
   }
 
   /// Syncs the directory holding `path`, so that a name linked or renamed there survives a power loss.
@@ -317,18 +340,19 @@ enum SessionFile {
     return descriptor
   }
 
-  /// Creates `path` with `contents`, whole; returns whether it did (`false`: somebody else just did).
+  /// Creates `path` with `contents`, whole; returns the file created, or `nil` if somebody else just created one.
   ///
   /// The contents are written and synced beside the path, then linked into place, which fails if anything is at the
   /// path by then.
-  private static func createWhole(_ path: String, _ contents: Data) throws(SessionError) -> Bool {
+  @discardableResult
+  private static func createWhole(_ path: String, _ contents: Data) throws(SessionError) -> Identity? {
     try createWhole(path) { (output: inout Output) throws(SessionError) in try output.write(contents) }
   }
 
   /// Creates `path` with what `contents` writes, as ``createWhole(_:_:)`` does.
   private static func createWhole(
     _ path: String, _ contents: (inout Output) throws(SessionError) -> Void
-  ) throws(SessionError) -> Bool {
+  ) throws(SessionError) -> Identity? {
     let (temporary, temporaryPath) = try temporaryFile(beside: path)
     defer {
       close(temporary)
@@ -338,10 +362,10 @@ enum SessionFile {
     if link(temporaryPath, path) == 0 {
       // The new name is on disk too: a power loss after the caller goes on does not lose the whole file.
       syncDirectory(of: path)
-      return true
+      return Identity(temporary)
     }
     guard errno == EEXIST else { throw .io(path: path, reason: "cannot create it: \(describeErrno())") }
-    return false
+    return nil
   }
 
   /// A new file beside `path` (in the same directory, so that it can be linked or renamed there), and its path.
@@ -380,6 +404,11 @@ enum SessionFile {
   }
 
   /// The file's bytes from its start: all of them, or with `firstLineOnly` those up to its first newline (included).
+  ///
+  /// A session holds no zero byte: the first one ends what is read, kept as the start of an incomplete last line
+  /// (which a writer drops). The zeros a crash can leave after the last line, or a hole in a sparse file, are passed
+  /// over without being held in memory; anything else after them is refused.
+  /// - Throws: ``SessionError/corruptLine(line:reason:)`` for a zero byte followed by other bytes.
   private static func readAll(
     _ descriptor: Int32, path: String, firstLineOnly: Bool = false
   ) throws(SessionError) -> Data {
@@ -397,8 +426,40 @@ enum SessionFile {
         data.append(contentsOf: chunk[...newline])
         return data
       }
+      if let zero = chunk[..<count].firstIndex(of: 0) {
+        data.append(contentsOf: chunk[...zero])
+        guard try onlyZeros(descriptor, from: offset + off_t(zero), path: path) else {
+          let line = data.reduce(1) { $0 + ($1 == 0x0A ? 1 : 0) }
+          throw .corruptLine(line: line, reason: "a zero byte, followed by more of the file: not a session's text")
+        }
+        return data
+      }
       data.append(contentsOf: chunk[..<count])
       offset += off_t(count)
+    }
+  }
+
+  /// Whether the file holds only zero bytes from `offset` on: its holes are skipped, its data read a chunk at a time
+  /// and not kept.
+  private static func onlyZeros(_ descriptor: Int32, from offset: off_t, path: String) throws(SessionError) -> Bool {
+    var chunk = [UInt8](repeating: 0, count: 1 << 16)
+    var position = offset
+    while true {
+      #if os(Linux)
+        // The next data after `position` (`SEEK_DATA`, 3, which Glibc's module does not export); none (`ENXIO`)
+        // means a hole to the end.
+        let data = lseek(descriptor, position, 3)
+        if data < 0, errno == ENXIO { return true }
+        if data >= 0 { position = data }
+      #endif
+      let count = chunk.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, position) }
+      if count < 0 {
+        if errno == EINTR { continue }
+        throw .cannotRead(path: path, reason: describeErrno())
+      }
+      if count == 0 { return true }
+      if chunk[..<count].contains(where: { $0 != 0 }) { return false }
+      position += off_t(count)
     }
   }
 

@@ -162,6 +162,19 @@ final class SessionWriter: Sendable {
     loop.wake()
   }
 
+  /// Whether the file this writer appends to is `fingerprint`'s: by its device and inode, or its resolved path.
+  ///
+  /// Called before the writer starts.
+  func appendsTo(_ fingerprint: SessionFile.Fingerprint) -> Bool {
+    loop.appendsTo(fingerprint)
+  }
+
+  /// Writes what is left, closes the file, and returns what it holds then, read before its lock is released; `nil` if
+  /// it cannot be read (or was closed already).
+  func close() -> SessionFile.Fingerprint? {
+    loop.close(fingerprinting: true)
+  }
+
   /// Writes `lines` after what the writer took so far: the recorder's last lines, when it is released.
   func write(finally lines: [SessionFormat.Line]) {
     loop.state.withLock { $0.pushed.append(contentsOf: lines) }
@@ -176,7 +189,7 @@ final class SessionWriter: Sendable {
 /// The writer thread's loop and the state it shares with the recorder.
 ///
 /// `@unchecked Sendable`: `handle` and `encoder` are only used by the writer thread (and by `close()` after the
-/// thread ended); everything shared is in `state`, behind its lock, or atomic.
+/// thread ended, and `appendsTo(_:)` before it started); everything shared is in `state`, behind its lock, or atomic.
 private final class WriterLoop: @unchecked Sendable {
   struct State {
     /// Lines given directly (``SessionWriter/write(finally:)``), written after what the source had.
@@ -185,6 +198,8 @@ private final class WriterLoop: @unchecked Sendable {
     var failure: SessionError?
     var closing = false
     var started = false
+    /// Whether `close(fingerprinting:)` ran.
+    var closed = false
     var waiters: [(target: Int, waiter: DispatchSemaphore)] = []
   }
 
@@ -219,23 +234,32 @@ private final class WriterLoop: @unchecked Sendable {
     if sleeping.exchange(false, ordering: .relaxed) { wakeup.signal() }
   }
 
-  /// Writes what is left, then ends the thread.
-  func close() {
+  func appendsTo(_ fingerprint: SessionFile.Fingerprint) -> Bool {
+    fingerprint.isFile(at: URL(fileURLWithPath: path), open: handle.fileDescriptor)
+  }
+
+  /// Writes what is left, then ends the thread and closes the file.
+  ///
+  /// With `fingerprinting`, returns what the file holds then, read before its lock is released. A second call does
+  /// nothing.
+  @discardableResult
+  func close(fingerprinting: Bool = false) -> SessionFile.Fingerprint? {
+    let (started, closed) = state.withLock { state in
+      defer { (state.closing, state.closed) = (true, true) }
+      return (state.started, state.closed)
+    }
+    guard !closed else { return nil }
     // A writer whose recorder refused it (``RecorderMiddleware/attach(appendingTo:codecs:syncEachRecord:)``) never
     // started its thread: nothing to wait for.
-    guard
-      state.withLock({ state in
-        state.closing = true
-        return state.started
-      })
-    else {
-      try? handle.close()
-      return
+    if started {
+      wakeup.signal()
+      ended.wait()
+      WriterRegistry.shared.remove(self)
     }
-    wakeup.signal()
-    ended.wait()
-    WriterRegistry.shared.remove(self)
+    let left =
+      fingerprinting ? try? SessionFile.fingerprint(open: handle.fileDescriptor, at: URL(fileURLWithPath: path)) : nil
     try? handle.close()
+    return left
   }
 
   func waitUntilWritten(_ count: Int) {

@@ -205,6 +205,54 @@ struct SessionFileTests {
     #expect(left == ["link.jsonl", "session.jsonl"])  // No temporary file left beside them.
   }
 
+  /// The size of the file at `url`, read without reading the file.
+  static func size(_ url: URL) -> Int {
+    ((try? FileManager.default.attributesOfItem(atPath: url.path)[.size]) as? NSNumber)?.intValue ?? -1
+  }
+
+  /// A session followed by a hole of 1 TiB (a sparse file): its lines load without the hole being read into memory,
+  /// and a recorder that resumes it drops the hole, as an incomplete last line, and appends after its last line.
+  @Test func aSessionFollowedByAHoleLoadsAndIsAppendedToAfterItsLastLine() throws {
+    let file = try SharedSessionFileTests.recordedFile()
+    let size = Self.size(file.url)
+    #expect(truncate(file.url.path, off_t(size) + (1 << 40)) == 0)
+    #expect(try Session.load(from: file.url, codecs: appCodecs()).recordCount == 3)
+    let app = try SharedSessionFileTests.resumed(file)
+    try app.recorder.attach(appendingTo: file.url, codecs: appCodecs())
+    app.send(CounterAction.increase(4))
+    app.recorder.flush()
+    #expect(Self.size(file.url) > size)
+    #expect(Self.size(file.url) < size + 1_000)
+    #expect(try Session.load(from: file.url, codecs: appCodecs()).recordCount == 4)
+  }
+
+  /// Zeros after the last line, as a crash can leave them: the lines before them load.
+  @Test func zerosAfterTheLastLineAreAnIncompleteLine() throws {
+    let file = try SharedSessionFileTests.recordedFile()
+    file.write(String(decoding: file.data, as: UTF8.self) + String(repeating: "\0", count: 100_000))
+    #expect(try Session.load(from: file.url, codecs: appCodecs()).recordCount == 3)
+  }
+
+  /// A zero byte followed by more lines is no session's text: refused, with the line it is on, and left as it was.
+  @Test func aZeroByteBeforeMoreLinesIsACorruptLine() throws {
+    let file = try SharedSessionFileTests.recordedFile()
+    var lines = file.lines
+    lines[2] = "\0" + lines[2]
+    file.write(lines.joined(separator: "\n") + "\n")
+    let before = file.data
+    #expect(throws: SessionError.self) { try Session.load(from: file.url, codecs: appCodecs()) }
+    do {
+      _ = try Session.load(from: file.url, codecs: appCodecs())
+    } catch {
+      guard case .corruptLine(let line, _) = error else {
+        Issue.record("expected a corrupt line, got \(error)")
+        return
+      }
+      #expect(line == 3)
+    }
+    #expect(file.data == before)
+  }
+
   @Test func aFailedAttachLeavesEveryByte() throws {
     let file = TemporaryFile()
     try writeSmallSession(to: file)

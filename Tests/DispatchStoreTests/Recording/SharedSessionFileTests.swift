@@ -209,4 +209,39 @@ struct SharedSessionFileTests {
     try app.recorder.save(to: file.url, codecs: appCodecs())
     #expect(try Session.load(from: file.url, codecs: appCodecs()).recordCount == 5)
   }
+
+  /// A recorder that appended to the file it resumed, then attached elsewhere: once another launch appended to the
+  /// file, a save over it is refused and the other launch's records kept.
+  @Test func aRecorderThatLeftTheFileItResumedRefusesToSaveOverAnotherLaunchsRecords() throws {
+    let file = try Self.recordedFile()
+    let elsewhere = TemporaryFile()
+    let app = try Self.resumed(file)
+    try app.recorder.attach(appendingTo: file.url, codecs: appCodecs())
+    app.send(CounterAction.increase(5))
+    try app.recorder.attach(appendingTo: elsewhere.url, codecs: appCodecs())
+    try Self.anotherLaunch(on: file) { other in other.send(CounterAction.increase(10)) }
+    let before = file.data
+    #expect(throws: SessionError.fileChanged(path: file.url.path)) {
+      try app.recorder.save(to: file.url, codecs: appCodecs())
+    }
+    #expect(file.data == before)
+    let session = try Session.load(from: file.url, codecs: appCodecs())
+    #expect(try session.records.last?.action as? CounterAction == .increase(10))
+  }
+
+  /// A recorder that appended to the file it resumed through a hard link: its own lines there are found by the file's
+  /// device and inode, and a save over the file after it left is not refused for them.
+  @Test func aRecorderThatAppendedThroughAHardLinkSavesOverTheFileAfterLeavingIt() throws {
+    let file = try Self.recordedFile()
+    let linked = file.url.deletingLastPathComponent().appendingPathComponent("linked-\(UUID().uuidString).jsonl")
+    try FileManager.default.linkItem(at: file.url, to: linked)
+    defer { try? FileManager.default.removeItem(at: linked) }
+    let elsewhere = TemporaryFile()
+    let app = try Self.resumed(file)
+    try app.recorder.attach(appendingTo: linked, codecs: appCodecs())
+    app.send(CounterAction.increase(5))
+    try app.recorder.attach(appendingTo: elsewhere.url, codecs: appCodecs())
+    try app.recorder.save(to: file.url, codecs: appCodecs())
+    #expect(try Session.load(from: file.url, codecs: appCodecs()).recordCount == 4)
+  }
 }
