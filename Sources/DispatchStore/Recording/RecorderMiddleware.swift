@@ -337,7 +337,9 @@ public final class RecorderMiddleware: Middleware {
   /// A missing file is created with a header listing the stores in `codecs`; a new, empty or header-only file then
   /// gets the recorder's history so far (from a snapshot of the models before its oldest record). An existing
   /// session must be the one this recorder resumed (``resume(_:in:)``): it is checked first, a corrupt one is left
-  /// untouched, and an incomplete last line (from a crash) is dropped.
+  /// untouched, and an incomplete last line (from a crash) is dropped. Stores in `codecs` that the file's header does
+  /// not list (ones the app added since the file was written) are added to it: the file is written again, its
+  /// records unchanged, atomically, under its lock.
   ///
   /// While the recorder is attached it holds the file's lock: another recorder, in this process or another, that
   /// attaches to it, or saves over it, gets ``SessionError/inUse(path:)``. The lock is released when the recorder is

@@ -304,6 +304,31 @@ enum SessionFile {
     return written
   }
 
+  /// The new file, open and locked, that replaces the session file at `url` with `bytes`.
+  ///
+  /// The caller holds the old file open and locked as `descriptor`, and closes it after. The copy is written and synced beside the file and locked before it is renamed over it, so that no other
+  /// process can lock it in between. One that opened the old file finds, once it has its lock, that the path names
+  /// another file, and opens that (as ``openForAppending(_:creatingWith:)`` does).
+  /// - Throws: ``SessionError/io(path:reason:)``; the file at `url` is then as it was.
+  static func rewrite(_ url: URL, lockedAs descriptor: Int32, with bytes: Data) throws(SessionError) -> FileHandle {
+    let path = url.path
+    let target = url.resolvingSymlinksInPath().path
+    let (temporary, temporaryPath) = try temporaryFile(beside: target)
+    do throws(SessionError) {
+      var status = stat()
+      if fstat(descriptor, &status) == 0 { fchmod(temporary, status.st_mode & 0o7777) }
+      try write({ (output: inout Output) throws(SessionError) in try output.write(bytes) }, to: temporary, path: path)
+      try lock(temporary, path: path)
+      guard rename(temporaryPath, target) == 0 else { throw .io(path: path, reason: describeErrno()) }
+    } catch {
+      close(temporary)
+      unlink(temporaryPath)
+      throw error
+    }
+    syncDirectory(of: target)
+    return FileHandle(fileDescriptor: temporary, closeOnDealloc: true)
+  }
+
   /// Syncs the directory holding `path`, so that a name linked or renamed there survives a power loss.
   private static func syncDirectory(of path: String) {
     let directory = (path as NSString).deletingLastPathComponent

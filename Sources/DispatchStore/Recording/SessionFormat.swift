@@ -165,6 +165,29 @@ enum SessionFormat {
       return Data(bytes)
     }
 
+    /// The session in `contents` (its lines before `completeByteCount`) with `header` in place of its header.
+    ///
+    /// Every other line keeps its bytes, its hash chained anew from the header's; ``previousHash`` is then the last
+    /// line's. `contents` must be a session whose lines all end in a hash (one loaded, or parsed, without an error).
+    mutating func rehashing(_ contents: Data, completeByteCount: Int, header: Header) throws -> Data {
+      var bytes: [UInt8] = []
+      try encoder.encode(header, into: &bytes)
+      previousHash = 0
+      seal(&bytes, from: 0)
+      contents.withUnsafeBytes { raw in
+        let lines = raw[..<min(completeByteCount, raw.count)].split(separator: 0x0A, omittingEmptySubsequences: false)
+        // Past the header, and before the nothing after the last newline.
+        for line in lines.dropFirst().dropLast() where line.count > SessionHash.suffixLength {
+          let start = bytes.count
+          // The object without its hash: the bytes before `,"h":"…"}`, then its closing brace.
+          bytes.append(contentsOf: line.dropLast(SessionHash.suffixLength))
+          bytes.append(UInt8(ascii: "}"))
+          seal(&bytes, from: start)
+        }
+      }
+      return Data(bytes)
+    }
+
     /// `line`, newline included.
     mutating func encode(_ line: Line) throws -> Data {
       var bytes: [UInt8] = []

@@ -64,7 +64,9 @@ final class SessionWriter: Sendable {
   /// A missing file is created with its header, whole. A file that holds only a header (or nothing: one made by
   /// hand, which gets its header now) is a new session, to which the recorder writes its history. Any other file
   /// must be a version 2 or 3 session for `codecs` whose history is the recorder's: it ends at `point`'s line, with
-  /// its cursor; an incomplete last line is dropped. A file that fails any check is left as it was, unlocked.
+  /// its cursor; an incomplete last line is dropped. If `codecs` has stores the file's header lacks (the app added
+  /// them), the file is written again with a header that lists them (proposal 0025). A file that fails any check is
+  /// left as it was, unlocked.
   /// - Parameter point: Where the file's history must end.
   init(
     appendingTo url: URL, codecs: SessionCodecs, privacy: SessionPrivacy = SessionPrivacy(),
@@ -80,7 +82,7 @@ final class SessionWriter: Sendable {
     } catch {
       throw .encodingFailed(storeIdentifier: "", reason: "\(error)")
     }
-    let (handle, contents) = try SessionFile.openForAppending(url, creatingWith: header)
+    var (handle, contents) = try SessionFile.openForAppending(url, creatingWith: header)
     var headerOnly = false
     do throws(SessionError) {
       var existing = contents
@@ -97,9 +99,9 @@ final class SessionWriter: Sendable {
         throw .unsupportedVersion(found: session.formatVersion, supported: SessionFormat.version, line: 1)
       }
       encoder.writesListForms = session.formatVersion >= 3
-      let expected = SessionFormat.header(for: codecs, excluding: privacy.excluded).stores.map(\.identifier)
-      if let missing = expected.first(where: { !session.storeIdentifiers.contains($0) }) {
-        throw .unknownStore(identifier: missing, line: 1)
+      // Stores the app added since the file was written: its header is written again to list them.
+      let added = SessionFormat.header(for: codecs, excluding: privacy.excluded).stores.filter {
+        !session.storeIdentifiers.contains($0.identifier)
       }
       headerOnly = session.completeByteCount == (existing.firstIndex(of: UInt8(ascii: "\n")) ?? -1) + 1
       // The recorder's history, not only as long: another recorder may have moved the file's cursor, or filed a
@@ -111,9 +113,29 @@ final class SessionWriter: Sendable {
       else {
         throw .historyMismatch(fileRecords: session.nextIndex, recorderRecords: point.nextIndex)
       }
-      encoder.previousHash = session.lastHash
-      if session.truncatedLine != nil {
-        try Self.perform(at: url) { try handle.truncate(atOffset: UInt64(session.completeByteCount)) }
+      if !added.isEmpty {
+        // The file's header, its stores then the added ones; every other complete line as it is, hashed anew.
+        let firstLine = existing.prefix { $0 != UInt8(ascii: "\n") }
+        guard let fileHeader = try? JSONDecoder().decode(SessionFormat.Header.self, from: firstLine) else {
+          throw .missingHeader(path: url.path)
+        }
+        let rewritten: Data
+        do {
+          rewritten = try encoder.rehashing(
+            existing, completeByteCount: session.completeByteCount,
+            header: SessionFormat.Header(
+              format: fileHeader.format, version: fileHeader.version, stores: fileHeader.stores + added))
+        } catch {
+          throw .encodingFailed(storeIdentifier: "", reason: "\(error)")
+        }
+        let rewrittenHandle = try SessionFile.rewrite(url, lockedAs: handle.fileDescriptor, with: rewritten)
+        try? handle.close()
+        handle = rewrittenHandle
+      } else {
+        encoder.previousHash = session.lastHash
+        if session.truncatedLine != nil {
+          try Self.perform(at: url) { try handle.truncate(atOffset: UInt64(session.completeByteCount)) }
+        }
       }
       try Self.perform(at: url) { try handle.seekToEnd() }
     } catch {

@@ -244,4 +244,82 @@ struct SharedSessionFileTests {
     try app.recorder.save(to: file.url, codecs: appCodecs())
     #expect(try Session.load(from: file.url, codecs: appCodecs()).recordCount == 4)
   }
+
+  /// The codecs of an app's earlier version: only its counter store.
+  static func counterCodecs() -> SessionCodecs {
+    var codecs = SessionCodecs()
+    codecs.register(storeIdentifier: "counter", model: Counter.self, action: CounterAction.self)
+    return codecs
+  }
+
+  /// A file of three increments, recorded by the app's earlier version, which had only its counter store; with
+  /// `incompleteLastLine`, cut in the middle of a fourth.
+  static func fileOfTheEarlierVersion(incompleteLastLine: Bool = false) throws -> TemporaryFile {
+    let file = TemporaryFile()
+    let app = RecordedApp()
+    try app.recorder.attach(appendingTo: file.url, codecs: counterCodecs())
+    for amount in 1...(incompleteLastLine ? 4 : 3) { app.send(CounterAction.increase(amount)) }
+    app.recorder.flush()
+    if incompleteLastLine { file.write(String(String(decoding: file.data, as: UTF8.self).dropLast(30))) }
+    return file
+  }
+
+  /// A line without its hash.
+  static func withoutHash(_ line: String) -> String {
+    String(line.dropLast(SessionHash.suffixLength))
+  }
+
+  /// The next version adds the text store: attaching writes the file's header again to list it, every other line
+  /// the same bytes with its hash chained anew, and the session goes on, loads and verifies.
+  @Test func aStoreTheAppAddedIsWrittenIntoTheHeaderWhenItAttaches() throws {
+    let file = try Self.fileOfTheEarlierVersion()
+    let before = file.lines
+    #expect(!before[0].contains(#""text""#))
+    let app = try Self.resumed(file)
+    try app.recorder.attach(appendingTo: file.url, codecs: appCodecs())
+    app.send(TextAction.append("a"))
+    app.recorder.flush()
+    #expect(app.recorder.persistenceError == nil)
+    let lines = file.lines
+    #expect(lines[0].contains(#""identifier":"counter""#) && lines[0].contains(#""identifier":"text""#))
+    #expect(lines[1..<before.count].map(Self.withoutHash) == before.dropFirst().map(Self.withoutHash))
+    // Then the new store's model before its first record, and that record.
+    #expect(lines.count == before.count + 2)
+    #expect(lines[before.count].hasPrefix(#"{"k":"s","i":3,"m":{"text":"#))
+    let session = try Session.load(from: file.url, codecs: appCodecs())
+    #expect(session.recordCount == 4)
+    #expect(try session.records.last?.action as? TextAction == .append("a"))
+    let verifying = Dispatcher()
+    try verifying.register(store: makeCounterStore("counter"))
+    try verifying.register(store: Store(identifier: "text", model: Text(), reducer: TextReducer()))
+    try session.verify(against: verifying)
+  }
+
+  /// An incomplete last line (a crash) is dropped by the rewrite, as attaching drops it.
+  @Test func aStoreAddedToAFileWithAnIncompleteLastLineDropsThatLine() throws {
+    let file = try Self.fileOfTheEarlierVersion(incompleteLastLine: true)
+    #expect(try Session.load(from: file.url, codecs: appCodecs()).truncatedLine != nil)
+    let app = try Self.resumed(file)
+    try app.recorder.attach(appendingTo: file.url, codecs: appCodecs())
+    app.send(TextAction.append("a"))
+    app.recorder.flush()
+    let session = try Session.load(from: file.url, codecs: appCodecs())
+    #expect(session.truncatedLine == nil)
+    #expect(session.recordCount == 4)
+    #expect(try session.records.map(\.storeIdentifier) == ["counter", "counter", "counter", "text"])
+  }
+
+  /// While the earlier version's launch holds the file, the next version's attach is refused, and the file is left
+  /// as it is; once it is released, the header is written again.
+  @Test func aStoreIsNotAddedToAFileAnotherRecorderHolds() throws {
+    let file = try Self.fileOfTheEarlierVersion()
+    let holder = try Self.resumed(file)
+    try holder.recorder.attach(appendingTo: file.url, codecs: Self.counterCodecs())
+    let app = try Self.resumed(file)
+    let before = file.data
+    #expect(throws: SessionError.inUse(path: file.url.path)) {
+      try app.recorder.attach(appendingTo: file.url, codecs: appCodecs())
+    }
+    #expect(file.data == before)
+  }
 }
