@@ -63,9 +63,8 @@ struct RecorderState {
       let removed = history.removeAll(from: cursor + 1)
       readIndices.removeAll()
       if !reads.isEmpty {
-        // The reads of the transactions dropped here, and any read of a record dropped here, which names another
-        // record's index from now on.
-        for record in removed { reads.removeValue(forKey: record.transactionID) }
+        // Any read of a record dropped here, which names another record's index from now on; as the loader drops
+        // them from a file (a transaction that keeps a record keeps the reads it made, for verify's re-run).
         let kept = cursor
         dropReads { $0.index > kept }
       }

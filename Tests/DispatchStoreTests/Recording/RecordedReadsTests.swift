@@ -436,6 +436,38 @@ struct RecordedReadsTests {
     #expect(freshBadge.model.unread == 1)
   }
 
+  /// An operation that reads and changes twice loses its second record to an undo and a dispatch: the reads of its
+  /// record kept stay, in memory as in the file the recorder appended to, so a save from memory holds what loading
+  /// the appended file holds.
+  @Test func aTransactionThatLostARecordKeepsTheReadsOfTheRecordsKept() async throws {
+    let file = TemporaryFile()
+    let script = ReadScript()
+    let (dispatcher, _, _) = try MailApp.make(scripts: [1: script], readsTwice: true)
+    let recorder = RecorderMiddleware()
+    dispatcher.register(middleware: recorder)
+    try recorder.attach(appendingTo: file.url, codecs: MailApp.codecs())
+    let first = dispatcher.start(action: MailAction.received(1), mode: .async)  // inbox #0
+    script.mayRead.open()
+    script.mayChange.open()
+    await script.changedOnce.wait()  // badge #1, which read #0
+    script.mayReadAgain.open()
+    try await first.value  // badge #2, which read #0 again
+    try recorder.undo(byRecord: true)  // Record #2 is after the cursor.
+    try await dispatcher.dispatch(action: MailAction.received(2), to: "inbox", mode: .async)  // inbox #2, in its place
+    recorder.flush()
+    let saved = TemporaryFile()
+    try recorder.save(to: saved.url, codecs: MailApp.codecs())
+    var reads: [[RecordedRead]] = []
+    for url in [file.url, saved.url] {
+      let session = try Session.load(from: url, codecs: MailApp.codecs())
+      let records = try session.records
+      #expect(records.map(\.storeIdentifier) == ["inbox", "badge", "inbox"])
+      reads.append(session.index.reads[records[1].transactionID]?.map(\.read) ?? [])
+    }
+    #expect(reads[0] == reads[1])
+    #expect(reads[0].first == RecordedRead(store: "inbox", index: 0))
+  }
+
   static let header =
     #"{"format":"DispatchStore.session","version":3,"stores":[{"identifier":"badge","model":"DispatchStoreTests.MailBadge","action":"DispatchStoreTests.MailAction"},{"identifier":"inbox","model":"DispatchStoreTests.MailCount","action":"DispatchStoreTests.MailAction"}]}"#
 
