@@ -368,7 +368,15 @@ public final class RecorderMiddleware: Middleware {
     let loaded = storage.state.withLock { $0.loadedFile }.flatMap { writer.appendsTo($0) ? $0 : nil }
     let attached = storage.state.withLock { state -> (SessionWriter?, [SessionFormat.Line], Bool)? in
       // A record filed or a move made meanwhile is not in the file's history.
-      guard writer.startedEmpty || state.appendingPoint == point else { return nil }
+      guard writer.startedEmpty || state.appendingPoint == point else {
+        // Written again to list stores the app added, the file holds what it held, hashed anew: a save checks that.
+        if let rewritten = writer.rewritten, let loaded, state.loadedFile == loaded {
+          state.loadedFile = rewritten.file
+        }
+        return nil
+      }
+      // Its lines hashed anew: attaching to it again after attaching elsewhere checks the new hash.
+      if let rewritten = writer.rewritten { state.resumed?.lastHash = rewritten.lastHash }
       return state.attach(writer, loaded: loaded)
     }
     guard let (previous, leftover, previousWasLoadedFiles) = attached else {
@@ -380,9 +388,12 @@ public final class RecorderMiddleware: Middleware {
       // What it leaves in the file the recorder resumed from, read before its lock is released: a later save there
       // checks against it. If it cannot be read, the older fingerprint stays, and such a save is refused.
       let before = storage.state.withLock { $0.loadedFile }
-      if let left = previous.close() {
+      if let before, let left = previous.close() {
+        // Named by the path it was loaded from, whichever name (a hard link) the writer reached it by.
+        let kept = SessionFile.Fingerprint(
+          path: before.path, device: left.device, inode: left.inode, count: left.count, digest: left.digest)
         storage.state.withLock { state in
-          if state.loadedFile == before, state.loadedFileWriter == nil { state.loadedFile = left }
+          if state.loadedFile == before, state.loadedFileWriter == nil { state.loadedFile = kept }
         }
       }
     }

@@ -298,6 +298,7 @@ enum SessionFile {
     if fstat(descriptor, &status) == 0 { fchmod(temporary, status.st_mode & 0o7777) }
     try write(contents, to: temporary, path: path)
     let written = Identity(temporary)
+    try requireTarget(target, is: descriptor, path: path)
     guard rename(temporaryPath, target) == 0 else { throw .io(path: path, reason: describeErrno()) }
     renamed = true
     syncDirectory(of: target)
@@ -319,6 +320,7 @@ enum SessionFile {
       if fstat(descriptor, &status) == 0 { fchmod(temporary, status.st_mode & 0o7777) }
       try write({ (output: inout Output) throws(SessionError) in try output.write(bytes) }, to: temporary, path: path)
       try lock(temporary, path: path)
+      try requireTarget(target, is: descriptor, path: path)
       guard rename(temporaryPath, target) == 0 else { throw .io(path: path, reason: describeErrno()) }
     } catch {
       close(temporary)
@@ -327,6 +329,13 @@ enum SessionFile {
     }
     syncDirectory(of: target)
     return FileHandle(fileDescriptor: temporary, closeOnDealloc: true)
+  }
+
+  /// Throws unless `target` still names the file open as `descriptor`: checked just before a copy is renamed over it,
+  /// so that a symbolic link pointed elsewhere meanwhile does not get another file replaced.
+  /// - Throws: ``SessionError/fileChanged(path:)``.
+  private static func requireTarget(_ target: String, is descriptor: Int32, path: String) throws(SessionError) {
+    guard try isStillAtPath(descriptor, path: target) else { throw .fileChanged(path: path) }
   }
 
   /// Syncs the directory holding `path`, so that a name linked or renamed there survives a power loss.
@@ -457,6 +466,8 @@ enum SessionFile {
       }
       if let zero = zeroAt {
         data.append(contentsOf: chunk[...zero])
+        // A first line with a zero is no session's header; what follows does not matter.
+        if firstLineOnly { return data }
         guard try onlyZeros(descriptor, from: offset + off_t(zero), path: path) else {
           let line = data.reduce(1) { $0 + ($1 == 0x0A ? 1 : 0) }
           throw .corruptLine(line: line, reason: "a zero byte, followed by more of the file: not a session's text")
@@ -479,7 +490,7 @@ enum SessionFile {
         // means a hole to the end.
         let data = lseek(descriptor, position, 3)
         if data < 0, errno == ENXIO { return true }
-        if data >= 0 { position = data }
+        if data >= 0 { position = max(position, data) }
       #endif
       let count = chunk.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, position) }
       if count < 0 {

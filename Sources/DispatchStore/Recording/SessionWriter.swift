@@ -39,6 +39,8 @@ final class SessionWriter: Sendable {
   let durability: SessionDurability
   /// Whether the file held no session lines yet (new, empty or only a header): the recorder writes its history.
   let startedEmpty: Bool
+  /// What the file holds, and its last line's hash, if opening it wrote it again to list stores the app added.
+  let rewritten: (file: SessionFile.Fingerprint, lastHash: UInt64)?
   private let loop: WriterLoop
 
   /// Lines waiting before a sleeping buffered writer is woken.
@@ -84,6 +86,7 @@ final class SessionWriter: Sendable {
     }
     var (handle, contents) = try SessionFile.openForAppending(url, creatingWith: header)
     var headerOnly = false
+    var rewrote: (file: SessionFile.Fingerprint, lastHash: UInt64)?
     do throws(SessionError) {
       var existing = contents
       if existing.isEmpty {
@@ -131,6 +134,13 @@ final class SessionWriter: Sendable {
         let rewrittenHandle = try SessionFile.rewrite(url, lockedAs: handle.fileDescriptor, with: rewritten)
         try? handle.close()
         handle = rewrittenHandle
+        let identity = SessionFile.Identity(handle.fileDescriptor)
+        rewrote = (
+          SessionFile.Fingerprint(
+            path: SessionFile.resolvedPath(url), device: identity.device, inode: identity.inode,
+            count: rewritten.count, digest: SessionFile.digest(rewritten)),
+          encoder.previousHash
+        )
       } else {
         encoder.previousHash = session.lastHash
         if session.truncatedLine != nil {
@@ -143,6 +153,7 @@ final class SessionWriter: Sendable {
       throw error
     }
     startedEmpty = headerOnly
+    rewritten = rewrote
     loop = WriterLoop(handle: handle, path: url.path, encoder: encoder, durability: durability)
   }
 
@@ -244,8 +255,13 @@ private final class WriterLoop: @unchecked Sendable {
   }
 
   func start(source: any SessionLineSource) {
+    // Closed already (another attach replaced this writer before it started): that close wrote its lines.
+    let closed = state.withLock { state in
+      if !state.closed { state.started = true }
+      return state.closed
+    }
+    guard !closed else { return }
     self.source = source
-    state.withLock { $0.started = true }
     let thread = Thread { [self] in run() }
     thread.name = "DispatchStore.SessionWriter"
     thread.start()
@@ -271,12 +287,18 @@ private final class WriterLoop: @unchecked Sendable {
       return (state.started, state.closed)
     }
     guard !closed else { return nil }
-    // A writer whose recorder refused it (``RecorderMiddleware/attach(appendingTo:codecs:syncEachRecord:)``) never
-    // started its thread: nothing to wait for.
     if started {
       wakeup.signal()
       ended.wait()
       WriterRegistry.shared.remove(self)
+    } else {
+      // Never started (its recorder refused it, or another attach replaced it first): the lines given to it, if any,
+      // are written here; no thread will start.
+      let lines = state.withLock { state in
+        defer { state.pushed.removeAll() }
+        return state.pushed
+      }
+      if !lines.isEmpty, let failure = write(lines) { state.withLock { $0.failure = $0.failure ?? failure } }
     }
     let left =
       fingerprinting ? try? SessionFile.fingerprint(open: handle.fileDescriptor, at: URL(fileURLWithPath: path)) : nil

@@ -233,6 +233,38 @@ struct SessionFileTests {
     #expect(try Session.load(from: file.url, codecs: appCodecs()).recordCount == 3)
   }
 
+  /// A page written over a file that is not a session, whose first bytes hold a zero and more after it: replaced, as
+  /// any file but a session.
+  @Test func thePageReplacesABinaryFile() throws {
+    let file = TemporaryFile()
+    try writeSmallSession(to: file)
+    let page = file.directory.appendingPathComponent("page.html")
+    try Data([0x89, 0x50, 0x00, 0x01, 0x02, 0x03]).write(to: page)
+    try SessionInspector.writePage(forSessionAt: file.url, to: page)
+    #expect(String(decoding: try Data(contentsOf: page), as: UTF8.self).contains("<html lang=\"en\">"))
+  }
+
+  /// A writer replaced before it started (two attaches of one recorder at once): closing it writes the lines given to
+  /// it, and starting it after does nothing.
+  @Test func aWriterClosedBeforeItStartedWritesItsLinesAndNeverStarts() throws {
+    final class NoLines: SessionLineSource {
+      func takeLines(for writer: ObjectIdentifier) -> [SessionFormat.Line] { [] }
+      func hasLines(for writer: ObjectIdentifier) -> Bool { false }
+      func flush() {}
+    }
+    let file = TemporaryFile()
+    let writer = try SessionWriter(
+      appendingTo: file.url, codecs: appCodecs(), durability: .buffered,
+      at: SessionWriter.AppendingPoint(nextIndex: 0, file: nil))
+    writer.write(finally: [.snapshot(index: 0, models: ["counter": Counter(count: 4)], actions: [:])])
+    let left = writer.close()
+    writer.start(taking: NoLines())
+    #expect(file.lines.count == 2)
+    #expect(left?.count == file.data.count)
+    let session = try Session.load(from: file.url, codecs: appCodecs())
+    #expect((try session.models(at: -1)["counter"]?.model as? Counter)?.count == 4)
+  }
+
   /// A zero byte followed by more lines is no session's text: refused, with the line it is on, and left as it was.
   @Test func aZeroByteBeforeMoreLinesIsACorruptLine() throws {
     let file = try SharedSessionFileTests.recordedFile()

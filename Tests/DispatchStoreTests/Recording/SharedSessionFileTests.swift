@@ -322,4 +322,40 @@ struct SharedSessionFileTests {
     }
     #expect(file.data == before)
   }
+
+  /// A recorder that appended through a hard link, then left: another launch that then saved over the file (a new
+  /// file at its path) is not overwritten by the recorder's save.
+  @Test func aRecorderThatLeftAHardLinkRefusesToSaveOverAFileAnotherLaunchSaved() throws {
+    let file = try Self.recordedFile()
+    let linked = file.url.deletingLastPathComponent().appendingPathComponent("linked-\(UUID().uuidString).jsonl")
+    try FileManager.default.linkItem(at: file.url, to: linked)
+    defer { try? FileManager.default.removeItem(at: linked) }
+    let elsewhere = TemporaryFile()
+    let app = try Self.resumed(file)
+    try app.recorder.attach(appendingTo: linked, codecs: appCodecs())
+    app.send(CounterAction.increase(5))
+    try app.recorder.attach(appendingTo: elsewhere.url, codecs: appCodecs())
+    try Self.anotherLaunch(on: file) { other in other.send(CounterAction.increase(10)) }
+    try Session.load(from: file.url, codecs: appCodecs()).save(to: file.url)
+    let before = file.data
+    #expect(throws: SessionError.fileChanged(path: file.url.path)) {
+      try app.recorder.save(to: file.url, codecs: appCodecs())
+    }
+    #expect(file.data == before)
+  }
+
+  /// A recorder whose attach wrote the file again (a store added) attaches to it again after attaching elsewhere, as
+  /// to any file it appended to.
+  @Test func aRecorderAttachesAgainToAFileItsAttachWroteAgain() throws {
+    let file = try Self.fileOfTheEarlierVersion()
+    let elsewhere = TemporaryFile()
+    let app = try Self.resumed(file)
+    try app.recorder.attach(appendingTo: file.url, codecs: appCodecs())
+    try app.recorder.attach(appendingTo: elsewhere.url, codecs: appCodecs())
+    try app.recorder.attach(appendingTo: file.url, codecs: appCodecs())
+    app.send(TextAction.append("a"))
+    app.recorder.flush()
+    #expect(app.recorder.persistenceError == nil)
+    #expect(try Session.load(from: file.url, codecs: appCodecs()).recordCount == 4)
+  }
 }
