@@ -304,10 +304,10 @@ public final class RecorderMiddleware: Middleware {
     }
     let plan = try session.restorePlan(in: dispatcher, at: session.cursor)
     try Session.requireFree(plan)
-    let records: [Record]
-    let base: [String: Session.PositionedModel]
-    records = try session.records
-    base = try session.models(at: session.firstIndex - 1)
+    // Only the records the recorder keeps are decoded, and the models before the first of them.
+    let records = try session.records(from: firstKept)
+    let base = try session.models(at: firstKept - 1)
+    let dropped = session.dropped(before: firstKept)
     // What the session's operations fetched and read: saving the history again keeps them, for verify.
     let effects = try session.effects()
     let loadedFile = session.source?.fingerprint
@@ -322,9 +322,9 @@ public final class RecorderMiddleware: Middleware {
     }
     let (event, replaced) = storage.state.withLock { state in
       state.adopt(
-        records: records, firstIndex: session.firstIndex, cursor: session.cursor, baselines: baselines,
+        records: records, firstIndex: firstKept, cursor: session.cursor, baselines: baselines,
         effects: effects, reads: session.index.reads.mapValues { $0.map(\.read) }, stores: stores,
-        bound: maxNumberOfRecords, lastHash: session.lastHash, loadedFile: loadedFile)
+        bound: maxNumberOfRecords, lastHash: session.lastHash, loadedFile: loadedFile, dropped: dropped)
     }
     withExtendedLifetime(replaced) {}  // The previous history is released here, after the lock.
     try Session.apply(plan, event: event)

@@ -363,7 +363,8 @@ struct RecorderState {
     effects adoptedEffects: [TransactionID: [(key: String, outcome: EffectOutcome)]],
     reads adoptedReads: [TransactionID: [RecordedRead]],
     stores adoptedStores: [String: StoreLocation],
-    bound: Int, lastHash: UInt64, loadedFile: SessionFile.Fingerprint?
+    bound: Int, lastHash: UInt64, loadedFile: SessionFile.Fingerprint?,
+    dropped: Session.DroppedRecords = Session.DroppedRecords()
   ) -> (UInt64, [any Sendable]) {
     self.loadedFile = loadedFile
     loadedFileWriter = nil
@@ -371,10 +372,12 @@ struct RecorderState {
     replaced.append(contentsOf: baselines.values.map(\.model))
     history = RecordHistory(limit: bound, startingAt: firstIndex)
     baselines = adopted
-    effects = adoptedEffects
-    reads = adoptedReads
+    // What the session's records before `firstIndex` leave, as a recorder that dropped them keeps it.
+    effects =
+      dropped.dispatches.isEmpty ? adoptedEffects : adoptedEffects.filter { !dropped.dispatches.contains($0.key) }
+    reads = dropped.transactions.isEmpty ? adoptedReads : adoptedReads.filter { !dropped.transactions.contains($0.key) }
     readIndices.removeAll()
-    droppedIndices.removeAll()
+    droppedIndices = dropped.latest
     // The session's reads of records before its history name each store's model where it starts (a recorder writes
     // no other, and compacting keeps no other): the records those models come from.
     for read in adoptedReads.values.joined() where read.index < firstIndex {

@@ -91,6 +91,56 @@ public struct Session: Sendable {
     }
   }
 
+  /// The records from `position` on, oldest first, decoded: the lines the first of each store rests on are decoded
+  /// first (back to one that holds its lists whole), not the whole history before them.
+  func records(from position: Int) throws(SessionError) -> [Record] {
+    let start = max(0, position - index.firstIndex)
+    guard start > 0 else { return try records }
+    if let records = cache.records.withLock({ $0 }) { return Array(records[min(start, records.count)...]) }
+    guard start < index.records.count else { return [] }
+    var latest: [String: (index: Int, lists: LineLists)] = [:]
+    var seen = Set<String>()
+    for line in index.records[start...] where seen.insert(line.store).inserted {
+      if let base = line.base, base < position { latest[line.store] = (base, try recordAndLists(at: base).lists) }
+    }
+    let lists = ListDecoding(latest: latest, indexedBase: indexedBase)
+    return try index.records[start...].map { (line) throws(SessionError) in
+      guard case .record(let record) = try decode(line.line, lists: lists) else {
+        throw .corruptLine(line: line.line.number, reason: "not a record")
+      }
+      return withOutcome(record)
+    }
+  }
+
+  /// What the records before a position leave a recorder that keeps only the records from there
+  /// (``RecorderMiddleware/resume(_:in:)``): the latest record of each store, and the transactions and dispatches of
+  /// those records, whose reads and effects a recorder drops with them.
+  struct DroppedRecords {
+    var latest: [String: Int] = [:]
+    var transactions: Set<TransactionID> = []
+    var dispatches: Set<TransactionID> = []
+  }
+
+  /// ``DroppedRecords`` for the records before `position`, read from their lines without decoding them: the
+  /// transactions and dispatches only if the session holds reads or effects.
+  func dropped(before position: Int) -> DroppedRecords {
+    var dropped = DroppedRecords()
+    let lines = index.records.prefix(max(0, position - index.firstIndex))
+    for line in lines.reversed() where dropped.latest[line.store] == nil { dropped.latest[line.store] = line.index }
+    guard !index.reads.isEmpty || !index.effects.isEmpty else { return dropped }
+    index.data.withUnsafeBytes { bytes in
+      for line in lines {
+        guard let fields = RecordFields(bytes, range: line.line.range, readingLongModelsFromTheEnd: true),
+          let transaction = RecordFields.unsigned(bytes, fields.transaction)
+        else { continue }
+        dropped.transactions.insert(TransactionID(rawValue: transaction))
+        let dispatch = RecordFields.unsigned(bytes, fields.dispatch) ?? transaction
+        dropped.dispatches.insert(TransactionID(rawValue: dispatch))
+      }
+    }
+    return dropped
+  }
+
   /// `record` with its operation's outcome, if an outcome line gives one (the operation failed or was cancelled
   /// after the record was filed at its change).
   private func withOutcome(_ record: Record) -> Record {

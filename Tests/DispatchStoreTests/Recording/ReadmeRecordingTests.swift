@@ -58,7 +58,9 @@ struct ReadmeRecordingTests {
       do {
         let session = try Session.load(from: url, codecs: codecs)  // checks every line before anything is applied
         try recorder.resume(session, in: dispatcher)  // restores the stores at its cursor: no reducer runs, undo works
-      } catch .noFile {}  // the first launch: attach creates the file
+      } catch {
+        guard case .noFile = error else { throw error }  // the first launch: attach creates the file
+      }
       try recorder.attach(appendingTo: url, codecs: codecs)  // before any dispatch: goes on where the session ended
 
       try Session.load(from: url, codecs: codecs).verify(against: freshDispatcher)  // re-runs every reducer

@@ -468,6 +468,41 @@ struct RecordedReadsTests {
     #expect(reads[0].first == RecordedRead(store: "inbox", index: 0))
   }
 
+  /// A recorder resumed with a smaller bound than the session's history: a read of a store whose latest record it
+  /// left out names that record, as a recorder that dropped it would, and the history it saves verifies.
+  @Test func aRecorderResumedWithASmallerBoundNamesTheRecordItLeftOutInItsReads() async throws {
+    var codecs = MailApp.codecs()
+    codecs.register(storeIdentifier: "counter", model: Counter.self, action: CounterAction.self)
+    let file = TemporaryFile()
+    do {
+      let (dispatcher, _, _) = try MailApp.make()
+      try dispatcher.register(store: makeCounterStore("counter"))
+      let recorder = RecorderMiddleware()
+      dispatcher.register(middleware: recorder)
+      try recorder.attach(appendingTo: file.url, codecs: codecs)
+      try await dispatcher.dispatch(action: MailAction.received(1), to: "inbox", mode: .async)  // inbox #0
+      for amount in 1...29 { _ = dispatchSync(dispatcher, CounterAction.increase(amount)) }  // counter #1 to #29
+      recorder.flush()
+    }
+    let (dispatcher, _, badge) = try MailApp.make()
+    try dispatcher.register(store: makeCounterStore("counter"))
+    let recorder = RecorderMiddleware(maxNumberOfRecords: 10)
+    dispatcher.register(middleware: recorder)
+    try recorder.resume(try Session.load(from: file.url, codecs: codecs), in: dispatcher)
+    #expect(try #require(recorder.records.first).index == 20)
+    try await dispatcher.dispatch(action: MailAction.received(2), to: "badge", mode: .async)
+    #expect(badge.model.unread == 1)
+    let saved = TemporaryFile()
+    try recorder.save(to: saved.url, codecs: codecs)
+    let session = try Session.load(from: saved.url, codecs: codecs)
+    let last = try #require(try session.records.last)
+    #expect(session.index.reads[last.transactionID]?.map(\.read) == [RecordedRead(store: "inbox", index: 0)])
+    let (fresh, _, freshBadge) = try MailApp.make()
+    try fresh.register(store: makeCounterStore("counter"))
+    try session.verify(against: fresh)
+    #expect(freshBadge.model.unread == 1)
+  }
+
   static let header =
     #"{"format":"DispatchStore.session","version":3,"stores":[{"identifier":"badge","model":"DispatchStoreTests.MailBadge","action":"DispatchStoreTests.MailAction"},{"identifier":"inbox","model":"DispatchStoreTests.MailCount","action":"DispatchStoreTests.MailAction"}]}"#
 

@@ -46,6 +46,43 @@ struct SessionTests {
     #expect(session.recordCount == 100)
   }
 
+  /// A recorder keeping fewer records than the session holds resumes from the records it keeps: it decodes none
+  /// before them (one that no longer decodes does not stop it), and undo reaches the models before the first kept.
+  @Test func aBoundedRecorderResumesOnlyTheRecordsItKeeps() throws {
+    let file = TemporaryFile()
+    do {
+      let app = RecordedApp()
+      try app.recorder.attach(appendingTo: file.url, codecs: appCodecs())
+      app.send(TextAction.append("a"))  // Record 0: the text store's only one.
+      for amount in 1...59 { app.send(CounterAction.increase(amount)) }
+      app.recorder.flush()
+    }
+    // Record 5's model no longer decodes (its hashes made again: the file loads).
+    var objects = try MailApp.objects(of: file.url)
+    let line = try #require(objects.firstIndex { $0.hasPrefix(#"{"k":"r","i":5,"#) })
+    objects[line] = objects[line].replacingOccurrences(of: #""count":15,"#, with: #""count":"fifteen","#)
+    #expect(objects[line].contains("fifteen"))
+    writeSession(objects, to: file.url)
+    let session = try Session.load(from: file.url, codecs: appCodecs())
+    #expect(throws: SessionError.self) { try session.records }
+
+    let app = RecordedApp(maxNumberOfRecords: 20)
+    try app.recorder.resume(session, in: app.dispatcher)
+    #expect(app.recorder.records.map(\.index) == Array(40..<60))
+    #expect(app.counter.model.count == (1...59).reduce(0, +))
+    #expect(app.text.model.value == "a")
+    while (try? app.recorder.undo(byRecord: true)) != nil {}
+    #expect(app.counter.model.count == (1...39).reduce(0, +))  // Record 39's model.
+    #expect(app.text.model.value == "a")
+    // Saved, its history verifies from there.
+    let saved = TemporaryFile()
+    try app.recorder.save(to: saved.url, codecs: appCodecs())
+    let reloaded = try Session.load(from: saved.url, codecs: appCodecs())
+    #expect(reloaded.firstIndex == 40)
+    let verifying = RecordedApp()
+    try reloaded.verify(against: verifying.dispatcher)
+  }
+
   @Test func loadsWhatWasWrittenAcrossStoresAndResumesWithoutRunningReducers() throws {
     let file = TemporaryFile()
     let app = RecordedApp()
