@@ -16,6 +16,10 @@ import Foundation
 ///   - codecs: How each store's actions and models decode.
 ///   - dispatcher: A dispatcher with the stores the session was recorded with registered (their models do not
 ///     matter: the re-run starts each store from the model its history starts from).
+///   - fileID: The file a failure is reported in: the caller's, by default.
+///   - filePath: The path of that file: the caller's, by default.
+///   - line: The line a failure is reported at: the caller's, by default.
+///   - column: The column a failure is reported at: the caller's, by default.
 public func assertSessionReplays(
   at url: URL, codecs: SessionCodecs, against dispatcher: Dispatcher, fileID: String = #fileID,
   filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column

@@ -1,6 +1,6 @@
 import DispatchStore
 
-/// A ``DispatchStore/DispatchClock`` that moves only when a test advances it, so that tests of throttled and
+/// A `DispatchClock` that moves only when a test advances it, so that tests of throttled and
 /// debounced dispatches never sleep.
 ///
 /// ```swift

@@ -29,7 +29,7 @@ import DispatchStore
 /// Nothing the kit waits for can hang a test: each `send`, `receive`, `advance` and `finish` waits at most
 /// the time limit, then fails naming the stores and actions still running, and returns. A dispatch the test makes on
 /// ``dispatcher`` itself is held as a follow-up in an exhaustive test; one held longer than the time limit fails with
-/// ``DispatchStore/DispatchError/blocked(interceptor:reason:)``, whose reason names it, so that a test awaiting it
+/// `DispatchError.blocked(interceptor:reason:)`, whose reason names it, so that a test awaiting it
 /// ends.
 ///
 /// > Important: Call `send`, `receive`, `advance` and `finish` from one task, one at a time.
@@ -89,7 +89,7 @@ public final class TestDispatcher: Sendable {
   /// Registers `store` and takes its model as the one the first expectation starts from.
   /// - Parameter store: A store whose model can be compared.
   /// - Returns: `store`, for chaining.
-  /// - Throws: ``DispatchStore/DispatchError/duplicateStoreIdentifier(_:)`` if its identifier is taken.
+  /// - Throws: `DispatchError.duplicateStoreIdentifier(_:)` if its identifier is taken.
   @discardableResult
   public func register<Model: ModelType & Equatable, Action>(
     _ store: Store<Model, Action>
@@ -108,6 +108,10 @@ public final class TestDispatcher: Sendable {
   /// - Parameters:
   ///   - action: The action a user or the app would dispatch.
   ///   - expectations: How each store's model must change; in exhaustive tests, every store that changed.
+  ///   - fileID: The file a failure is reported in: the caller's, by default.
+  ///   - filePath: The path of that file: the caller's, by default.
+  ///   - line: The line a failure is reported at: the caller's, by default.
+  ///   - column: The column a failure is reported at: the caller's, by default.
   public func send<Action: ActionType>(
     _ action: Action, _ expectations: StoreExpectation..., fileID: String = #fileID,
     filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column
@@ -124,12 +128,16 @@ public final class TestDispatcher: Sendable {
   /// Dispatches `action` (`.async`), waits until every store finished it, and checks that it failed with
   /// `expectedError` and that no store changed.
   ///
-  /// The dispatch's error matches if every store that failed (``DispatchStore/DispatchError/operationsFailed(_:)``)
+  /// The dispatch's error matches if every store that failed (`DispatchError.operationsFailed(_:)`)
   /// failed with `expectedError`, apart from stores that did not start because a store they wait for failed
-  /// (``DispatchStore/DispatchError/waitTargetFailed(storeIdentifier:waitsFor:)``).
+  /// (`DispatchError.waitTargetFailed(storeIdentifier:waitsFor:)`).
   /// - Parameters:
   ///   - action: The action a user or the app would dispatch.
   ///   - expectedError: The error a store's reducer or operation must fail with.
+  ///   - fileID: The file a failure is reported in: the caller's, by default.
+  ///   - filePath: The path of that file: the caller's, by default.
+  ///   - line: The line a failure is reported at: the caller's, by default.
+  ///   - column: The column a failure is reported at: the caller's, by default.
   public func send<Action: ActionType, Failure: Error & Equatable>(
     _ action: Action, fails expectedError: Failure, fileID: String = #fileID,
     filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column
@@ -225,6 +233,10 @@ public final class TestDispatcher: Sendable {
   ///   - timeout: In a test that is not exhaustive, how long to wait for the follow-up to finish before failing;
   ///     the time limit if `nil`. (Exhaustive tests know when nothing more can come, and wait for time only as long
   ///     as the time limit, for operations that do not finish.)
+  ///   - fileID: The file a failure is reported in: the caller's, by default.
+  ///   - filePath: The path of that file: the caller's, by default.
+  ///   - line: The line a failure is reported at: the caller's, by default.
+  ///   - column: The column a failure is reported at: the caller's, by default.
   public func receive<Action: ActionType & Equatable>(
     _ action: Action, _ expectations: StoreExpectation..., timeout: Duration? = nil, fileID: String = #fileID,
     filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column
@@ -287,6 +299,10 @@ public final class TestDispatcher: Sendable {
   /// - Parameters:
   ///   - duration: How far to move the clock.
   ///   - expectations: How each store's model must change meanwhile.
+  ///   - fileID: The file a failure is reported in: the caller's, by default.
+  ///   - filePath: The path of that file: the caller's, by default.
+  ///   - line: The line a failure is reported at: the caller's, by default.
+  ///   - column: The column a failure is reported at: the caller's, by default.
   public func advance(
     by duration: Duration, _ expectations: StoreExpectation..., fileID: String = #fileID,
     filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column
