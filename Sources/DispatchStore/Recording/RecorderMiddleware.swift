@@ -307,9 +307,10 @@ public final class RecorderMiddleware: Middleware {
     // Only the records the recorder keeps are decoded, and the models before the first of them.
     let records = try session.records(from: firstKept)
     let base = try session.models(at: firstKept - 1)
+    // What the session's operations fetched and read: saving the history again keeps them, for verify; not those
+    // of the records left out, as a recorder that dropped them keeps none.
     let dropped = session.dropped(before: firstKept)
-    // What the session's operations fetched and read: saving the history again keeps them, for verify.
-    let effects = try session.effects()
+    let effects = try session.effects(excluding: dropped.dispatches)
     let loadedFile = session.source?.fingerprint
     var stores: [String: StoreLocation] = [:]
     var baselines: [String: (model: any ModelType, action: (any ActionType)?)] = [:]

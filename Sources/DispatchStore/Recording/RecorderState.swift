@@ -63,8 +63,10 @@ struct RecorderState {
       let removed = history.removeAll(from: cursor + 1)
       readIndices.removeAll()
       if !reads.isEmpty {
-        // Any read of a record dropped here, which names another record's index from now on; as the loader drops
-        // them from a file (a transaction that keeps a record keeps the reads it made, for verify's re-run).
+        // The reads of the transactions whose first record is dropped here, which keep none (verify re-runs a
+        // transaction from its first record), and any read of a record dropped here, which names another record's
+        // index from now on; as the loader drops them from a file. A transaction that keeps a record keeps its reads.
+        for record in removed where record.change == 0 { reads.removeValue(forKey: record.transactionID) }
         let kept = cursor
         dropReads { $0.index > kept }
       }

@@ -250,10 +250,13 @@ public struct Session: Sendable {
     }
   }
 
-  /// The effects recorded for each dispatch, in the order they were fetched.
-  func effects() throws(SessionError) -> [TransactionID: [(key: String, outcome: EffectOutcome)]] {
+  /// The effects recorded for each dispatch, in the order they were fetched; none of the dispatches `excluded`,
+  /// whose lines are not decoded.
+  func effects(
+    excluding excluded: Set<TransactionID> = []
+  ) throws(SessionError) -> [TransactionID: [(key: String, outcome: EffectOutcome)]] {
     var effects: [TransactionID: [(key: String, outcome: EffectOutcome)]] = [:]
-    for (dispatch, lines) in index.effects {
+    for (dispatch, lines) in index.effects where !excluded.contains(dispatch) {
       for line in lines {
         guard case .effect(_, let key, let outcome) = try decode(line) else {
           throw .corruptLine(line: line.number, reason: "not an effect")

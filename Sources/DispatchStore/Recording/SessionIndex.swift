@@ -266,6 +266,18 @@ struct SessionIndex: Sendable {
         if inspection != nil {
           inspection!.replacedRecords += records[(position - firstIndex)...].map { ($0, line.number) }
         }
+        if !reads.isEmpty {
+          // The reads of the transactions whose first record goes, which keep none, as a recorder drops them.
+          data.withUnsafeBytes { bytes in
+            for line in records[(position - firstIndex)...] {
+              guard let fields = RecordFields(bytes, range: line.line.range, readingLongModelsFromTheEnd: true),
+                let transaction = RecordFields.unsigned(bytes, fields.transaction),
+                (RecordFields.unsigned(bytes, fields.change) ?? 0) == 0
+              else { continue }
+              reads.removeValue(forKey: TransactionID(rawValue: transaction))
+            }
+          }
+        }
         records.removeSubrange((position - firstIndex)...)
         if !reads.isEmpty {
           reads = reads.compactMapValues { reads in

@@ -468,6 +468,28 @@ struct RecordedReadsTests {
     #expect(reads[0].first == RecordedRead(store: "inbox", index: 0))
   }
 
+  /// A transaction whose only record an undo and a dispatch drop keeps no read, in memory as in the appended file:
+  /// verify never re-runs it, and an app that undoes and dispatches again and again does not pile them up.
+  @Test func aTransactionThatLostItsOnlyRecordLosesItsReads() async throws {
+    let file = TemporaryFile()
+    let (dispatcher, _, _) = try MailApp.make()
+    let recorder = RecorderMiddleware()
+    dispatcher.register(middleware: recorder)
+    try recorder.attach(appendingTo: file.url, codecs: MailApp.codecs())
+    try await dispatcher.dispatch(action: MailAction.received(1), mode: .async)  // inbox #0, badge #1 (reads #0)
+    let badge = try #require(recorder.records.last).transactionID
+    try recorder.undo(byRecord: true)
+    try await dispatcher.dispatch(action: MailAction.received(2), to: "inbox", mode: .async)  // inbox #1
+    recorder.flush()
+    let saved = TemporaryFile()
+    try recorder.save(to: saved.url, codecs: MailApp.codecs())
+    for url in [file.url, saved.url] {
+      let session = try Session.load(from: url, codecs: MailApp.codecs())
+      #expect(session.index.reads[badge] == nil)
+      #expect(try session.records.map(\.storeIdentifier) == ["inbox", "inbox"])
+    }
+  }
+
   /// A recorder resumed with a smaller bound than the session's history: a read of a store whose latest record it
   /// left out names that record, as a recorder that dropped it would, and the history it saves verifies.
   @Test func aRecorderResumedWithASmallerBoundNamesTheRecordItLeftOutInItsReads() async throws {
