@@ -288,7 +288,7 @@ public final class RecorderMiddleware: Middleware {
   ///   all-or-nothing dispatch holds a store (nothing is changed), or took one while this ran (the history is taken
   ///   over and the stores before it, in identifier order, are restored). Try again once that dispatch ended.
   ///   ``SessionError/recorderAttached(path:)`` if the recorder is attached to a file (a recorder stays attached until
-  ///   it is released or attached elsewhere: resume with a new recorder), and
+  ///   it is released or attached elsewhere: resume with a new recorder, registered in place of this one), and
   ///   ``SessionError/indexOutOfRange(_:valid:)`` if the session's cursor is before the records the recorder keeps
   ///   (`maxNumberOfRecords`); nothing is changed then.
   public func resume(_ session: Session, in dispatcher: Dispatcher) throws(SessionError) {

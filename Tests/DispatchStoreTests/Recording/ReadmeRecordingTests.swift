@@ -59,11 +59,12 @@ struct ReadmeRecordingTests {
         let session = try Session.load(from: url, codecs: codecs)  // checks every line before anything is applied
         try recorder.resume(session, in: dispatcher)  // restores the stores at its cursor: no reducer runs, undo works
       } catch {
-        guard case .noFile = error else { throw error }  // the first launch: attach creates the file
+        guard case SessionError.noFile = error else { throw error }  // the first launch: attach creates the file
       }
       try recorder.attach(appendingTo: url, codecs: codecs)  // before any dispatch: goes on where the session ended
 
-      try Session.load(from: url, codecs: codecs).verify(against: freshDispatcher)  // re-runs every reducer
+      // In a regression test, against a dispatcher of its own with the same stores: re-runs every reducer.
+      try Session.load(from: url, codecs: codecs).verify(against: freshDispatcher)
       // README end
       #expect(store.model.titles.isEmpty)  // At the cursor: before the undone dispatch.
       try recorder.redo()
