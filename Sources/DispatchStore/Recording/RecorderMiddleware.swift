@@ -314,12 +314,16 @@ public final class RecorderMiddleware: Middleware {
     let loadedFile = session.source?.fingerprint
     var stores: [String: StoreLocation] = [:]
     var baselines: [String: (model: any ModelType, action: (any ActionType)?)] = [:]
-    for identifier in Set(records.map(\.storeIdentifier)).union(base.keys) {
+    let recorded = Set(records.map(\.storeIdentifier)).union(base.keys)
+    // A store first recorded after the records kept begin starts from the model of the snapshot that introduced it.
+    let introduced = try session.firstSnapshotModels(of: recorded.subtracting(base.keys), from: firstKept)
+    for identifier in recorded {
       guard let store = dispatcher.store(with: identifier) as? any ModelRestoring else {
         throw .unregisteredStore(index: session.cursor, storeIdentifier: identifier)
       }
       stores[identifier] = StoreLocation(dispatcher)
-      baselines[identifier] = base[identifier].map { ($0.model, $0.action) } ?? (store.anyModel, nil)
+      let start = base[identifier] ?? introduced[identifier]
+      baselines[identifier] = start.map { ($0.model, $0.action) } ?? (store.anyModel, nil)
     }
     let (event, replaced) = storage.state.withLock { state in
       state.adopt(

@@ -315,6 +315,23 @@ public struct Session: Sendable {
     return found
   }
 
+  /// The model each of `stores` has in the first snapshot at or after `position` that holds it: where a store whose
+  /// first record comes after `position` starts.
+  func firstSnapshotModels(
+    of stores: Set<String>, from position: Int
+  ) throws(SessionError) -> [String: PositionedModel] {
+    var found: [String: PositionedModel] = [:]
+    guard !stores.isEmpty else { return found }
+    for snapshot in index.snapshots where snapshot.index >= position {
+      guard case .snapshot(_, let models, let actions) = try decode(snapshot.line) else { continue }
+      for (store, model) in models where stores.contains(store) && found[store] == nil {
+        found[store] = PositionedModel(model: model, action: actions[store])
+      }
+      if found.count == stores.count { break }
+    }
+    return found
+  }
+
   // MARK: - Restore
 
   /// Puts every store of the session at its models at the session's cursor: no reducer runs, so no side effect repeats.

@@ -83,6 +83,27 @@ struct SessionTests {
     try reloaded.verify(against: verifying.dispatcher)
   }
 
+  /// A store first recorded among the records a bounded recorder keeps starts, for undo, from the model the session
+  /// recorded for it then: not from the model the launch that resumes has.
+  @Test func aStoreFirstRecordedAmongTheRecordsKeptStartsFromTheSessionsModel() throws {
+    let file = TemporaryFile()
+    do {
+      let app = RecordedApp()
+      try app.recorder.attach(appendingTo: file.url, codecs: appCodecs())
+      for amount in 1...30 { app.send(CounterAction.increase(amount)) }
+      app.send(TextAction.append("a"))  // Record 30: the text store's first, after its snapshot.
+      for amount in 31...35 { app.send(CounterAction.increase(amount)) }
+      app.recorder.flush()
+    }
+    let app = RecordedApp(maxNumberOfRecords: 10)
+    app.send(TextAction.append("this launch's"))
+    try app.recorder.resume(try Session.load(from: file.url, codecs: appCodecs()), in: app.dispatcher)
+    #expect(app.text.model.value == "a")
+    while (try? app.recorder.undo(byRecord: true)) != nil {}
+    #expect(app.text.model.value == "")
+    #expect(app.counter.model.count == (1...26).reduce(0, +))  // Record 25, before the first kept.
+  }
+
   @Test func loadsWhatWasWrittenAcrossStoresAndResumesWithoutRunningReducers() throws {
     let file = TemporaryFile()
     let app = RecordedApp()
