@@ -956,8 +956,8 @@ public struct Session: Sendable {
   ///   - position: The index of the first record kept; between ``firstIndex`` and one past the last record.
   ///   - url: Where to write; may be the session's own file (a session is replaced atomically, under its lock).
   /// - Throws: ``SessionError/invalidIndex(_:line:)`` for a position outside the history;
-  ///   ``SessionError/fileChanged(path:)`` if `url` is the file the session was loaded from and it changed since; a
-  ///   decoding, encoding or I/O error.
+  ///   ``SessionError/inUse(path:)`` if a recorder is attached to the file; ``SessionError/fileChanged(path:)`` if
+  ///   `url` is the file the session was loaded from and it changed since; a decoding, encoding or I/O error.
   public func compact(before position: Int, to url: URL) throws(SessionError) {
     guard position >= index.firstIndex, position <= nextIndex else { throw .invalidIndex(position, line: 0) }
     try write(to: url, from: position)
