@@ -395,8 +395,7 @@ public final class RecorderMiddleware: Middleware {
       let before = storage.state.withLock { $0.loadedFile }
       if let before, let left = previous.close() {
         // Named by the path it was loaded from, whichever name (a hard link) the writer reached it by.
-        let kept = SessionFile.Fingerprint(
-          path: before.path, device: left.device, inode: left.inode, count: left.count, digest: left.digest)
+        let kept = left.named(before.path)
         storage.state.withLock { state in
           if state.loadedFile == before, state.loadedFileWriter == nil { state.loadedFile = kept }
         }

@@ -65,6 +65,17 @@ enum SessionFile {
     func isFile(at url: URL) -> Bool {
       path == resolvedPath(url)
     }
+
+    /// The same file and bytes, named by `path`.
+    func named(_ path: String) -> Fingerprint {
+      Fingerprint(path: path, device: device, inode: inode, count: count, digest: digest)
+    }
+  }
+
+  /// The fingerprint of `bytes`, held by the file `identity` at `path` (its symbolic links resolved).
+  static func fingerprint(of bytes: Data, in identity: Identity, at path: String) -> Fingerprint {
+    Fingerprint(
+      path: path, device: identity.device, inode: identity.inode, count: bytes.count, digest: digest(bytes))
   }
 
   /// A 64-bit digest of `bytes`, eight at a time: its cost is a small part of reading them.
@@ -164,9 +175,7 @@ enum SessionFile {
       (output: inout Output) throws(SessionError) in
       try output.write(bytes)
     }
-    return Fingerprint(
-      path: resolvedPath(url), device: written.device, inode: written.inode, count: bytes.count,
-      digest: digest(bytes))
+    return fingerprint(of: bytes, in: written, at: resolvedPath(url))
   }
 
   /// Which file a descriptor is open on: its device and inode.
@@ -184,11 +193,7 @@ enum SessionFile {
   /// What the file open at `descriptor`, reached at `url`, holds: read from its start.
   /// - Throws: ``SessionError/cannotRead(path:reason:)``.
   static func fingerprint(open descriptor: Int32, at url: URL) throws(SessionError) -> Fingerprint {
-    let bytes = try readAll(descriptor, path: url.path)
-    let identity = Identity(descriptor)
-    return Fingerprint(
-      path: resolvedPath(url), device: identity.device, inode: identity.inode, count: bytes.count,
-      digest: digest(bytes))
+    fingerprint(of: try readAll(descriptor, path: url.path), in: Identity(descriptor), at: resolvedPath(url))
   }
 
   /// `url`'s path with its symbolic links resolved: the file a path leads to.

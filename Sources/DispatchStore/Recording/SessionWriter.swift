@@ -134,11 +134,9 @@ final class SessionWriter: Sendable {
         let rewrittenHandle = try SessionFile.rewrite(url, lockedAs: handle.fileDescriptor, with: rewritten)
         try? handle.close()
         handle = rewrittenHandle
-        let identity = SessionFile.Identity(handle.fileDescriptor)
         rewrote = (
-          SessionFile.Fingerprint(
-            path: SessionFile.resolvedPath(url), device: identity.device, inode: identity.inode,
-            count: rewritten.count, digest: SessionFile.digest(rewritten)),
+          SessionFile.fingerprint(
+            of: rewritten, in: SessionFile.Identity(handle.fileDescriptor), at: SessionFile.resolvedPath(url)),
           encoder.previousHash
         )
       } else {
