@@ -32,6 +32,18 @@ struct SharedSessionFileTests {
     other.recorder.flush()
   }
 
+  /// Checks that `app`'s recorder may not save over `file`, which another launch changed by recording an increase of
+  /// 10 last: `fileChanged`, and the file left as it is.
+  static func expectSaveRefused(by app: RecordedApp, over file: TemporaryFile) throws {
+    let before = file.data
+    #expect(throws: SessionError.fileChanged(path: file.url.path)) {
+      try app.recorder.save(to: file.url, codecs: appCodecs())
+    }
+    #expect(file.data == before)
+    let session = try Session.load(from: file.url, codecs: appCodecs())
+    #expect(try session.records.last?.action as? CounterAction == .increase(10))
+  }
+
   @Test func aLaunchThatResumedBeforeAnotherUndidIsRefusedAndTheUndoKept() throws {
     let file = try Self.recordedFile()
     let late = try Self.resumed(file)
@@ -168,13 +180,7 @@ struct SharedSessionFileTests {
     let late = try Self.resumed(file)
     late.send(CounterAction.increase(5))
     try Self.anotherLaunch(on: file) { other in other.send(CounterAction.increase(10)) }
-    let before = file.data
-    #expect(throws: SessionError.fileChanged(path: file.url.path)) {
-      try late.recorder.save(to: file.url, codecs: appCodecs())
-    }
-    #expect(file.data == before)
-    let session = try Session.load(from: file.url, codecs: appCodecs())
-    #expect(try session.records.last?.action as? CounterAction == .increase(10))
+    try Self.expectSaveRefused(by: late, over: file)
   }
 
   /// Unchanged by anybody else, the file a recorder resumed is replaced by each of its saves: the second save checks
@@ -220,13 +226,7 @@ struct SharedSessionFileTests {
     app.send(CounterAction.increase(5))
     try app.recorder.attach(appendingTo: elsewhere.url, codecs: appCodecs())
     try Self.anotherLaunch(on: file) { other in other.send(CounterAction.increase(10)) }
-    let before = file.data
-    #expect(throws: SessionError.fileChanged(path: file.url.path)) {
-      try app.recorder.save(to: file.url, codecs: appCodecs())
-    }
-    #expect(file.data == before)
-    let session = try Session.load(from: file.url, codecs: appCodecs())
-    #expect(try session.records.last?.action as? CounterAction == .increase(10))
+    try Self.expectSaveRefused(by: app, over: file)
   }
 
   /// A recorder that appended to the file it resumed through a hard link: its own lines there are found by the file's
