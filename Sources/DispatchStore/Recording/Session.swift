@@ -78,14 +78,7 @@ public struct Session: Sendable {
   public var records: [Record] {
     get throws(SessionError) {
       if let records = cache.records.withLock({ $0 }) { return records }
-      // The lines in order, each decoded once: a line's list changes apply to the lists decoded just before it.
-      let lists = ListDecoding(indexedBase: indexedBase)
-      let records = try index.records.map { (line) throws(SessionError) in
-        guard case .record(let record) = try decode(line.line, lists: lists) else {
-          throw .corruptLine(line: line.line.number, reason: "not a record")
-        }
-        return withOutcome(record)
-      }
+      let records = try decodeRecords(index.records[...], lists: ListDecoding(indexedBase: indexedBase))
       cache.records.withLock { $0 = records }
       return records
     }
@@ -103,8 +96,15 @@ public struct Session: Sendable {
     for line in index.records[start...] where seen.insert(line.store).inserted {
       if let base = line.base, base < position { latest[line.store] = (base, try recordAndLists(at: base).lists) }
     }
-    let lists = ListDecoding(latest: latest, indexedBase: indexedBase)
-    return try index.records[start...].map { (line) throws(SessionError) in
+    return try decodeRecords(index.records[start...], lists: ListDecoding(latest: latest, indexedBase: indexedBase))
+  }
+
+  /// The records of `lines`, decoded in order, each once: a line's list changes apply to the lists `lists` holds,
+  /// which each line decoded updates.
+  private func decodeRecords(
+    _ lines: ArraySlice<SessionIndex.RecordLine>, lists: ListDecoding
+  ) throws(SessionError) -> [Record] {
+    try lines.map { (line) throws(SessionError) in
       guard case .record(let record) = try decode(line.line, lists: lists) else {
         throw .corruptLine(line: line.line.number, reason: "not a record")
       }
