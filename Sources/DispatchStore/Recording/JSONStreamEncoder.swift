@@ -470,6 +470,27 @@ extension JSONStreamEncoder {
       try encoder.writeNested(value, at: depth, key: IndexKey(index))
     }
 
+    /// Writes `id` as the next element of this array if it is an `Int`, a `String` or a `UUID`; returns whether it was.
+    ///
+    /// The bytes are those its `encode(to:)` writes. Elements' ids are most often one of these, and a record writes an
+    /// id for each element it changes.
+    func encodeCommonID<ID>(_ id: ID) throws -> Bool {
+      // Comparing metatypes is a pointer comparison, where `as?` would be a dynamic cast.
+      if ID.self == Int.self {
+        try start()
+        encoder.write(JSONStreamEncoder.cast(id, to: Int.self))
+      } else if ID.self == String.self {
+        try start()
+        JSONText.append(JSONStreamEncoder.cast(id, to: String.self), to: &encoder.bytes)
+      } else if ID.self == UUID.self {
+        try start()
+        encoder.write(JSONStreamEncoder.cast(id, to: UUID.self))
+      } else {
+        return false
+      }
+      return true
+    }
+
     /// Encodes `element` as the next element of this array, and returns the bytes written for it (the separator
     /// before it left out); `nil` if the encoder refused something in it (the value is then encoded again with
     /// `JSONEncoder`, and those bytes are not its JSON).

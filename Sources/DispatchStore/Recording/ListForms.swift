@@ -448,6 +448,7 @@ final class ListEncoding {
 
   /// Encodes an id, whose type ``write(_:to:)`` checked is `Encodable`.
   private static func encode(_ id: some Hashable, into container: JSONStreamEncoder.DirectContainer) throws {
+    if try container.encodeCommonID(id) { return }
     let encodable = id as! any Encodable
     try encodeOpened(encodable, into: container)
   }

@@ -154,6 +154,40 @@ struct ListEncodingTests {
     #expect(String(decoding: written, as: UTF8.self).contains(#""~ids":["a","e\#u{301}","b"]"#))
   }
 
+  struct Note: Identifiable, Encodable {
+    let id: UUID
+    var note = ""
+  }
+
+  struct Notes: Encodable {
+    var notes: IdentifiedList<Note>
+  }
+
+  /// `UUID` ids, which the encoder writes without calling their `encode(to:)`, are written as `JSONEncoder` writes
+  /// them: in the ids of a list written whole and in the pairs of its changes.
+  @Test func uuidIDsAreWrittenAsJSONEncoderWritesThem() throws {
+    let ids = (0..<3).map { _ in UUID() }
+    var notes = IdentifiedList(ids.map { Note(id: $0) })
+    let lists = ListEncoding()
+    let whole = String(decoding: try Self.encoded(Notes(notes: notes), with: lists).bytes, as: UTF8.self)
+    let idsJSON = String(decoding: try JSONEncoder().encode(ids), as: UTF8.self)
+    #expect(whole.contains(#""~ids":\#(idsJSON)"#), "\(whole)")
+
+    notes[id: ids[1]]?.note = "changed"
+    let encoder = JSONStreamEncoder()
+    lists.begin(base: LineLists(lists: lists.written))
+    encoder.lists = lists
+    var bytes: [UInt8] = []
+    try encoder.encodeDirectly(Notes(notes: notes), into: &bytes)
+    let sorted = JSONEncoder()
+    sorted.outputFormatting = .sortedKeys
+    let idJSON = String(decoding: try JSONEncoder().encode(ids[1]), as: UTF8.self)
+    let elementJSON = String(decoding: try sorted.encode(notes[id: ids[1]]), as: UTF8.self)
+    #expect(
+      String(decoding: bytes, as: UTF8.self) == #"{"notes":{"~set":[[\#(idJSON),\#(elementJSON)]]}}"#,
+      "\(String(decoding: bytes, as: UTF8.self))")
+  }
+
   /// A line the stream encoder refused (then encoded by `JSONEncoder`) leaves no JSON kept for the list: the next
   /// line writes what encoding every element writes.
   @Test func aRefusedLineKeepsNoElementJSON() throws {
