@@ -43,7 +43,7 @@ public final class RecorderMiddleware: Middleware {
   /// The state, in an object of its own that the writer thread takes lines from: the writer never holds the
   /// recorder, so the recorder is always released (and its writer closed, with what is left written) on the thread
   /// that lets it go.
-  private let storage: RecorderStorage
+  let storage: RecorderStorage
   /// Whether a record left work for after the lock (``afterLock()``): checked without the lock after every
   /// transaction, which mostly leaves none.
   private let pendingWork = Atomic<Bool>(false)

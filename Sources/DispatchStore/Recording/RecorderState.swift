@@ -70,6 +70,7 @@ struct RecorderState {
         let kept = cursor
         dropReads { $0.index > kept }
       }
+      if !effects.isEmpty { dropEffects(ofDispatchesIn: removed) }
       garbage.append(removed)
     }
     // A full chunk may hold the last reference to records already dropped: released after the lock too.
@@ -176,6 +177,23 @@ struct RecorderState {
       let left = kept.filter { !drop($0) }
       if left.count < kept.count { reads[transaction] = left.isEmpty ? nil : left }
     }
+  }
+
+  /// Drops the effects of the dispatches of `removed`, records just removed after the cursor, that keep no record: as
+  /// a save leaves them out, so that undoing and dispatching again does not keep them for the recorder's life.
+  ///
+  /// A dispatch with a record at or before the cursor keeps its effects: re-running it needs them. Dispatches still
+  /// running have filed no record here, and keep theirs. The kept records are searched from the cursor back only while
+  /// a removed dispatch with effects is not found among them: once per dispatch after moving back.
+  private mutating func dropEffects(ofDispatchesIn removed: [Record]) {
+    var unseen = Set<TransactionID>()
+    for record in removed where effects[record.dispatchID] != nil { unseen.insert(record.dispatchID) }
+    var index = history.lastIndex
+    while !unseen.isEmpty, index >= history.firstIndex {
+      if let record = history.record(at: index) { unseen.remove(record.dispatchID) }
+      index -= 1
+    }
+    for dispatch in unseen { effects.removeValue(forKey: dispatch) }
   }
 
   /// Keeps an effect's value with its dispatch, and queues its line.

@@ -83,6 +83,26 @@ func profileApp(_ reducer: UserReducer) throws -> (Dispatcher, Store<UserProfile
   return (dispatcher, store)
 }
 
+/// Loads a profile in two steps, each through an effect and each changing the model: two records a dispatch.
+final class TwoStepReducer: Reducer<UserProfile, UserAction>, @unchecked Sendable {
+  override func operation(
+    for action: UserAction, in store: Store<UserProfile, UserAction>
+  ) -> ActionOperation<UserProfile, UserAction> {
+    ActionOperation(action: action, store: store) { operation, action, _ in
+      guard case .load(let id) = action else { return operation.finish() }
+      do {
+        let name = try operation.effect("name \(id)") { "user \(id)" }
+        operation.updateModel { $0.name = name }
+        let session = try operation.effect("session") { UUID().uuidString }
+        operation.updateModel { $0.session = session }
+        operation.finish()
+      } catch {
+        operation.finish(throwing: error)
+      }
+    }
+  }
+}
+
 @Suite("Recorded effects", .timeLimit(.minutes(1)), .watchdog)
 struct RecordedEffectsTests {
   @Test func aSessionWithNetworkCallsAndRandomIDsVerifiesOfflineWithoutFetching() throws {
@@ -135,5 +155,37 @@ struct RecordedEffectsTests {
     #expect(throws: SessionError.unusedEffect(dispatchID: first.dispatchID, key: "session")) {
       try session.verify(against: dispatcher)
     }
+  }
+
+  /// A dispatch undone, then replaced by another, loses its records: its effects go with them, from memory too
+  /// (a save already left them out).
+  @Test func theEffectsOfADispatchUndoneAndReplacedAreNotKept() throws {
+    let (dispatcher, _) = try profileApp(UserReducer(network: { ["", "Ada", "Grace"][$0] }))
+    let recorder = RecorderMiddleware()
+    dispatcher.register(middleware: recorder)
+    #expect(dispatchSync(dispatcher, UserAction.load(1)).isSuccess)
+    #expect(dispatchSync(dispatcher, UserAction.load(2)).isSuccess)
+    try recorder.undo()
+    #expect(dispatchSync(dispatcher, UserAction.load(1)).isSuccess)
+    let kept = Set(recorder.records.map(\.dispatchID))
+    #expect(kept.count == 2)
+    #expect(recorder.storage.state.withLock { Set($0.effects.keys) } == kept)
+  }
+
+  /// A dispatch that keeps a record before the cursor keeps its effects when the records after the cursor go:
+  /// re-running it needs them.
+  @Test func aDispatchThatKeepsARecordKeepsItsEffects() throws {
+    let dispatcher = Dispatcher()
+    try dispatcher.register(store: Store(identifier: "profile", model: UserProfile(), reducer: TwoStepReducer()))
+    let recorder = RecorderMiddleware()
+    dispatcher.register(middleware: recorder)
+    #expect(dispatchSync(dispatcher, UserAction.load(1)).isSuccess)
+    #expect(recorder.records.count == 2)
+    try recorder.undo(byRecord: true)
+    #expect(dispatchSync(dispatcher, UserAction.load(2)).isSuccess)
+    let dispatches = recorder.records.map(\.dispatchID)
+    #expect(dispatches.count == 3)
+    #expect(recorder.storage.state.withLock { Set($0.effects.keys) } == Set(dispatches))
+    #expect(recorder.storage.state.withLock { $0.effects[dispatches[0]]?.map(\.key) } == ["name 1", "session"])
   }
 }
