@@ -183,7 +183,9 @@ extension ElementTrie where Element: Equatable {
     guard count > 0, _isBitwiseTakable(Element.self) else { return items }
     return items.withUnsafeBufferPointer { source in
       Array(unsafeUninitializedCapacity: count) { buffer, initialized in
-        buffer.baseAddress!.initialize(from: source.baseAddress!, count: count)
+        // Element by element, in code specialised for the element type: `initialize(from:count:)` copies each
+        // through the runtime.
+        for index in 0..<count { (buffer.baseAddress! + index).initialize(to: source[index]) }
         // The fields hold the same values (their references retained above): this writes only the padding.
         UnsafeMutableRawPointer(buffer.baseAddress!).copyMemory(
           from: source.baseAddress!, byteCount: count * MemoryLayout<Element>.stride)
