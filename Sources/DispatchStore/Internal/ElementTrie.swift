@@ -365,6 +365,7 @@ extension ElementTrie where Element: Equatable {
       let child = Self.pair(
         other, hash: ElementTrie<Element>.hash(other.id), element, hash: hash, shift: shift + Self.bitsPerLevel)
       childMap |= bit
+      ownChildren()
       children.insert(child, at: Self.slot(childMap, bit))
       return nil
     }
