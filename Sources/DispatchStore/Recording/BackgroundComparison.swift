@@ -11,8 +11,8 @@ import Synchronization
 ///
 /// `@unchecked Sendable`: `comparison` is used only by the jobs of `queue`, a serial queue, one after another, and
 /// read by ``finish()`` after them; `failure` and `batches` are behind their locks, and `failed` set after `failure`;
-/// `slots` bounds the batches not yet compared, holding their models; `pending` counts them; `found` is a `Sendable`
-/// closure, set once.
+/// `slots` bounds the batches not yet compared, holding their models (with those compared and not yet taken back, at
+/// most twice as many); `pending` counts them; `found` is a `Sendable` closure, set once.
 final class BackgroundComparison: @unchecked Sendable {
   /// A record to compare: the model its transaction's re-run made, the transaction's first and last steps, and the
   /// lists of its store's previous record if this thread does not have them.
@@ -72,9 +72,14 @@ final class BackgroundComparison: @unchecked Sendable {
     }
     done = []
     queue.async { [self] in
-      let jobs = batches.withLock { $0.waiting.removeFirst() }
+      var jobs = batches.withLock { $0.waiting.removeFirst() }
       defer {
-        batches.withLock { $0.compared.append(jobs) }
+        // Let go of under the lock, after `compared` holds it: not the last reference, so nothing is released here,
+        // and the re-running thread cannot take the batch back in between and leave the last one to this thread.
+        batches.withLock {
+          $0.compared.append(jobs)
+          jobs = []
+        }
         pending.subtract(1, ordering: .releasing)
         slots.signal()
       }

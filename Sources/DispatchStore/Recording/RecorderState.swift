@@ -18,6 +18,9 @@ struct RecorderState {
   var queued = 0
   /// The effects operations fetched through the recorder, by dispatch (`ActionOperation.effect(_:_:)`).
   var effects: [TransactionID: [(key: String, outcome: EffectOutcome)]] = [:]
+  /// The dispatches with effects whose records a dispatch after moving back removed, by the index they were removed
+  /// from (``dropOrphanedEffects()``).
+  var orphanedEffects: [TransactionID: Int] = [:]
   /// The reads of other stores' models, by transaction (`ActionOperation.model(of:as:)`): each store read and the
   /// index of the record whose model it held.
   var reads: [TransactionID: [RecordedRead]] = [:]
@@ -70,12 +73,18 @@ struct RecorderState {
         let kept = cursor
         dropReads { $0.index > kept }
       }
-      if !effects.isEmpty { dropEffects(ofDispatchesIn: removed) }
+      if !effects.isEmpty {
+        let removedFrom = cursor + 1
+        for record in removed where effects[record.dispatchID] != nil {
+          orphanedEffects[record.dispatchID] = removedFrom
+        }
+      }
       garbage.append(removed)
     }
     // A full chunk may hold the last reference to records already dropped: released after the lock too.
     let record = newRecord(fields(history.nextIndex))
     history.append(record)
+    if !orphanedEffects.isEmpty { orphanedEffects.removeValue(forKey: record.dispatchID) }
     if history.hasHiddenBatch { dropHidden() }
     cursor = record.index
     let wake = queue(.record(record))
@@ -128,6 +137,7 @@ struct RecorderState {
     if !effects.isEmpty {
       for record in dropped { effects.removeValue(forKey: record.dispatchID) }
     }
+    if !orphanedEffects.isEmpty { dropOrphanedEffects() }
     if !reads.isEmpty {
       for record in dropped { reads.removeValue(forKey: record.transactionID) }
     }
@@ -179,21 +189,21 @@ struct RecorderState {
     }
   }
 
-  /// Drops the effects of the dispatches of `removed`, records just removed after the cursor, that keep no record: as
-  /// a save leaves them out, so that undoing and dispatching again does not keep them for the recorder's life.
+  /// Drops the effects of the dispatches whose records a dispatch after moving back removed, once the bound has
+  /// dropped every record before where they were removed: such a dispatch then has no record left, as a save leaves
+  /// its effects out.
   ///
-  /// A dispatch with a record at or before the cursor keeps its effects: re-running it needs them. Dispatches still
-  /// running have filed no record here, and keep theirs. The kept records are searched from the cursor back only while
-  /// a removed dispatch with effects is not found among them: once per dispatch after moving back.
-  private mutating func dropEffects(ofDispatchesIn removed: [Record]) {
-    var unseen = Set<TransactionID>()
-    for record in removed where effects[record.dispatchID] != nil { unseen.insert(record.dispatchID) }
-    var index = history.lastIndex
-    while !unseen.isEmpty, index >= history.firstIndex {
-      if let record = history.record(at: index) { unseen.remove(record.dispatchID) }
-      index -= 1
+  /// Not when the records go: a dispatch may still be running, one of its stores' operations holding an effect it
+  /// has yet to file a record for (it files that record after the cursor, which takes the dispatch out of
+  /// ``orphanedEffects``). A dispatch with a record before the cursor loses its effects when the bound drops that
+  /// record, as any other. So effects kept for removed dispatches cost what the bound allows, not the recorder's life.
+  private mutating func dropOrphanedEffects() {
+    let first = history.firstIndex
+    let due = orphanedEffects.filter { $0.value <= first }.keys
+    for dispatch in due {
+      orphanedEffects.removeValue(forKey: dispatch)
+      effects.removeValue(forKey: dispatch)
     }
-    for dispatch in unseen { effects.removeValue(forKey: dispatch) }
   }
 
   /// Keeps an effect's value with its dispatch, and queues its line.
@@ -392,9 +402,12 @@ struct RecorderState {
     replaced.append(contentsOf: baselines.values.map(\.model))
     history = RecordHistory(limit: bound, startingAt: firstIndex)
     baselines = adopted
-    // What the session's records before `firstIndex` leave, as a recorder that dropped them keeps it.
-    effects =
-      dropped.dispatches.isEmpty ? adoptedEffects : adoptedEffects.filter { !dropped.dispatches.contains($0.key) }
+    // What the session's records before `firstIndex` leave, as a recorder that dropped them keeps it; and only the
+    // effects of dispatches with a record (a file keeps the effect lines of dispatches a later move and dispatch
+    // removed, and nothing is running yet to file one).
+    let recorded = Set(records.lazy.map(\.dispatchID))
+    effects = adoptedEffects.filter { recorded.contains($0.key) && !dropped.dispatches.contains($0.key) }
+    orphanedEffects = [:]
     reads = dropped.transactions.isEmpty ? adoptedReads : adoptedReads.filter { !dropped.transactions.contains($0.key) }
     readIndices.removeAll()
     droppedIndices = dropped.latest

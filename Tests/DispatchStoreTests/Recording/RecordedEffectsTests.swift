@@ -103,6 +103,45 @@ final class TwoStepReducer: Reducer<UserProfile, UserAction>, @unchecked Sendabl
   }
 }
 
+/// Names the profile at once, with no effect.
+final class BadgeNamingReducer: SynchronousReducer<UserProfile, UserAction>, @unchecked Sendable {
+  override func reduce(_ action: UserAction, into model: inout UserProfile) throws {
+    if case .load(let id) = action { model.name = "badge \(id)" }
+  }
+}
+
+/// Fetches a name through an effect, signals `fetched`, waits for `gate`, then changes the model; with `fails`, its
+/// effect fails if it runs (verify must read it from the session instead).
+final class GatedProfileReducer: Reducer<UserProfile, UserAction>, @unchecked Sendable {
+  let fetched: DispatchSemaphore
+  let gate: DispatchSemaphore
+  let fails: Bool
+
+  init(fetched: DispatchSemaphore, gate: DispatchSemaphore, fails: Bool = false) {
+    (self.fetched, self.gate, self.fails) = (fetched, gate, fails)
+  }
+
+  override func operation(
+    for action: UserAction, in store: Store<UserProfile, UserAction>
+  ) -> ActionOperation<UserProfile, UserAction> {
+    ActionOperation(action: action, store: store) { [self] operation, action, _ in
+      guard case .load(let id) = action else { return operation.finish() }
+      do {
+        let name = try operation.effect("name") { () throws -> String in
+          if fails { throw Offline() }
+          return "user \(id)"
+        }
+        fetched.signal()
+        gate.wait()
+        operation.updateModel { $0.name = name }
+        operation.finish()
+      } catch {
+        operation.finish(throwing: error)
+      }
+    }
+  }
+}
+
 @Suite("Recorded effects", .timeLimit(.minutes(1)), .watchdog)
 struct RecordedEffectsTests {
   @Test func aSessionWithNetworkCallsAndRandomIDsVerifiesOfflineWithoutFetching() throws {
@@ -157,19 +196,90 @@ struct RecordedEffectsTests {
     }
   }
 
-  /// A dispatch undone, then replaced by another, loses its records: its effects go with them, from memory too
-  /// (a save already left them out).
-  @Test func theEffectsOfADispatchUndoneAndReplacedAreNotKept() throws {
+  /// A dispatch undone, then replaced by another, loses its records: its effects are dropped from memory once the
+  /// bound has dropped the records before it (a save already left them out), not kept for the recorder's life.
+  @Test func theEffectsOfADispatchUndoneAndReplacedGoOnceTheBoundPassesIt() throws {
+    let (dispatcher, _) = try profileApp(UserReducer(network: { ["", "Ada", "Grace"][$0] }))
+    let recorder = RecorderMiddleware(maxNumberOfRecords: 4)
+    dispatcher.register(middleware: recorder)
+    #expect(dispatchSync(dispatcher, UserAction.load(1)).isSuccess)
+    #expect(dispatchSync(dispatcher, UserAction.load(2)).isSuccess)
+    let undone = try #require(recorder.records.last).dispatchID
+    try recorder.undo()
+    #expect(dispatchSync(dispatcher, UserAction.load(1)).isSuccess)
+    // Until then it is kept: a dispatch still running may yet file a record that needs it.
+    #expect(recorder.storage.state.withLock { $0.effects[undone] } != nil)
+    for _ in 0..<4 { #expect(dispatchSync(dispatcher, UserAction.load(2)).isSuccess) }
+    let kept = Set(recorder.records.map(\.dispatchID))
+    #expect(kept.count == 4)
+    #expect(recorder.storage.state.withLock { Set($0.effects.keys) } == kept)
+  }
+
+  /// A dispatch to two stores whose first store's record an undo and the second store's change remove keeps the
+  /// effect its second store fetched before: that store files its record after the cursor, and a save verifies.
+  @Test func aDispatchStillRunningKeepsTheEffectsItsNextRecordNeeds() throws {
+    let fetched = DispatchSemaphore(value: 0)
+    let gate = DispatchSemaphore(value: 0)
+    let dispatcher = Dispatcher()
+    try dispatcher.register(
+      store: Store(identifier: "badge", model: UserProfile(), reducer: BadgeNamingReducer()))
+    try dispatcher.register(
+      store: Store(
+        identifier: "profile", model: UserProfile(), reducer: GatedProfileReducer(fetched: fetched, gate: gate)))
+    let recorder = RecorderMiddleware()
+    dispatcher.register(middleware: recorder)
+    let done = DispatchSemaphore(value: 0)
+    dispatcher.dispatch(action: UserAction.load(1), mode: .async) { _ in done.signal() }
+    // The badge's record is filed, and the profile's operation fetched its effect and waits.
+    #expect(fetched.wait(timeout: .now() + 60) == .success)
+    #expect(recorder.records.map(\.storeIdentifier) == ["badge"])
+    let dispatch = try #require(recorder.records.first).dispatchID
+    try recorder.undo()
+    gate.signal()
+    #expect(done.wait(timeout: .now() + 60) == .success)
+    #expect(recorder.records.map(\.storeIdentifier) == ["profile"])
+    #expect(recorder.storage.state.withLock { $0.effects[dispatch]?.map(\.key) } == ["name"])
+
+    let file = TemporaryFile()
+    var codecs = SessionCodecs()
+    codecs.register(storeIdentifier: "badge", model: UserProfile.self, action: UserAction.self)
+    codecs.register(storeIdentifier: "profile", model: UserProfile.self, action: UserAction.self)
+    try recorder.save(to: file.url, codecs: codecs)
+    let session = try Session.load(from: file.url, codecs: codecs)
+    let replay = Dispatcher()
+    // Opened before: a semaphore released below the value it was made with traps.
+    let open = DispatchSemaphore(value: 0)
+    open.signal()
+    try replay.register(store: Store(identifier: "badge", model: UserProfile(), reducer: BadgeNamingReducer()))
+    try replay.register(
+      store: Store(
+        identifier: "profile", model: UserProfile(),
+        reducer: GatedProfileReducer(fetched: DispatchSemaphore(value: 0), gate: open, fails: true)))
+    try session.verify(against: replay)
+  }
+
+  /// A recorder resuming a file that holds the effect lines of a dispatch an undo and a new dispatch removed keeps
+  /// only the effects of the dispatches it has records of.
+  @Test func aResumedRecorderKeepsOnlyTheEffectsOfDispatchesWithRecords() throws {
+    let file = TemporaryFile()
     let (dispatcher, _) = try profileApp(UserReducer(network: { ["", "Ada", "Grace"][$0] }))
     let recorder = RecorderMiddleware()
     dispatcher.register(middleware: recorder)
+    try recorder.attach(appendingTo: file.url, codecs: profileCodecs())
     #expect(dispatchSync(dispatcher, UserAction.load(1)).isSuccess)
     #expect(dispatchSync(dispatcher, UserAction.load(2)).isSuccess)
     try recorder.undo()
     #expect(dispatchSync(dispatcher, UserAction.load(1)).isSuccess)
-    let kept = Set(recorder.records.map(\.dispatchID))
+    recorder.flush()
+
+    let session = try Session.load(from: file.url, codecs: profileCodecs())
+    let (app, _) = try profileApp(UserReducer(network: { _ in throw Offline() }))
+    let resumed = RecorderMiddleware()
+    app.register(middleware: resumed)
+    try resumed.resume(session, in: app)
+    let kept = Set(resumed.records.map(\.dispatchID))
     #expect(kept.count == 2)
-    #expect(recorder.storage.state.withLock { Set($0.effects.keys) } == kept)
+    #expect(resumed.storage.state.withLock { Set($0.effects.keys) } == kept)
   }
 
   /// A dispatch that keeps a record before the cursor keeps its effects when the records after the cursor go:
