@@ -41,7 +41,9 @@ extension IdentifiedList {
   ) -> ListChanges<Element> {
     var changes = ListChanges<Element>()
     ElementNode.differences(from: old.elements.root, to: elements.root, shift: 0, same: same, into: &changes)
-    changes.splices = OrderNode.splices(from: old.order.root, to: order.root)
+    // Most changes leave the order as it was: then not even the order's node type is looked up (unspecialised, each
+    // generic type named costs a lookup).
+    if old.order.root !== order.root { changes.splices = OrderNode.splices(from: old.order.root, to: order.root) }
     return changes
   }
 
