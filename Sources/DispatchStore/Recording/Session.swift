@@ -130,12 +130,9 @@ public struct Session: Sendable {
     guard !index.reads.isEmpty || !index.effects.isEmpty else { return dropped }
     index.data.withUnsafeBytes { bytes in
       for line in lines {
-        guard let fields = RecordFields(bytes, range: line.line.range, readingLongModelsFromTheEnd: true),
-          let transaction = RecordFields.unsigned(bytes, fields.transaction)
-        else { continue }
-        dropped.transactions.insert(TransactionID(rawValue: transaction))
-        let dispatch = RecordFields.unsigned(bytes, fields.dispatch) ?? transaction
-        dropped.dispatches.insert(TransactionID(rawValue: dispatch))
+        guard let identity = RecordFields.identity(in: bytes, range: line.line.range) else { continue }
+        dropped.transactions.insert(identity.transaction)
+        dropped.dispatches.insert(identity.dispatch)
       }
     }
     return dropped

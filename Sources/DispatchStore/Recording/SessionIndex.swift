@@ -270,11 +270,9 @@ struct SessionIndex: Sendable {
           // The reads of the transactions whose first record goes, which keep none, as a recorder drops them.
           data.withUnsafeBytes { bytes in
             for line in records[(position - firstIndex)...] {
-              guard let fields = RecordFields(bytes, range: line.line.range, readingLongModelsFromTheEnd: true),
-                let transaction = RecordFields.unsigned(bytes, fields.transaction),
-                (RecordFields.unsigned(bytes, fields.change) ?? 0) == 0
+              guard let identity = RecordFields.identity(in: bytes, range: line.line.range), identity.change == 0
               else { continue }
-              reads.removeValue(forKey: TransactionID(rawValue: transaction))
+              reads.removeValue(forKey: identity.transaction)
             }
           }
         }
@@ -1276,5 +1274,23 @@ struct LineCheck {
       (2..<count).allSatisfy({ bytes[position + $0] & 0xC0 == 0x80 })
     else { throw .corruptLine(line: line, reason: "not UTF-8 at column \(position + 1)") }
     position += count
+  }
+}
+
+extension RecordFields {
+  /// The transaction, dispatch and change of the record line at `range`, read from its bytes without decoding it;
+  /// `nil` if it has no transaction as a writer writes one.
+  ///
+  /// What a record left out of a history leaves (its transaction's reads, its dispatch's effects) is found by these.
+  static func identity(
+    in bytes: UnsafeRawBufferPointer, range: Range<Int>
+  ) -> (transaction: TransactionID, dispatch: TransactionID, change: UInt64)? {
+    guard let fields = RecordFields(bytes, range: range, readingLongModelsFromTheEnd: true),
+      let transaction = unsigned(bytes, fields.transaction)
+    else { return nil }
+    let dispatch = unsigned(bytes, fields.dispatch) ?? transaction
+    return (
+      TransactionID(rawValue: transaction), TransactionID(rawValue: dispatch), unsigned(bytes, fields.change) ?? 0
+    )
   }
 }
