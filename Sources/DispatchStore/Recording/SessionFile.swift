@@ -31,13 +31,12 @@ enum SessionFile {
   struct Source: Sendable {
     /// The path read, its symbolic links resolved.
     let path: String
-    let device: UInt64
-    let inode: UInt64
+    let identity: Identity
     let bytes: Data
 
     /// What the file held: to tell, when it is written over, whether it changed since.
     var fingerprint: Fingerprint {
-      Fingerprint(path: path, device: device, inode: inode, count: bytes.count, digest: SessionFile.digest(bytes))
+      SessionFile.fingerprint(of: bytes, in: identity, at: path)
     }
   }
 
@@ -102,11 +101,8 @@ enum SessionFile {
   static func readSource(_ url: URL) throws(SessionError) -> Source {
     let descriptor = try openRegular(url.path, flags: O_RDONLY)
     defer { close(descriptor) }
-    var status = stat()
-    _ = fstat(descriptor, &status)
     return Source(
-      path: resolvedPath(url), device: UInt64(status.st_dev), inode: UInt64(status.st_ino),
-      bytes: try readAll(descriptor, path: url.path))
+      path: resolvedPath(url), identity: Identity(descriptor), bytes: try readAll(descriptor, path: url.path))
   }
 
   /// Opens `url` for appending, creating it with `initialContents` if there is none, and locks it; returns the open
@@ -179,7 +175,7 @@ enum SessionFile {
   }
 
   /// Which file a descriptor is open on: its device and inode.
-  struct Identity {
+  struct Identity: Sendable {
     let device: UInt64
     let inode: UInt64
 
