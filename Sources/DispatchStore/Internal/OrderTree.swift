@@ -402,6 +402,9 @@
   @usableFromInline @exclusivity(unchecked) var labels: [UInt64]
   /// An inner node's children, never empty; empty in a leaf.
   @usableFromInline @exclusivity(unchecked) var children: [OrderNode]
+  /// Whether `children` is still the buffer of the node this one copies: copied (``ownChildren()``) before a change
+  /// goes down into one of them.
+  @usableFromInline @exclusivity(unchecked) var sharesChildren = false
   /// The number of identifiers under this node.
   @usableFromInline @exclusivity(unchecked) var count: Int
 
@@ -428,7 +431,24 @@
     ids = node.ids
     labels = node.labels
     children = node.children
+    sharesChildren = !node.children.isEmpty
     count = node.count
+  }
+
+  /// Makes `children` this node's own before a change goes down into one of them: copied if it is the buffer of the
+  /// node this one copies.
+  ///
+  /// Copied reference by reference, each retained, in code specialised for the identifier type where the list is
+  /// changed: the array's own copy on write goes through the runtime's copy of each reference.
+  @inlinable func ownChildren() {
+    guard sharesChildren else { return }
+    sharesChildren = false
+    children = children.withUnsafeBufferPointer { source in
+      Array(unsafeUninitializedCapacity: source.count) { buffer, initialized in
+        for index in source.indices { (buffer.baseAddress! + index).initialize(to: source[index]) }
+        initialized = source.count
+      }
+    }
   }
 
   /// Makes `node` one that only the caller holds, copying it if it is shared.
@@ -463,6 +483,7 @@
       return (ids[position], labels.isEmpty ? nil : labels[position])
     }
     let (index, inner) = child(holding: position)
+    ownChildren()
     Self.makeUnique(&children[index])
     return children[index].replace(at: inner, with: id)
   }
@@ -484,6 +505,7 @@
     for index in children.indices {
       let end = start + children[index].count
       if end > range.lowerBound {
+        ownChildren()
         Self.makeUnique(&children[index])
         children[index].setLabels(in: range, offset: start, label)
       }
@@ -510,6 +532,7 @@
       return ids.count > OrderTree<ID>.capacity ? split(appending: appending) : nil
     }
     let (index, inner) = child(holding: position, atEnd: true)
+    ownChildren()
     Self.makeUnique(&children[index])
     if let right = children[index].insert(id, label: label, at: inner, appending: appending) {
       children.insert(right, at: index + 1)
@@ -547,6 +570,7 @@
     count -= 1
     if isLeaf { return (ids.remove(at: position), labels.isEmpty ? nil : labels.remove(at: position)) }
     let (index, inner) = child(holding: position)
+    ownChildren()
     Self.makeUnique(&children[index])
     let id = children[index].remove(at: inner)
     let child = children[index]
@@ -612,6 +636,7 @@
       return
     }
     for index in children.indices {
+      ownChildren()
       Self.makeUnique(&children[index])
       children[index].forEachLeafUniquely(body)
     }
