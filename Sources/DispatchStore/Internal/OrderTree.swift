@@ -438,17 +438,12 @@
   /// Makes `children` this node's own before a change goes down into one of them: copied if it is the buffer of the
   /// node this one copies.
   ///
-  /// Copied reference by reference, each retained, in code specialised for the identifier type where the list is
-  /// changed: the array's own copy on write goes through the runtime's copy of each reference.
+  /// Copied reference by reference (`elementwiseCopy()`), in code specialised for the identifier type where the list
+  /// is changed.
   @inlinable func ownChildren() {
     guard sharesChildren else { return }
     sharesChildren = false
-    children = children.withUnsafeBufferPointer { source in
-      Array(unsafeUninitializedCapacity: source.count) { buffer, initialized in
-        for index in source.indices { (buffer.baseAddress! + index).initialize(to: source[index]) }
-        initialized = source.count
-      }
-    }
+    children = children.elementwiseCopy()
   }
 
   /// Makes `node` one that only the caller holds, copying it if it is shared.

@@ -202,7 +202,7 @@ final class JSONStreamEncoder {
   }
 
   /// Writes `value` if it is one of the types written without calling its `encode(to:)`; returns whether it was.
-  private func writePrimitive<T: Encodable>(_ value: T) throws -> Bool {
+  fileprivate func writePrimitive<T>(_ value: T) throws -> Bool {
     // Comparing metatypes is a pointer comparison, where `as?` would be a dynamic cast.
     if T.self == String.self {
       JSONText.append(Self.cast(value, to: String.self), to: &bytes)
@@ -472,23 +472,13 @@ extension JSONStreamEncoder {
 
     /// Writes `id` as the next element of this array if it is an `Int`, a `String` or a `UUID`; returns whether it was.
     ///
-    /// The bytes are those its `encode(to:)` writes. Elements' ids are most often one of these, and a record writes an
-    /// id for each element it changes.
+    /// The bytes are those its `encode(to:)` writes (``writePrimitive(_:)``). Elements' ids are most often one of
+    /// these, and a record writes an id for each element it changes.
     func encodeCommonID<ID>(_ id: ID) throws -> Bool {
       // Comparing metatypes is a pointer comparison, where `as?` would be a dynamic cast.
-      if ID.self == Int.self {
-        try start()
-        encoder.write(JSONStreamEncoder.cast(id, to: Int.self))
-      } else if ID.self == String.self {
-        try start()
-        JSONText.append(JSONStreamEncoder.cast(id, to: String.self), to: &encoder.bytes)
-      } else if ID.self == UUID.self {
-        try start()
-        encoder.write(JSONStreamEncoder.cast(id, to: UUID.self))
-      } else {
-        return false
-      }
-      return true
+      guard ID.self == Int.self || ID.self == String.self || ID.self == UUID.self else { return false }
+      try start()
+      return try encoder.writePrimitive(id)
     }
 
     /// Encodes `element` as the next element of this array, and returns the bytes written for it (the separator
