@@ -243,4 +243,21 @@ struct JSONStreamEncoderTests {
     JSONText.append("a\"b\\c\nd\re\tf\u{1}g\u{1F}é", to: &bytes)
     #expect(String(decoding: bytes, as: UTF8.self) == #""a\"b\\c\nd\re\tf\u0001g\u001fé""#)
   }
+
+  @Test func stringsAreWrittenAsJSONEncoderWritesThem() throws {
+    // Every control character, the characters JSON escapes, and some it does not, against Foundation's own writer
+    // with the session format's settings.
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    let strings =
+      (0..<0x20).map { String(UnicodeScalar(UInt8($0))) } + [
+        "\"", "\\", "/", "é", "\u{2028}", "\u{7F}", "a\u{8}b\u{C}c",
+      ]
+    for string in strings {
+      var bytes: [UInt8] = []
+      JSONText.append(string, to: &bytes)
+      let expected = try encoder.encode([string]).dropFirst().dropLast()
+      #expect(bytes == Array(expected), "\(string.unicodeScalars.map { $0.value })")
+    }
+  }
 }
