@@ -6,8 +6,10 @@
 /// The follow-ups sent while ``Session/verify(against:mode:)`` re-runs a session: each matched to a record of the
 /// session holding the same action, which no other follow-up matched.
 final class FollowUpMatcher: Sendable {
-  /// What verify re-runs: each record's store and action, in the session's order.
-  private let steps: [(store: String, action: any ActionType)]
+  /// What verify re-runs, in the session's order: the steps not `continues`, nor rollbacks, hold the actions
+  /// follow-ups are matched to.
+  private let steps: [Session.VerifyStep]
+  private let continues: [Bool]
   private let codecs: SessionCodecs
   /// Stores whose records hold redacted actions: a follow-up to one cannot be matched, and is absorbed unchecked.
   private let unchecked: Set<String>
@@ -20,18 +22,31 @@ final class FollowUpMatcher: Sendable {
     var current: (index: Int, dispatchID: TransactionID)?
     /// The first follow-up no record matched.
     var unrecorded: SessionError?
+    /// The stores the session has records of; found on the first follow-up.
+    var recorded: Set<String>?
   }
 
   private let state = LockedValue(State())
 
-  /// The stores the session has records of.
-  private let recorded: Set<String>
-
-  init(steps: [(store: String, action: any ActionType)], codecs: SessionCodecs, unchecked: Set<String> = []) {
+  /// Made before the re-run, on its thread, at no cost per step: most sessions have no follow-ups.
+  init(steps: [Session.VerifyStep], continues: [Bool], codecs: SessionCodecs, unchecked: Set<String> = []) {
     self.steps = steps
+    self.continues = continues
     self.codecs = codecs
     self.unchecked = unchecked
-    self.recorded = Set(steps.map(\.store))
+  }
+
+  /// The steps follow-ups are matched to.
+  private var matchable: some Sequence<Session.VerifyStep> {
+    zip(steps, continues).lazy.filter { step, continues in !continues && !step.rollback }.map(\.0)
+  }
+
+  /// The stores the session has records of.
+  private var recorded: Set<String> {
+    if let known = state.withLock({ $0.recorded }) { return known }
+    let found = Set(matchable.map(\.store))
+    state.withLock { $0.recorded = found }
+    return found
   }
 
   /// The record being re-run: follow-ups sent from now on are its operations'.
@@ -58,6 +73,7 @@ final class FollowUpMatcher: Sendable {
     let typeName = String(reflecting: type(of: action))
     // Among the stores the session recorded: one it does not hold (left out by the recorder's privacy settings, or
     // never dispatched to) cannot be checked.
+    let recorded = recorded
     let stores = codecs.codecs.filter { identifier, codec in
       codec.actionTypeName == typeName && (storeIdentifier == nil || storeIdentifier == identifier)
         && recorded.contains(identifier)
@@ -89,7 +105,7 @@ final class FollowUpMatcher: Sendable {
   private func countRecords(encoder: JSONStreamEncoder) -> [String: [[UInt8]: Int]] {
     var counts: [String: [[UInt8]: Int]] = [:]
     var bytes: [UInt8] = []
-    for step in steps {
+    for step in matchable {
       guard let codec = codecs.codecs[step.store] else { continue }
       bytes.removeAll(keepingCapacity: true)
       guard (try? codec.encodeAction(step.store, step.action, encoder, &bytes)) != nil else { continue }

@@ -467,24 +467,31 @@ public struct Session: Sendable {
     let playback: EffectPlayback
     steps = try verifySteps()
     if !index.redactions.isEmpty { steps.removeAll { index.redactions[$0.store] != nil } }
-    playback = EffectPlayback(effects: try effects())
+    let effects = try effects()
+    playback = EffectPlayback(effects: effects)
+    // The last step of each dispatch that recorded effects, where those no operation read are reported: the others'
+    // `unused(in:)` is always `nil`, so most sessions need none of this.
     var lastOfDispatch: [TransactionID: Int] = [:]
-    lastOfDispatch.reserveCapacity(steps.count)
-    for step in steps { lastOfDispatch[step.dispatchID] = step.index }
+    if !effects.isEmpty {
+      for step in steps where effects[step.dispatchID] != nil { lastOfDispatch[step.dispatchID] = step.index }
+    }
     // An operation's records filed at its changes share its transaction: re-run at the first, and compared with the
-    // last (`final`, by offset in `steps`); the others are not dispatched again.
-    var firstOfTransaction: [TransactionID: Int] = [:]
-    firstOfTransaction.reserveCapacity(steps.count)
+    // last (`final`, by offset in `steps`); the others are not dispatched again. Only the transactions with a later
+    // change (number 1 or more) are looked up: in most sessions, none.
     var final = Array(steps.indices)
     var continues = [Bool](repeating: false, count: steps.count)
-    for (offset, step) in steps.enumerated() {
-      // A later change of a transaction whose first is kept; a first change (number 0) always starts a transaction,
-      // since two processes appending to one file may hand out the same identifier.
-      if step.change > 0, let first = firstOfTransaction[step.transactionID] {
-        continues[offset] = true
-        final[first] = offset
-      } else {
-        firstOfTransaction[step.transactionID] = offset
+    let continued = Set(steps.lazy.filter { $0.change > 0 }.map(\.transactionID))
+    if !continued.isEmpty {
+      var firstOfTransaction: [TransactionID: Int] = [:]
+      for (offset, step) in steps.enumerated() where continued.contains(step.transactionID) {
+        // A later change of a transaction whose first is kept; a first change (number 0) always starts a
+        // transaction, since two processes appending to one file may hand out the same identifier.
+        if step.change > 0, let first = firstOfTransaction[step.transactionID] {
+          continues[offset] = true
+          final[first] = offset
+        } else {
+          firstOfTransaction[step.transactionID] = offset
+        }
       }
     }
     for (store, model) in try restorePlan(in: dispatcher, at: index.firstIndex - 1) {
@@ -492,9 +499,7 @@ public struct Session: Sendable {
     }
     // A follow-up matches a transaction's record once, however many changes it recorded.
     let followUps = FollowUpMatcher(
-      steps: steps.indices.filter { !continues[$0] && !steps[$0].rollback }.map { (steps[$0].store, steps[$0].action) },
-      codecs: codecs,
-      unchecked: Set(index.redactions.keys))
+      steps: steps, continues: continues, codecs: codecs, unchecked: Set(index.redactions.keys))
     let reads = try readPlayback()
     dispatcher.replay.withLock { $0 = SessionReplay(followUps: followUps, playback: playback, reads: reads) }
     dispatcher.isReplaying.store(true, ordering: .relaxed)
@@ -551,7 +556,7 @@ public struct Session: Sendable {
         }
       }
       if continues[offset] {
-        if lastOfDispatch[step.dispatchID] == step.index, !partial.contains(step.dispatchID),
+        if !lastOfDispatch.isEmpty, lastOfDispatch[step.dispatchID] == step.index, !partial.contains(step.dispatchID),
           let unused = playback.unused(in: step.dispatchID)
         {
           throw unused
@@ -580,7 +585,7 @@ public struct Session: Sendable {
       if step.rollback {
         // A failed all-or-nothing dispatch put the store back (no reducer ran): its model is put back as recorded,
         // the model before the dispatch, which the records before it checked.
-        if lastOfDispatch[step.dispatchID] == step.index, !partial.contains(step.dispatchID),
+        if !lastOfDispatch.isEmpty, lastOfDispatch[step.dispatchID] == step.index, !partial.contains(step.dispatchID),
           let unused = playback.unused(in: step.dispatchID)
         {
           throw unused
@@ -627,7 +632,7 @@ public struct Session: Sendable {
       }
       if let missing = playback.missing { throw missing }
       if let unrecorded = followUps.unrecorded { throw unrecorded }
-      if lastOfDispatch[step.dispatchID] == step.index, !partial.contains(step.dispatchID),
+      if !lastOfDispatch.isEmpty, lastOfDispatch[step.dispatchID] == step.index, !partial.contains(step.dispatchID),
         let unused = playback.unused(in: step.dispatchID)
       {
         throw unused

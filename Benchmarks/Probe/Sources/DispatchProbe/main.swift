@@ -194,6 +194,25 @@ func sessionRows(count: Int, items: Int) throws {
   if ProcessInfo.processInfo.environment["DISPATCHPROBE_VERIFY_ONLY"] != nil {
     print("verify: \(Int(Double(session.recordCount) / seconds)) records/s")
     print("verify from \(verifyStart) to \(verifyEnd)")
+    // What verify cannot beat while it re-runs every record (proposal 0026): the same dispatches in a fresh store on
+    // one thread, nothing compared, with each model let go (the reducer changes the rows in place), then with each
+    // model kept until the next dispatch, as a comparison of it keeps it (the reducer copies the path it changes).
+    if ProcessInfo.processInfo.environment["DISPATCHPROBE_CEILINGS"] != nil {
+      for keeping in [false, true] {
+        let rerunning = Dispatcher()
+        let store = makeStore()
+        try rerunning.register(store: store)
+        var kept = store.model
+        let started = ContinuousClock.now
+        for toggle in toggles {
+          try rerunning.dispatchSync(action: toggle)
+          if keeping { kept = store.model }
+        }
+        let rate = Double(toggles.count) / ((ContinuousClock.now - started) / .seconds(1))
+        precondition(kept.rows.count == items)
+        print("re-run alone, \(keeping ? "each model kept" : "in place"): \(Int(rate)) records/s")
+      }
+    }
     return
   }
   let restoring = Dispatcher()
