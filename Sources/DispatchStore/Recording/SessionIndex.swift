@@ -1282,10 +1282,12 @@ extension RecordFields {
   /// `nil` if it has no transaction as a writer writes one.
   ///
   /// What a record left out of a history leaves (its transaction's reads, its dispatch's effects) is found by these.
+  /// The line is scanned in full: these fields come after the model, and read from a long line's end they may not be
+  /// the line's (``init(_:range:readingLongModelsFromTheEnd:)``).
   static func identity(
     in bytes: UnsafeRawBufferPointer, range: Range<Int>
   ) -> (transaction: TransactionID, dispatch: TransactionID, change: UInt64)? {
-    guard let fields = RecordFields(bytes, range: range, readingLongModelsFromTheEnd: true),
+    guard let fields = RecordFields(bytes, range: range),
       let transaction = unsigned(bytes, fields.transaction)
     else { return nil }
     let dispatch = unsigned(bytes, fields.dispatch) ?? transaction

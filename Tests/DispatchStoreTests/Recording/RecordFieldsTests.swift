@@ -78,6 +78,20 @@ import Testing
     #expect(String(decoding: line[model], as: UTF8.self) == Self.longModel + #","e":"boom","x":{"y":1}"#)
   }
 
+  /// A record's transaction, dispatch and change, which decide what leaving it out of a history drops, are the full
+  /// scan's, whatever follows a long model.
+  @Test(arguments: [
+    (#","n":2,"o":{},"t":7"#, 7, 7, 2), (#","n":2,"t":7,"x":{}"#, 7, 7, 2), (#","d":3,"n":1,"t":9"#, 9, 3, 1),
+  ])
+  func aRecordsIdentityIsTheFullScans(tail: String, transaction: UInt64, dispatch: UInt64, change: UInt64) throws {
+    let prefix = #"{"k":"r","i":5,"s":"catalog","a":{"restock":{"id":1}},"m":"#
+    let line = Array((prefix + Self.longModel + tail + "}").utf8)
+    let identity = try #require(line.withUnsafeBytes { RecordFields.identity(in: $0, range: 0..<$0.count) })
+    #expect(identity.transaction == TransactionID(rawValue: transaction))
+    #expect(identity.dispatch == TransactionID(rawValue: dispatch))
+    #expect(identity.change == change)
+  }
+
   /// Tails no writer writes: escaped quotes where a value would close, keys twice, the action after the model.
   static let hostileTails: [String] = [
     #","x":"\","e":"}""#, #","e":"a\""#, #","n":0,"n":2"#, #","c":false,"c":true"#, #","a":{"go":2},"x":{}"#,
