@@ -177,6 +177,16 @@ func sessionRows(count: Int, items: Int) throws {
   let loading = ContinuousClock.now
   let session = try Session.load(from: file, codecs: codecs)
   let loaded = ContinuousClock.now
+  // With DISPATCHPROBE_RESTORE_ONLY set as well, only the load and a restore of the end, each timed.
+  if kept != nil, ProcessInfo.processInfo.environment["DISPATCHPROBE_RESTORE_ONLY"] != nil {
+    let restoring = Dispatcher()
+    let restored = makeStore()
+    try restoring.register(store: restored)
+    let restoreStarted = ContinuousClock.now
+    try session.restore(into: restoring)
+    print("load: \(loaded - loading); restore: \(ContinuousClock.now - restoreStarted)")
+    return
+  }
   let verifying = Dispatcher()
   try verifying.register(store: makeStore())
   // The monotonic clock's seconds, for `perf report --time` of a `perf record -k CLOCK_MONOTONIC`.
