@@ -80,10 +80,14 @@ extension IdentifiedList {
       }
     }
     var added = Set<Element.ID>()
-    for element in changes.updated where result.elements.update(element) == nil {
-      guard added.insert(element.id).inserted else {
-        throw ListChangesMismatch(description: "the id \(element.id) is added twice")
+    var changed = Set<Element.ID>()
+    changed.reserveCapacity(changes.updated.count)
+    for element in changes.updated {
+      // Each id once: a second value for one would silently replace the first.
+      guard changed.insert(element.id).inserted else {
+        throw ListChangesMismatch(description: "the id \(element.id) is changed twice")
       }
+      if result.elements.update(element) == nil { added.insert(element.id) }
     }
     for (id, net) in leftOrder where net != 0 {
       let fits = net == -1 ? gone.remove(id) != nil : net == 1 ? added.remove(id) != nil : false

@@ -104,12 +104,25 @@ public struct Session: Sendable {
   private func decodeRecords(
     _ lines: ArraySlice<SessionIndex.RecordLine>, lists: ListDecoding
   ) throws(SessionError) -> [Record] {
-    try lines.map { (line) throws(SessionError) in
-      guard case .record(let record) = try decode(line.line, lists: lists) else {
-        throw .corruptLine(line: line.line.number, reason: "not a record")
-      }
-      return withOutcome(record)
+    try lines.map { (line) throws(SessionError) in withOutcome(try decodedRecord(line, lists: lists)) }
+  }
+
+  /// The record of `line`, decoded on `lists`; it must be the record loading indexed the line as.
+  ///
+  /// Loading reads a record's position and store from the start of its line; decoding reads them again. A line
+  /// whose two readings differ (a repeated key spelt otherwise) is refused, so that verify, restore and the records
+  /// never take one record for two stores' or positions'.
+  private func decodedRecord(_ line: SessionIndex.RecordLine, lists: ListDecoding) throws(SessionError) -> Record {
+    guard case .record(let record) = try decode(line.line, lists: lists) else {
+      throw .corruptLine(line: line.line.number, reason: "not a record")
     }
+    guard record.storeIdentifier == line.store, record.index == line.index else {
+      throw .corruptLine(
+        line: line.line.number,
+        reason: "its fields read two ways: record \(line.index) of \"\(line.store)\", or \(record.index) of "
+          + "\"\(record.storeIdentifier)\"")
+    }
+    return record
   }
 
   /// What the records before a position leave a recorder that keeps only the records from there
@@ -227,10 +240,8 @@ public struct Session: Sendable {
     // The bases, oldest first.
     let lists = ListDecoding(
       latest: start.map { [line.store: $0] } ?? [:], keepingEach: true, indexedBase: indexedBase)
-    for base in chain.dropFirst().reversed() { _ = try decode(base.line, lists: lists) }
-    guard case .record(let record) = try decode(line.line, lists: lists) else {
-      throw .corruptLine(line: line.line.number, reason: "not a record")
-    }
+    for base in chain.dropFirst().reversed() { _ = try decodedRecord(base, lists: lists) }
+    let record = try decodedRecord(line, lists: lists)
     cache.lists.withLock { cached in
       // Enough for a chain and for reading the history in order; the lists share their unchanged nodes.
       if cached.count + lists.kept.count > 4_096 { cached.removeAll(keepingCapacity: true) }
@@ -284,7 +295,7 @@ public struct Session: Sendable {
       // A snapshot just before record offset + 1 is newer than record `offset`.
       while let last = snapshots.last, last.index > offset + index.firstIndex {
         snapshots.removeLast()
-        guard case .snapshot(_, let models, let actions) = try decode(last.line) else { continue }
+        guard let (models, actions) = try snapshot(last.line) else { continue }
         for (store, model) in models where found[store] == nil {
           found[store] = PositionedModel(model: model, action: actions[store])
         }
@@ -312,6 +323,20 @@ public struct Session: Sendable {
     return found
   }
 
+  /// The models and actions of the snapshot `line`, whose stores must all be ones the header lists.
+  ///
+  /// A store's models are looked for until each listed store has one, so another store's would stand in for a
+  /// listed one.
+  private func snapshot(
+    _ line: SessionIndex.Line
+  ) throws(SessionError) -> (models: [String: any ModelType], actions: [String: any ActionType])? {
+    guard case .snapshot(_, let models, let actions) = try decode(line) else { return nil }
+    if let other = models.keys.first(where: { !index.storeIdentifiers.contains($0) }) {
+      throw .corruptLine(line: line.number, reason: "its snapshot holds \"\(other)\", a store the header does not list")
+    }
+    return (models, actions)
+  }
+
   /// The model each of `stores` has in the first snapshot at or after `position` that holds it: where a store whose
   /// first record comes after `position` starts.
   func firstSnapshotModels(
@@ -320,7 +345,7 @@ public struct Session: Sendable {
     var found: [String: PositionedModel] = [:]
     guard !stores.isEmpty else { return found }
     for snapshot in index.snapshots where snapshot.index >= position {
-      guard case .snapshot(_, let models, let actions) = try decode(snapshot.line) else { continue }
+      guard let (models, actions) = try self.snapshot(snapshot.line) else { continue }
       for (store, model) in models where stores.contains(store) && found[store] == nil {
         found[store] = PositionedModel(model: model, action: actions[store])
       }

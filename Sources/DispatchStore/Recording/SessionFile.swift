@@ -528,3 +528,14 @@ enum SessionFile {
     String(cString: strerror(errno))
   }
 }
+
+extension SessionFile {
+  /// Whether two paths lead to one file, following symbolic links on the way (the same device and inode); `false`
+  /// if either leads nowhere.
+  static func leadToOneFile(_ first: URL, _ second: URL) -> Bool {
+    var a = stat()
+    var b = stat()
+    guard stat(first.path, &a) == 0, stat(second.path, &b) == 0 else { return false }
+    return a.st_dev == b.st_dev && a.st_ino == b.st_ino
+  }
+}

@@ -61,6 +61,9 @@ struct SessionIndex: Sendable {
   struct IndexedRead: Sendable {
     let read: RecordedRead
     let line: Line
+    /// The number of the record line it read, when that record is in the history: a later record at its position
+    /// replaces what it read.
+    var recordLine: Int? = nil
   }
   /// The stores whose values a recorder's privacy settings redacted in some line (`"p"`), and what it redacted.
   var redactions: [String: RedactionMark] = [:]
@@ -160,6 +163,7 @@ struct SessionIndex: Sendable {
       return nil
     }
     if let failure { throw failure }
+    index.dropReadsOfReplacedRecords()
     return index
   }
 
@@ -243,6 +247,9 @@ struct SessionIndex: Sendable {
     decodedRecords = decoded
   }
 
+  /// The most snapshots a snapshot line may come before (``add(_:object:stores:)``).
+  static let mostSnapshotsAfterTheCursor = 4_096
+
   /// Adds a version 2 or 3 line after the header.
   ///
   /// Checks that it continues the history as a recorder would.
@@ -276,13 +283,9 @@ struct SessionIndex: Sendable {
             }
           }
         }
+        // The reads of the records removed here go once the last line is read (`dropReadsOfReplacedRecords()`):
+        // filtering them at each replacement would cost every read kept, each time.
         records.removeSubrange((position - firstIndex)...)
-        if !reads.isEmpty {
-          reads = reads.compactMapValues { reads in
-            let kept = reads.filter { $0.read.index < position }
-            return kept.isEmpty ? nil : kept
-          }
-        }
       }
       if let last = snapshots.last, last.index > position {
         if inspection != nil {
@@ -330,6 +333,8 @@ struct SessionIndex: Sendable {
       possibleBases.removeAll()
     case UInt8(ascii: "s"):
       guard let position = fields.index else { throw .corruptLine(line: line.number, reason: LinePrefix.noPosition) }
+      // Positions count from 0; -1 stands for "before the first record" wherever a position is read.
+      guard position >= 0 else { throw .invalidIndex(position, line: line.number) }
       if records.isEmpty && cursor == -1 && snapshots.isEmpty {
         firstIndex = position
         cursor = position - 1
@@ -338,13 +343,24 @@ struct SessionIndex: Sendable {
       // In order of position, after those at the same one: a snapshot taken after an undo is at an earlier position
       // than one taken before the undo, which stays (the history it holds is there until a record replaces it). In
       // order, a record drops the snapshots after it by looking at the last, and saving writes each at its place.
-      let place = snapshots.lastIndex { $0.index <= position }.map { $0 + 1 } ?? 0
+      var place = snapshots.endIndex
+      while place > snapshots.startIndex, snapshots[place - 1].index > position {
+        place -= 1
+        // The snapshots after the cursor are those an undo left, one per launch at most: a file with thousands is
+        // not a writer's, and placing each would cost them all.
+        guard snapshots.endIndex - place < Self.mostSnapshotsAfterTheCursor else {
+          throw .corruptLine(
+            line: line.number,
+            reason: "more than \(Self.mostSnapshotsAfterTheCursor) snapshots after its position, which no writer leaves"
+          )
+        }
+      }
       snapshots.insert((position, line), at: place)
       for (store, mark) in LinePrefix.snapshotRedactions(in: object) {
         redactions[store] = mark.union(redactions[store] ?? RedactionMark())
       }
     case UInt8(ascii: "e"):
-      guard let dispatch = LinePrefix.unsignedField(LinePrefix.dispatchKey, in: object) else {
+      guard let dispatch = LinePrefix.unsignedField(UInt8(ascii: "d"), in: object) else {
         throw .corruptLine(line: line.number, reason: "missing field \"d\"")
       }
       effects[TransactionID(rawValue: dispatch), default: []].append(line)
@@ -395,11 +411,28 @@ struct SessionIndex: Sendable {
         line: line.number,
         reason: "it reads record \(position) of \"\(store)\", a record of \"\(records[position - firstIndex].store)\"")
     }
-    guard let transaction = LinePrefix.unsignedField(LinePrefix.transactionKey, in: object) else {
+    guard let transaction = LinePrefix.unsignedField(UInt8(ascii: "t"), in: object) else {
       throw .corruptLine(line: line.number, reason: "missing field \"t\"")
     }
     reads[TransactionID(rawValue: transaction), default: []].append(
-      IndexedRead(read: RecordedRead(store: store, index: position), line: line))
+      IndexedRead(
+        read: RecordedRead(store: store, index: position), line: line,
+        recordLine: position >= firstIndex ? records[position - firstIndex].line.number : nil))
+  }
+
+  /// Drops the reads of records that a later record replaced, once, after the last line.
+  ///
+  /// A read goes when the record at its position is no longer the line it read, or there is none.
+  mutating func dropReadsOfReplacedRecords() {
+    guard !reads.isEmpty else { return }
+    reads = reads.compactMapValues { reads in
+      let kept = reads.filter { read in
+        guard let line = read.recordLine else { return true }
+        let offset = read.read.index - firstIndex
+        return offset >= 0 && offset < records.count && records[offset].line.number == line
+      }
+      return kept.isEmpty ? nil : kept
+    }
   }
 }
 
@@ -407,11 +440,6 @@ struct SessionIndex: Sendable {
 private struct LinePrefix {
   static let opening = Array("{\"k\":\"".utf8)
   static let indexKey = Array(",\"i\":".utf8)
-  static let storeKey = Array(",\"s\":\"".utf8)
-  static let dispatchKey = Array(",\"d\":".utf8)
-  static let transactionKey = Array(",\"t\":".utf8)
-  static let redactionKey = Array(",\"p\":\"".utf8)
-  static let baseKey = Array(",\"z\":".utf8)
   static let snapshotRedactionKey = Array(",\"p\":{".utf8)
   /// Why a line of a kind with a position has none.
   static let noPosition = "its position, the field \"i\" right after \"k\", is not an integer of at most 18 digits"
@@ -462,49 +490,93 @@ private struct LinePrefix {
     return true
   }
 
-  private static func find(_ needle: [UInt8], in bytes: UnsafeRawBufferPointer) -> Int? {
-    var start = 0
-    while start + needle.count <= bytes.count {
-      if bytes[start] == needle[0], matches(needle, in: bytes, at: start) { return start }
-      start += 1
+  /// The keys a writer writes after a record line's transaction, dispatch, store, redaction mark and base: a field
+  /// of those found after them is not the line's as a writer writes it, and is not looked for there.
+  static let afterRecordPrefix: [UInt8] = [UInt8(ascii: "a"), UInt8(ascii: "m")]
+
+  /// Where the value of the top-level field `key` (one letter) is in a line's object, whose closing brace may be cut
+  /// off with its hash; the first if the key repeats, as the decoders take it.
+  ///
+  /// The fields before it are skipped whole, so a value that holds `"s":` (an object, a string) is never taken for
+  /// the line's field. `nil` if there is none before one of `stops`, or if a key before it is not a plain string
+  /// (an escape could spell `key` in a way a decoder reads and this does not) or the object is not JSON up to it.
+  static func topLevelValue(
+    _ key: UInt8, in bytes: UnsafeRawBufferPointer, stoppingAt stops: [UInt8] = []
+  ) -> Range<Int>? {
+    guard bytes.count > 1, bytes[0] == UInt8(ascii: "{") else { return nil }
+    var position = 1
+    while position < bytes.count, bytes[position] == UInt8(ascii: "\"") {
+      guard let keyEnd = endOfString(at: position, in: bytes),
+        !bytes[(position + 1)..<(keyEnd - 1)].contains(UInt8(ascii: "\\")),
+        keyEnd < bytes.count, bytes[keyEnd] == UInt8(ascii: ":")
+      else { return nil }
+      let name: UInt8? = keyEnd - position == 3 ? bytes[position + 1] : nil
+      if let name, stops.contains(name) { return nil }
+      let valueStart = keyEnd + 1
+      guard let valueEnd = endOfValue(at: valueStart, in: bytes) else { return nil }
+      if name == key { return valueStart..<valueEnd }
+      guard valueEnd < bytes.count, bytes[valueEnd] == UInt8(ascii: ",") else { return nil }
+      position = valueEnd + 1
     }
     return nil
   }
 
-  /// The JSON string after `"s":` in a record line, quotes included; empty if there is none.
-  static func storeField(in bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
-    guard let start = find(storeKey, in: bytes) else { return UnsafeRawBufferPointer(start: nil, count: 0) }
-    let opening = start + storeKey.count - 1
-    var position = opening + 1
-    while position < bytes.count, bytes[position] != UInt8(ascii: "\"") {
-      if bytes[position] == UInt8(ascii: "\\") { position += 1 }
-      position += 1
+  /// The position after the JSON value that starts at `start`: a string, an object or array (its strings skipped
+  /// whole), or a number or literal (up to the next `,`, `}` or `]`).
+  private static func endOfValue(at start: Int, in bytes: UnsafeRawBufferPointer) -> Int? {
+    guard start < bytes.count else { return nil }
+    switch bytes[start] {
+    case UInt8(ascii: "\""):
+      return endOfString(at: start, in: bytes)
+    case UInt8(ascii: "{"), UInt8(ascii: "["):
+      var depth = 0
+      var position = start
+      while position < bytes.count {
+        switch bytes[position] {
+        case UInt8(ascii: "\""):
+          guard let end = endOfString(at: position, in: bytes) else { return nil }
+          position = end
+          continue
+        case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+        case UInt8(ascii: "}"), UInt8(ascii: "]"):
+          depth -= 1
+          if depth == 0 { return position + 1 }
+        default: break
+        }
+        position += 1
+      }
+      return nil
+    default:
+      var position = start
+      while position < bytes.count, bytes[position] != UInt8(ascii: ","), bytes[position] != UInt8(ascii: "}"),
+        bytes[position] != UInt8(ascii: "]")
+      {
+        position += 1
+      }
+      return position > start ? position : nil
     }
-    guard position < bytes.count else { return UnsafeRawBufferPointer(start: nil, count: 0) }
-    return UnsafeRawBufferPointer(rebasing: bytes[opening...position])
   }
 
-  /// The base of a record line's list changes, right after its store and redaction mark (`,"s":"…","z":11`), if
-  /// it names one; `-1` if the field is there but not a JSON integer of at most 18 digits, or negative.
+  /// The JSON string of a record or read line's top-level `"s"`, quotes included; empty if there is none.
+  static func storeField(in bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+    guard let range = topLevelValue(UInt8(ascii: "s"), in: bytes), bytes[range.lowerBound] == UInt8(ascii: "\"")
+    else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+    return UnsafeRawBufferPointer(rebasing: bytes[range])
+  }
+
+  /// The base of a record line's list changes (`"z":11`, before its action and model), if it names one; `-1` if the
+  /// field is there but not a JSON integer of at most 18 digits, or negative.
   static func recordBase(in bytes: UnsafeRawBufferPointer) -> Int? {
-    guard let start = find(storeKey, in: bytes) else { return nil }
-    guard var position = endOfString(at: start + storeKey.count - 1, in: bytes) else { return nil }
-    if matches(redactionKey, in: bytes, at: position),
-      let end = endOfString(at: position + redactionKey.count - 1, in: bytes)
-    {
-      position = end
-    }
-    guard matches(baseKey, in: bytes, at: position) else { return nil }
-    guard let base = integer(in: bytes, at: position + baseKey.count), base >= 0 else { return -1 }
+    guard let range = topLevelValue(UInt8(ascii: "z"), in: bytes, stoppingAt: afterRecordPrefix) else { return nil }
+    guard let base = integer(in: bytes, at: range.lowerBound), base >= 0 else { return -1 }
     return base
   }
 
-  /// The redaction mark right after the store of a record line (`,"s":"…","p":"am"`), if there is one.
+  /// The redaction mark of a record line (`"p":"am"`, before its action and model), if there is one.
   static func recordRedaction(in bytes: UnsafeRawBufferPointer) -> RedactionMark? {
-    guard let start = find(storeKey, in: bytes) else { return nil }
-    guard var position = endOfString(at: start + storeKey.count - 1, in: bytes) else { return nil }
-    guard matches(redactionKey, in: bytes, at: position) else { return nil }
-    position += redactionKey.count
+    guard let range = topLevelValue(UInt8(ascii: "p"), in: bytes, stoppingAt: afterRecordPrefix) else { return nil }
+    guard bytes[range.lowerBound] == UInt8(ascii: "\"") else { return RedactionMark(model: true, action: true) }
+    var position = range.lowerBound + 1
     let textStart = position
     while position < bytes.count, bytes[position] != UInt8(ascii: "\""), position - textStart < 3 { position += 1 }
     // A mark that is not one of the three counts as both: never fail open.
@@ -542,10 +614,10 @@ private struct LinePrefix {
     return position < bytes.count ? position + 1 : nil
   }
 
-  /// The unsigned integer after `key` (such as `,"d":`).
-  static func unsignedField(_ key: [UInt8], in bytes: UnsafeRawBufferPointer) -> UInt64? {
-    guard let start = find(key, in: bytes) else { return nil }
-    var position = start + key.count
+  /// The unsigned integer of the top-level field `key` (such as `"d"`), if it is one of at most 20 digits.
+  static func unsignedField(_ key: UInt8, in bytes: UnsafeRawBufferPointer) -> UInt64? {
+    guard let range = topLevelValue(key, in: bytes) else { return nil }
+    var position = range.lowerBound
     var value: UInt64 = 0
     var digits = 0
     while position < bytes.count, bytes[position] >= UInt8(ascii: "0"), bytes[position] <= UInt8(ascii: "9"),
@@ -557,7 +629,7 @@ private struct LinePrefix {
       position += 1
       digits += 1
     }
-    return digits == 0 ? nil : value
+    return digits > 0 && position == range.upperBound ? value : nil
   }
 }
 

@@ -54,7 +54,7 @@ public enum SessionInspector {
     do {
       index = try SessionIndex.read(try SessionFile.read(url), path: url.path, codecs: nil, inspecting: true)
     } catch {
-      if isAboutContents(error), !isSameFile(url, output) {
+      if isAboutContents(error), !SessionFile.leadToOneFile(url, output) {
         // If even this page cannot be written, the file's error is the one to report.
         _ = try? SessionFile.replace(
           output, with: errorPage(error, title: url.lastPathComponent), replacing: .anythingButSessions)
@@ -163,16 +163,6 @@ public enum SessionInspector {
     default:
       return false
     }
-  }
-
-  /// Whether both paths name the same file (an error page is never written over the file it is about).
-  private static func isSameFile(_ first: URL, _ second: URL) -> Bool {
-    let manager = FileManager.default
-    guard let a = try? manager.attributesOfItem(atPath: first.path),
-      let b = try? manager.attributesOfItem(atPath: second.path)
-    else { return false }
-    return (a[.systemNumber] as? NSNumber) == (b[.systemNumber] as? NSNumber)
-      && (a[.systemFileNumber] as? NSNumber) == (b[.systemFileNumber] as? NSNumber)
   }
 
   private static func appendDivergence<Output>(_ divergence: SessionError?, to page: inout PageWriter<Output>) {

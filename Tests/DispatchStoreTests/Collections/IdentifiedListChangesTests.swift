@@ -461,6 +461,9 @@ struct IdentifiedListChangesTests {
     // An element added without a place in the order.
     let orphan = ListChanges<Item>(updated: [Item(id: 99, value: 0)])
     #expect(throws: ListChangesMismatch.self) { try short.apply(orphan) }
+    // Two values for one id already in the list: the second would silently replace the first.
+    let twice = ListChanges<Item>(updated: [Item(id: 1, value: 1), Item(id: 1, value: 2)])
+    #expect(throws: ListChangesMismatch.self) { try short.apply(twice) }
     #expect(Array(short) == [Item(id: 1, value: 0)])
   }
 }

@@ -1,0 +1,138 @@
+import Foundation
+import Testing
+
+@testable import DispatchStore
+
+/// Lines no writer writes, each chained with valid hashes: loading, restore and the inspector read them as the
+/// decoders do, or refuse them with a typed error; none is taken for another store's record, and none costs more
+/// than its size.
+@Suite("Hostile session lines", .timeLimit(.minutes(2)), .watchdog)
+struct HostileSessionLinesTests {
+  /// The header and each line as a JSON object without its hash, as `writeSession` takes them.
+  static func objects(_ lines: [SessionFormat.Line], codecs: SessionCodecs = appCodecs()) throws -> [String] {
+    var encoder = SessionFormat.Encoder(codecs: codecs)
+    func object(_ line: Data) -> String {
+      String(decoding: line.dropLast(SessionHash.suffixLength + 1), as: UTF8.self) + "}"
+    }
+    var header = SessionFormat.Encoder(codecs: appCodecs())
+    var objects = [object(try header.header())]
+    for line in lines { objects.append(object(try encoder.encode(line))) }
+    return objects
+  }
+
+  static func record(_ index: Int, count: Int) -> SessionFormat.Line {
+    let id = TransactionID.next()
+    return .record(
+      Record(
+        index: index, dispatchID: id, transactionID: id, storeIdentifier: "counter", action: CounterAction.increase(1),
+        model: Counter(count: count)))
+  }
+
+  /// A field before the store whose value holds `"s":"text"` is skipped whole: the record is the counter's, for the
+  /// index as for the decoder, and restore puts its model there.
+  @Test func aStoreInsideAnotherFieldIsNotTheRecords() throws {
+    var lines = try Self.objects([Self.record(0, count: 7)])
+    let store = #","s":"counter""#
+    #expect(lines[1].contains(store))
+    lines[1] = lines[1].replacingOccurrences(of: store, with: #","x":{"y":0,"s":"text"}"# + store)
+    let file = TemporaryFile()
+    writeSession(lines, to: file.url)
+    let session = try Session.load(from: file.url, codecs: appCodecs())
+    #expect(try session.records.map(\.storeIdentifier) == ["counter"])
+    let app = RecordedApp()
+    try session.restore(into: app.dispatcher)
+    #expect(app.counter.model.count == 7)
+    #expect(app.text.model.value == "")
+  }
+
+  /// A key spelt with an escape before the store (`"\u0073"`, which decoders read as `"s"`, and which repeated takes
+  /// the first value) is refused: the index would otherwise read the store after it.
+  @Test func anEscapedKeyBeforeTheStoreIsRefused() throws {
+    var lines = try Self.objects([Self.record(0, count: 7)])
+    let store = #","s":"counter""#
+    lines[1] = lines[1].replacingOccurrences(of: store, with: #","\u0073":"text""# + store)
+    let file = TemporaryFile()
+    writeSession(lines, to: file.url)
+    #expect(throws: SessionError.self) { try Session.load(from: file.url, codecs: appCodecs()) }
+  }
+
+  /// A snapshot of a store the header does not list does not stand in for one it lists: restore refuses it, naming
+  /// its line, rather than leaving `text` at the app's own model.
+  @Test func aSnapshotOfAStoreTheHeaderDoesNotListIsRefused() throws {
+    var codecs = appCodecs()
+    codecs.register(storeIdentifier: "extra", model: Counter.self, action: CounterAction.self)
+    let lines = try Self.objects(
+      [
+        .snapshot(index: 0, models: ["counter": Counter(count: 0), "text": Text(value: "t")], actions: [:]),
+        Self.record(0, count: 1),
+        .snapshot(index: 1, models: ["extra": Counter(count: 5)], actions: [:]),
+        Self.record(1, count: 2),
+      ], codecs: codecs)
+    let file = TemporaryFile()
+    writeSession(lines, to: file.url)
+    let session = try Session.load(from: file.url, codecs: codecs)
+    let app = RecordedApp()
+    #expect(app.text.restore(model: Text(value: "the app's"), action: nil, event: nil))
+    do {
+      try session.restore(into: app.dispatcher)
+      Issue.record("restored")
+    } catch {
+      guard case .corruptLine(let line, _) = error else {
+        Issue.record("\(error)")
+        return
+      }
+      #expect(line == 4)
+    }
+    #expect(app.text.model.value == "the app's")
+  }
+
+  /// Positions count from 0: a first snapshot at -5 would make -1, "before the first record", a record's position.
+  @Test func aNegativeFirstPositionIsRefused() throws {
+    let lines = try Self.objects([.snapshot(index: 0, models: ["counter": Counter(count: 0)], actions: [:])])
+    let file = TemporaryFile()
+    writeSession([lines[0], lines[1].replacingOccurrences(of: #""i":0,"#, with: #""i":-5,"#)], to: file.url)
+    #expect(throws: SessionError.invalidIndex(-5, line: 2)) { try Session.load(from: file.url, codecs: appCodecs()) }
+  }
+
+  /// Placing a snapshot before those an undo left costs at most a bound: a file with more is refused, not read in
+  /// time that grows with their number times the snapshots placed.
+  @Test func thousandsOfSnapshotsAfterTheCursorAreRefused() throws {
+    let snapshot = try Self.objects([.snapshot(index: 2, models: ["counter": Counter(count: 0)], actions: [:])])[1]
+    var lines = try Self.objects([Self.record(0, count: 1), Self.record(1, count: 2), .move(0)])
+    let move = lines.removeLast()
+    let count = SessionIndex.mostSnapshotsAfterTheCursor
+    lines += Array(repeating: snapshot, count: count) + [move]
+    lines.append(snapshot.replacingOccurrences(of: #""i":2,"#, with: #""i":1,"#))
+    let file = TemporaryFile()
+    writeSession(lines, to: file.url)
+    do {
+      _ = try Session.load(from: file.url, codecs: appCodecs())
+      Issue.record("loaded")
+    } catch {
+      guard case .corruptLine(let line, _) = error else {
+        Issue.record("\(error)")
+        return
+      }
+      #expect(line == lines.count)
+    }
+    // One fewer loads.
+    lines.remove(at: 4)
+    writeSession(lines, to: file.url)
+    #expect(try Session.load(from: file.url, codecs: appCodecs()).snapshotIndices.count == count)
+  }
+
+  /// The inspector's error page never replaces its own input, also when the output is a symbolic link to it.
+  @Test func theInspectorsErrorPageNeverReplacesItsInputThroughALink() throws {
+    let file = TemporaryFile()
+    try writeSmallSession(to: file)
+    var lines = file.lines
+    lines[0] = "{" + lines[0].dropFirst(2)
+    file.write(lines.joined(separator: "\n") + "\n")
+    let before = file.data
+    let link = FileManager.default.temporaryDirectory.appendingPathComponent("link-\(UUID()).html")
+    try FileManager.default.createSymbolicLink(at: link, withDestinationURL: file.url)
+    defer { try? FileManager.default.removeItem(at: link) }
+    #expect(throws: SessionError.self) { try SessionInspector.writePage(forSessionAt: file.url, to: link) }
+    #expect(file.data == before)
+  }
+}
