@@ -116,6 +116,11 @@ public struct Session: Sendable {
     guard case .record(let record) = try decode(line.line, lists: lists) else {
       throw .corruptLine(line: line.line.number, reason: "not a record")
     }
+    // A redaction mark loading did not see (written after the model) would have restore put a redacted value back.
+    let indexed = index.redactions[line.store] ?? RedactionMark()
+    guard !record.redaction.model || indexed.model, !record.redaction.action || indexed.action else {
+      throw .corruptLine(line: line.line.number, reason: "its redaction mark is not where a writer writes it")
+    }
     guard record.storeIdentifier == line.store, record.index == line.index else {
       throw .corruptLine(
         line: line.line.number,
@@ -323,18 +328,16 @@ public struct Session: Sendable {
     return found
   }
 
-  /// The models and actions of the snapshot `line`, whose stores must all be ones the header lists.
+  /// The models and actions of the snapshot `line`, of the stores the header lists.
   ///
   /// A store's models are looked for until each listed store has one, so another store's would stand in for a
-  /// listed one.
+  /// listed one. (A resumed recorder may keep a store its privacy settings now leave out of a new file's header.)
   private func snapshot(
     _ line: SessionIndex.Line
   ) throws(SessionError) -> (models: [String: any ModelType], actions: [String: any ActionType])? {
     guard case .snapshot(_, let models, let actions) = try decode(line) else { return nil }
-    if let other = models.keys.first(where: { !index.storeIdentifiers.contains($0) }) {
-      throw .corruptLine(line: line.number, reason: "its snapshot holds \"\(other)\", a store the header does not list")
-    }
-    return (models, actions)
+    let listed = Set(index.storeIdentifiers)
+    return (models.filter { listed.contains($0.key) }, actions.filter { listed.contains($0.key) })
   }
 
   /// The model each of `stores` has in the first snapshot at or after `position` that holds it: where a store whose

@@ -247,8 +247,16 @@ struct SessionIndex: Sendable {
     decodedRecords = decoded
   }
 
-  /// The most snapshots a snapshot line may come before (``add(_:object:stores:)``).
-  static let mostSnapshotsAfterTheCursor = 4_096
+  /// Where the snapshots after `position` start in `snapshots`, which are in order of position: found by halving.
+  private static func place(after position: Int, in snapshots: [(index: Int, line: Line)]) -> Int {
+    var low = snapshots.startIndex
+    var high = snapshots.endIndex
+    while low < high {
+      let middle = low + (high - low) / 2
+      if snapshots[middle].index <= position { low = middle + 1 } else { high = middle }
+    }
+    return low
+  }
 
   /// Adds a version 2 or 3 line after the header.
   ///
@@ -268,7 +276,8 @@ struct SessionIndex: Sendable {
     case UInt8(ascii: "r"):
       guard let position = fields.index else { throw .corruptLine(line: line.number, reason: LinePrefix.noPosition) }
       guard position == cursor + 1, position >= firstIndex else { throw .invalidIndex(position, line: line.number) }
-      let store = try Self.store(in: object, of: stores, line: line)
+      let prefix = LinePrefix.recordPrefix(in: object)
+      let store = try Self.store(named: prefix.store, of: stores, line: line)
       if position - firstIndex < records.count {
         if inspection != nil {
           inspection!.replacedRecords += records[(position - firstIndex)...].map { ($0, line.number) }
@@ -288,14 +297,14 @@ struct SessionIndex: Sendable {
         records.removeSubrange((position - firstIndex)...)
       }
       if let last = snapshots.last, last.index > position {
+        // In order of position: the snapshots after it are the last ones, removed without a look at the others.
+        let cut = Self.place(after: position, in: snapshots)
         if inspection != nil {
-          inspection!.droppedSnapshots += snapshots.filter { $0.index > position }.map {
-            ($0.index, $0.line, line.number)
-          }
+          inspection!.droppedSnapshots += snapshots[cut...].map { ($0.index, $0.line, line.number) }
         }
-        snapshots.removeAll { $0.index > position }
+        snapshots.removeSubrange(cut...)
       }
-      let base = LinePrefix.recordBase(in: object)
+      let base = prefix.base
       let possible = possibleBases[store]
       if let base, base != possible?.index {
         throw .corruptLine(
@@ -312,7 +321,7 @@ struct SessionIndex: Sendable {
       }
       possibleBases[store] = (position, chain)
       records.append(RecordLine(line: line, index: position, store: store, base: base))
-      if let mark = LinePrefix.recordRedaction(in: object) {
+      if let mark = prefix.redaction {
         redactions[store] = mark.union(redactions[store] ?? RedactionMark())
       }
       cursor = position
@@ -343,18 +352,7 @@ struct SessionIndex: Sendable {
       // In order of position, after those at the same one: a snapshot taken after an undo is at an earlier position
       // than one taken before the undo, which stays (the history it holds is there until a record replaces it). In
       // order, a record drops the snapshots after it by looking at the last, and saving writes each at its place.
-      var place = snapshots.endIndex
-      while place > snapshots.startIndex, snapshots[place - 1].index > position {
-        place -= 1
-        // The snapshots after the cursor are those an undo left, one per launch at most: a file with thousands is
-        // not a writer's, and placing each would cost them all.
-        guard snapshots.endIndex - place < Self.mostSnapshotsAfterTheCursor else {
-          throw .corruptLine(
-            line: line.number,
-            reason: "more than \(Self.mostSnapshotsAfterTheCursor) snapshots after its position, which no writer leaves"
-          )
-        }
-      }
+      let place = Self.place(after: position, in: snapshots)
       snapshots.insert((position, line), at: place)
       for (store, mark) in LinePrefix.snapshotRedactions(in: object) {
         redactions[store] = mark.union(redactions[store] ?? RedactionMark())
@@ -382,12 +380,11 @@ struct SessionIndex: Sendable {
     }
   }
 
-  /// The store a record or read line names (`"s"`), one of the header's `stores`, found by its JSON.
+  /// The store a record or read line names (`field`, its `"s"`), one of the header's `stores`, found by its JSON.
   /// - Throws: ``SessionError/unknownStore(identifier:line:)`` for another.
   private static func store(
-    in object: UnsafeRawBufferPointer, of stores: [(identifier: String, json: [UInt8])], line: Line
+    named field: UnsafeRawBufferPointer, of stores: [(identifier: String, json: [UInt8])], line: Line
   ) throws(SessionError) -> String {
-    let field = LinePrefix.storeField(in: object)
     guard let store = stores.first(where: { field.elementsEqual($0.json) })?.identifier else {
       let name = try? JSONDecoder().decode(String.self, from: Data(field))
       throw .unknownStore(identifier: name ?? "?", line: line.number)
@@ -405,7 +402,7 @@ struct SessionIndex: Sendable {
     guard let position else { throw .corruptLine(line: line.number, reason: LinePrefix.noPosition) }
     // Any record before the history's first, or one in it up to the cursor: the store's model when it was read.
     guard position >= -1, position <= cursor else { throw .invalidIndex(position, line: line.number) }
-    let store = try Self.store(in: object, of: stores, line: line)
+    let store = try Self.store(named: LinePrefix.storeField(in: object), of: stores, line: line)
     if position >= firstIndex, records[position - firstIndex].store != store {
       throw .corruptLine(
         line: line.number,
@@ -494,31 +491,74 @@ private struct LinePrefix {
   /// of those found after them is not the line's as a writer writes it, and is not looked for there.
   static let afterRecordPrefix: [UInt8] = [UInt8(ascii: "a"), UInt8(ascii: "m")]
 
-  /// Where the value of the top-level field `key` (one letter) is in a line's object, whose closing brace may be cut
-  /// off with its hash; the first if the key repeats, as the decoders take it.
+  /// Calls `body` with each top-level field of a line's object, in order, until it returns `false`.
   ///
-  /// The fields before it are skipped whole, so a value that holds `"s":` (an object, a string) is never taken for
-  /// the line's field. `nil` if there is none before one of `stops`, or if a key before it is not a plain string
-  /// (an escape could spell `key` in a way a decoder reads and this does not) or the object is not JSON up to it.
-  static func topLevelValue(
-    _ key: UInt8, in bytes: UnsafeRawBufferPointer, stoppingAt stops: [UInt8] = []
-  ) -> Range<Int>? {
-    guard bytes.count > 1, bytes[0] == UInt8(ascii: "{") else { return nil }
+  /// `body` gets the field's key if it is one letter (`nil` for a longer one) and where its value is. The object's
+  /// closing brace may be cut off with its hash. Each value is skipped whole, so one that holds `"s":` (an object, a
+  /// string) is never taken for the line's field. Stops also at a key of `stops`, at a key that is not a plain string
+  /// (an escape could spell a field's key in a way a decoder reads and this does not), or where the object is not
+  /// JSON.
+  static func forEachTopLevelField(
+    in bytes: UnsafeRawBufferPointer, stoppingAt stops: [UInt8] = [], _ body: (UInt8?, Range<Int>) -> Bool
+  ) {
+    guard bytes.count > 1, bytes[0] == UInt8(ascii: "{") else { return }
     var position = 1
     while position < bytes.count, bytes[position] == UInt8(ascii: "\"") {
       guard let keyEnd = endOfString(at: position, in: bytes),
         !bytes[(position + 1)..<(keyEnd - 1)].contains(UInt8(ascii: "\\")),
         keyEnd < bytes.count, bytes[keyEnd] == UInt8(ascii: ":")
-      else { return nil }
+      else { return }
       let name: UInt8? = keyEnd - position == 3 ? bytes[position + 1] : nil
-      if let name, stops.contains(name) { return nil }
+      if let name, stops.contains(name) { return }
       let valueStart = keyEnd + 1
-      guard let valueEnd = endOfValue(at: valueStart, in: bytes) else { return nil }
-      if name == key { return valueStart..<valueEnd }
-      guard valueEnd < bytes.count, bytes[valueEnd] == UInt8(ascii: ",") else { return nil }
+      guard let valueEnd = endOfValue(at: valueStart, in: bytes), body(name, valueStart..<valueEnd),
+        valueEnd < bytes.count, bytes[valueEnd] == UInt8(ascii: ",")
+      else { return }
       position = valueEnd + 1
     }
-    return nil
+  }
+
+  /// Where the value of the top-level field `key` (one letter) is, the first if the key repeats, as the decoders
+  /// take it; `nil` if ``forEachTopLevelField(in:stoppingAt:_:)`` stops before it.
+  static func topLevelValue(
+    _ key: UInt8, in bytes: UnsafeRawBufferPointer, stoppingAt stops: [UInt8] = []
+  ) -> Range<Int>? {
+    var found: Range<Int>?
+    forEachTopLevelField(in: bytes, stoppingAt: stops) { name, value in
+      guard name == key else { return true }
+      found = value
+      return false
+    }
+    return found
+  }
+
+  /// A record line's store (its JSON string, quotes included; empty if there is none), redaction mark and base,
+  /// read in one pass over the fields a writer writes before the action and model.
+  static func recordPrefix(
+    in bytes: UnsafeRawBufferPointer
+  ) -> (store: UnsafeRawBufferPointer, redaction: RedactionMark?, base: Int?) {
+    var store: Range<Int>?
+    var redaction: Range<Int>?
+    var base: Range<Int>?
+    forEachTopLevelField(in: bytes, stoppingAt: afterRecordPrefix) { name, value in
+      switch name {
+      case UInt8(ascii: "s"): store = store ?? value
+      case UInt8(ascii: "p"): redaction = redaction ?? value
+      case UInt8(ascii: "z"): base = base ?? value
+      default: break
+      }
+      return true
+    }
+    return (
+      store.map { string(at: $0, in: bytes) } ?? UnsafeRawBufferPointer(start: nil, count: 0),
+      redaction.map { Self.redaction(at: $0, in: bytes) }, base.map { Self.base(at: $0, in: bytes) }
+    )
+  }
+
+  /// The JSON string at `range`, quotes included; empty if the value there is not a string.
+  private static func string(at range: Range<Int>, in bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+    guard bytes[range.lowerBound] == UInt8(ascii: "\"") else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+    return UnsafeRawBufferPointer(rebasing: bytes[range])
   }
 
   /// The position after the JSON value that starts at `start`: a string, an object or array (its strings skipped
@@ -557,29 +597,28 @@ private struct LinePrefix {
     }
   }
 
-  /// The JSON string of a record or read line's top-level `"s"`, quotes included; empty if there is none.
+  /// The JSON string of a read line's top-level `"s"`, quotes included; empty if there is none.
   static func storeField(in bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
-    guard let range = topLevelValue(UInt8(ascii: "s"), in: bytes), bytes[range.lowerBound] == UInt8(ascii: "\"")
-    else { return UnsafeRawBufferPointer(start: nil, count: 0) }
-    return UnsafeRawBufferPointer(rebasing: bytes[range])
+    guard let range = topLevelValue(UInt8(ascii: "s"), in: bytes) else {
+      return UnsafeRawBufferPointer(start: nil, count: 0)
+    }
+    return string(at: range, in: bytes)
   }
 
-  /// The base of a record line's list changes (`"z":11`, before its action and model), if it names one; `-1` if the
-  /// field is there but not a JSON integer of at most 18 digits, or negative.
-  static func recordBase(in bytes: UnsafeRawBufferPointer) -> Int? {
-    guard let range = topLevelValue(UInt8(ascii: "z"), in: bytes, stoppingAt: afterRecordPrefix) else { return nil }
+  /// The base of a record line's list changes (`"z":11`) at `range`; `-1` if it is not a JSON integer of at most 18
+  /// digits, or negative.
+  private static func base(at range: Range<Int>, in bytes: UnsafeRawBufferPointer) -> Int {
     guard let base = integer(in: bytes, at: range.lowerBound), base >= 0 else { return -1 }
     return base
   }
 
-  /// The redaction mark of a record line (`"p":"am"`, before its action and model), if there is one.
-  static func recordRedaction(in bytes: UnsafeRawBufferPointer) -> RedactionMark? {
-    guard let range = topLevelValue(UInt8(ascii: "p"), in: bytes, stoppingAt: afterRecordPrefix) else { return nil }
+  /// The redaction mark of a record line (`"p":"am"`) at `range`; a mark that is not a string of one of the three
+  /// counts as both: never fail open.
+  private static func redaction(at range: Range<Int>, in bytes: UnsafeRawBufferPointer) -> RedactionMark {
     guard bytes[range.lowerBound] == UInt8(ascii: "\"") else { return RedactionMark(model: true, action: true) }
     var position = range.lowerBound + 1
     let textStart = position
     while position < bytes.count, bytes[position] != UInt8(ascii: "\""), position - textStart < 3 { position += 1 }
-    // A mark that is not one of the three counts as both: never fail open.
     return RedactionMark(text: String(decoding: bytes[textStart..<position], as: UTF8.self))
       ?? RedactionMark(model: true, action: true)
   }
@@ -625,7 +664,9 @@ private struct LinePrefix {
     {
       let (times, overflow) = value.multipliedReportingOverflow(by: 10)
       guard !overflow else { return nil }
-      value = times &+ UInt64(bytes[position] - UInt8(ascii: "0"))
+      let (sum, carry) = times.addingReportingOverflow(UInt64(bytes[position] - UInt8(ascii: "0")))
+      guard !carry else { return nil }
+      value = sum
       position += 1
       digits += 1
     }
