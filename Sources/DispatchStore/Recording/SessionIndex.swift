@@ -385,6 +385,12 @@ struct SessionIndex: Sendable {
   private static func store(
     named field: UnsafeRawBufferPointer, of stores: [(identifier: String, json: [UInt8])], line: Line
   ) throws(SessionError) -> String {
+    guard field.count > 0 else {
+      throw .corruptLine(
+        line: line.number,
+        reason: "it names no store: no top-level field \"s\" before its action and model, or a key before it spelt "
+          + "with an escape")
+    }
     guard let store = stores.first(where: { field.elementsEqual($0.json) })?.identifier else {
       let name = try? JSONDecoder().decode(String.self, from: Data(field))
       throw .unknownStore(identifier: name ?? "?", line: line.number)
