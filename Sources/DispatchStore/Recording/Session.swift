@@ -978,18 +978,20 @@ public struct Session: Sendable {
   ///
   /// ```swift
   /// let session = try Session.load(from: url, codecs: codecs)
-  /// // Keep the last 1,000 records (positions are record indices, from `firstIndex`).
+  /// // Keep the last 1,000 records (positions are record indices, from `firstIndex`), and those undone after the
+  /// // cursor.
   /// let last = session.firstIndex + session.recordCount
-  /// try session.compact(before: max(session.firstIndex, last - 1_000), to: url)
+  /// try session.compact(before: min(session.cursor + 1, max(session.firstIndex, last - 1_000)), to: url)
   /// ```
   /// - Parameters:
-  ///   - position: The index of the first record kept; between ``firstIndex`` and one past the last record.
+  ///   - position: The index of the first record kept; between ``firstIndex`` and one past the ``cursor``. Records
+  ///     undone after the cursor are not folded: that would move the cursor, and restore would give other models.
   ///   - url: Where to write; may be the session's own file (a session is replaced atomically, under its lock).
-  /// - Throws: ``SessionError/invalidIndex(_:line:)`` for a position outside the history;
+  /// - Throws: ``SessionError/invalidIndex(_:line:)`` for a position outside the history or past one after the cursor;
   ///   ``SessionError/inUse(path:)`` if a recorder is attached to the file; ``SessionError/fileChanged(path:)`` if
   ///   `url` is the file the session was loaded from and it changed since; a decoding, encoding or I/O error.
   public func compact(before position: Int, to url: URL) throws(SessionError) {
-    guard position >= index.firstIndex, position <= nextIndex else { throw .invalidIndex(position, line: 0) }
+    guard position >= index.firstIndex, position <= cursor + 1 else { throw .invalidIndex(position, line: 0) }
     try write(to: url, from: position)
   }
 
@@ -1042,8 +1044,8 @@ public struct Session: Sendable {
     for (transaction, read) in reads.sorted(by: { $0.1.line.number < $1.1.line.number }) {
       lines.append(.read(transactionID: transaction, store: read.read.store, index: read.read.index))
     }
-    let kept = max(cursor, position - 1)
-    if kept != nextIndex - 1 { lines.append(.move(kept)) }
+    // `position` is at most one past the cursor (`compact(before:to:)`): the records undone after it stay undone.
+    if cursor != nextIndex - 1 { lines.append(.move(cursor)) }
     try SessionFormat.write(
       lines, codecs: codecs, marked: index.redactions, to: url, loaded: source?.fingerprint)
   }

@@ -124,6 +124,31 @@ struct SnapshotTests {
     #expect(trackedDecodes.withLock { $0["full"] ?? 0 } <= 2)  // The last record alone holds the model.
   }
 
+  /// Records undone after the cursor are not folded into the snapshot: that would move the cursor, and the compacted
+  /// file would restore other models than the session (helper-57).
+  @Test func compactingPastOneAfterTheCursorIsRefusedAndLeavesTheFile() throws {
+    let file = TemporaryFile()
+    let (recording, _, recorder) = try recordTracked(10, tag: "undone", snapshotAfter: nil, to: file)
+    try withExtendedLifetime(recording) {
+      try recorder.undo()
+      try recorder.undo()
+      recorder.flush()
+    }
+    let session = try Session.load(from: file.url, codecs: trackedCodecs())
+    #expect(session.cursor == 7)
+    let target = TemporaryFile()
+    #expect(throws: SessionError.invalidIndex(9, line: 0)) { try session.compact(before: 9, to: target.url) }
+    #expect(!FileManager.default.fileExists(atPath: target.url.path))
+    // One after the cursor keeps the undone records, and the models restore gives.
+    try session.compact(before: 8, to: target.url)
+    let compacted = try Session.load(from: target.url, codecs: trackedCodecs())
+    #expect(compacted.cursor == 7)
+    #expect(compacted.recordCount == 2)
+    let (dispatcher, store, _) = try freshTracked(tag: "undone")
+    try compacted.restore(into: dispatcher)
+    #expect(store.model.count == 8)
+  }
+
   @Test func aCompactedSessionRestoresVerifiesAndUndoesWithinWhatIsKept() throws {
     let file = TemporaryFile()
     let (_, original, _) = try recordTracked(10, tag: "compact", snapshotAfter: nil, to: file)
