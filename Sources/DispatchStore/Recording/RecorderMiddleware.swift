@@ -314,15 +314,20 @@ public final class RecorderMiddleware: Middleware {
     let loadedFile = session.source?.fingerprint
     var stores: [String: StoreLocation] = [:]
     var baselines: [String: (model: any ModelType, action: (any ActionType)?)] = [:]
-    let recorded = Set(records.map(\.storeIdentifier)).union(base.keys)
+    var recorded = Set(records.map(\.storeIdentifier)).union(base.keys)
     // A store first recorded after the records kept begin starts from the model of the snapshot that introduced it.
     let introduced = try session.firstSnapshotModels(of: recorded.subtracting(base.keys), from: firstKept)
+    // So does one that a snapshot among them introduced and no record names, if restore puts it back (a snapshot at
+    // or before the cursor's next record), and this recorder does not leave it out (helper-57).
+    let unrecorded = Set(session.index.storeIdentifiers).subtracting(recorded).subtracting(privacy.excluded)
+    let onlyInSnapshots = try session.firstSnapshotModels(of: unrecorded, from: firstKept, through: session.cursor + 1)
+    recorded.formUnion(onlyInSnapshots.keys)
     for identifier in recorded {
       guard let store = dispatcher.store(with: identifier) as? any ModelRestoring else {
         throw .unregisteredStore(index: session.cursor, storeIdentifier: identifier)
       }
       stores[identifier] = StoreLocation(dispatcher)
-      let start = base[identifier] ?? introduced[identifier]
+      let start = base[identifier] ?? introduced[identifier] ?? onlyInSnapshots[identifier]
       baselines[identifier] = start.map { ($0.model, $0.action) } ?? (store.anyModel, nil)
     }
     let (event, replaced) = storage.state.withLock { state in

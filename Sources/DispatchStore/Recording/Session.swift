@@ -340,14 +340,14 @@ public struct Session: Sendable {
     return (models.filter { listed.contains($0.key) }, actions.filter { listed.contains($0.key) })
   }
 
-  /// The model each of `stores` has in the first snapshot at or after `position` that holds it: where a store whose
-  /// first record comes after `position` starts.
+  /// The model each of `stores` has in the first snapshot at or after `position` (and at or before `last`) that
+  /// holds it: where a store whose first record comes after `position` starts.
   func firstSnapshotModels(
-    of stores: Set<String>, from position: Int
+    of stores: Set<String>, from position: Int, through last: Int = .max
   ) throws(SessionError) -> [String: PositionedModel] {
     var found: [String: PositionedModel] = [:]
     guard !stores.isEmpty else { return found }
-    for snapshot in index.snapshots where snapshot.index >= position {
+    for snapshot in index.snapshots where snapshot.index >= position && snapshot.index <= last {
       guard let (models, actions) = try self.snapshot(snapshot.line) else { continue }
       for (store, model) in models where stores.contains(store) && found[store] == nil {
         found[store] = PositionedModel(model: model, action: actions[store])

@@ -124,6 +124,36 @@ struct SnapshotTests {
     #expect(trackedDecodes.withLock { $0["full"] ?? 0 } <= 2)  // The last record alone holds the model.
   }
 
+  /// A store that a snapshot among the records a resumed recorder keeps introduced, and that no record names, is
+  /// kept: a save then writes it, and the saved file restores it as the session does (helper-57).
+  @Test func aResumedRecorderKeepsAStoreThatOnlyASnapshotIntroduced() throws {
+    let lines = try HostileSessionLinesTests.objects([
+      .snapshot(index: 0, models: ["counter": Counter(count: 0)], actions: [:]),
+      HostileSessionLinesTests.record(0, count: 1), HostileSessionLinesTests.record(1, count: 2),
+      .snapshot(index: 2, models: ["text": Text(value: "t")], actions: [:]),
+      HostileSessionLinesTests.record(2, count: 3),
+    ])
+    let file = TemporaryFile()
+    writeSession(lines, to: file.url)
+    let session = try Session.load(from: file.url, codecs: appCodecs())
+    let dispatcher = Dispatcher()
+    let counter = makeCounterStore("counter")
+    let text = Store(identifier: "text", model: Text(), reducer: TextReducer())
+    try dispatcher.register(store: counter)
+    try dispatcher.register(store: text)
+    let recorder = RecorderMiddleware(maxNumberOfRecords: 2)
+    dispatcher.register(middleware: recorder)
+    try recorder.resume(session, in: dispatcher)
+    #expect(counter.model.count == 3)
+    #expect(text.model.value == "t")
+    let saved = TemporaryFile()
+    try recorder.save(to: saved.url, codecs: appCodecs())
+    let app = RecordedApp()
+    try Session.load(from: saved.url, codecs: appCodecs()).restore(into: app.dispatcher)
+    #expect(app.counter.model.count == 3)
+    #expect(app.text.model.value == "t")
+  }
+
   /// Records undone after the cursor are not folded into the snapshot: that would move the cursor, and the compacted
   /// file would restore other models than the session (helper-57).
   @Test func compactingPastOneAfterTheCursorIsRefusedAndLeavesTheFile() throws {
