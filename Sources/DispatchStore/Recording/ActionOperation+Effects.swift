@@ -101,7 +101,8 @@ extension ActionOperation {
       case .failure(let error):
         outcome = .failure(String(describing: error))
       }
-      recorder.fileEffect(dispatchID: hooked.dispatchID, key: key, outcome: outcome)
+      recorder.fileEffect(
+        dispatchID: hooked.dispatchID, transactionID: hooked.transactionID, key: key, outcome: outcome)
     }
   }
 }

@@ -6,18 +6,26 @@ enum EffectOutcome: Sendable {
   case failure(String)
 }
 
+/// An effect a dispatch's operation fetched: its key, what the fetch gave, and the operation's transaction (`nil`
+/// in a line written before effect lines named it), whose records keep it (proposal 0027).
+struct RecordedEffect: Sendable {
+  let key: String
+  let outcome: EffectOutcome
+  let transactionID: TransactionID?
+}
+
 /// The effects of a session being verified: each read once, in order, by the dispatch and key they were recorded
 /// under.
 final class EffectPlayback: Sendable {
   private struct State {
-    var effects: [TransactionID: [(key: String, outcome: EffectOutcome)]]
+    var effects: [TransactionID: [RecordedEffect]]
     var current: TransactionID?
     var missing: SessionError?
   }
 
   private let state: LockedValue<State>
 
-  init(effects: [TransactionID: [(key: String, outcome: EffectOutcome)]]) {
+  init(effects: [TransactionID: [RecordedEffect]]) {
     state = LockedValue(State(effects: effects))
   }
 

@@ -310,7 +310,7 @@ public final class RecorderMiddleware: Middleware {
     // What the session's operations fetched and read: saving the history again keeps them, for verify; not those
     // of the records left out, as a recorder that dropped them keeps none.
     let dropped = session.dropped(before: firstKept)
-    let effects = try session.effects(excluding: dropped.dispatches)
+    let effects = try session.effects(excluding: dropped)
     let loadedFile = session.source?.fingerprint
     var stores: [String: StoreLocation] = [:]
     var baselines: [String: (model: any ModelType, action: (any ActionType)?)] = [:]
@@ -614,8 +614,10 @@ public final class RecorderMiddleware: Middleware {
   }
 
   /// Keeps what an effect fetched (`ActionOperation.effect(_:_:)`) with its dispatch, and writes it.
-  func fileEffect(dispatchID: TransactionID, key: String, outcome: EffectOutcome) {
-    let wake = storage.state.withLock { $0.fileEffect(dispatchID: dispatchID, key: key, outcome: outcome) }
+  func fileEffect(dispatchID: TransactionID, transactionID: TransactionID, key: String, outcome: EffectOutcome) {
+    let wake = storage.state.withLock {
+      $0.fileEffect(dispatchID: dispatchID, transactionID: transactionID, key: key, outcome: outcome)
+    }
     if wake { afterLock() }
   }
 

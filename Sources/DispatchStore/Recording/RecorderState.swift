@@ -17,7 +17,7 @@ struct RecorderState {
   var outbox: [SessionFormat.Line] = []
   var queued = 0
   /// The effects operations fetched through the recorder, by dispatch (`ActionOperation.effect(_:_:)`).
-  var effects: [TransactionID: [(key: String, outcome: EffectOutcome)]] = [:]
+  var effects: [TransactionID: [RecordedEffect]] = [:]
   /// The dispatches with effects whose records a dispatch after moving back removed, by the index they were removed
   /// from (``dropOrphanedEffects()``).
   var orphanedEffects: [TransactionID: Int] = [:]
@@ -135,7 +135,13 @@ struct RecorderState {
       latest.append(record)
     }
     if !effects.isEmpty {
-      for record in dropped { effects.removeValue(forKey: record.dispatchID) }
+      // A dropped record's transaction takes its effects along, not its dispatch's others: a store's operation of the
+      // same dispatch may have a record kept, or file one later, that verify re-runs (proposal 0027). Effects without
+      // a transaction (a resumed file's older lines) go with their dispatch.
+      for record in dropped where effects[record.dispatchID] != nil {
+        effects[record.dispatchID]!.removeAll { $0.transactionID == nil || $0.transactionID == record.transactionID }
+        if effects[record.dispatchID]!.isEmpty { effects.removeValue(forKey: record.dispatchID) }
+      }
     }
     if !orphanedEffects.isEmpty { dropOrphanedEffects() }
     if !reads.isEmpty {
@@ -207,9 +213,11 @@ struct RecorderState {
   }
 
   /// Keeps an effect's value with its dispatch, and queues its line.
-  mutating func fileEffect(dispatchID: TransactionID, key: String, outcome: EffectOutcome) -> Bool {
-    effects[dispatchID, default: []].append((key, outcome))
-    return queue(.effect(dispatchID: dispatchID, key: key, outcome: outcome))
+  mutating func fileEffect(
+    dispatchID: TransactionID, transactionID: TransactionID, key: String, outcome: EffectOutcome
+  ) -> Bool {
+    effects[dispatchID, default: []].append(RecordedEffect(key: key, outcome: outcome, transactionID: transactionID))
+    return queue(.effect(dispatchID: dispatchID, transactionID: transactionID, key: key, outcome: outcome))
   }
 
   // MARK: - Moves
@@ -342,7 +350,10 @@ struct RecorderState {
       dispatches.insert(record.dispatchID)
     }
     for (dispatch, values) in effects where dispatches.contains(dispatch) {
-      for (key, outcome) in values { lines.append(.effect(dispatchID: dispatch, key: key, outcome: outcome)) }
+      for effect in values {
+        lines.append(
+          .effect(dispatchID: dispatch, transactionID: effect.transactionID, key: effect.key, outcome: effect.outcome))
+      }
     }
     // Every read, in the order of its transaction (a transaction's reads in the order made), also those of one that
     // files its record later. One of a record before the history keeps its line only if the record is the store's
@@ -390,7 +401,7 @@ struct RecorderState {
   mutating func adopt(
     records: [Record], firstIndex: Int, cursor: Int,
     baselines adopted: [String: (model: any ModelType, action: (any ActionType)?)],
-    effects adoptedEffects: [TransactionID: [(key: String, outcome: EffectOutcome)]],
+    effects adoptedEffects: [TransactionID: [RecordedEffect]],
     reads adoptedReads: [TransactionID: [RecordedRead]],
     stores adoptedStores: [String: StoreLocation],
     bound: Int, lastHash: UInt64, loadedFile: SessionFile.Fingerprint?,
@@ -406,7 +417,8 @@ struct RecorderState {
     // effects of dispatches with a record (a file keeps the effect lines of dispatches a later move and dispatch
     // removed, and nothing is running yet to file one).
     let recorded = Set(records.lazy.map(\.dispatchID))
-    effects = adoptedEffects.filter { recorded.contains($0.key) && !dropped.dispatches.contains($0.key) }
+    // (`Session.effects(excluding:)` left out those of the transactions dropped.)
+    effects = adoptedEffects.filter { recorded.contains($0.key) }
     orphanedEffects = [:]
     reads = dropped.transactions.isEmpty ? adoptedReads : adoptedReads.filter { !dropped.transactions.contains($0.key) }
     readIndices.removeAll()

@@ -263,18 +263,18 @@ public struct Session: Sendable {
     }
   }
 
-  /// The effects recorded for each dispatch, in the order they were fetched; none of the dispatches `excluded`,
-  /// whose lines are not decoded.
-  func effects(
-    excluding excluded: Set<TransactionID> = []
-  ) throws(SessionError) -> [TransactionID: [(key: String, outcome: EffectOutcome)]] {
-    var effects: [TransactionID: [(key: String, outcome: EffectOutcome)]] = [:]
-    for (dispatch, lines) in index.effects where !excluded.contains(dispatch) {
+  /// The effects recorded for each dispatch, in the order they were fetched; none of the transactions `dropped`
+  /// (records before a recorder's first kept one), nor, in lines that name no transaction, of its dispatches.
+  func effects(excluding dropped: DroppedRecords? = nil) throws(SessionError) -> [TransactionID: [RecordedEffect]] {
+    var effects: [TransactionID: [RecordedEffect]] = [:]
+    for (dispatch, lines) in index.effects {
+      let cut = dropped?.dispatches.contains(dispatch) == true
       for line in lines {
-        guard case .effect(_, let key, let outcome) = try decode(line) else {
+        guard case .effect(_, let transaction, let key, let outcome) = try decode(line) else {
           throw .corruptLine(line: line.number, reason: "not an effect")
         }
-        effects[dispatch, default: []].append((key, outcome))
+        if cut, transaction.map({ dropped?.transactions.contains($0) == true }) ?? true { continue }
+        effects[dispatch, default: []].append(RecordedEffect(key: key, outcome: outcome, transactionID: transaction))
       }
     }
     return effects
@@ -1026,8 +1026,13 @@ public struct Session: Sendable {
       next = record.index + 1
     }
     for snapshot in snapshots { lines.append(try decode(snapshot.line)) }
+    // The effects of the transactions kept (proposal 0027); a line that names none goes with its dispatch.
     for (dispatch, effects) in index.effects where dispatches.contains(dispatch) {
-      for line in effects { lines.append(try decode(line)) }
+      for line in effects {
+        let effect = try decode(line)
+        if case .effect(_, let transaction?, _, _) = effect, !transactions.contains(transaction) { continue }
+        lines.append(effect)
+      }
     }
     // The reads of the transactions kept, in the order of the file. One of a record before `position` keeps its line
     // only if verify will give it that record's model: the store's latest before `position`, which the snapshot

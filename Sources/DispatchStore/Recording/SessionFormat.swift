@@ -21,7 +21,8 @@ import Foundation
 //   snapshot  with "p":{store: "m"|"a"|"am"} right after "i" when some of its models or actions were redacted
 //   move      {"k":"m","i":N}                      the cursor moved to record N (-1: before the first record)
 //   snapshot  {"k":"s","i":N,"m":{store: model}}   the listed stores' models just before record N
-//   effect    {"k":"e","d":<dispatch>,"key":"..","v":<value>}   or, for a fetch that threw, "e":"<error>" for "v"
+//   effect    {"k":"e","d":<dispatch>,"t":<transaction>,"key":"..","v":<value>}   or, for a fetch that threw,
+//             "e":"<error>" for "v"; "t" since proposal 0027 (lines without it are their dispatch's)
 //   outcome   {"k":"o","t":<transaction>,"e":"<error>"?,"c":true?}   an operation whose records were filed at its
 //             changes failed or was cancelled: its error and cancellation apply to every record of the transaction
 //   read      {"k":"w","i":N,"t":<transaction>,"s":store}   an operation of transaction t read the store's model as
@@ -90,7 +91,7 @@ enum SessionFormat {
     case snapshot(index: Int, models: [String: any ModelType], actions: [String: any ActionType])
     /// What an operation of `dispatchID` fetched through the recorder (`ActionOperation.effect(_:_:)`): a value, or
     /// the error the fetch threw.
-    case effect(dispatchID: TransactionID, key: String, outcome: EffectOutcome)
+    case effect(dispatchID: TransactionID, transactionID: TransactionID?, key: String, outcome: EffectOutcome)
     /// An operation of `store` whose records were filed at its changes failed or was cancelled.
     case outcome(transactionID: TransactionID, store: String, error: (any Error)?, cancelled: Bool)
     /// An operation of transaction `transactionID` read the model of `store` as record `index` left it
@@ -297,8 +298,10 @@ enum SessionFormat {
           try checkDepth(of: "action", store: store)
         }
         bytes.append(UInt8(ascii: "}"))
-      case .effect(let dispatchID, let key, let outcome):
-        bytes.append(contentsOf: "{\"k\":\"e\",\"d\":\(dispatchID.rawValue),\"key\":".utf8)
+      case .effect(let dispatchID, let transactionID, let key, let outcome):
+        bytes.append(contentsOf: "{\"k\":\"e\",\"d\":\(dispatchID.rawValue),".utf8)
+        if let transactionID { bytes.append(contentsOf: "\"t\":\(transactionID.rawValue),".utf8) }
+        bytes.append(contentsOf: "\"key\":".utf8)
         JSONText.append(key, to: &bytes)
         switch outcome {
         case .value(let value):
@@ -497,6 +500,7 @@ enum SessionFormat {
           : .failure(try container.decode(String.self, forKey: .e))
         line = .effect(
           dispatchID: TransactionID(rawValue: try container.decode(UInt64.self, forKey: .d)),
+          transactionID: try container.decodeIfPresent(UInt64.self, forKey: .t).map(TransactionID.init(rawValue:)),
           key: try container.decode(String.self, forKey: .key), outcome: outcome)
         lists = .unchanged
       case "o":

@@ -1,0 +1,134 @@
+import Foundation
+import Testing
+
+@testable import DispatchStore
+
+/// Fetches `key` through an effect (its value `value`, or a failure with `fails`: verify must read it from the
+/// session) and writes it as the name.
+final class KeyedEffectReducer: Reducer<UserProfile, UserAction>, @unchecked Sendable {
+  let key: String
+  let value: String
+  let fails: Bool
+
+  init(key: String, value: String, fails: Bool = false) {
+    (self.key, self.value, self.fails) = (key, value, fails)
+  }
+
+  override func operation(
+    for action: UserAction, in store: Store<UserProfile, UserAction>
+  ) -> ActionOperation<UserProfile, UserAction> {
+    ActionOperation(action: action, store: store) { [self] operation, _, _ in
+      do {
+        let name = try operation.effect(key) { () throws -> String in
+          if fails { throw Offline() }
+          return value
+        }
+        operation.updateModel { $0.name = name }
+        operation.finish()
+      } catch {
+        operation.finish(throwing: error)
+      }
+    }
+  }
+}
+
+/// A dispatch to two stores, each of whose operations fetches its own effect, cut in two by the start of a history: the
+/// effects go with the transaction that fetched them, so each history verifies (proposal 0027).
+@Suite("Effects of a split dispatch", .timeLimit(.minutes(1)), .watchdog)
+struct SplitDispatchEffectsTests {
+  static var codecs: SessionCodecs {
+    var codecs = SessionCodecs()
+    codecs.register(storeIdentifier: "badge", model: UserProfile.self, action: UserAction.self)
+    codecs.register(storeIdentifier: "profile", model: UserProfile.self, action: UserAction.self)
+    return codecs
+  }
+
+  /// The two stores, their effects fetched (`fails: false`) or only read from a session (`fails: true`).
+  static func dispatcher(fails: Bool) throws -> Dispatcher {
+    let dispatcher = Dispatcher()
+    try dispatcher.register(
+      store: Store(
+        identifier: "badge", model: UserProfile(), reducer: KeyedEffectReducer(key: "badge", value: "B", fails: fails)))
+    try dispatcher.register(
+      store: Store(
+        identifier: "profile", model: UserProfile(),
+        reducer: KeyedEffectReducer(key: "name", value: "Ada", fails: fails)))
+    return dispatcher
+  }
+
+  /// Verifies the session at `url` against stores whose effects fail if they run.
+  static func verify(_ url: URL) throws {
+    try Session.load(from: url, codecs: codecs).verify(against: try dispatcher(fails: true))
+  }
+
+  /// The first store's record leaves a recorder that keeps one; its effect leaves with it, the other's stays.
+  @Test func aRecorderWhoseBoundDropsOneStoresRecordKeepsTheOthersEffect() throws {
+    let dispatcher = try Self.dispatcher(fails: false)
+    let recorder = RecorderMiddleware(maxNumberOfRecords: 1)
+    dispatcher.register(middleware: recorder)
+    #expect(dispatchSync(dispatcher, UserAction.load(1)).isSuccess)
+    let kept = try #require(recorder.records.first)
+    #expect(recorder.records.count == 1)
+    #expect(
+      recorder.storage.state.withLock { $0.effects[kept.dispatchID]?.map(\.key) } == [
+        kept.storeIdentifier == "badge" ? "badge" : "name"
+      ])
+    let file = TemporaryFile()
+    try recorder.save(to: file.url, codecs: Self.codecs)
+    try Self.verify(file.url)
+  }
+
+  /// The same cut made by compacting a file, and by resuming it with a bound of one.
+  @Test func compactingOrResumingPastOneStoresRecordVerifies() throws {
+    let dispatcher = try Self.dispatcher(fails: false)
+    let recorder = RecorderMiddleware()
+    dispatcher.register(middleware: recorder)
+    let file = TemporaryFile()
+    try recorder.attach(appendingTo: file.url, codecs: Self.codecs)
+    #expect(dispatchSync(dispatcher, UserAction.load(1)).isSuccess)
+    recorder.flush()
+    try Self.verify(file.url)
+    // Each effect line names the transaction that fetched it.
+    #expect(file.lines.filter { $0.contains(#""k":"e""#) && $0.contains(#","t":"#) }.count == 2)
+
+    let session = try Session.load(from: file.url, codecs: Self.codecs)
+    #expect(session.recordCount == 2)
+    let compacted = TemporaryFile()
+    try session.compact(before: 1, to: compacted.url)
+    #expect(compacted.lines.filter { $0.contains(#""k":"e""#) }.count == 1)
+    try Self.verify(compacted.url)
+
+    let resumed = try Self.dispatcher(fails: true)
+    let bounded = RecorderMiddleware(maxNumberOfRecords: 1)
+    resumed.register(middleware: bounded)
+    try bounded.resume(session, in: resumed)
+    let saved = TemporaryFile()
+    try bounded.save(to: saved.url, codecs: Self.codecs)
+    #expect(saved.lines.filter { $0.contains(#""k":"e""#) }.count == 1)
+    try Self.verify(saved.url)
+  }
+
+  /// A file whose effect lines name no transaction (written before they did) is read as before: its effects are its
+  /// dispatches'.
+  @Test func effectLinesWithoutATransactionAreTheirDispatchs() throws {
+    let dispatcher = try Self.dispatcher(fails: false)
+    let recorder = RecorderMiddleware()
+    dispatcher.register(middleware: recorder)
+    let file = TemporaryFile()
+    try recorder.attach(appendingTo: file.url, codecs: Self.codecs)
+    #expect(dispatchSync(dispatcher, UserAction.load(1)).isSuccess)
+    recorder.flush()
+    // Each line as an object without its hash, the effect lines' "t" taken out, chained again.
+    let objects = file.lines.map { line in
+      var object = String(line.dropLast(SessionHash.suffixLength)) + "}"
+      if object.contains(#""k":"e""#), let t = object.range(of: #","t":[0-9]+"#, options: .regularExpression) {
+        object.removeSubrange(t)
+      }
+      return object
+    }
+    #expect(objects.filter { $0.contains(#""k":"e""#) && !$0.contains(#","t":"#) }.count == 2)
+    let old = TemporaryFile()
+    writeSession(objects, to: old.url)
+    try Self.verify(old.url)
+  }
+}
