@@ -310,7 +310,8 @@ public final class RecorderMiddleware: Middleware {
     // What the session's operations fetched and read: saving the history again keeps them, for verify; not those
     // of the records left out, as a recorder that dropped them keeps none.
     let dropped = session.dropped(before: firstKept)
-    let effects = try session.effects(excluding: dropped)
+    let effects = try session.effects(
+      kept: Set(records.map(\.transactionID)), droppedDispatches: dropped.dispatches)
     let loadedFile = session.source?.fingerprint
     var stores: [String: StoreLocation] = [:]
     var baselines: [String: (model: any ModelType, action: (any ActionType)?)] = [:]

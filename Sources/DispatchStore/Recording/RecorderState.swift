@@ -345,12 +345,16 @@ struct RecorderState {
       lines.append(.snapshot(index: history.firstIndex, models: models, actions: actions))
     }
     var dispatches: Set<TransactionID> = []
+    var transactions: Set<TransactionID> = []
     for record in history.all {
       lines.append(.record(record))
       dispatches.insert(record.dispatchID)
+      transactions.insert(record.transactionID)
     }
+    // The effects of the transactions with a record here: not those of one an undo and a new dispatch removed, nor
+    // of one still running, which files its record after this history (proposal 0027, helper-58).
     for (dispatch, values) in effects where dispatches.contains(dispatch) {
-      for effect in values {
+      for effect in values where effect.transactionID.map(transactions.contains) ?? true {
         lines.append(
           .effect(dispatchID: dispatch, transactionID: effect.transactionID, key: effect.key, outcome: effect.outcome))
       }
@@ -417,7 +421,7 @@ struct RecorderState {
     // effects of dispatches with a record (a file keeps the effect lines of dispatches a later move and dispatch
     // removed, and nothing is running yet to file one).
     let recorded = Set(records.lazy.map(\.dispatchID))
-    // (`Session.effects(excluding:)` left out those of the transactions dropped.)
+    // (`Session.effects(kept:droppedDispatches:)` left out those of the transactions without a record kept.)
     effects = adoptedEffects.filter { recorded.contains($0.key) }
     orphanedEffects = [:]
     reads = dropped.transactions.isEmpty ? adoptedReads : adoptedReads.filter { !dropped.transactions.contains($0.key) }

@@ -263,17 +263,25 @@ public struct Session: Sendable {
     }
   }
 
-  /// The effects recorded for each dispatch, in the order they were fetched; none of the transactions `dropped`
-  /// (records before a recorder's first kept one), nor, in lines that name no transaction, of its dispatches.
-  func effects(excluding dropped: DroppedRecords? = nil) throws(SessionError) -> [TransactionID: [RecordedEffect]] {
+  /// The effects recorded for each dispatch, in the order they were fetched: of the transactions in `kept`, for a
+  /// line that names its transaction (a file keeps the effect lines of a transaction an undo and a new dispatch
+  /// removed, which verify does not re-run); and, for one that does not, of the dispatches not in
+  /// `droppedDispatches`, whose lines are not decoded.
+  func effects(
+    kept: Set<TransactionID>, droppedDispatches: Set<TransactionID> = []
+  ) throws(SessionError) -> [TransactionID: [RecordedEffect]] {
     var effects: [TransactionID: [RecordedEffect]] = [:]
     for (dispatch, lines) in index.effects {
-      let cut = dropped?.dispatches.contains(dispatch) == true
       for line in lines {
+        // The transaction read from the line's bytes first: a line not kept is not decoded.
+        if let transaction = index.effectTransaction(of: line) {
+          if !kept.contains(transaction) { continue }
+        } else if droppedDispatches.contains(dispatch) {
+          continue
+        }
         guard case .effect(_, let transaction, let key, let outcome) = try decode(line) else {
           throw .corruptLine(line: line.number, reason: "not an effect")
         }
-        if cut, transaction.map({ dropped?.transactions.contains($0) == true }) ?? true { continue }
         effects[dispatch, default: []].append(RecordedEffect(key: key, outcome: outcome, transactionID: transaction))
       }
     }
@@ -495,7 +503,7 @@ public struct Session: Sendable {
     let playback: EffectPlayback
     steps = try verifySteps()
     if !index.redactions.isEmpty { steps.removeAll { index.redactions[$0.store] != nil } }
-    let effects = try effects()
+    let effects = try effects(kept: Set(steps.lazy.map(\.transactionID)))
     playback = EffectPlayback(effects: effects)
     // The last step of each dispatch that recorded effects, where those no operation read are reported: the others'
     // `unused(in:)` is always `nil`, so most sessions need none of this.

@@ -439,6 +439,17 @@ struct SessionIndex: Sendable {
   }
 }
 
+extension SessionIndex {
+  /// The transaction an effect line names (`"t"`, proposal 0027), read from its bytes; `nil` for a line written
+  /// before effect lines named one.
+  func effectTransaction(of line: Line) -> TransactionID? {
+    data.withUnsafeBytes { bytes in
+      LinePrefix.unsignedField(UInt8(ascii: "t"), in: UnsafeRawBufferPointer(rebasing: bytes[line.range]))
+        .map(TransactionID.init(rawValue:))
+    }
+  }
+}
+
 /// The start of a version 2 or 3 line, `{"k":"r","i":12,`, read without decoding the line or allocating.
 private struct LinePrefix {
   static let opening = Array("{\"k\":\"".utf8)

@@ -102,7 +102,7 @@ struct FailedEffectTests {
     let (file, model) = try await Self.recordSession()
     #expect(model == Rates(rates: [1: "1.1", 2: "1.2"], offline: [3]))
     let session = try Session.load(from: file.url, codecs: rateCodecs())
-    let effects = try session.effects().values.flatMap { $0 }
+    let effects = try session.effects(kept: Set(session.records.map(\.transactionID))).values.flatMap { $0 }
     let failures = effects.compactMap { effect -> String? in
       if case .failure(let description) = effect.outcome { return "\(effect.key): \(description)" }
       return nil
