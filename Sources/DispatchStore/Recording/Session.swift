@@ -503,7 +503,8 @@ public struct Session: Sendable {
     let playback: EffectPlayback
     steps = try verifySteps()
     if !index.redactions.isEmpty { steps.removeAll { index.redactions[$0.store] != nil } }
-    let effects = try effects(kept: Set(steps.lazy.map(\.transactionID)))
+    // The set of every step's transaction only where there are effects to sort: most sessions have none.
+    let effects = try effects(kept: index.effects.isEmpty ? [] : Set(steps.lazy.map(\.transactionID)))
     playback = EffectPlayback(effects: effects)
     // The last step of each dispatch that recorded effects, where those no operation read are reported: the others'
     // `unused(in:)` is always `nil`, so most sessions need none of this.
