@@ -56,6 +56,18 @@ struct SplitDispatchEffectsTests {
     return dispatcher
   }
 
+  /// A file of one dispatch to the two stores, recorded whole.
+  static func recordOneDispatch() throws -> TemporaryFile {
+    let dispatcher = try dispatcher(fails: false)
+    let recorder = RecorderMiddleware()
+    dispatcher.register(middleware: recorder)
+    let file = TemporaryFile()
+    try recorder.attach(appendingTo: file.url, codecs: codecs)
+    #expect(dispatchSync(dispatcher, UserAction.load(1)).isSuccess)
+    recorder.flush()
+    return file
+  }
+
   /// Verifies the session at `url` against stores whose effects fail if they run.
   static func verify(_ url: URL) throws {
     try Session.load(from: url, codecs: codecs).verify(against: try dispatcher(fails: true))
@@ -80,13 +92,7 @@ struct SplitDispatchEffectsTests {
 
   /// The same cut made by compacting a file, and by resuming it with a bound of one.
   @Test func compactingOrResumingPastOneStoresRecordVerifies() throws {
-    let dispatcher = try Self.dispatcher(fails: false)
-    let recorder = RecorderMiddleware()
-    dispatcher.register(middleware: recorder)
-    let file = TemporaryFile()
-    try recorder.attach(appendingTo: file.url, codecs: Self.codecs)
-    #expect(dispatchSync(dispatcher, UserAction.load(1)).isSuccess)
-    recorder.flush()
+    let file = try Self.recordOneDispatch()
     try Self.verify(file.url)
     // Each effect line names the transaction that fetched it.
     #expect(file.lines.filter { $0.contains(#""k":"e""#) && $0.contains(#","t":"#) }.count == 2)
@@ -153,13 +159,7 @@ struct SplitDispatchEffectsTests {
   /// A file whose effect lines name no transaction (written before they did) is read as before: its effects are its
   /// dispatches'.
   @Test func effectLinesWithoutATransactionAreTheirDispatchs() throws {
-    let dispatcher = try Self.dispatcher(fails: false)
-    let recorder = RecorderMiddleware()
-    dispatcher.register(middleware: recorder)
-    let file = TemporaryFile()
-    try recorder.attach(appendingTo: file.url, codecs: Self.codecs)
-    #expect(dispatchSync(dispatcher, UserAction.load(1)).isSuccess)
-    recorder.flush()
+    let file = try Self.recordOneDispatch()
     // Each line as an object without its hash, the effect lines' "t" taken out, chained again.
     let objects = file.lines.map { line in
       var object = String(line.dropLast(SessionHash.suffixLength)) + "}"
