@@ -15,11 +15,13 @@ struct RecordedEffect: Sendable {
 }
 
 /// The effects of a session being verified: each read once, in order, by the dispatch and key they were recorded
-/// under.
+/// under, and by the transaction that fetched them where the line names it: two stores of one dispatch may fetch the
+/// same key, in either order.
 final class EffectPlayback: Sendable {
   private struct State {
     var effects: [TransactionID: [RecordedEffect]]
-    var current: TransactionID?
+    /// The dispatch and the transaction being re-run.
+    var current: (dispatchID: TransactionID, transactionID: TransactionID)?
     var missing: SessionError?
   }
 
@@ -29,19 +31,23 @@ final class EffectPlayback: Sendable {
     state = LockedValue(State(effects: effects))
   }
 
-  /// The dispatch being re-run: effects are read from its recording.
-  func begin(_ dispatchID: TransactionID) {
-    state.withLock { $0.current = dispatchID }
+  /// The transaction being re-run, and its dispatch: effects are read from what they recorded.
+  func begin(_ dispatchID: TransactionID, transactionID: TransactionID) {
+    state.withLock { $0.current = (dispatchID, transactionID) }
   }
 
-  /// Takes the next value recorded under `key` in the current dispatch.
+  /// Takes the next value recorded under `key` in the current dispatch, by the current transaction or by a line that
+  /// names none.
   func take(_ key: String) -> Result<EffectOutcome, SessionError> {
     state.withLock { state in
-      guard let dispatch = state.current,
-        let position = state.effects[dispatch]?.firstIndex(where: { $0.key == key }),
-        let outcome = state.effects[dispatch]?.remove(at: position).outcome
+      guard let current = state.current,
+        let position = state.effects[current.dispatchID]?.firstIndex(where: {
+          $0.key == key && ($0.transactionID == nil || $0.transactionID == current.transactionID)
+        }),
+        let outcome = state.effects[current.dispatchID]?.remove(at: position).outcome
       else {
-        let error = SessionError.missingEffect(dispatchID: state.current ?? TransactionID(rawValue: 0), key: key)
+        let error = SessionError.missingEffect(
+          dispatchID: state.current?.dispatchID ?? TransactionID(rawValue: 0), key: key)
         if state.missing == nil { state.missing = error }
         return .failure(error)
       }

@@ -18,9 +18,9 @@ struct RecorderState {
   var queued = 0
   /// The effects operations fetched through the recorder, by dispatch (`ActionOperation.effect(_:_:)`).
   var effects: [TransactionID: [RecordedEffect]] = [:]
-  /// The dispatches with effects whose records a dispatch after moving back removed, by the index they were removed
-  /// from (``dropOrphanedEffects()``).
-  var orphanedEffects: [TransactionID: Int] = [:]
+  /// The transactions of dispatches with effects whose records a dispatch after moving back removed: each one's
+  /// dispatch, and the index its record was removed from (``dropOrphanedEffects()``).
+  var orphanedEffects: [TransactionID: (dispatchID: TransactionID, removedFrom: Int)] = [:]
   /// The reads of other stores' models, by transaction (`ActionOperation.model(of:as:)`): each store read and the
   /// index of the record whose model it held.
   var reads: [TransactionID: [RecordedRead]] = [:]
@@ -76,7 +76,7 @@ struct RecorderState {
       if !effects.isEmpty {
         let removedFrom = cursor + 1
         for record in removed where effects[record.dispatchID] != nil {
-          orphanedEffects[record.dispatchID] = removedFrom
+          orphanedEffects[record.transactionID] = (record.dispatchID, removedFrom)
         }
       }
       garbage.append(removed)
@@ -84,7 +84,7 @@ struct RecorderState {
     // A full chunk may hold the last reference to records already dropped: released after the lock too.
     let record = newRecord(fields(history.nextIndex))
     history.append(record)
-    if !orphanedEffects.isEmpty { orphanedEffects.removeValue(forKey: record.dispatchID) }
+    if !orphanedEffects.isEmpty { orphanedEffects.removeValue(forKey: record.transactionID) }
     if history.hasHiddenBatch { dropHidden() }
     cursor = record.index
     let wake = queue(.record(record))
@@ -195,20 +195,24 @@ struct RecorderState {
     }
   }
 
-  /// Drops the effects of the dispatches whose records a dispatch after moving back removed, once the bound has
-  /// dropped every record before where they were removed: such a dispatch then has no record left, as a save leaves
-  /// its effects out.
+  /// Drops the effects of the transactions whose records a dispatch after moving back removed, once the bound has
+  /// dropped every record before where they were removed: such a transaction then has no record left, as a save
+  /// leaves its effects out.
   ///
-  /// Not when the records go: a dispatch may still be running, one of its stores' operations holding an effect it
-  /// has yet to file a record for (it files that record after the cursor, which takes the dispatch out of
-  /// ``orphanedEffects``). A dispatch with a record before the cursor loses its effects when the bound drops that
-  /// record, as any other. So effects kept for removed dispatches cost what the bound allows, not the recorder's life.
+  /// Not when the records go: an operation may still be running, holding an effect it has yet to file a record for
+  /// (it files that record after the cursor, which takes its transaction out of ``orphanedEffects``). Another
+  /// store's operation of the same dispatch keeps its effects, and so does a transaction with a record before the
+  /// cursor, until the bound drops that record. Effects without a transaction (a resumed file's older lines) go with
+  /// the first of their dispatch's transactions to go. So effects kept for removed records cost what the bound
+  /// allows, not the recorder's life.
   private mutating func dropOrphanedEffects() {
     let first = history.firstIndex
-    let due = orphanedEffects.filter { $0.value <= first }.keys
-    for dispatch in due {
-      orphanedEffects.removeValue(forKey: dispatch)
-      effects.removeValue(forKey: dispatch)
+    let due = orphanedEffects.filter { $0.value.removedFrom <= first }
+    for (transaction, orphan) in due {
+      orphanedEffects.removeValue(forKey: transaction)
+      guard var kept = effects[orphan.dispatchID] else { continue }
+      kept.removeAll { $0.transactionID == nil || $0.transactionID == transaction }
+      effects[orphan.dispatchID] = kept.isEmpty ? nil : kept
     }
   }
 

@@ -644,7 +644,7 @@ public struct Session: Sendable {
         store = found
       }
       lastStore = (step.store, store)
-      playback.begin(step.dispatchID)
+      playback.begin(step.dispatchID, transactionID: step.transactionID)
       reads.begin(step.transactionID)
       followUps.begin(index: step.index, dispatchID: step.dispatchID)
       if last.unchanged { try checkFieldsFromTheEnd(of: last) }

@@ -1165,7 +1165,8 @@ struct LineCheck {
     case (_, .k): .string
     case (UInt8(ascii: "r"), .i), (UInt8(ascii: "m"), .i), (UInt8(ascii: "s"), .i), (UInt8(ascii: "w"), .i): .position
     case (UInt8(ascii: "r"), .t), (UInt8(ascii: "r"), .d), (UInt8(ascii: "r"), .f), (UInt8(ascii: "r"), .n),
-      (UInt8(ascii: "r"), .z), (UInt8(ascii: "e"), .d), (UInt8(ascii: "o"), .t), (UInt8(ascii: "w"), .t):
+      (UInt8(ascii: "r"), .z), (UInt8(ascii: "e"), .d), (UInt8(ascii: "e"), .t), (UInt8(ascii: "o"), .t),
+      (UInt8(ascii: "w"), .t):
       .unsigned
     case (UInt8(ascii: "r"), .s), (UInt8(ascii: "r"), .e), (UInt8(ascii: "e"), .key), (UInt8(ascii: "e"), .e),
       (UInt8(ascii: "o"), .e), (UInt8(ascii: "w"), .s):

@@ -258,6 +258,49 @@ struct RecordedEffectsTests {
     try session.verify(against: replay)
   }
 
+  /// The same, with the badge's removed record then dropped by the bound while the profile's operation still runs:
+  /// only the badge's transaction loses its effects, and the profile's record, filed after, verifies (helper-58).
+  @Test func anOperationStillRunningKeepsItsEffectsWhenTheBoundPassesARemovedSibling() throws {
+    let fetched = DispatchSemaphore(value: 0)
+    let gate = DispatchSemaphore(value: 0)
+    let dispatcher = Dispatcher()
+    try dispatcher.register(
+      store: Store(identifier: "badge", model: UserProfile(), reducer: BadgeNamingReducer()))
+    try dispatcher.register(
+      store: Store(
+        identifier: "profile", model: UserProfile(), reducer: GatedProfileReducer(fetched: fetched, gate: gate)))
+    let recorder = RecorderMiddleware(maxNumberOfRecords: 16)
+    dispatcher.register(middleware: recorder)
+    let done = DispatchSemaphore(value: 0)
+    dispatcher.dispatch(action: UserAction.load(1), mode: .async) { _ in done.signal() }
+    #expect(fetched.wait(timeout: .now() + 60) == .success)
+    let dispatch = try #require(recorder.records.first).dispatchID
+    try recorder.undo()
+    // The badge's record of the first dispatch is removed, then every index up to it leaves the bound.
+    for id in 2..<22 { #expect(dispatchSync(dispatcher, UserAction.load(id), storeIdentifier: "badge").isSuccess) }
+    #expect(recorder.records.first.map(\.index) ?? 0 > 1)
+    #expect(recorder.storage.state.withLock { $0.effects[dispatch]?.map(\.key) } == ["name"])
+    gate.signal()
+    #expect(done.wait(timeout: .now() + 60) == .success)
+    #expect(recorder.records.last?.storeIdentifier == "profile")
+
+    let file = TemporaryFile()
+    var codecs = SessionCodecs()
+    codecs.register(storeIdentifier: "badge", model: UserProfile.self, action: UserAction.self)
+    codecs.register(storeIdentifier: "profile", model: UserProfile.self, action: UserAction.self)
+    try recorder.save(to: file.url, codecs: codecs)
+    let replay = Dispatcher()
+    // Opened before: a semaphore released below the value it was made with traps.
+    let open = DispatchSemaphore(value: 0)
+    open.signal()
+    try replay.register(store: Store(identifier: "badge", model: UserProfile(), reducer: BadgeNamingReducer()))
+    try replay.register(
+      store: Store(
+        identifier: "profile", model: UserProfile(),
+        reducer: GatedProfileReducer(fetched: DispatchSemaphore(value: 0), gate: open, fails: true)))
+    try Session.load(from: file.url, codecs: codecs).verify(against: replay)
+  }
+
   /// A recorder resuming a file that holds the effect lines of a dispatch an undo and a new dispatch removed keeps
   /// only the effects of the dispatches it has records of.
   @Test func aResumedRecorderKeepsOnlyTheEffectsOfDispatchesWithRecords() throws {

@@ -159,6 +159,7 @@ struct SessionInspectorTests {
     (#"{"k":"s","i":2,"m":[]}"#, #""m" of a snapshot must be an object"#),
     (#"{"k":"e","key":"user","v":1}"#, #"an effect has no field "d""#),
     (#"{"k":"e","d":1,"key":"user","v":1}}"#, "not JSON"),
+    (#"{"k":"e","d":1,"t":"2","key":"user","v":1}"#, #""t" of an effect must be an unsigned integer"#),
   ]
 
   @Test(arguments: forgeries)

@@ -156,6 +156,42 @@ struct SplitDispatchEffectsTests {
     try Session.load(from: file.url, codecs: codecs).verify(against: try verifying())
   }
 
+  /// Two stores of one dispatch fetch the same key, and the effects are filed in the other order than the records
+  /// (their operations run at once): each store's re-run reads the value its own transaction fetched.
+  @Test func twoStoresFetchingOneKeyEachReadTheirOwnValue() throws {
+    func dispatcher(fails: Bool) throws -> Dispatcher {
+      let dispatcher = Dispatcher()
+      for (store, value) in [("badge", "B"), ("profile", "Ada")] {
+        try dispatcher.register(
+          store: Store(
+            identifier: store, model: UserProfile(),
+            reducer: KeyedEffectReducer(key: "name", value: value, fails: fails)))
+      }
+      return dispatcher
+    }
+    let recording = try dispatcher(fails: false)
+    let recorder = RecorderMiddleware()
+    recording.register(middleware: recorder)
+    let file = TemporaryFile()
+    try recorder.attach(appendingTo: file.url, codecs: Self.codecs)
+    #expect(dispatchSync(recording, UserAction.load(1)).isSuccess)
+    recorder.flush()
+    // Each line as an object without its hash; the effect lines put in the order opposite to their records'.
+    var objects = file.lines.map { String($0.dropLast(SessionHash.suffixLength)) + "}" }
+    func transaction(_ object: String) -> Substring? {
+      object.range(of: #","t":[0-9]+"#, options: .regularExpression).map { object[$0] }
+    }
+    let recordTransactions = objects.filter { $0.contains(#""k":"r""#) }.compactMap(transaction)
+    let effectOffsets = objects.indices.filter { objects[$0].contains(#""k":"e""#) }
+    try #require(recordTransactions.count == 2 && effectOffsets.count == 2)
+    let effects = effectOffsets.map { objects[$0] }
+    let reversed = recordTransactions.reversed().map { t in effects.first { transaction($0) == t } }
+    for (offset, effect) in zip(effectOffsets, reversed) { objects[offset] = try #require(effect) }
+    let swapped = TemporaryFile()
+    writeSession(objects, to: swapped.url)
+    try Session.load(from: swapped.url, codecs: Self.codecs).verify(against: try dispatcher(fails: true))
+  }
+
   /// A file whose effect lines name no transaction (written before they did) is read as before: its effects are its
   /// dispatches'.
   @Test func effectLinesWithoutATransactionAreTheirDispatchs() throws {
