@@ -34,6 +34,11 @@ import Foundation
 /// or `replaceSubrange`) is a programming error and traps, as `Dictionary(uniqueKeysWithValues:)` does with a
 /// duplicate key; ``subscript(id:)`` adds or replaces. Decoding a JSON array with a repeated id throws
 /// `DecodingError.dataCorrupted`.
+///
+/// > Important: A recorder writes an element again only when its stored bytes changed. Keep elements values all the
+/// > way down: a class instance an element holds (other than the storage of a copy-on-write value such as `Array`,
+/// > `String` or `Data`) is compared by its reference, so a change made inside it is not recorded: restore gives it the
+/// > values it had when its element was last written. A list whose elements are themselves classes is written whole.
 public struct IdentifiedList<Element: Identifiable> {
   /// The ids, in order.
   @usableFromInline var order: OrderTree<Element.ID>

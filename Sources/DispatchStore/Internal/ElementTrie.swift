@@ -100,14 +100,7 @@
     order.reserveCapacity(elements.count)
     for index in elements.indices {
       let hash = Self.hash(elements[index].id)
-      // The digits reversed: the first (the root's) in the highest bits; the last digit has four bits.
-      var key: UInt = 0
-      var rest = hash
-      for _ in 0..<12 {
-        key = key << 5 | (rest & 31)
-        rest >>= 5
-      }
-      order.append((hash, key << 4 | (rest & 15), index))
+      order.append((hash, sortKey(hash), index))
     }
     // By key, then by position: elements with one hash keep their order, as `update` appends them.
     order.sort { ($0.key, $0.index) < ($1.key, $1.index) }
@@ -115,6 +108,22 @@
     var trie = ElementTrie()
     trie.root = root
     return trie
+  }
+
+  /// A key that sorts hashes by their five-bit digits, the root's first.
+  ///
+  /// The digits reversed, the first in the highest bits. The last digit holds the bits left over: four of a 64-bit
+  /// hash, two of a 32-bit one (arm64_32).
+  @inlinable static func sortKey(_ hash: UInt, bitWidth: Int = UInt.bitWidth) -> UInt {
+    let bitsPerLevel = ElementNode<Element>.bitsPerLevel
+    let leftOver = bitWidth % bitsPerLevel
+    var key: UInt = 0
+    var rest = hash
+    for _ in 0..<(bitWidth / bitsPerLevel) {
+      key = key << bitsPerLevel | (rest & 31)
+      rest >>= bitsPerLevel
+    }
+    return key << leftOver | (rest & ((1 << leftOver) - 1))
   }
 }
 

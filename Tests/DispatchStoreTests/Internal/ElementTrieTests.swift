@@ -30,6 +30,27 @@ extension CrowdedID: CustomStringConvertible {
 
 @Suite("ElementTrie", .watchdog)
 struct ElementTrieTests {
+  /// The key a trie built at once sorts by orders hashes by their five-bit digits, the root's (the lowest) first, on
+  /// 64-bit words and on 32-bit ones (arm64_32), whose last digit has two bits: digits worked out here one by one.
+  @Test(arguments: [64, 32])
+  func theBuildKeyOrdersHashesByTheirDigitsRootFirst(bitWidth: Int) {
+    func digits(_ hash: UInt) -> [UInt] {
+      stride(from: 0, to: bitWidth, by: 5).map { shift in (hash >> UInt(shift)) & (shift + 5 <= bitWidth ? 31 : 3) }
+    }
+    var generator = SystemRandomNumberGenerator()
+    let mask: UInt = bitWidth == 64 ? .max : (1 << 32) - 1
+    // Random hashes, and hashes that differ only in their last digit or in their first.
+    var hashes = (0..<2_000).map { _ in UInt.random(in: 0...mask, using: &generator) }
+    hashes += [0, 1, 31, 32, mask, mask >> 1, mask ^ 1, UInt(1) << UInt(bitWidth - 1), UInt(1) << UInt(bitWidth - 2)]
+    let byKey = hashes.sorted {
+      ElementTrie<Entry>.sortKey($0, bitWidth: bitWidth) < ElementTrie<Entry>.sortKey($1, bitWidth: bitWidth)
+    }
+    let byDigits = hashes.sorted { digits($0).lexicographicallyPrecedes(digits($1)) }
+    #expect(byKey.map(digits) == byDigits.map(digits))
+    // Different hashes, different keys.
+    #expect(Set(hashes.map { ElementTrie<Entry>.sortKey($0, bitWidth: bitWidth) }).count == Set(hashes).count)
+  }
+
   /// Built at once, a trie has the nodes the same elements added one by one make: the same maps, the same elements
   /// in the same slots, collisions in the order added.
   @Test(arguments: [0, 1, 2, 3, 33, 1_000, 10_000])
