@@ -138,9 +138,17 @@ struct RecorderState {
       // A dropped record's transaction takes its effects along, not its dispatch's others: a store's operation of the
       // same dispatch may have a record kept, or file one later, that verify re-runs (proposal 0027). Effects without
       // a transaction (a resumed file's older lines) go with their dispatch.
-      for record in dropped where effects[record.dispatchID] != nil {
-        effects[record.dispatchID]!.removeAll { $0.transactionID == nil || $0.transactionID == record.transactionID }
-        if effects[record.dispatchID]!.isEmpty { effects.removeValue(forKey: record.dispatchID) }
+      // One lookup of the dispatch: most dispatches fetch their effects in one transaction, and lose them all here.
+      for record in dropped {
+        guard let slot = effects.index(forKey: record.dispatchID) else { continue }
+        let goes = { (effect: RecordedEffect) in
+          effect.transactionID == nil || effect.transactionID == record.transactionID
+        }
+        if effects.values[slot].allSatisfy(goes) {
+          effects.remove(at: slot)
+        } else {
+          effects.values[slot].removeAll(where: goes)
+        }
       }
     }
     if !orphanedEffects.isEmpty { dropOrphanedEffects() }

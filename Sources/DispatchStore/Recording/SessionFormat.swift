@@ -299,9 +299,14 @@ enum SessionFormat {
         }
         bytes.append(UInt8(ascii: "}"))
       case .effect(let dispatchID, let transactionID, let key, let outcome):
-        bytes.append(contentsOf: "{\"k\":\"e\",\"d\":\(dispatchID.rawValue),".utf8)
-        if let transactionID { bytes.append(contentsOf: "\"t\":\(transactionID.rawValue),".utf8) }
-        bytes.append(contentsOf: "\"key\":".utf8)
+        // The numbers written as digits: an interpolated string of them would be made on the heap first.
+        bytes.append(contentsOf: #"{"k":"e","d":"#.utf8)
+        JSONText.append(dispatchID.rawValue, to: &bytes)
+        if let transactionID {
+          bytes.append(contentsOf: #","t":"#.utf8)
+          JSONText.append(transactionID.rawValue, to: &bytes)
+        }
+        bytes.append(contentsOf: #","key":"#.utf8)
         JSONText.append(key, to: &bytes)
         switch outcome {
         case .value(let value):

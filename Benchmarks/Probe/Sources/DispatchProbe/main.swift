@@ -292,6 +292,43 @@ func readShape(count: Int, reads: Int, recorded: Bool) throws {
   withExtendedLifetime(recorder) {}
 }
 
+/// An operation that fetches one effect (`ActionOperation.effect(_:_:)`), then counts.
+final class Fetching: Reducer<Tally, TallyAction>, @unchecked Sendable {
+  override func operation(
+    for action: TallyAction, in store: Store<Tally, TallyAction>
+  ) -> ActionOperation<Tally, TallyAction> {
+    ActionOperation(action: action, store: store) { operation, _, _ in
+      let fetched = (try? operation.effect("count") { 1 }) ?? 0
+      operation.updateModel { $0.count += fetched }
+      operation.finish()
+    }
+  }
+}
+
+/// COUNT `.sync` dispatches to an operation store that fetches an effect each, recorded.
+///
+/// In memory (bound 1,000) or to a file (`toFile`, flushed at the end): what an effect adds to a recorded dispatch
+/// (its line names its transaction, proposal 0027). Prints the time per dispatch.
+func effectShape(count: Int, toFile: Bool) throws {
+  let dispatcher = Dispatcher()
+  let store = Store(identifier: "fetcher", model: Tally(), reducer: Fetching())
+  try dispatcher.register(store: store)
+  let recorder = RecorderMiddleware(maxNumberOfRecords: 1_000)
+  dispatcher.register(middleware: recorder)
+  let file = FileManager.default.temporaryDirectory.appendingPathComponent("probe-effects-\(UUID()).jsonl")
+  defer { try? FileManager.default.removeItem(at: file) }
+  if toFile {
+    var codecs = SessionCodecs()
+    codecs.register(storeIdentifier: "fetcher", model: Tally.self, action: TallyAction.self)
+    try recorder.attach(appendingTo: file, codecs: codecs)
+  }
+  let start = ContinuousClock.now
+  for _ in 0..<count { try dispatcher.dispatchSync(action: TallyAction.increment) }
+  recorder.flush()
+  print("effects\(toFile ? "file" : ""): \((ContinuousClock.now - start) / count) per dispatch")
+  precondition(store.model.count == count, "the probe's fetcher counted \(store.model.count)")
+}
+
 let shapes = [
   "reads0", "reads10", "reads0recorder", "reads10recorder",
   "iteraterows10", "iteraterows10000", "iteraterows100000",
@@ -299,7 +336,7 @@ let shapes = [
   "recorderfile", "oprecorder", "oprecorderfile", "verify", "restore",
   "handle10", "allornothing", "allornothing10", "contended", "contendedallornothing",
   "observedrows10", "observedrows10000", "recordedrows10", "recordedrows10000", "sessionrows10", "sessionrows10000",
-  "orderrows10", "orderrows10000",
+  "orderrows10", "orderrows10000", "effects", "effectsfile",
 ]
 let arguments = CommandLine.arguments
 guard arguments.count == 3, let count = Int(arguments[1]),
@@ -311,6 +348,10 @@ else {
 let shape = arguments[2]
 if shape.hasPrefix("observedrows") {
   observeRows(count: count, items: Int(shape.dropFirst("observedrows".count))!)
+  exit(0)
+}
+if shape.hasPrefix("effects") {
+  try effectShape(count: count, toFile: shape == "effectsfile")
   exit(0)
 }
 if shape.hasPrefix("reads") {
