@@ -73,12 +73,10 @@ struct RecorderState {
         let kept = cursor
         dropReads { $0.index > kept }
       }
-      if !effects.isEmpty {
-        let removedFrom = cursor + 1
-        for record in removed where effects[record.dispatchID] != nil {
-          orphanedEffects[record.transactionID] = (record.dispatchID, removedFrom)
-        }
-      }
+      // Every removed record's transaction, whether or not it fetched an effect yet: an operation still running may
+      // fetch one after its record went, and file no record again (helper-60).
+      let removedFrom = cursor + 1
+      for record in removed { orphanedEffects[record.transactionID] = (record.dispatchID, removedFrom) }
       garbage.append(removed)
     }
     // A full chunk may hold the last reference to records already dropped: released after the lock too.

@@ -32,13 +32,16 @@ extension CrowdedID: CustomStringConvertible {
 struct ElementTrieTests {
   /// The key a trie built at once sorts by orders hashes by their five-bit digits, the root's (the lowest) first, on
   /// 64-bit words and on 32-bit ones (arm64_32), whose last digit has two bits: digits worked out here one by one.
-  @Test(arguments: [64, 32])
+  @Test(arguments: Set([UInt.bitWidth, 32]).sorted())
   func theBuildKeyOrdersHashesByTheirDigitsRootFirst(bitWidth: Int) {
+    // Each digit five bits, the last the bits left over (four of 64, two of 32).
     func digits(_ hash: UInt) -> [UInt] {
-      stride(from: 0, to: bitWidth, by: 5).map { shift in (hash >> UInt(shift)) & (shift + 5 <= bitWidth ? 31 : 3) }
+      stride(from: 0, to: bitWidth, by: 5).map { shift in
+        (hash >> UInt(shift)) & ((1 << UInt(min(5, bitWidth - shift))) - 1)
+      }
     }
     var generator = SystemRandomNumberGenerator()
-    let mask: UInt = bitWidth == 64 ? .max : (1 << 32) - 1
+    let mask: UInt = bitWidth == UInt.bitWidth ? .max : (1 << UInt(bitWidth)) - 1
     // Random hashes, and hashes that differ only in their last digit or in their first.
     var hashes = (0..<2_000).map { _ in UInt.random(in: 0...mask, using: &generator) }
     hashes += [0, 1, 31, 32, mask, mask >> 1, mask ^ 1, UInt(1) << UInt(bitWidth - 1), UInt(1) << UInt(bitWidth - 2)]

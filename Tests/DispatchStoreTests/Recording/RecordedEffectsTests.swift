@@ -110,6 +110,28 @@ final class BadgeNamingReducer: SynchronousReducer<UserProfile, UserAction>, @un
   }
 }
 
+/// Changes the model, signals `changed`, waits for `gate`, then fetches an effect and finishes without another change.
+final class ChangeThenFetchReducer: Reducer<UserProfile, UserAction>, @unchecked Sendable {
+  let changed: DispatchSemaphore
+  let gate: DispatchSemaphore
+
+  init(changed: DispatchSemaphore, gate: DispatchSemaphore) {
+    (self.changed, self.gate) = (changed, gate)
+  }
+
+  override func operation(
+    for action: UserAction, in store: Store<UserProfile, UserAction>
+  ) -> ActionOperation<UserProfile, UserAction> {
+    ActionOperation(action: action, store: store) { [self] operation, _, _ in
+      operation.updateModel { $0.name = "loading" }
+      changed.signal()
+      gate.wait()
+      _ = try? operation.effect("user") { "Ada" }
+      operation.finish()
+    }
+  }
+}
+
 /// Fetches a name through an effect, signals `fetched`, waits for `gate`, then changes the model; with `fails`, its
 /// effect fails if it runs (verify must read it from the session instead).
 final class GatedProfileReducer: Reducer<UserProfile, UserAction>, @unchecked Sendable {
@@ -299,6 +321,33 @@ struct RecordedEffectsTests {
         identifier: "profile", model: UserProfile(),
         reducer: GatedProfileReducer(fetched: DispatchSemaphore(value: 0), gate: open, fails: true)))
     try Session.load(from: file.url, codecs: codecs).verify(against: replay)
+  }
+
+  /// An operation whose record an undo and a new dispatch removed, which then fetches an effect and files no record
+  /// again: its effect goes once the bound passes where the record was, not kept for the recorder's life
+  /// (helper-60).
+  @Test func anEffectFetchedAfterItsRecordWasRemovedGoesWithTheBound() throws {
+    let changed = DispatchSemaphore(value: 0)
+    let gate = DispatchSemaphore(value: 0)
+    let dispatcher = Dispatcher()
+    try dispatcher.register(
+      store: Store(
+        identifier: "profile", model: UserProfile(), reducer: ChangeThenFetchReducer(changed: changed, gate: gate))
+    )
+    try dispatcher.register(store: Store(identifier: "badge", model: UserProfile(), reducer: BadgeNamingReducer()))
+    let recorder = RecorderMiddleware(maxNumberOfRecords: 16)
+    dispatcher.register(middleware: recorder)
+    let done = DispatchSemaphore(value: 0)
+    dispatcher.dispatch(action: UserAction.load(1), to: "profile", mode: .async) { _ in done.signal() }
+    #expect(changed.wait(timeout: .now() + 60) == .success)
+    let dispatch = try #require(recorder.records.first).dispatchID
+    try recorder.undo()
+    #expect(dispatchSync(dispatcher, UserAction.load(2), storeIdentifier: "badge").isSuccess)
+    gate.signal()
+    #expect(done.wait(timeout: .now() + 60) == .success)
+    #expect(recorder.storage.state.withLock { $0.effects[dispatch]?.map(\.key) } == ["user"])
+    for id in 3..<24 { #expect(dispatchSync(dispatcher, UserAction.load(id), storeIdentifier: "badge").isSuccess) }
+    #expect(recorder.storage.state.withLock { $0.effects.isEmpty && $0.orphanedEffects.isEmpty })
   }
 
   /// A recorder resuming a file that holds the effect lines of a dispatch an undo and a new dispatch removed keeps
