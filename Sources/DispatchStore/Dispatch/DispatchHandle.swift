@@ -299,7 +299,8 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
     for operation in effects.cancel { operation.cancel() }
     // Observers first: unless another thread is delivering, they heard the final state when `value` returns.
     if effects.deliver {
-      while let (state, observers) = machine.withLock({ $0.nextNotification() }) {
+      // The observers a final state lets go of are released here, after the lock, with the tuple.
+      while let (state, observers, _) = machine.withLock({ $0.nextNotification() }) {
         for observer in observers { observer(state) }
       }
     }

@@ -533,7 +533,8 @@ extension DispatchRun {
       let me = onStartingThread ? nil : ThreadContext.withCurrent { ObjectIdentifier($0) }
       let after = state.withLock { state in
         if failure != nil { storeFailed.store(true, ordering: .relaxed) }
-        // `handoff` is only touched by the starter, and here for it, under this lock.
+        // `handoff` is only touched by the starter, and here for it, under this lock: read only if this thread is
+        // the starter (the machine asks then alone).
         let after = state.storeFinished(index, failure: failure, on: me, mayHandOff: handoff == nil)
         if let handedOff = after.handedOff { handoff = handedOff }
         return after

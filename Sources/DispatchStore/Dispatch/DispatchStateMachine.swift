@@ -108,12 +108,13 @@ struct DispatchStateMachine: Sendable {
   /// `thread` is the finishing thread, `nil` for the starter right after the store's start returned.
   /// `mayHandOff`: the starter has no store handed to it yet.
   mutating func storeFinished(
-    _ index: Int, failure: OperationFailure?, on thread: ObjectIdentifier?, mayHandOff: Bool
+    _ index: Int, failure: OperationFailure?, on thread: ObjectIdentifier?, mayHandOff: @autoclosure () -> Bool
   ) -> AfterStoreFinished {
     // A thread already starting stores picks the new ones up: it pops them after this, or, if it is this thread
     // (the store finished inside or right after its start), takes the first handed to it.
     let isStarter = thread == nil || starter == thread
-    let finished = finish(index, failure: failure, takeFirstReady: isStarter && mayHandOff)
+    // Asked only of the starter: the hand-off slot is the starter's own (another thread must not even read it).
+    let finished = finish(index, failure: failure, takeFirstReady: isStarter && mayHandOff())
     var after = AfterStoreFinished(handedOff: finished.handedOff, startsReady: finished.madeReady && starter == nil)
     if finished.completed {
       if let result { after.completion = (result, waiter) } else { after.ending = finished.outcome }

@@ -28,6 +28,16 @@ struct HandleStateMachine {
     var dependents: [@Sendable (Result<Void, DispatchError>) -> Void] = []
     /// The dispatch, counted in flight since it was submitted, ended: count it out (``InFlightCount/end()``), last.
     var endsInFlight = false
+    /// The dispatches this one waited for, let go of at its final state: released after the lock, as a handle's
+    /// action and observers are the app's.
+    var released: [DispatchHandle] = []
+  }
+
+  /// An operation told if the dispatch is cancelled, held weakly: one its reducer let go of without finishing is then
+  /// freed, and its release fails the dispatch (``DispatchError/releasedWithoutFinishing(storeIdentifier:)``), as it
+  /// does without a handle.
+  struct RunningOperation {
+    weak var operation: (any OperationStarting)?
   }
 
   private(set) var state = DispatchState.pending
@@ -39,7 +49,7 @@ struct HandleStateMachine {
   private var isDelivering = false
   private var waiters: [CheckedContinuation<Result<Void, DispatchError>, Never>] = []
   /// Operations still running when their start returned, told if the dispatch is cancelled.
-  private var running: [any OperationStarting] = []
+  private var running: [RunningOperation] = []
   /// Told the final result: the dispatches waiting for this one (``DispatchHandle/depend(on:)``).
   private var dependents: [@Sendable (Result<Void, DispatchError>) -> Void] = []
   /// The dispatches this one waits for, until it finished (kept after it started, for finding cycles).
@@ -104,7 +114,7 @@ struct HandleStateMachine {
   /// Cancels the dispatch, unless it had finished.
   mutating func cancelled() -> Effects {
     guard !state.isFinished else { return Effects() }
-    let told = running  // The transition to a final state lets them go.
+    let told = running.compactMap(\.operation)  // The transition to a final state lets them go.
     var effects = transition(to: .cancelled)
     effects.cancel = told
     return effects
@@ -114,7 +124,7 @@ struct HandleStateMachine {
   /// the operation at once).
   mutating func operationRunning(_ operation: any OperationStarting) -> Bool {
     if case .cancelled = state { return false }
-    if !state.isFinished { running.append(operation) }
+    if !state.isFinished { running.append(RunningOperation(operation: operation)) }
     return true
   }
 
@@ -143,8 +153,9 @@ struct HandleStateMachine {
   }
 
   /// The next notification to deliver and the observers to tell, or `nil` when the queue is empty (the
-  /// delivering thread stops).
-  mutating func nextNotification() -> (state: DispatchState, observers: [Observer])? {
+  /// delivering thread stops); after the final state, also every observer, let go of (`released`) for the caller to
+  /// release after the lock.
+  mutating func nextNotification() -> (state: DispatchState, observers: [Observer], released: [Observer])? {
     guard let notification = queue.popFirst() else {
       isDelivering = false
       return nil
@@ -155,11 +166,13 @@ struct HandleStateMachine {
     } else {
       told = observers.filter { $0.since < notification.sequence }.map(\.observer)
     }
+    var released: [Observer] = []
     if notification.state.isFinished, queue.isEmpty {
       // Nothing follows a final state: the observers can go once told.
+      released = observers.map(\.observer)
       observers.removeAll()
     }
-    return (notification.state, told)
+    return (notification.state, told, released)
   }
 
   private mutating func transition(to new: DispatchState) -> Effects {
@@ -176,6 +189,7 @@ struct HandleStateMachine {
       running = []
       effects.dependents = dependents
       dependents = []
+      effects.released = dependencies
       dependencies = []
       // A dispatch cancelled after it started may still be running: its run's end (``finished(_:)``) ends the count.
       let stillRunning: Bool

@@ -288,4 +288,86 @@ struct DispatchHandleTests {
 
     #expect(store.model.count == 2)
   }
+
+  /// A held dispatch whose operation its reducer let go of without finishing fails with `releasedWithoutFinishing`,
+  /// as it does without a handle, instead of never ending (helper-61).
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func aHeldDispatchWhoseOperationWasLetGoOfFails(mode: Dispatcher.Mode) async throws {
+    let dispatcher = Dispatcher()
+    let store = makeCounterStore("abandoned")
+    try dispatcher.register(store: store)
+    // `.sync` returns once the dispatch finished: on a thread of its own, not one of the cooperative pool's.
+    let handle = await onOwnThread { dispatcher.start(action: CounterAction.abandon, mode: mode) }
+    do throws(DispatchError) {
+      try await handle.value
+      Issue.record("the dispatch completed")
+    } catch {
+      guard case .operationsFailed(let failures) = error else {
+        Issue.record("expected operationsFailed, got \(error)")
+        return
+      }
+      #expect(failures.first?.error as? DispatchError == .releasedWithoutFinishing(storeIdentifier: "abandoned"))
+    }
+    // The lane is free again.
+    try await dispatcher.dispatch(action: CounterAction.increase(1), mode: mode)
+    #expect(store.model.count == 1)
+  }
+
+  /// An operation's captured object whose deinit cancels every dispatch is not released under the handle's lock.
+  ///
+  /// There, `cancelAll()` took the lock its thread held and trapped (helper-61). Released when the operation goes,
+  /// it may cancel the dispatch still ending, or find it completed.
+  @Test(arguments: Dispatcher.Mode.allCases)
+  func anOperationsCapturesAreNotReleasedUnderTheHandlesLock(mode: Dispatcher.Mode) async throws {
+    let dispatcher = Dispatcher()
+    let cancelled = Locked(0)
+    let store = Store(
+      identifier: "screen", model: Counter(),
+      reducer: CapturingReducer { CancelsAllOnDeinit(dispatcher, counting: cancelled) })
+    try dispatcher.register(store: store)
+    let handle = await onOwnThread { dispatcher.start(action: CounterAction.increase(1), mode: mode) }
+    do throws(DispatchError) {
+      try await handle.value
+    } catch {
+      #expect(error == .cancelled)
+    }
+    _ = await dispatcher.drain()
+    #expect(cancelled.withLock { $0 } == 1)
+    #expect(store.model.count == 1)
+  }
+}
+
+/// Cancels every dispatch of its dispatcher when released, and counts it.
+final class CancelsAllOnDeinit: Sendable {
+  let dispatcher: Dispatcher
+  let counting: Locked<Int>
+
+  init(_ dispatcher: Dispatcher, counting: Locked<Int>) {
+    (self.dispatcher, self.counting) = (dispatcher, counting)
+  }
+
+  deinit {
+    dispatcher.cancelAll()
+    counting.withLock { $0 += 1 }
+  }
+}
+
+/// An operation whose block captures a fresh object from `make`, changes the count and finishes inside its start.
+final class CapturingReducer: Reducer<Counter, CounterAction>, @unchecked Sendable {
+  let make: @Sendable () -> any Sendable
+
+  init(make: @escaping @Sendable () -> any Sendable) {
+    self.make = make
+  }
+
+  override func operation(
+    for action: CounterAction, in store: Store<Counter, CounterAction>
+  ) -> ActionOperation<Counter, CounterAction> {
+    let captured = make()
+    return ActionOperation(action: action, store: store) { operation, _, _ in
+      _ = captured
+      operation.updateModel { $0.count += 1 }
+      operation.finish()
+    }
+  }
 }

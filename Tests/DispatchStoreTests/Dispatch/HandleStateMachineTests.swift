@@ -8,7 +8,7 @@ struct HandleStateMachineTests {
   /// Drains the notification queue as the delivering thread would, recording what each observer heard.
   func deliver(_ machine: inout HandleStateMachine) -> [String] {
     var heard: [String] = []
-    while let (state, observers) = machine.nextNotification() {
+    while let (state, observers, _) = machine.nextNotification() {
       for _ in observers { heard.append(state.description) }
     }
     return heard
@@ -69,6 +69,42 @@ struct HandleStateMachineTests {
     #expect(cancelled.cancel.isEmpty)
   }
 
+  /// The machine holds a running operation weakly: one its reducer let go of without finishing is freed (and fails
+  /// its dispatch), instead of being kept alive by the handle until the dispatch ends, which it then never does
+  /// (helper-61).
+  @Test func aRunningOperationIsHeldWeakly() {
+    var machine = HandleStateMachine()
+    _ = machine.started()
+    weak var released: ActionOperation<Counter, CounterAction>?
+    do {
+      let operation = ActionOperation(action: CounterAction.noop, store: makeCounterStore("s")) { _, _, _ in }
+      released = operation
+      let tracked = machine.operationRunning(operation)
+      #expect(tracked)
+    }
+    #expect(released == nil)
+    let cancelled = machine.cancelled()
+    #expect(cancelled.cancel.isEmpty)
+  }
+
+  /// What a final state lets go of (the dispatches it waited for, its observers) goes to the caller, which releases
+  /// it after the handle's lock: a handle's action and observers are the app's, and their deinit may use the handle.
+  @Test func aFinalStateHandsWhatItLetsGoOfToTheCaller() {
+    var machine = HandleStateMachine()
+    let dependency = Dispatcher().prepare(action: CounterAction.noop)
+    let added = machine.dependencyAdded(dependency)
+    #expect(added)
+    _ = machine.observerAdded { _ in }
+    _ = machine.submitted()
+    _ = machine.started()
+    let finished = machine.finished(.success(()))
+    #expect(finished.released.map(ObjectIdentifier.init) == [ObjectIdentifier(dependency)])
+    #expect(machine.dependencies.isEmpty)
+    var released = 0
+    while let (_, _, letGo) = machine.nextNotification() { released += letGo.count }
+    #expect(released == 1)
+  }
+
   /// An observer added after some transitions hears the current state, then only later ones, never an earlier
   /// state still queued for the observers before it.
   @Test func aLateObserverHearsTheCurrentStateThenLaterOnes() {
@@ -80,7 +116,7 @@ struct HandleStateMachineTests {
     let lateID = machine.observerAdded { state in late.withLock { $0.append(state.description) } }.id
     _ = machine.finished(.success(()))
 
-    while let (state, observers) = machine.nextNotification() {
+    while let (state, observers, _) = machine.nextNotification() {
       for observer in observers { observer(state) }
     }
 
