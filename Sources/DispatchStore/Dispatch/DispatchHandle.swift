@@ -222,7 +222,8 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
   /// later calls do nothing.
   ///
   /// Without dependencies it runs as ``Dispatcher/start(action:to:mode:options:)`` runs it; with some, it runs on the
-  /// thread that finished the last of them.
+  /// thread that finished the last of them. If its dispatcher is gone by then, it ends as
+  /// ``DispatchState/cancelled``.
   public func start() {
     // Counted in flight under the lock, so that its end, on any thread, is counted after it.
     let submitted = machine.withLock { machine -> [DispatchHandle]? in
@@ -231,7 +232,8 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
       return dependencies
     }
     guard let dependencies = submitted else { return }
-    guard !dependencies.isEmpty else { return dispatcher?.submit(self) ?? () }
+    // A dispatcher that is gone runs nothing: the dispatch ends as cancelled rather than waiting for ever.
+    guard !dependencies.isEmpty else { return dispatcher?.submit(self) ?? cancel() }
     let countdown = DependencyCountdown(count: dependencies.count)
     // Started inside an all-or-nothing dispatch, it passes that one's stores on the thread its last dependency ends.
     let admitted = ThreadContext.admission()
@@ -242,7 +244,7 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
         if let failed = countdown.firstFailure {
           finish(.failure(.dependencyFailed(failed)))
         } else {
-          guard let dispatcher else { return }
+          guard let dispatcher else { return cancel() }
           ThreadContext.withReserving(admitted) { dispatcher.submit(self) }
         }
       }

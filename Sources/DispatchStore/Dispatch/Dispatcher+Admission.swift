@@ -10,9 +10,9 @@ extension Dispatcher {
     let key = options.cancellationID ?? CancellationID(ObjectIdentifier(type(of: handle.action)))
     if let interval = options.throttle {
       let now = clock.now
-      guard admission.withLock({ $0.throttle(key, interval: interval, now: now) }) else {
-        return handle.finish(.failure(.throttled))
-      }
+      // The keys forgotten go with `throttled`, after the lock.
+      let throttled = admission.withLock { $0.throttle(key, interval: interval, now: now) }
+      guard throttled.admitted else { return handle.finish(.failure(.throttled)) }
     }
     guard let interval = options.debounce else { return proceed(handle, options: options, submit: submit) }
     let (generation, replaced) = admission.withLock { $0.debounce(key, handle) }
@@ -20,7 +20,9 @@ extension Dispatcher {
     // Made inside an all-or-nothing dispatch, it passes that one's stores when it runs, on the clock's thread.
     let admitted = ThreadContext.admission()
     clock.schedule(after: interval) { [weak self] in
-      guard let self, admission.withLock({ $0.debounceEnded(key, generation: generation) }) else { return }
+      // A dispatcher gone meanwhile runs nothing: the dispatch ends as cancelled rather than waiting for ever.
+      guard let self else { return handle.cancel() }
+      guard admission.withLock({ $0.debounceEnded(key, generation: generation) }) else { return }
       ThreadContext.withReserving(admitted) { proceed(handle, options: options, submit: submit) }
     }
   }

@@ -247,7 +247,38 @@ public final class Dispatcher: Sendable {
       if claimedNow { store.state.withLock { state in if state.dispatcher === self { state.dispatcher = nil } } }
       throw .duplicateStoreIdentifier(store.identifier)
     }
-    store.state.withLock { state in state.mainQueue = mainQueue }
+    // Claimed again: a thread unregistering the store here may have let go of it since the claim above. If another
+    // dispatcher took it in between, it is given back to that one.
+    let kept = store.state.withLock { state -> Bool in
+      if state.dispatcher == nil { state.dispatcher = self }
+      guard state.dispatcher === self else { return false }
+      state.mainQueue = mainQueue
+      return true
+    }
+    guard kept else {
+      // It names the other dispatcher: nothing to let go of.
+      _ = removeStore(registeredAs: store.identifier) { $0 === store }
+      throw .registeredElsewhere(storeIdentifier: store.identifier)
+    }
+  }
+
+  /// Removes the store registered under `identifier` if `matches` it; returns its entry if it did.
+  private func removeStore(registeredAs identifier: String, if matches: (AnyObject) -> Bool) -> StoreEntry? {
+    registry.withLock { registry -> StoreEntry? in
+      guard let registered = registry.stores[identifier], matches(registered.store) else { return nil }
+      registry.stores.removeValue(forKey: identifier)
+      registry.generation &+= 1
+      // Under the lock, so that a dispatch reading it under the lock sees the registry that goes with it.
+      unregistrations.add(1, ordering: .relaxed)
+      registry.routes.remove(registered.store, for: registered.actionType)
+      for type in registered.mappedActionTypes { registry.routes.remove(registered.store, for: type) }
+      return registered
+    }
+  }
+
+  /// Whether `store` is the store registered under `identifier`.
+  func holds(_ store: AnyObject, as identifier: String) -> Bool {
+    registry.withLock { $0.stores[identifier]?.store === store }
   }
 
   /// Removes the store registered under `identifier`, and only that store.
@@ -258,17 +289,9 @@ public final class Dispatcher: Sendable {
   /// - Returns: The removed store, or `nil` if none was registered under `identifier`.
   @discardableResult
   public func unregister(storeIdentifier identifier: String) -> (any AnyStore)? {
-    let removed = registry.withLock { registry -> StoreEntry? in
-      guard let entry = registry.stores.removeValue(forKey: identifier) else { return nil }
-      registry.generation &+= 1
-      // Under the lock, so that a dispatch reading it under the lock sees the registry that goes with it.
-      unregistrations.add(1, ordering: .relaxed)
-      registry.routes.remove(entry.store, for: entry.actionType)
-      for type in entry.mappedActionTypes { registry.routes.remove(entry.store, for: type) }
-      return entry
-    }
-    guard let removed else { return nil }
-    // After the registry's lock: the store's is never taken inside it.
+    guard let removed = removeStore(registeredAs: identifier, if: { _ in true }) else { return nil }
+    // After the registry's lock: the store's is never taken inside it. The store lets go of this dispatcher only if
+    // another thread has not registered it here again meanwhile.
     removed.withKind { $0.detach($1, from: self) }
     return removed.anyStore
   }

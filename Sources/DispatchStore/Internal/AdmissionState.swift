@@ -4,8 +4,11 @@
 /// The state is the dispatcher's (`Dispatcher.admission`); its methods decide under the lock and return what to do
 /// after it. The clock is user code: it is read before the lock, and scheduled after it.
 struct AdmissionState {
-  /// When each throttling key last let a dispatch run.
-  private var lastAdmitted: [CancellationID: Duration] = [:]
+  /// When each throttling key last let a dispatch run, and for how long it holds the next back.
+  private var lastAdmitted: [CancellationID: (at: Duration, interval: Duration)] = [:]
+  /// The count of `lastAdmitted` past which the keys whose interval ended are forgotten: twice the count kept at the
+  /// last sweep, so that sweeping costs little per dispatch and the keys of one screen's rows do not pile up.
+  private var sweepAt = 64
   /// The dispatch waiting for a quiet interval, per debouncing key, and its generation.
   private var debounced: [CancellationID: (handle: DispatchHandle, generation: UInt64)] = [:]
   private var generations: UInt64 = 0
@@ -14,11 +17,23 @@ struct AdmissionState {
   private var inFlight: [CancellationID: [DispatchHandle]] = [:]
 
   /// Whether a dispatch with `key` may run at `now`, at most one per `interval`; if so, it counts as the last.
-  mutating func throttle(_ key: CancellationID, interval: Duration, now: Duration) -> Bool {
-    if let last = lastAdmitted[key], now - last < interval { return false }
-    lastAdmitted[key] = now
-    return true
+  ///
+  /// Now and then forgets the keys whose interval (the one they were admitted with) has passed, and returns them for
+  /// the caller to release after the lock: a key is the app's value.
+  mutating func throttle(
+    _ key: CancellationID, interval: Duration, now: Duration
+  ) -> (admitted: Bool, forgotten: [CancellationID: (at: Duration, interval: Duration)]) {
+    if let last = lastAdmitted[key], now - last.at < interval { return (false, [:]) }
+    lastAdmitted[key] = (now, interval)
+    guard lastAdmitted.count > sweepAt else { return (true, [:]) }
+    let all = lastAdmitted
+    lastAdmitted = all.filter { now - $0.value.at < $0.value.interval }
+    sweepAt = max(64, 2 * lastAdmitted.count)
+    return (true, all)
   }
+
+  /// How many throttling keys are remembered.
+  var throttlingKeys: Int { lastAdmitted.count }
 
   /// `handle` waits for a quiet interval in place of the one waiting with `key`, which it returns (to fail it).
   mutating func debounce(_ key: CancellationID, _ handle: DispatchHandle) -> (

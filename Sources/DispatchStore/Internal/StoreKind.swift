@@ -126,8 +126,11 @@ private final class TypedStoreKind<Model: ModelType, Action: ActionType>: StoreK
   }
   override func mappedActionTypes(of store: AnyObject) -> [ObjectIdentifier] { typed(store).mappedActionTypes }
   override func detach(_ store: AnyObject, from dispatcher: Dispatcher) {
-    typed(store).state.withLock { state in
-      if state.dispatcher === dispatcher { state.dispatcher = nil }
+    let typed = typed(store)
+    // The registry's lock inside the store's (never the other way round): a register of the store on another
+    // thread, after this unregister, decides under the store's lock too.
+    typed.state.withLock { state in
+      if state.dispatcher === dispatcher, !dispatcher.holds(store, as: typed.identifier) { state.dispatcher = nil }
     }
   }
   override func announceFinishedOperation(

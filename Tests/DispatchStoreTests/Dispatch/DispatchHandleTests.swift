@@ -289,6 +289,30 @@ struct DispatchHandleTests {
     #expect(store.model.count == 2)
   }
 
+  /// A prepared dispatch started after its dispatcher is gone ends as cancelled instead of staying pending for ever;
+  /// so does one that waited for another (helper-61).
+  @Test func aDispatchStartedAfterItsDispatcherIsGoneEndsCancelled() async throws {
+    var dispatcher: Dispatcher? = Dispatcher()
+    let other = Dispatcher()
+    try other.register(store: makeCounterStore("other"))
+    let alone = try #require(dispatcher).prepare(action: CounterAction.increase(1))
+    let waiting = try #require(dispatcher).prepare(action: CounterAction.increase(1))
+    let first = other.prepare(action: CounterAction.increase(1))
+    try waiting.depend(on: first)
+    dispatcher = nil
+    for handle in [alone, waiting] {
+      handle.start()
+      if handle === waiting { first.start() }
+      do throws(DispatchError) {
+        try await handle.value
+        Issue.record("the dispatch completed")
+      } catch {
+        #expect(error == .cancelled)
+      }
+      #expect(handle.state.description == "cancelled")
+    }
+  }
+
   /// A held dispatch whose operation its reducer let go of without finishing fails with `releasedWithoutFinishing`,
   /// as it does without a handle, instead of never ending (helper-61).
   @Test(arguments: Dispatcher.Mode.allCases)

@@ -132,6 +132,42 @@ struct DispatcherTests {
     #expect(registered.withLock { $0 } == [Int](repeating: 1, count: rounds.count))
   }
 
+  /// One thread unregisters a store while another registers it again with the same dispatcher: afterwards the store
+  /// belongs to the dispatcher exactly when the dispatcher holds it (helper-61: the unregistering thread let go of the
+  /// store after the other had registered it again, which left it registered with no dispatcher, and free to be
+  /// registered with a second one as well).
+  ///
+  /// Rounds on the same two threads, which meet before each round (see the test above).
+  @Test func unregisteringAndRegisteringAgainAtOnceLeavesTheStoreWhereItIs() async throws {
+    let dispatcher = Dispatcher()
+    let store = makeCounterStore("moving")
+    let rounds = 5_000
+    let mismatches = Locked(0)
+    let arrived = [DispatchSemaphore(value: 0), DispatchSemaphore(value: 0)]
+    let checked = [DispatchSemaphore(value: 0), DispatchSemaphore(value: 0)]
+    try dispatcher.register(store: store)
+    await onThreads(2) { index in
+      for _ in 0..<rounds {
+        arrived[index].signal()
+        arrived[1 - index].wait()
+        if index == 0 {
+          dispatcher.unregister(storeIdentifier: "moving")
+        } else {
+          _ = try? dispatcher.register(store: store)
+        }
+        checked[index].signal()
+        checked[1 - index].wait()
+        if index == 0 {
+          // Both are done: the store is registered exactly when it names this dispatcher, then registered again.
+          let registered = dispatcher.store(with: "moving") != nil
+          if registered != (store.dispatcher === dispatcher) { mismatches.withLock { $0 += 1 } }
+          if !registered { _ = try? dispatcher.register(store: store) }
+        }
+      }
+    }
+    #expect(mismatches.withLock { $0 } == 0)
+  }
+
   @Test func unregisterRemovesExactlyThatStore() throws {
     let dispatcher = Dispatcher()
     let kept = makeCounterStore("kept")
