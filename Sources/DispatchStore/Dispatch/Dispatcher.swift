@@ -247,11 +247,13 @@ public final class Dispatcher: Sendable {
       if claimedNow { store.state.withLock { state in if state.dispatcher === self { state.dispatcher = nil } } }
       throw .duplicateStoreIdentifier(store.identifier)
     }
-    // Claimed again: a thread unregistering the store here may have let go of it since the claim above. If another
-    // dispatcher took it in between, it is given back to that one.
+    // Claimed again: a thread unregistering the store here may have let go of it since the claim above. Only if the
+    // registry still holds it (the registry's lock inside the store's, as when letting go): if that thread removed it
+    // again, this register came before that unregister (helper-62). If another dispatcher took it in between, it is
+    // given back to that one.
     let kept = store.state.withLock { state -> Bool in
-      if state.dispatcher == nil { state.dispatcher = self }
-      guard state.dispatcher === self else { return false }
+      if state.dispatcher == nil, holds(store, as: store.identifier) { state.dispatcher = self }
+      guard state.dispatcher === self else { return state.dispatcher == nil }
       state.mainQueue = mainQueue
       return true
     }

@@ -18,12 +18,15 @@ struct AdmissionState {
 
   /// Whether a dispatch with `key` may run at `now`, at most one per `interval`; if so, it counts as the last.
   ///
-  /// Now and then forgets the keys whose interval (the one they were admitted with) has passed, and returns them for
-  /// the caller to release after the lock: a key is the app's value.
+  /// A dispatch is held back by the interval of the one that last ran with its key. Now and then the keys whose
+  /// interval has passed are forgotten; the dictionary they were in is returned, for the caller to release after the
+  /// lock: a key is the app's value.
   mutating func throttle(
     _ key: CancellationID, interval: Duration, now: Duration
-  ) -> (admitted: Bool, forgotten: [CancellationID: (at: Duration, interval: Duration)]) {
-    if let last = lastAdmitted[key], now - last.at < interval { return (false, [:]) }
+  ) -> (admitted: Bool, released: [CancellationID: (at: Duration, interval: Duration)]) {
+    // Held back by the interval of the dispatch that ran ("the others within the interval after it"), which is also
+    // what the sweep forgets a key by: its decisions do not depend on whether a sweep ran (helper-62).
+    if let last = lastAdmitted[key], now - last.at < last.interval { return (false, [:]) }
     lastAdmitted[key] = (now, interval)
     guard lastAdmitted.count > sweepAt else { return (true, [:]) }
     let all = lastAdmitted

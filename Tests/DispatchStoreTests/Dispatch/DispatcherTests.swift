@@ -132,8 +132,9 @@ struct DispatcherTests {
     #expect(registered.withLock { $0 } == [Int](repeating: 1, count: rounds.count))
   }
 
-  /// One thread unregisters a store while another registers it again with the same dispatcher: afterwards the store
-  /// belongs to the dispatcher exactly when the dispatcher holds it (helper-61: the unregistering thread let go of the
+  /// One thread unregisters a store while another registers it with the same dispatcher, from a round where it was
+  /// registered or one where it was not: afterwards the store belongs to the dispatcher exactly when the dispatcher
+  /// holds it (helper-61: the unregistering thread let go of the
   /// store after the other had registered it again, which left it registered with no dispatcher, and free to be
   /// registered with a second one as well).
   ///
@@ -147,7 +148,7 @@ struct DispatcherTests {
     let checked = [DispatchSemaphore(value: 0), DispatchSemaphore(value: 0)]
     try dispatcher.register(store: store)
     await onThreads(2) { index in
-      for _ in 0..<rounds {
+      for round in 0..<rounds {
         arrived[index].signal()
         arrived[1 - index].wait()
         if index == 0 {
@@ -158,10 +159,17 @@ struct DispatcherTests {
         checked[index].signal()
         checked[1 - index].wait()
         if index == 0 {
-          // Both are done: the store is registered exactly when it names this dispatcher, then registered again.
+          // Both are done: the store is registered exactly when it names this dispatcher, and names none otherwise.
+          // The next round starts with it registered, or, every other round, not (helper-62).
           let registered = dispatcher.store(with: "moving") != nil
-          if registered != (store.dispatcher === dispatcher) { mismatches.withLock { $0 += 1 } }
-          if !registered { _ = try? dispatcher.register(store: store) }
+          if registered != (store.dispatcher === dispatcher) || (!registered && store.dispatcher != nil) {
+            mismatches.withLock { $0 += 1 }
+          }
+          if round.isMultiple(of: 2) {
+            if !registered { _ = try? dispatcher.register(store: store) }
+          } else {
+            dispatcher.unregister(storeIdentifier: "moving")
+          }
         }
       }
     }
