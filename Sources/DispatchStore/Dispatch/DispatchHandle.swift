@@ -271,10 +271,16 @@ public final class DispatchHandle: Sendable, CustomStringConvertible {
     perform(machine.withLock { $0.finished(result) })
   }
 
-  /// `operation` is about to start: tell it if the dispatch is cancelled, now or later.
-  func operationRunning(_ operation: any OperationStarting) {
-    let running = machine.withLock { $0.operationRunning(operation) }
+  /// `operation` is about to start (`starting`: ``operationStarted(_:finished:)`` follows), or is running already:
+  /// tell it if the dispatch is cancelled, now or later.
+  func operationRunning(_ operation: any OperationStarting, starting: Bool) {
+    let running = machine.withLock { $0.operationRunning(operation, starting: starting) }
     if !running { operation.cancel() }
+  }
+
+  /// The start of `operation` returned, `finished` or not; the caller holds it until after this.
+  func operationStarted(_ operation: any OperationStarting, finished: Bool) {
+    machine.withLock { $0.operationStarted(operation, finished: finished) }
   }
 
   /// The identifiers from this dispatch to `target` through dependencies, `target`'s last; `nil` if it does not

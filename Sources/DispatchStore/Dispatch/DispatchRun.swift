@@ -275,12 +275,22 @@ struct DispatchRun: Sendable {
         return .done(error: failed, ranOperation: false)
       case .operation(let operation):
         // Known to the handle before it starts: a `cancel()` from the moment the operation runs tells it.
-        handle?.operationRunning(operation)
-        switch operation.startUnobserved() {
-        case .succeeded: return .done(error: nil, ranOperation: true)
-        case .failed(let failed): return .done(error: failed, ranOperation: true)
-        case .unfinished: return .running(operation)
+        guard let handle else {
+          switch operation.startUnobserved() {
+          case .succeeded: return .done(error: nil, ranOperation: true)
+          case .failed(let failed): return .done(error: failed, ranOperation: true)
+          case .unfinished: return .running(operation)
+          }
         }
+        handle.operationRunning(operation, starting: true)
+        let outcome = operation.startUnobserved()
+        if case .unfinished = outcome {
+          handle.operationStarted(operation, finished: false)
+          return .running(operation)
+        }
+        handle.operationStarted(operation, finished: true)
+        if case .failed(let failed) = outcome { return .done(error: failed, ranOperation: true) }
+        return .done(error: nil, ranOperation: true)
       }
     }
   }
@@ -304,7 +314,7 @@ struct DispatchRun: Sendable {
     let start = parked.start
     // The all-or-nothing dispatch this start is part of, if any: it still passes that one's stores when it resumes.
     start.setUp(run: self, index: index, hooked: hooked, admitted: ThreadContext.admission())
-    handle?.operationRunning(start)
+    handle?.operationRunning(start, starting: false)
     // A lane's job: the holder's own jobs on that lane no longer wait behind it.
     if let lane = runningLane() {
       lane.parked(behind: parked.holder, waiter: start, dispatcher: dispatcher._withUnsafeGuaranteedRef { $0 })

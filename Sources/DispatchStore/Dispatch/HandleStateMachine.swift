@@ -30,13 +30,28 @@ struct HandleStateMachine {
     var endsInFlight = false
     /// The dispatches this one waited for, let go of at its final state: released after the lock, as a handle's
     /// action and observers are the app's.
-    var released: [DispatchHandle] = []
+    var released: [DispatchHandle]?
   }
 
-  /// An operation told if the dispatch is cancelled, held weakly: one its reducer let go of without finishing is then
-  /// freed, and its release fails the dispatch (``DispatchError/releasedWithoutFinishing(storeIdentifier:)``), as it
-  /// does without a handle.
-  struct RunningOperation {
+  /// An operation told if the dispatch is cancelled.
+  ///
+  /// Held while its start runs; once the start returned, let go of if it finished, and held weakly if not: one its
+  /// reducer let go of without finishing is then freed, and its release fails the dispatch
+  /// (``DispatchError/releasedWithoutFinishing(storeIdentifier:)``), as it does without a handle. (A weak reference
+  /// costs the operation an allocation, which most operations, finished inside their start, do without.)
+  enum HeldOperation {
+    case starting(any OperationStarting)
+    case running(WeakOperation)
+
+    var operation: (any OperationStarting)? {
+      switch self {
+      case .starting(let operation): operation
+      case .running(let weak): weak.operation
+      }
+    }
+  }
+
+  struct WeakOperation {
     weak var operation: (any OperationStarting)?
   }
 
@@ -49,7 +64,7 @@ struct HandleStateMachine {
   private var isDelivering = false
   private var waiters: [CheckedContinuation<Result<Void, DispatchError>, Never>] = []
   /// Operations still running when their start returned, told if the dispatch is cancelled.
-  private var running: [RunningOperation] = []
+  private var running: [HeldOperation] = []
   /// Told the final result: the dispatches waiting for this one (``DispatchHandle/depend(on:)``).
   private var dependents: [@Sendable (Result<Void, DispatchError>) -> Void] = []
   /// The dispatches this one waits for, until it finished (kept after it started, for finding cycles).
@@ -120,12 +135,40 @@ struct HandleStateMachine {
     return effects
   }
 
-  /// An operation of the dispatch is about to start; returns `false` if the dispatch was cancelled meanwhile (tell
-  /// the operation at once).
-  mutating func operationRunning(_ operation: any OperationStarting) -> Bool {
+  /// An operation of the dispatch is about to start (`starting`), or is running already; returns `false` if the
+  /// dispatch was cancelled meanwhile (tell the operation at once).
+  mutating func operationRunning(_ operation: any OperationStarting, starting: Bool) -> Bool {
     if case .cancelled = state { return false }
-    if !state.isFinished { running.append(RunningOperation(operation: operation)) }
+    if !state.isFinished {
+      running.append(starting ? .starting(operation) : .running(WeakOperation(operation: operation)))
+    }
     return true
+  }
+
+  /// The start of `operation` returned: let go of it if it `finished`, held weakly if not.
+  ///
+  /// The caller still holds it: nothing is released here.
+  mutating func operationStarted(_ operation: any OperationStarting, finished: Bool) {
+    // Most often the last one noted: the one a dispatch to one store, or the store started last, is starting.
+    let index: Int
+    if case .starting(let held)? = running.last, held === operation {
+      index = running.count - 1
+    } else {
+      guard
+        let found = running.lastIndex(where: {
+          if case .starting(let held) = $0 { return held === operation }
+          return false
+        })
+      else { return }
+      index = found
+    }
+    if !finished {
+      running[index] = .running(WeakOperation(operation: operation))
+    } else if index == running.count - 1 {
+      running.removeLast()
+    } else {
+      running.remove(at: index)
+    }
   }
 
   /// Registers `observer`, to be told the current state and every later one; returns its identifier.
@@ -155,7 +198,7 @@ struct HandleStateMachine {
   /// The next notification to deliver and the observers to tell, or `nil` when the queue is empty (the
   /// delivering thread stops); after the final state, also every observer, let go of (`released`) for the caller to
   /// release after the lock.
-  mutating func nextNotification() -> (state: DispatchState, observers: [Observer], released: [Observer])? {
+  mutating func nextNotification() -> (state: DispatchState, observers: [Observer], released: [Observer]?)? {
     guard let notification = queue.popFirst() else {
       isDelivering = false
       return nil
@@ -166,7 +209,7 @@ struct HandleStateMachine {
     } else {
       told = observers.filter { $0.since < notification.sequence }.map(\.observer)
     }
-    var released: [Observer] = []
+    var released: [Observer]?
     if notification.state.isFinished, queue.isEmpty {
       // Nothing follows a final state: the observers can go once told.
       released = observers.map(\.observer)
@@ -189,8 +232,10 @@ struct HandleStateMachine {
       running = []
       effects.dependents = dependents
       dependents = []
-      effects.released = dependencies
-      dependencies = []
+      if !dependencies.isEmpty {
+        effects.released = dependencies
+        dependencies = []
+      }
       // A dispatch cancelled after it started may still be running: its run's end (``finished(_:)``) ends the count.
       let stillRunning: Bool
       if case .cancelled = new { stillRunning = hasStarted } else { stillRunning = false }

@@ -44,12 +44,12 @@ struct HandleStateMachineTests {
     var machine = HandleStateMachine()
     _ = machine.started()
     let operation = ActionOperation(action: CounterAction.noop, store: makeCounterStore("s")) { _, _, _ in }
-    let tracked = machine.operationRunning(operation)
+    let tracked = machine.operationRunning(operation, starting: false)
 
     let first = machine.cancelled()
     let second = machine.cancelled()
     // An operation still starting when the dispatch was cancelled is told by its caller.
-    let trackedAfter = machine.operationRunning(operation)
+    let trackedAfter = machine.operationRunning(operation, starting: false)
 
     #expect(tracked)
     #expect(first.cancel.count == 1)
@@ -61,7 +61,7 @@ struct HandleStateMachineTests {
     var machine = HandleStateMachine()
     _ = machine.started()
     let operation = ActionOperation(action: CounterAction.noop, store: makeCounterStore("s")) { _, _, _ in }
-    _ = machine.operationRunning(operation)
+    _ = machine.operationRunning(operation, starting: false)
 
     _ = machine.finished(.failure(.cancelled))
     let cancelled = machine.cancelled()
@@ -79,10 +79,32 @@ struct HandleStateMachineTests {
     do {
       let operation = ActionOperation(action: CounterAction.noop, store: makeCounterStore("s")) { _, _, _ in }
       released = operation
-      let tracked = machine.operationRunning(operation)
+      let tracked = machine.operationRunning(operation, starting: false)
       #expect(tracked)
     }
     #expect(released == nil)
+    let cancelled = machine.cancelled()
+    #expect(cancelled.cancel.isEmpty)
+  }
+
+  /// An operation is held while its start runs, so that a cancellation then reaches it; once its start returned, it
+  /// is let go of if it finished there, and held weakly if not.
+  @Test func anOperationIsHeldWhileItStartsThenLetGoOfOrHeldWeakly() {
+    var machine = HandleStateMachine()
+    _ = machine.started()
+    weak var finishing: ActionOperation<Counter, CounterAction>?
+    weak var continuing: ActionOperation<Counter, CounterAction>?
+    do {
+      let first = ActionOperation(action: CounterAction.noop, store: makeCounterStore("a")) { _, _, _ in }
+      let second = ActionOperation(action: CounterAction.noop, store: makeCounterStore("b")) { _, _, _ in }
+      (finishing, continuing) = (first, second)
+      _ = machine.operationRunning(first, starting: true)
+      _ = machine.operationRunning(second, starting: true)
+    }
+    #expect(finishing != nil && continuing != nil)
+    if let operation = finishing { machine.operationStarted(operation, finished: true) }
+    if let operation = continuing { machine.operationStarted(operation, finished: false) }
+    #expect(finishing == nil && continuing == nil)
     let cancelled = machine.cancelled()
     #expect(cancelled.cancel.isEmpty)
   }
@@ -98,10 +120,10 @@ struct HandleStateMachineTests {
     _ = machine.submitted()
     _ = machine.started()
     let finished = machine.finished(.success(()))
-    #expect(finished.released.map(ObjectIdentifier.init) == [ObjectIdentifier(dependency)])
+    #expect(finished.released?.map(ObjectIdentifier.init) == [ObjectIdentifier(dependency)])
     #expect(machine.dependencies.isEmpty)
     var released = 0
-    while let (_, _, letGo) = machine.nextNotification() { released += letGo.count }
+    while let (_, _, letGo) = machine.nextNotification() { released += letGo?.count ?? 0 }
     #expect(released == 1)
   }
 

@@ -336,7 +336,7 @@ let shapes = [
   "recorderfile", "oprecorder", "oprecorderfile", "verify", "restore",
   "handle10", "allornothing", "allornothing10", "contended", "contendedallornothing",
   "observedrows10", "observedrows10000", "recordedrows10", "recordedrows10000", "sessionrows10", "sessionrows10000",
-  "orderrows10", "orderrows10000", "effects", "effectsfile",
+  "orderrows10", "orderrows10000", "effects", "effectsfile", "handleop",
 ]
 let arguments = CommandLine.arguments
 guard arguments.count == 3, let count = Int(arguments[1]),
@@ -377,7 +377,8 @@ if shape.hasPrefix("recordedrows") {
 }
 let dispatcher = Dispatcher()
 let inPlace =
-  shape == "inplace" || shape == "chain" || shape == "tokensinplace" || shape.hasPrefix("handle")
+  shape == "inplace" || shape == "chain" || shape == "tokensinplace"
+  || (shape.hasPrefix("handle") && shape != "handleop")
   || shape.hasPrefix("recorder") || shape.hasPrefix("allornothing") || shape.hasPrefix("contended")
 let reducer: Reducer<Tally, TallyAction> =
   inPlace ? InPlace() : ThroughOperation()
@@ -475,8 +476,9 @@ if shape.hasPrefix("contended") {
 let started = ContinuousClock.now
 if shape == "handle10" || shape.hasPrefix("allornothing") {
   for _ in 0..<count { _ = dispatcher.start(action: TallyAction.increment, mode: .sync, options: allOrNothing) }
-} else if shape == "handle" {
-  // A held handle per action (proposal 0009). Two loops, so that the others compare no string per dispatch.
+} else if shape == "handle" || shape == "handleop" {
+  // A held handle per action (proposal 0009), through an operation with `handleop`. Two loops, so that the others
+  // compare no string per dispatch.
   for _ in 0..<count { _ = dispatcher.start(action: TallyAction.increment, mode: .sync) }
 } else {
   for _ in 0..<count { try dispatcher.dispatchSync(action: TallyAction.increment) }
