@@ -109,6 +109,43 @@ struct HandleStateMachineTests {
     #expect(cancelled.cancel.isEmpty)
   }
 
+  /// A cancellation while operations start tells them, the one not noted last too (helper-63).
+  ///
+  /// The end of a start after it finds nothing to let go of.
+  @Test func aCancellationWhileOperationsStartTellsThem() {
+    var machine = HandleStateMachine()
+    _ = machine.started()
+    let first = ActionOperation(action: CounterAction.noop, store: makeCounterStore("a")) { _, _, _ in }
+    let second = ActionOperation(action: CounterAction.noop, store: makeCounterStore("b")) { _, _, _ in }
+    _ = machine.operationRunning(first, starting: true)
+    _ = machine.operationRunning(second, starting: true)
+    // The first one's start returns first, unfinished: it is not the last noted.
+    machine.operationStarted(first, finished: false)
+    let cancelled = machine.cancelled()
+    #expect(Set(cancelled.cancel.map { ObjectIdentifier($0) }) == [ObjectIdentifier(first), ObjectIdentifier(second)])
+    machine.operationStarted(second, finished: true)
+    let again = machine.cancelled()
+    #expect(again.cancel.isEmpty)
+  }
+
+  /// Of two operations starting at once, the first one's start finishing lets go of it alone.
+  @Test func anOperationThatIsNotTheLastNotedIsLetGoOfAlone() {
+    var machine = HandleStateMachine()
+    _ = machine.started()
+    weak var finishing: ActionOperation<Counter, CounterAction>?
+    let second = ActionOperation(action: CounterAction.noop, store: makeCounterStore("b")) { _, _, _ in }
+    do {
+      let first = ActionOperation(action: CounterAction.noop, store: makeCounterStore("a")) { _, _, _ in }
+      finishing = first
+      _ = machine.operationRunning(first, starting: true)
+      _ = machine.operationRunning(second, starting: true)
+      machine.operationStarted(first, finished: true)
+    }
+    #expect(finishing == nil)
+    let cancelled = machine.cancelled()
+    #expect(cancelled.cancel.map { ObjectIdentifier($0) } == [ObjectIdentifier(second)])
+  }
+
   /// What a final state lets go of (the dispatches it waited for, its observers) goes to the caller, which releases
   /// it after the handle's lock: a handle's action and observers are the app's, and their deinit may use the handle.
   @Test func aFinalStateHandsWhatItLetsGoOfToTheCaller() {
