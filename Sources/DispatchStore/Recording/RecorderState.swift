@@ -18,8 +18,8 @@ struct RecorderState {
   var queued = 0
   /// The effects operations fetched through the recorder, by dispatch (`ActionOperation.effect(_:_:)`).
   var effects: [TransactionID: [RecordedEffect]] = [:]
-  /// The transactions of dispatches with effects whose records a dispatch after moving back removed: each one's
-  /// dispatch, and the index its record was removed from (``dropOrphanedEffects()``).
+  /// The transactions whose records a dispatch after moving back removed, whether or not they fetched an effect yet:
+  /// each one's dispatch, and the index its record was removed from (``dropOrphanedEffects()``).
   var orphanedEffects: [TransactionID: (dispatchID: TransactionID, removedFrom: Int)] = [:]
   /// The reads of other stores' models, by transaction (`ActionOperation.model(of:as:)`): each store read and the
   /// index of the record whose model it held.
