@@ -136,18 +136,7 @@ struct RecorderState {
       // A dropped record's transaction takes its effects along, not its dispatch's others: a store's operation of the
       // same dispatch may have a record kept, or file one later, that verify re-runs (proposal 0027). Effects without
       // a transaction (a resumed file's older lines) go with their dispatch.
-      // One lookup of the dispatch: most dispatches fetch their effects in one transaction, and lose them all here.
-      for record in dropped {
-        guard let slot = effects.index(forKey: record.dispatchID) else { continue }
-        let goes = { (effect: RecordedEffect) in
-          effect.transactionID == nil || effect.transactionID == record.transactionID
-        }
-        if effects.values[slot].allSatisfy(goes) {
-          effects.remove(at: slot)
-        } else {
-          effects.values[slot].removeAll(where: goes)
-        }
-      }
+      for record in dropped { dropEffects(of: record.transactionID, in: record.dispatchID) }
     }
     if !orphanedEffects.isEmpty { dropOrphanedEffects() }
     if !reads.isEmpty {
@@ -216,9 +205,21 @@ struct RecorderState {
     let due = orphanedEffects.filter { $0.value.removedFrom <= first }
     for (transaction, orphan) in due {
       orphanedEffects.removeValue(forKey: transaction)
-      guard var kept = effects[orphan.dispatchID] else { continue }
-      kept.removeAll { $0.transactionID == nil || $0.transactionID == transaction }
-      effects[orphan.dispatchID] = kept.isEmpty ? nil : kept
+      dropEffects(of: transaction, in: orphan.dispatchID)
+    }
+  }
+
+  /// Drops the effects transaction `transaction` fetched in dispatch `dispatchID`, and those of the dispatch that name
+  /// no transaction (a resumed file's older lines).
+  ///
+  /// One lookup of the dispatch: most dispatches fetch their effects in one transaction, and lose them all here.
+  private mutating func dropEffects(of transaction: TransactionID, in dispatchID: TransactionID) {
+    guard let slot = effects.index(forKey: dispatchID) else { return }
+    let goes = { (effect: RecordedEffect) in effect.transactionID == nil || effect.transactionID == transaction }
+    if effects.values[slot].allSatisfy(goes) {
+      effects.remove(at: slot)
+    } else {
+      effects.values[slot].removeAll(where: goes)
     }
   }
 

@@ -5,6 +5,11 @@ import Testing
 /// The handle's state machine alone: transitions, what each party is told, and in which order.
 @Suite("Handle state machine", .watchdog)
 struct HandleStateMachineTests {
+  /// An operation of a store `store` whose block does nothing, not started.
+  static func idleOperation(_ store: String) -> ActionOperation<Counter, CounterAction> {
+    ActionOperation(action: CounterAction.noop, store: makeCounterStore(store)) { _, _, _ in }
+  }
+
   /// Drains the notification queue as the delivering thread would, recording what each observer heard.
   func deliver(_ machine: inout HandleStateMachine) -> [String] {
     var heard: [String] = []
@@ -43,7 +48,7 @@ struct HandleStateMachineTests {
   @Test func cancellingTellsTheRunningOperationsOnce() {
     var machine = HandleStateMachine()
     _ = machine.started()
-    let operation = ActionOperation(action: CounterAction.noop, store: makeCounterStore("s")) { _, _, _ in }
+    let operation = Self.idleOperation("s")
     let tracked = machine.operationRunning(operation, starting: false)
 
     let first = machine.cancelled()
@@ -60,7 +65,7 @@ struct HandleStateMachineTests {
   @Test func finishingLetsTheRunningOperationsGo() {
     var machine = HandleStateMachine()
     _ = machine.started()
-    let operation = ActionOperation(action: CounterAction.noop, store: makeCounterStore("s")) { _, _, _ in }
+    let operation = Self.idleOperation("s")
     _ = machine.operationRunning(operation, starting: false)
 
     _ = machine.finished(.failure(.cancelled))
@@ -77,7 +82,7 @@ struct HandleStateMachineTests {
     _ = machine.started()
     weak var released: ActionOperation<Counter, CounterAction>?
     do {
-      let operation = ActionOperation(action: CounterAction.noop, store: makeCounterStore("s")) { _, _, _ in }
+      let operation = Self.idleOperation("s")
       released = operation
       let tracked = machine.operationRunning(operation, starting: false)
       #expect(tracked)
@@ -95,8 +100,8 @@ struct HandleStateMachineTests {
     weak var finishing: ActionOperation<Counter, CounterAction>?
     weak var continuing: ActionOperation<Counter, CounterAction>?
     do {
-      let first = ActionOperation(action: CounterAction.noop, store: makeCounterStore("a")) { _, _, _ in }
-      let second = ActionOperation(action: CounterAction.noop, store: makeCounterStore("b")) { _, _, _ in }
+      let first = Self.idleOperation("a")
+      let second = Self.idleOperation("b")
       (finishing, continuing) = (first, second)
       _ = machine.operationRunning(first, starting: true)
       _ = machine.operationRunning(second, starting: true)
@@ -115,8 +120,8 @@ struct HandleStateMachineTests {
   @Test func aCancellationWhileOperationsStartTellsThem() {
     var machine = HandleStateMachine()
     _ = machine.started()
-    let first = ActionOperation(action: CounterAction.noop, store: makeCounterStore("a")) { _, _, _ in }
-    let second = ActionOperation(action: CounterAction.noop, store: makeCounterStore("b")) { _, _, _ in }
+    let first = Self.idleOperation("a")
+    let second = Self.idleOperation("b")
     _ = machine.operationRunning(first, starting: true)
     _ = machine.operationRunning(second, starting: true)
     // The first one's start returns first, unfinished: it is not the last noted.
@@ -133,9 +138,9 @@ struct HandleStateMachineTests {
     var machine = HandleStateMachine()
     _ = machine.started()
     weak var finishing: ActionOperation<Counter, CounterAction>?
-    let second = ActionOperation(action: CounterAction.noop, store: makeCounterStore("b")) { _, _, _ in }
+    let second = Self.idleOperation("b")
     do {
-      let first = ActionOperation(action: CounterAction.noop, store: makeCounterStore("a")) { _, _, _ in }
+      let first = Self.idleOperation("a")
       finishing = first
       _ = machine.operationRunning(first, starting: true)
       _ = machine.operationRunning(second, starting: true)

@@ -237,17 +237,42 @@ struct RecordedEffectsTests {
     #expect(recorder.storage.state.withLock { Set($0.effects.keys) } == kept)
   }
 
-  /// A dispatch to two stores whose first store's record an undo and the second store's change remove keeps the
-  /// effect its second store fetched before: that store files its record after the cursor, and a save verifies.
-  @Test func aDispatchStillRunningKeepsTheEffectsItsNextRecordNeeds() throws {
-    let fetched = DispatchSemaphore(value: 0)
-    let gate = DispatchSemaphore(value: 0)
+  /// A "badge" store and a "profile" store whose operation fetches its name, signals `fetched` and waits for `gate`.
+  static func badgeAndProfile(fetched: DispatchSemaphore, gate: DispatchSemaphore) throws -> Dispatcher {
     let dispatcher = Dispatcher()
     try dispatcher.register(
       store: Store(identifier: "badge", model: UserProfile(), reducer: BadgeNamingReducer()))
     try dispatcher.register(
       store: Store(
         identifier: "profile", model: UserProfile(), reducer: GatedProfileReducer(fetched: fetched, gate: gate)))
+    return dispatcher
+  }
+
+  /// Saves `recorder`'s history of those two stores, loads it and verifies it against stores whose fetch fails.
+  static func saveAndVerifyOffline(_ recorder: RecorderMiddleware) throws {
+    let file = TemporaryFile()
+    var codecs = SessionCodecs()
+    codecs.register(storeIdentifier: "badge", model: UserProfile.self, action: UserAction.self)
+    codecs.register(storeIdentifier: "profile", model: UserProfile.self, action: UserAction.self)
+    try recorder.save(to: file.url, codecs: codecs)
+    // Opened before: a semaphore released below the value it was made with traps.
+    let open = DispatchSemaphore(value: 0)
+    open.signal()
+    let replay = Dispatcher()
+    try replay.register(store: Store(identifier: "badge", model: UserProfile(), reducer: BadgeNamingReducer()))
+    try replay.register(
+      store: Store(
+        identifier: "profile", model: UserProfile(),
+        reducer: GatedProfileReducer(fetched: DispatchSemaphore(value: 0), gate: open, fails: true)))
+    try Session.load(from: file.url, codecs: codecs).verify(against: replay)
+  }
+
+  /// A dispatch to two stores whose first store's record an undo and the second store's change remove keeps the
+  /// effect its second store fetched before: that store files its record after the cursor, and a save verifies.
+  @Test func aDispatchStillRunningKeepsTheEffectsItsNextRecordNeeds() throws {
+    let fetched = DispatchSemaphore(value: 0)
+    let gate = DispatchSemaphore(value: 0)
+    let dispatcher = try Self.badgeAndProfile(fetched: fetched, gate: gate)
     let recorder = RecorderMiddleware()
     dispatcher.register(middleware: recorder)
     let done = DispatchSemaphore(value: 0)
@@ -262,22 +287,7 @@ struct RecordedEffectsTests {
     #expect(recorder.records.map(\.storeIdentifier) == ["profile"])
     #expect(recorder.storage.state.withLock { $0.effects[dispatch]?.map(\.key) } == ["name"])
 
-    let file = TemporaryFile()
-    var codecs = SessionCodecs()
-    codecs.register(storeIdentifier: "badge", model: UserProfile.self, action: UserAction.self)
-    codecs.register(storeIdentifier: "profile", model: UserProfile.self, action: UserAction.self)
-    try recorder.save(to: file.url, codecs: codecs)
-    let session = try Session.load(from: file.url, codecs: codecs)
-    let replay = Dispatcher()
-    // Opened before: a semaphore released below the value it was made with traps.
-    let open = DispatchSemaphore(value: 0)
-    open.signal()
-    try replay.register(store: Store(identifier: "badge", model: UserProfile(), reducer: BadgeNamingReducer()))
-    try replay.register(
-      store: Store(
-        identifier: "profile", model: UserProfile(),
-        reducer: GatedProfileReducer(fetched: DispatchSemaphore(value: 0), gate: open, fails: true)))
-    try session.verify(against: replay)
+    try Self.saveAndVerifyOffline(recorder)
   }
 
   /// The same, with the badge's removed record then dropped by the bound while the profile's operation still runs:
@@ -285,12 +295,7 @@ struct RecordedEffectsTests {
   @Test func anOperationStillRunningKeepsItsEffectsWhenTheBoundPassesARemovedSibling() throws {
     let fetched = DispatchSemaphore(value: 0)
     let gate = DispatchSemaphore(value: 0)
-    let dispatcher = Dispatcher()
-    try dispatcher.register(
-      store: Store(identifier: "badge", model: UserProfile(), reducer: BadgeNamingReducer()))
-    try dispatcher.register(
-      store: Store(
-        identifier: "profile", model: UserProfile(), reducer: GatedProfileReducer(fetched: fetched, gate: gate)))
+    let dispatcher = try Self.badgeAndProfile(fetched: fetched, gate: gate)
     let recorder = RecorderMiddleware(maxNumberOfRecords: 16)
     dispatcher.register(middleware: recorder)
     let done = DispatchSemaphore(value: 0)
@@ -306,21 +311,7 @@ struct RecordedEffectsTests {
     #expect(done.wait(timeout: .now() + 60) == .success)
     #expect(recorder.records.last?.storeIdentifier == "profile")
 
-    let file = TemporaryFile()
-    var codecs = SessionCodecs()
-    codecs.register(storeIdentifier: "badge", model: UserProfile.self, action: UserAction.self)
-    codecs.register(storeIdentifier: "profile", model: UserProfile.self, action: UserAction.self)
-    try recorder.save(to: file.url, codecs: codecs)
-    let replay = Dispatcher()
-    // Opened before: a semaphore released below the value it was made with traps.
-    let open = DispatchSemaphore(value: 0)
-    open.signal()
-    try replay.register(store: Store(identifier: "badge", model: UserProfile(), reducer: BadgeNamingReducer()))
-    try replay.register(
-      store: Store(
-        identifier: "profile", model: UserProfile(),
-        reducer: GatedProfileReducer(fetched: DispatchSemaphore(value: 0), gate: open, fails: true)))
-    try Session.load(from: file.url, codecs: codecs).verify(against: replay)
+    try Self.saveAndVerifyOffline(recorder)
   }
 
   /// An operation whose record an undo and a new dispatch removed, which then fetches an effect and files no record
