@@ -41,14 +41,36 @@ import Foundation
 /// > values it had when its element was last written. A list whose elements are themselves classes is written whole.
 public struct IdentifiedList<Element: Identifiable> {
   /// The ids, in order.
-  @usableFromInline var order: OrderTree<Element.ID>
+  ///
+  /// A change to them counts in the element tree's root (``ElementNode/generation``), which it makes the list's own
+  /// first.
+  @usableFromInline var order: OrderTree<Element.ID> {
+    _read { yield orderStorage }
+    _modify {
+      ElementNode.makeUnique(&elementStorage.root)
+      elementStorage.root.generation &+= 1
+      yield &orderStorage
+    }
+  }
   /// The elements, by id.
-  @usableFromInline var elements: ElementTrie<Element>
+  ///
+  /// A change to them counts in their tree's root (``ElementNode/generation``): every change makes the root the
+  /// list's own.
+  @usableFromInline var elements: ElementTrie<Element> {
+    _read { yield elementStorage }
+    _modify {
+      yield &elementStorage
+      // Shared only if nothing changed: a change makes the root unique first.
+      if isKnownUniquelyReferenced(&elementStorage.root) { elementStorage.root.generation &+= 1 }
+    }
+  }
+  @usableFromInline var orderStorage: OrderTree<Element.ID>
+  @usableFromInline var elementStorage: ElementTrie<Element>
 
   /// Creates an empty list.
   @inlinable public init() {
-    order = OrderTree()
-    elements = ElementTrie()
+    orderStorage = OrderTree()
+    elementStorage = ElementTrie()
   }
 
   /// Creates a list of `elements`, in their order.
@@ -57,8 +79,8 @@ public struct IdentifiedList<Element: Identifiable> {
   @inlinable public init(_ elements: some Sequence<Element>) {
     let elements = Array(elements)
     if let trie = ElementTrie.build(elements) {
-      self.order = OrderTree(Self.ids(of: elements))
-      self.elements = trie
+      self.orderStorage = OrderTree(Self.ids(of: elements))
+      self.elementStorage = trie
       return
     }
     // Two elements have one id: found one by one, to name it.
@@ -69,8 +91,8 @@ public struct IdentifiedList<Element: Identifiable> {
       precondition(replaced == nil, "IdentifiedList: two elements have the id \(element.id)")
       return element.id
     }
-    self.order = OrderTree(ids)
-    self.elements = trie
+    self.orderStorage = OrderTree(ids)
+    self.elementStorage = trie
   }
 
   /// The element with `id`: `nil` if there is none.
@@ -93,14 +115,19 @@ public struct IdentifiedList<Element: Identifiable> {
         return
       }
       precondition(newValue.id == id, "IdentifiedList: the element set for id \(id) has the id \(newValue.id)")
+      let note = ListJournal.current?.note(&self, touching: id)
       if elements.update(newValue) == nil { order.insert(id, at: order.count) }
+      note?.ended(self)
     }
     _modify {
-      if elements.containsItem(id) {
+      let note = ListJournal.current?.note(&self, touching: id)
+      // The trees' storage, not `elements`: its accessors cost a retain and a release of the root here.
+      if elementStorage.containsItem(id) {
         // Moved out of its node and back: a copy would share what the element holds (a list inside it), which
         // its change would then copy.
         var element: Element?
-        let (node, slot) = elements.takeItem(id, into: &element)
+        let (node, slot) = elementStorage.takeItem(id, into: &element)
+        elementStorage.root.generation &+= 1
         defer {
           // Moved back, not copied: nothing it holds is retained and released again.
           if let changed = element.take() {
@@ -117,6 +144,9 @@ public struct IdentifiedList<Element: Identifiable> {
         defer { self[id: id] = element }
         yield &element
       }
+      // Not in a `defer`, which costs an allocation per change; not reached if the caller's change throws, and then
+      // the note does not vouch for the list (`ListJournal.changes(of:since:same:)`).
+      note?.ended(self)
     }
   }
 
@@ -138,6 +168,8 @@ public struct IdentifiedList<Element: Identifiable> {
   @discardableResult
   @inlinable public mutating func remove(id: Element.ID) -> Element? {
     guard let position = index(id: id) else { return nil }
+    let note = ListJournal.current?.note(&self, touching: id)
+    defer { note?.ended(self) }
     _ = order.remove(at: position)
     return elements.remove(id)
   }
@@ -170,6 +202,8 @@ extension IdentifiedList: RandomAccessCollection, MutableCollection {
     set {
       precondition(position >= 0 && position < count, "IdentifiedList: index \(position) out of range")
       let id = order[position]
+      let note = ListJournal.current?.note(&self, touching: id, newValue.id)
+      defer { note?.ended(self) }
       if newValue.id == id {
         elements.update(newValue)
         return
@@ -205,6 +239,8 @@ extension IdentifiedList: RandomAccessCollection, MutableCollection {
   @inlinable public mutating func swapAt(_ first: Int, _ second: Int) {
     precondition(first >= 0 && first < count && second >= 0 && second < count, "IdentifiedList: index out of range")
     guard first != second else { return }
+    let note = ListJournal.current?.note(&self)
+    defer { note?.ended(self) }
     let (firstID, secondID) = (order[first], order[second])
     order.replace(at: first, with: secondID)
     order.replace(at: second, with: firstID)
@@ -222,6 +258,8 @@ extension IdentifiedList: RandomAccessCollection, MutableCollection {
     precondition(destination >= 0 && destination <= count, "IdentifiedList: destination out of range")
     guard let first = source.first, let last = source.last else { return }
     precondition(first >= 0 && last < count, "IdentifiedList: index out of range")
+    let note = ListJournal.current?.note(&self)
+    defer { note?.ended(self) }
     let ids = source.map { order[$0] }
     for position in source.reversed() { _ = order.remove(at: position) }
     let target = destination - source.count(in: 0..<destination)
@@ -234,7 +272,9 @@ extension IdentifiedList: RandomAccessCollection, MutableCollection {
   /// - Throws: What `areInIncreasingOrder` throws; the list is then unchanged.
   @inlinable public mutating func sort(by areInIncreasingOrder: (Element, Element) throws -> Bool) rethrows {
     let sorted = try self.sorted(by: areInIncreasingOrder)
+    let note = ListJournal.current?.note(&self)
     order = OrderTree(Self.ids(of: sorted))
+    note?.ended(self)
   }
 
   /// The ids of `elements`, in order.
@@ -285,6 +325,12 @@ extension IdentifiedList: RangeReplaceableCollection {
   ///     traps).
   @inlinable public mutating func replaceSubrange(_ subrange: Range<Int>, with newElements: some Collection<Element>) {
     precondition(subrange.lowerBound >= 0 && subrange.upperBound <= count, "IdentifiedList: range out of bounds")
+    var note: ListJournal.Note<Element>?
+    if let journal = ListJournal.current {
+      let ids = subrange.map { order[$0] } + newElements.map(\.id)
+      note = journal.note(&self, touchingAll: ids)
+    }
+    defer { note?.ended(self) }
     for position in subrange.reversed() {
       elements.remove(order.remove(at: position))
     }
@@ -301,7 +347,10 @@ extension IdentifiedList: RangeReplaceableCollection {
   ///
   /// - Parameter keepCapacity: Ignored: a list holds no spare capacity.
   @inlinable public mutating func removeAll(keepingCapacity keepCapacity: Bool = false) {
+    let note = ListJournal.current?.note(&self)
+    note?.replacingElements(self)
     self = IdentifiedList()
+    note?.ended(self)
   }
 }
 
@@ -400,8 +449,8 @@ extension IdentifiedList: Decodable where Element: Decodable {
       throw DecodingError.dataCorruptedError(
         in: container, debugDescription: "Two elements have the id \(repeated.id).")
     }
-    self.order = OrderTree(Self.ids(of: elements))
-    self.elements = trie
+    self.orderStorage = OrderTree(Self.ids(of: elements))
+    self.elementStorage = trie
   }
 }
 

@@ -37,6 +37,9 @@ final class ThreadContext {
   /// The lane whose job this thread is running, if any: a start of that job that parks behind an all-or-nothing
   /// dispatch tells it (``Lane/parked(behind:start:dispatcher:)``).
   @exclusivity(unchecked) var runningLane: Lane?
+  /// The journal the changes to lists made on this thread are noted in, while a verify re-runs a transaction here
+  /// (``ListJournal/recording(_:)``).
+  @exclusivity(unchecked) var listJournal: ListJournal?
 
   /// Runs `body` with this thread's starts passing the stores `reserving` holds, if any
   /// (``ThreadContext/admission()``).

@@ -217,7 +217,13 @@ final class JSONStreamEncoder {
     } else if T.self == URL.self {
       JSONText.append(Self.cast(value, to: URL.self).absoluteString, to: &bytes)
     } else if T.self == Decimal.self {
-      bytes.append(contentsOf: Self.cast(value, to: Decimal.self).description.utf8)
+      let decimal = Self.cast(value, to: Decimal.self)
+      // Its description, `NaN`, is not JSON: the line would not read back.
+      guard !decimal.isNaN else {
+        throw EncodingError.invalidValue(
+          decimal, .init(codingPath: codingPath, debugDescription: "Unable to encode Decimal.nan in JSON."))
+      }
+      bytes.append(contentsOf: decimal.description.utf8)
     } else if T.self == UUID.self {
       write(Self.cast(value, to: UUID.self))
     } else {

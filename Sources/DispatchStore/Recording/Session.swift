@@ -79,8 +79,13 @@ public struct Session: Sendable {
     get throws(SessionError) {
       if let records = cache.records.withLock({ $0 }) { return records }
       let records = try decodeRecords(index.records[...], lists: ListDecoding(indexedBase: indexedBase))
-      cache.records.withLock { $0 = records }
-      return records
+      // Another thread's decoding, if it was first: kept, and this one released after the lock (a model's `deinit` is
+      // user code).
+      return cache.records.withLock { cached in
+        if let cached { return cached }
+        cached = records
+        return records
+      }
     }
   }
 
@@ -170,8 +175,11 @@ public struct Session: Sendable {
   /// - Returns: The record.
   /// - Throws: ``SessionError/invalidIndex(_:line:)`` if there is no such record; a decoding error.
   public func record(at position: Int) throws(SessionError) -> Record {
+    // Compared before subtracting: `Int.min` less a first index over 0 overflows.
+    guard position >= index.firstIndex, position - index.firstIndex < index.records.count else {
+      throw .invalidIndex(position, line: 0)
+    }
     let offset = position - index.firstIndex
-    guard offset >= 0, offset < index.records.count else { throw .invalidIndex(position, line: 0) }
     if let records = cache.records.withLock({ $0 }) { return records[offset] }
     return try record(index.records[offset]).record
   }
@@ -247,11 +255,18 @@ public struct Session: Sendable {
       latest: start.map { [line.store: $0] } ?? [:], keepingEach: true, indexedBase: indexedBase)
     for base in chain.dropFirst().reversed() { _ = try decodedRecord(base, lists: lists) }
     let record = try decodedRecord(line, lists: lists)
-    cache.lists.withLock { cached in
+    // The lists let go of are released after the lock: their elements' `deinit` is user code.
+    let released = cache.lists.withLock { cached -> (dropped: [Int: LineLists], replaced: [LineLists]) in
+      var dropped: [Int: LineLists] = [:]
       // Enough for a chain and for reading the history in order; the lists share their unchanged nodes.
-      if cached.count + lists.kept.count > 4_096 { cached.removeAll(keepingCapacity: true) }
-      cached.merge(lists.kept) { _, new in new }
+      if cached.count + lists.kept.count > 4_096 { swap(&dropped, &cached) }
+      var replaced: [LineLists] = []
+      for (position, kept) in lists.kept {
+        if let old = cached.updateValue(kept, forKey: position) { replaced.append(old) }
+      }
+      return (dropped, replaced)
     }
+    withExtendedLifetime(released) {}
     return (withOutcome(record), lists.kept[line.index] ?? .none)
   }
 
@@ -818,7 +833,8 @@ public struct Session: Sendable {
       }
       if line.store != knownStore, codecs.codecs.index(forKey: line.store) != nil { knownStore = line.store }
       guard let fields, let actionRange = fields.action, let modelRange = fields.model,
-        let transaction = RecordFields.unsigned(bytes, fields.transaction), line.store == knownStore
+        let transaction = RecordFields.unsigned(bytes, fields.transaction), line.store == knownStore,
+        RecordFields.isUnsignedIfPresent(bytes, fields.dispatch), RecordFields.isUnsignedIfPresent(bytes, fields.change)
       else {
         // Not as a writer makes it: decoding it names what is wrong.
         _ = try record(line)

@@ -944,10 +944,18 @@ struct RecordFields {
       let byte = bytes[position]
       guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
       let (times, overflow) = value.multipliedReportingOverflow(by: 10)
-      guard !overflow else { return nil }
-      value = times &+ UInt64(byte - UInt8(ascii: "0"))
+      // The addition too: 1844674407370955161 times 10 fits, plus 9 does not (it would wrap to a small number).
+      let (sum, carry) = times.addingReportingOverflow(UInt64(byte - UInt8(ascii: "0")))
+      guard !overflow, !carry else { return nil }
+      value = sum
     }
     return value
+  }
+
+  /// Whether `range` is absent or holds an unsigned integer (``unsigned(_:_:)``): an optional field as a writer
+  /// writes it.
+  static func isUnsignedIfPresent(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>?) -> Bool {
+    range == nil || unsigned(bytes, range) != nil
   }
 }
 
@@ -1419,7 +1427,8 @@ extension RecordFields {
     in bytes: UnsafeRawBufferPointer, range: Range<Int>
   ) -> (transaction: TransactionID, dispatch: TransactionID, change: UInt64)? {
     guard let fields = RecordFields(bytes, range: range),
-      let transaction = unsigned(bytes, fields.transaction)
+      let transaction = unsigned(bytes, fields.transaction),
+      isUnsignedIfPresent(bytes, fields.dispatch), isUnsignedIfPresent(bytes, fields.change)
     else { return nil }
     let dispatch = unsigned(bytes, fields.dispatch) ?? transaction
     return (

@@ -113,6 +113,46 @@ struct HostileSessionLinesTests {
     #expect(throws: SessionError.self) { try Session.load(from: file.url, codecs: appCodecs()) }
   }
 
+  /// A record's transaction, dispatch or change past 2^64 gives the line no identity, rather than the small number it
+  /// wraps around to (18446744073709551619 read as 3): the index, resume and verify then treat it as the decoder does,
+  /// as a line no writer makes.
+  @Test func aRecordNumberPastSixtyFourBitsIsNoNumber() throws {
+    func unsigned(_ text: String) -> UInt64? {
+      Array(text.utf8).withUnsafeBytes { RecordFields.unsigned($0, 0..<$0.count) }
+    }
+    #expect(unsigned("18446744073709551615") == UInt64.max)
+    #expect(unsigned("18446744073709551616") == nil)
+    #expect(unsigned("18446744073709551619") == nil)
+    #expect(unsigned("184467440737095516150") == nil)
+    let line = try Self.objects([Self.record(0, count: 7)])[1]
+    for field in ["t", "d", "n"] {
+      let (pattern, huge) = (#""\#(field)":\d+"#, #""\#(field)":18446744073709551619"#)
+      let edited =
+        line.range(of: pattern, options: .regularExpression) != nil
+        ? line.replacingOccurrences(of: pattern, with: huge, options: .regularExpression)
+        : String(line.dropLast()) + "," + huge + "}"
+      let identity = Array(edited.utf8).withUnsafeBytes { RecordFields.identity(in: $0, range: 0..<$0.count) }
+      #expect(identity == nil, "\(field)")
+    }
+    let intact = Array(line.utf8).withUnsafeBytes { RecordFields.identity(in: $0, range: 0..<$0.count) }
+    #expect(intact != nil)
+  }
+
+  /// A position far below the history of a session that starts past 0 is refused, not subtracted into an overflow.
+  @Test func aRecordPositionFarBelowTheHistoryIsRefused() throws {
+    let lines = try Self.objects([
+      .snapshot(index: 3, models: ["counter": Counter(count: 0)], actions: [:]), Self.record(3, count: 1),
+    ])
+    let file = TemporaryFile()
+    writeSession(lines, to: file.url)
+    let session = try Session.load(from: file.url, codecs: appCodecs())
+    #expect(session.firstIndex == 3)
+    for position in [Int.min, -1, 2, 4, Int.max] {
+      #expect(throws: SessionError.invalidIndex(position, line: 0)) { try session.record(at: position) }
+    }
+    #expect(try session.record(at: 3).model as? Counter == Counter(count: 1))
+  }
+
   /// Positions count from 0: a first snapshot at -5 would make -1, "before the first record", a record's position.
   @Test func aNegativeFirstPositionIsRefused() throws {
     let lines = try Self.objects([.snapshot(index: 0, models: ["counter": Counter(count: 0)], actions: [:])])

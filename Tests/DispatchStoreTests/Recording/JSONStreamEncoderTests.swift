@@ -202,6 +202,13 @@ struct JSONStreamEncoderTests {
   @Test func nonFiniteNumbersAndEmptyValuesThrowAsWithJSONEncoder() throws {
     #expect(throws: EncodingError.self) { try streamJSON([Double.nan]) }
     #expect(throws: EncodingError.self) { try foundationJSON([Double.nan]) }
+    // Written as `NaN`, a line would not read back: refused, whatever `JSONEncoder` does with it.
+    #expect(throws: EncodingError.self) { try streamJSON([Decimal.nan]) }
+    #expect(throws: EncodingError.self) {
+      var bytes: [UInt8] = []
+      try JSONStreamEncoder().encode([Decimal.nan], into: &bytes)
+    }
+    #expect(try streamJSON([Decimal(string: "-12.5")!]) == Array("[-12.5]".utf8))
     #expect(throws: EncodingError.self) { try streamJSON(EncodesNothing()) }
     #expect(throws: EncodingError.self) { try foundationJSON(EncodesNothing()) }
     #expect(try streamJSON([EncodesNothing()]) == foundationJSON([EncodesNothing()]))

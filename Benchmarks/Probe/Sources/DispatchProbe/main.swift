@@ -66,6 +66,22 @@ func observeRows(count: Int, items: Int) {
   withExtendedLifetime(observed) {}
 }
 
+/// A store of `items` rows in an `IdentifiedList`, with no recorder and no observer: each dispatch toggles a row by id
+/// in place (issue 27, point 5: what a list's changes cost a plain dispatch).
+func plainRows(count: Int, items: Int) {
+  let store = Store(
+    identifier: "rows", model: Rows(rows: IdentifiedList((0..<items).map { Row(id: $0, title: "Row \($0)") }))
+  ) { (action: RowsAction, model) in
+    switch action {
+    case .toggle(let id): model.rows[id: id]?.done.toggle()
+    }
+  }
+  let dispatcher = Dispatcher()
+  try! dispatcher.register(store: store)
+  for index in 0..<count { try! dispatcher.dispatchSync(action: RowsAction.toggle(index % items)) }
+  precondition(store.model.rows.count == items, "the probe's rows were lost")
+}
+
 /// A store of `items` rows in an `IdentifiedList`, recorded in memory: each dispatch toggles a row by id while the
 /// recorder keeps the previous models (issue 27, point 1).
 func recordRows(count: Int, items: Int) {
@@ -336,7 +352,7 @@ let shapes = [
   "recorderfile", "oprecorder", "oprecorderfile", "verify", "restore",
   "handle10", "allornothing", "allornothing10", "contended", "contendedallornothing",
   "observedrows10", "observedrows10000", "recordedrows10", "recordedrows10000", "sessionrows10", "sessionrows10000",
-  "orderrows10", "orderrows10000", "effects", "effectsfile", "handleop",
+  "orderrows10", "orderrows10000", "effects", "effectsfile", "handleop", "plainrows10000",
 ]
 let arguments = CommandLine.arguments
 guard arguments.count == 3, let count = Int(arguments[1]),
@@ -346,6 +362,10 @@ else {
   exit(2)
 }
 let shape = arguments[2]
+if shape.hasPrefix("plainrows") {
+  plainRows(count: count, items: Int(shape.dropFirst("plainrows".count))!)
+  exit(0)
+}
 if shape.hasPrefix("observedrows") {
   observeRows(count: count, items: Int(shape.dropFirst("observedrows".count))!)
   exit(0)
