@@ -445,7 +445,7 @@ extension DispatchRun {
       case .done(let result):
         return result
       case .wait(let semaphore):
-        semaphore.wait()
+        ThreadContext.blocking { semaphore.wait() }
         guard let result = state.withLock({ $0.result }) else {
           preconditionFailure("DispatchStore: a run was woken before it completed")
         }

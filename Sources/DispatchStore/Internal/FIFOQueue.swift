@@ -34,6 +34,12 @@ struct FIFOQueue<Element> {
     }
     return element
   }
+
+  /// Replaces each element by what `transform` returns for it, dropping those it returns `nil` for; the order stays.
+  mutating func replaceEach(_ transform: (Element) -> Element?) {
+    storage = storage[head...].compactMap { $0.flatMap(transform) }
+    head = 0
+  }
 }
 
 extension FIFOQueue: Sendable where Element: Sendable {}

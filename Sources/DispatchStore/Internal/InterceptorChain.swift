@@ -151,7 +151,7 @@ final class LaterDecision: Sendable {
 
   /// Blocks until ``deliver(_:)`` ran.
   func wait() -> InterceptorChain.Outcome {
-    decided.wait()
+    ThreadContext.blocking { decided.wait() }
     guard let outcome = outcome.withLock({ $0 }) else {
       preconditionFailure("DispatchStore: a dispatch was woken before its interceptors decided")
     }

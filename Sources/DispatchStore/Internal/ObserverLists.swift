@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 
 extension StoreState {
   /// The number of observer entries, alive or not.
@@ -33,6 +34,9 @@ final class ObserverLists<Model: ModelType, Action: ActionType> {
   /// The thread (its ``ThreadContext``) whose turn it is to deliver synchronous notifications; `nil` when nobody
   /// delivers.
   @usableFromInline @exclusivity(unchecked) var deliveringThread: ObjectIdentifier?
+  /// How many blocking waits the delivering thread is in, from inside an observer (a `.sync` dispatch): while it is
+  /// in one, no thread waits for its turn, which could be what it waits for (``delivererBlocks()``).
+  @usableFromInline @exclusivity(unchecked) var delivererBlocked = 0
 
   init() {}
 
@@ -61,10 +65,35 @@ final class ObserverLists<Model: ModelType, Action: ActionType> {
   @inlinable
   func turnAfterCurrentDelivery(deliverer: (thread: ObjectIdentifier, mayWait: Bool)) -> SynchronousTurn<Model, Action>
   {
-    guard let delivering = deliveringThread, delivering != deliverer.thread, deliverer.mayWait else { return .none }
-    let waiter = DispatchSemaphore(value: 0)
+    guard let delivering = deliveringThread, delivering != deliverer.thread, deliverer.mayWait, delivererBlocked == 0
+    else { return .none }
+    let waiter = TurnWaiter<Model, Action>(change: nil)
     pendingSynchronous.append(.waiting(waiter, thread: deliverer.thread))
-    return .wait(waiter, nil)
+    return .wait(waiter)
+  }
+
+  /// The delivering thread is about to block, from inside an observer, until another thread does something (a
+  /// `.sync` dispatch whose operation finishes there): the threads waiting for their turn could be that one, so
+  /// their changes are queued for the delivering thread, in their places, and they go on; until
+  /// ``delivererUnblocked()``, a change of another thread is queued too.
+  ///
+  /// Called under the store's lock; returns the waiters to wake after it.
+  func delivererBlocks() -> [TurnWaiter<Model, Action>] {
+    delivererBlocked += 1
+    var released: [TurnWaiter<Model, Action>] = []
+    pendingSynchronous.replaceEach { pending in
+      guard case .waiting(let waiter, _) = pending else { return pending }
+      released.append(waiter)
+      return waiter.change.map { .queued($0) }
+    }
+    return released
+  }
+
+  /// The delivering thread's blocking wait (``delivererBlocks()``) ended.
+  ///
+  /// Called under the store's lock.
+  func delivererUnblocked() {
+    delivererBlocked -= 1
   }
 
   /// Announces `model`, which `action` made: schedules its main-thread notification, and returns the synchronous
@@ -95,13 +124,34 @@ final class ObserverLists<Model: ModelType, Action: ActionType> {
       deliveringThread = deliverer.thread
       return .deliver(change)
     }
-    guard delivering != deliverer.thread && deliverer.mayWait else {
+    guard delivering != deliverer.thread && deliverer.mayWait && delivererBlocked == 0 else {
       pendingSynchronous.append(.queued(change))
       return .none
     }
-    let waiter = DispatchSemaphore(value: 0)
+    let waiter = TurnWaiter(change: change)
     pendingSynchronous.append(.waiting(waiter, thread: deliverer.thread))
-    return .wait(waiter, change)
+    return .wait(waiter)
+  }
+}
+
+/// A thread waiting for its turn to deliver a synchronous notification, and the change it delivers then.
+@usableFromInline
+final class TurnWaiter<Model: ModelType, Action: ActionType>: Sendable {
+  @usableFromInline let turn = DispatchSemaphore(value: 0)
+  /// The change the thread delivers; `nil` if it only waits for the notifications before it.
+  @usableFromInline let change: StoreChange<Model, Action>?
+  /// Set before `turn` is signalled when the change was queued for the delivering thread instead
+  /// (``ObserverLists/delivererBlocks()``): the waiting thread then goes on without delivering.
+  @usableFromInline let released = Atomic<Bool>(false)
+
+  @usableFromInline init(change: StoreChange<Model, Action>?) {
+    self.change = change
+  }
+
+  /// Wakes the waiting thread without its turn: its change was queued for the delivering thread.
+  func release() {
+    released.store(true, ordering: .releasing)
+    turn.signal()
   }
 }
 
@@ -112,9 +162,8 @@ enum SynchronousTurn<Model: ModelType, Action: ActionType>: Sendable {
   case none
   /// Now.
   case deliver(StoreChange<Model, Action>)
-  /// Once another thread signals the semaphore; `nil` to only wait until the notifications before it were
-  /// delivered.
-  case wait(DispatchSemaphore, StoreChange<Model, Action>?)
+  /// Once another thread hands the turn over, or releases the waiter (its change then queued for that thread).
+  case wait(TurnWaiter<Model, Action>)
 }
 
 /// A synchronous notification waiting for its turn.
@@ -122,8 +171,8 @@ enum SynchronousTurn<Model: ModelType, Action: ActionType>: Sendable {
 enum PendingChange<Model: ModelType, Action: ActionType> {
   /// Made from inside a synchronous observer: the thread whose turn it is delivers it.
   case queued(StoreChange<Model, Action>)
-  /// Made by another thread, which waits on the semaphore for its turn.
-  case waiting(DispatchSemaphore, thread: ObjectIdentifier)
+  /// Made by another thread, which waits for its turn.
+  case waiting(TurnWaiter<Model, Action>, thread: ObjectIdentifier)
 }
 
 /// What the delivering thread does after a notification.
@@ -131,7 +180,7 @@ enum PendingChange<Model: ModelType, Action: ActionType> {
 enum NextTurn<Model: ModelType, Action: ActionType> {
   case none
   case deliver(StoreChange<Model, Action>)
-  case handOver(DispatchSemaphore)
+  case handOver(TurnWaiter<Model, Action>)
 }
 
 /// One change to announce: the model after it, the action that made it, and who to tell.
@@ -157,16 +206,38 @@ final class ObserverEntry<Model: ModelType, Action: ActionType>: Sendable {
   /// The token's identifier.
   @usableFromInline let id: ObjectIdentifier
   @usableFromInline let onChange: @Sendable (ModelChange<Model, Action>) -> Void
+  /// Set when the token is cancelled or released, before the entry leaves the store's lists: a notification that
+  /// holds the entry and has not called it yet (queued, waiting for its turn, or on the main queue) then skips it.
+  @usableFromInline let ended: ObservationEnd
 
-  init(token: ObservationToken, onChange: @escaping @Sendable (ModelChange<Model, Action>) -> Void) {
+  init(
+    token: ObservationToken, ended: ObservationEnd = ObservationEnd(),
+    onChange: @escaping @Sendable (ModelChange<Model, Action>) -> Void
+  ) {
     self.id = ObjectIdentifier(token)
+    self.ended = ended
     self.onChange = onChange
   }
 
-  /// Calls the observer's closure with `change`.
+  /// Calls the observer's closure with `change`, unless its observation ended.
   @inlinable
   func call(_ change: StoreChange<Model, Action>) {
+    guard !ended.hasEnded else { return }
     onChange(
       ModelChange(model: change.model, action: change.action, isRestore: change.origin == .restore))
   }
+}
+
+/// Whether an observation ended: its token was cancelled or released.
+@usableFromInline
+final class ObservationEnd: Sendable {
+  @usableFromInline let ended = Atomic<Bool>(false)
+
+  init() {}
+
+  /// Whether the observation ended.
+  @inlinable var hasEnded: Bool { ended.load(ordering: .acquiring) }
+
+  /// Ends the observation.
+  func end() { ended.store(true, ordering: .releasing) }
 }

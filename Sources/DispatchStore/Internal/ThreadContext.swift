@@ -140,14 +140,32 @@ final class ThreadContext {
     withCurrent { (ObjectIdentifier($0), $0.synchronousDeliveries == 0) }
   }
 
-  /// Runs `body`, which delivers synchronous notifications, with no dispatcher marked as running.
+  /// The stores whose synchronous notifications this thread is delivering, innermost last.
+  @exclusivity(unchecked) private var deliveringStores: [any DeliveringStore] = []
+
+  /// Runs `body`, which delivers `store`'s synchronous notifications, with no dispatcher marked as running.
   @usableFromInline
-  static func deliveringSynchronously(_ body: () -> Void) {
+  static func deliveringSynchronously(for store: any DeliveringStore, _ body: () -> Void) {
     withCurrent { context in
       context.synchronousDeliveries += 1
-      defer { context.synchronousDeliveries -= 1 }
+      context.deliveringStores.append(store)
+      defer {
+        context.deliveringStores.removeLast()
+        context.synchronousDeliveries -= 1
+      }
       context.withoutRunningDispatchers(body)
     }
+  }
+
+  /// Runs `body`, which blocks the calling thread until another thread does something (a `.sync` dispatch waiting
+  /// for its operations): if this thread is delivering synchronous notifications, the threads waiting for its turn
+  /// there go on meanwhile, their changes queued for it (``ObserverLists/delivererBlocks()``).
+  static func blocking<Result>(_ body: () -> Result) -> Result {
+    let stores = withCurrent { $0.deliveringStores }
+    guard !stores.isEmpty else { return body() }
+    for store in stores { store.delivererBlocks() }
+    defer { for store in stores { store.delivererUnblocked() } }
+    return body()
   }
 
   /// Runs `body` on the calling thread with no dispatcher marked as running: the non-generic entry point for
@@ -246,4 +264,14 @@ extension ThreadContext {
     guard Reservation.running.load(ordering: .relaxed) > 0 else { return nil }
     return withCurrent { $0.reserving } ?? OperationTaskScope.current?.reserving
   }
+}
+
+/// A store whose synchronous notifications a thread is delivering: told when that thread blocks from inside an
+/// observer, and when it goes on (``ThreadContext/blocking(_:)``).
+@usableFromInline
+protocol DeliveringStore: AnyObject {
+  /// The delivering thread blocks: the threads waiting for its turn go on.
+  func delivererBlocks()
+  /// The delivering thread goes on.
+  func delivererUnblocked()
 }

@@ -19,8 +19,9 @@ public final class ObservationToken: Sendable {
 
   /// Ends the observation; later calls do nothing.
   ///
-  /// > Important: A main-thread notification already scheduled may still arrive; cancel on the main thread to rule
-  /// > that out. A synchronous notification running on another thread finishes.
+  /// > Important: Once it returns, no notification calls the observer: not one queued for the main queue or for a
+  /// > synchronous observer's turn, nor one cancelled from inside the observer. A notification that another thread is
+  /// > delivering to the observer at that moment may still call it once.
   public func cancel() {
     let cancel = cancellation.withLock { cancellation in
       defer { cancellation = nil }

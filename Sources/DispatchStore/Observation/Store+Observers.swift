@@ -23,10 +23,13 @@ extension Store {
   /// - Returns: The token that keeps the observation alive; keep it for as long as you want to be notified.
   ///
   /// > Important: Notifications of one store never overlap. A synchronous observer's change made from inside it is
-  /// > delivered after the notification being delivered; do not block a synchronous observer waiting for another
-  /// > thread's dispatch to the same store (that thread may be waiting for the observer's turn to end). A
-  /// > main-queue notification already scheduled when the token is cancelled may still arrive; cancel on the main
-  /// > queue to rule that out.
+  /// > delivered after the notification being delivered. A synchronous observer may dispatch `.sync`, to its own
+  /// > store too: while that dispatch waits, another thread's change to the store is not delivered before its own
+  /// > dispatch completes, as usual, but by the observer's thread once the observer returns (the other thread may be
+  /// > running that dispatch's operation). Do not block a synchronous observer any other way waiting for another
+  /// > thread's dispatch to the same store: that thread may be waiting for the observer's turn to end. Once the token
+  /// > is cancelled or released, `onChange` is not called again, but by a notification another thread is delivering
+  /// > to it at that moment (``ObservationToken/cancel()``).
   public func observe(
     synchronously: Bool = false, _ onChange: @escaping @Sendable (ModelChange<Model, Action>) -> Void
   ) -> ObservationToken {
@@ -58,9 +61,14 @@ extension Store {
     _ onChange: @escaping @MainActor @Sendable (ModelChange<Model, Action>) -> Void
   ) -> ObservationToken {
     let token = ObservationToken()
-    // Delivered synchronously, in the order of the changes, then queued on the main queue, which keeps that order.
-    let entry = ObserverEntry<Model, Action>(token: token) { change in
-      DispatchQueue.main.async { onChange(change) }
+    let ended = ObservationEnd()
+    // Delivered synchronously, in the order of the changes, then queued on the main queue, which keeps that order;
+    // a change queued there when the token is cancelled is dropped.
+    let entry = ObserverEntry<Model, Action>(token: token, ended: ended) { change in
+      DispatchQueue.main.async {
+        guard !ended.hasEnded else { return }
+        onChange(change)
+      }
       MainQueueMarker.scheduled.add(1, ordering: .releasing)
     }
     return observe(delivery: .synchronous, entry: entry, token: token)
@@ -73,8 +81,10 @@ extension Store {
     add(entry, delivery: delivery)
     // The token's identity, not the entry: an entry may hold what holds the token (an async sequence's
     // continuation), and the token must not hold it back. A token's identity is unique while it lives.
-    let id = entry.id
+    let (id, ended) = (entry.id, entry.ended)
     token.setCancellation { [weak self] in
+      // First: a notification holding the entry skips it from now on.
+      ended.end()
       guard let self else { return }
       let removed = state.withLock { state in
         defer { registeredObservers.store(state.observerEntryCount, ordering: .relaxed) }
@@ -176,11 +186,13 @@ extension Store {
       return
     case .deliver(let first):
       change = first
-    case .wait(let waiter, let first):
-      waiter.wait()  // Until the thread delivering the changes before this one hands the turn over.
-      change = first
+    case .wait(let waiter):
+      waiter.turn.wait()  // Until the thread delivering the changes before this one hands the turn over.
+      // Or until it blocked, inside an observer: it delivers this change once it returns.
+      if waiter.released.load(ordering: .acquiring) { return }
+      change = waiter.change
     }
-    ThreadContext.deliveringSynchronously {
+    ThreadContext.deliveringSynchronously(for: self) {
       while true {
         if let change { deliver(change) }
         // The lists stay once made, so they are still there.
@@ -188,7 +200,7 @@ extension Store {
         case .deliver(let next):
           change = next
         case .handOver(let waiter):
-          waiter.signal()
+          waiter.turn.signal()
           return
         case .none:
           return
@@ -206,5 +218,16 @@ extension Store {
         Unmanaged.passUnretained(entries[index])._withUnsafeGuaranteedRef { $0.call(change) }
       }
     }
+  }
+}
+
+extension Store: DeliveringStore {
+  @usableFromInline func delivererBlocks() {
+    let released = state.withLock { $0.observers?.delivererBlocks() ?? [] }
+    for waiter in released { waiter.release() }
+  }
+
+  @usableFromInline func delivererUnblocked() {
+    state.withLock { $0.observers?.delivererUnblocked() }
   }
 }

@@ -60,8 +60,8 @@ import Synchronization
     of list: IdentifiedList<Element>, since mark: ListMark,
     same: (UnsafePointer<Element>, UnsafePointer<Element>) -> Bool
   ) -> ListChanges<Element>? {
-    guard let note = note(of: list) else { return mark.isState(of: list) ? ListChanges() : nil }
-    guard note.start.isSame(as: mark), note.isEnd(of: list) else { return nil }
+    if mark.isState(of: list) { return ListChanges() }
+    guard let note = note(of: list), note.start.isSame(as: mark), note.isEnd(of: list) else { return nil }
     return note.changes(to: list, same: same)
   }
 
@@ -87,10 +87,15 @@ import Synchronization
   @usableFromInline func note<Element>(_ list: inout IdentifiedList<Element>, touchingAll ids: [Element.ID]) -> Note<
     Element
   > {
-    let note = self.note(of: list) ?? Note(journal: self, start: ListMark(list), order: list.orderStorage)
+    // A note of the list as it is: one it left (changed where this journal was not, or by a change that threw) is
+    // replaced by a new one, which starts here, so that it vouches for nothing since an earlier state.
+    let note =
+      self.note(of: list).flatMap { $0.isEnd(of: list) ? $0 : nil }
+      ?? Note(journal: self, start: ListMark(list), order: list.orderStorage)
     // Not through `elements`: making the root unique changes nothing in the list.
     ElementNode.makeUnique(&list.elementStorage.root)
     note.file(under: list.elementStorage.root)
+    note.saw(list)
     for id in ids { note.touch(id, in: list) }
     return note
   }
@@ -111,8 +116,8 @@ import Synchronization
     private var elementsBefore: ElementTrie<Element>?
     /// The order before the first change.
     private let orderBefore: OrderTree<Element.ID>
-    /// The list's state after the last change noted: the order's root and the generation (the element tree's root is
-    /// `root`).
+    /// The list's state when the journal last saw it, at the start or end of a change: the order's root and the
+    /// generation (the element tree's root is `root`).
     private weak var endOrder: OrderNode<Element.ID>?
     private var endGeneration: UInt64?
 
@@ -142,6 +147,11 @@ import Synchronization
     /// kept whole.
     @usableFromInline func replacingElements(_ list: IdentifiedList<Element>) {
       guard elementsBefore == nil else { return }
+      // The list is about to let go of its root: if that is the root of ``start``, kept, so that the start stays a
+      // state that can be compared.
+      if startRoot == nil, let first = start.elementsRootObject, first === list.elementStorage.root {
+        startRoot = first
+      }
       var elements = list.elementStorage
       for (id, element) in before {
         if let element { elements.update(element) } else { elements.remove(id) }
@@ -153,11 +163,16 @@ import Synchronization
     /// Notes the end of a change to `list`: its state now, and the root its element tree has now.
     @usableFromInline func ended(_ list: IdentifiedList<Element>) {
       file(under: list.elementStorage.root)
+      saw(list)
+    }
+
+    /// Notes `list`'s state now, whose element tree's root is ``root``.
+    func saw(_ list: IdentifiedList<Element>) {
       endOrder = list.orderStorage.root
       endGeneration = list.elementStorage.root.generation
     }
 
-    /// Whether `list` is in the state the last change noted left it in.
+    /// Whether `list` is in the state the journal last saw it in.
     func isEnd(of list: IdentifiedList<Element>) -> Bool {
       guard let endGeneration, let endOrder, let root else { return false }
       return root === list.elementStorage.root && endOrder === list.orderStorage.root

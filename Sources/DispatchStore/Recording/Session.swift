@@ -834,7 +834,8 @@ public struct Session: Sendable {
       if line.store != knownStore, codecs.codecs.index(forKey: line.store) != nil { knownStore = line.store }
       guard let fields, let actionRange = fields.action, let modelRange = fields.model,
         let transaction = RecordFields.unsigned(bytes, fields.transaction), line.store == knownStore,
-        RecordFields.isUnsignedIfPresent(bytes, fields.dispatch), RecordFields.isUnsignedIfPresent(bytes, fields.change)
+        RecordFields.isUnsignedIfPresent(bytes, fields.dispatch),
+        RecordFields.isUnsignedIfPresent(bytes, fields.change, maximum: RecordFields.maximumChange)
       else {
         // Not as a writer makes it: decoding it names what is wrong.
         _ = try record(line)

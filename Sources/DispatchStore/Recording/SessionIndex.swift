@@ -952,11 +952,17 @@ struct RecordFields {
     return value
   }
 
-  /// Whether `range` is absent or holds an unsigned integer (``unsigned(_:_:)``): an optional field as a writer
-  /// writes it.
-  static func isUnsignedIfPresent(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>?) -> Bool {
-    range == nil || unsigned(bytes, range) != nil
+  /// Whether `range` is absent or holds an unsigned integer (``unsigned(_:_:)``) up to `maximum`: an optional field
+  /// as a writer writes it.
+  static func isUnsignedIfPresent(
+    _ bytes: UnsafeRawBufferPointer, _ range: Range<Int>?, maximum: UInt64 = .max
+  ) -> Bool {
+    guard let range else { return true }
+    return unsigned(bytes, range).map { $0 <= maximum } ?? false
   }
+
+  /// The most a record's change number (`"n"`) can be: the decoder reads it as a `UInt32`.
+  static let maximumChange = UInt64(UInt32.max)
 }
 
 /// Checks that a version 2 or 3 line after the header is the JSON object of its kind: valid JSON (RFC 8259, in UTF-8)
@@ -1428,7 +1434,7 @@ extension RecordFields {
   ) -> (transaction: TransactionID, dispatch: TransactionID, change: UInt64)? {
     guard let fields = RecordFields(bytes, range: range),
       let transaction = unsigned(bytes, fields.transaction),
-      isUnsignedIfPresent(bytes, fields.dispatch), isUnsignedIfPresent(bytes, fields.change)
+      isUnsignedIfPresent(bytes, fields.dispatch), isUnsignedIfPresent(bytes, fields.change, maximum: maximumChange)
     else { return nil }
     let dispatch = unsigned(bytes, fields.dispatch) ?? transaction
     return (

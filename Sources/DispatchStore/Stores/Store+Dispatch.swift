@@ -110,7 +110,10 @@ extension Store {
         state.filedEvent = hooked.file(store: identifier, action: action, model: state.model, error: failure)
       }
       operation?.fileChange(&state)
-      guard let observers = state.observers else { return (result, .none, false) }
+      // Lists left empty by the last observer's token are nobody to tell: not an observer registered meanwhile.
+      guard let observers = state.observers, observers.mainThread.count + observers.synchronous.count > 0 else {
+        return (result, .none, false)
+      }
       if !announcesFailure, case .failure = result { return (result, .none, false) }
       guard let shouldNotify else { return (result, .none, true) }
       state.announcedVersion = state.version

@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 import Testing
 
@@ -63,6 +64,68 @@ struct ObservationTokenTests {
 
     #expect(await heard.wait(for: 20) == Array(1...20))
     withExtendedLifetime(token) {}
+  }
+
+  /// A notification scheduled on the main queue before the token was cancelled finds the observation ended there.
+  @Test func aMainQueueNotificationScheduledBeforeTheTokenWasCancelledIsNotDelivered() async throws {
+    let dispatcher = Dispatcher(mainQueue: .libraryThread)
+    let store = makeCounterStore("scheduled")
+    try dispatcher.register(store: store)
+    let calls = Atomic<Int>(0)
+    let token = store.observe { _ in calls.add(1, ordering: .relaxed) }
+    // The main queue is held: the notification waits behind this.
+    let hold = DispatchSemaphore(value: 0)
+    dispatcher.mainQueue.schedule { hold.wait() }
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+    token.cancel()
+    hold.signal()
+    // The main queue runs in order: once this ran, so did the notification scheduled before it. (Not `drain()`: other
+    // suites schedule on the same library thread, and it may not find it idle.)
+    await withCheckedContinuation { ran in dispatcher.mainQueue.schedule { ran.resume() } }
+    #expect(calls.load(ordering: .relaxed) == 0)
+  }
+
+  /// A change an observer made from inside itself is queued behind its own notification; the observer cancelled
+  /// there does not hear it.
+  @Test func anObserverCancelledInsideItselfDoesNotHearTheChangeItQueued() throws {
+    let dispatcher = Dispatcher()
+    let store = makeCounterStore("inside")
+    try dispatcher.register(store: store)
+    let heard = Locked<[Int]>([])
+    let token = Locked<ObservationToken?>(nil)
+    token.withLock { held in
+      held = store.observe(synchronously: true) { change in
+        heard.withLock { $0.append(change.model.count) }
+        guard change.model.count == 1 else { return }
+        // Delivered after this notification, by this thread.
+        _ = try? dispatcher.dispatchSync(action: CounterAction.increase(10))
+        token.withLock { $0 }?.cancel()
+      }
+    }
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+    #expect(store.model.count == 11)
+    #expect(heard.withLock { $0 } == [1])
+  }
+
+  /// Once every observation ended, a change asks nobody whether to notify: the store does not take it for an
+  /// observer registered meanwhile.
+  @Test func aStoreWhoseObserversAllEndedDoesNotAskWhetherToNotify() throws {
+    let dispatcher = Dispatcher()
+    let asked = Atomic<Int>(0)
+    let store = makeCounterStore(
+      "ended",
+      notify: { _ in
+        asked.add(1, ordering: .relaxed)
+        return true
+      })
+    try dispatcher.register(store: store)
+    let token = store.observe(synchronously: true) { _ in }
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+    #expect(asked.load(ordering: .relaxed) == 1)
+    token.cancel()
+    for _ in 0..<3 { #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess) }
+    #expect(asked.load(ordering: .relaxed) == 1)
+    #expect(store.model.count == 4)
   }
 
   @Test func cancellingOneObservationLeavesTheOthers() throws {

@@ -114,4 +114,62 @@ private final class OperationUpdateReducer: Reducer<Counter, CounterAction>, @un
       operation.finish()
     }
   }
+
+  /// A synchronous observer may dispatch `.sync` to its own store, whose operation changes it on another thread.
+  ///
+  /// That thread would wait for the observer's turn, and the observer for the operation (helper-65): its change is
+  /// queued for the observer's thread instead, which delivers it once the observer returns.
+  @Test func anObserversSyncDispatchWhoseOperationChangesTheStoreOnAnotherThreadCompletes() async throws {
+    let dispatcher = Dispatcher()
+    let store = makeCounterStore("self")
+    try dispatcher.register(store: store)
+    let heard = Locked<[Int]>([])
+    let inner = Locked<Result<Void, DispatchError>?>(nil)
+    let token = store.observe(synchronously: true) { change in
+      heard.withLock { $0.append(change.model.count) }
+      guard change.model.count == 1 else { return }
+      let result = dispatchSync(dispatcher, CounterAction.increaseLater(10))
+      inner.withLock { $0 = result }
+    }
+    let outer = await onOwnThread { dispatchSync(dispatcher, CounterAction.increase(1)) }
+    #expect(outer.isSuccess)
+    #expect(inner.withLock { $0 }?.isSuccess == true)
+    #expect(store.model.count == 11)
+    #expect(heard.withLock { $0 } == [1, 11])
+    withExtendedLifetime(token) {}
+  }
+
+  /// Two stores whose observers each dispatch `.sync` to the other, whose operations change it on another thread:
+  /// neither delivering thread waits for the other's turn.
+  @Test func observersOfTwoStoresDispatchingSyncToEachOtherComplete() async throws {
+    let dispatcher = Dispatcher()
+    let first = makeCounterStore("first")
+    let second = makeCounterStore("second")
+    try dispatcher.register(store: first)
+    try dispatcher.register(store: second)
+    let (firstRuns, secondRuns) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+    func observe(
+      _ store: Store<Counter, CounterAction>, sendingTo other: String, runs: DispatchSemaphore,
+      otherRuns: DispatchSemaphore
+    ) -> ObservationToken {
+      store.observe(synchronously: true) { change in
+        guard change.model.count == 1 else { return }
+        // Both observers are running before either dispatches.
+        runs.signal()
+        otherRuns.wait()
+        _ = dispatchSync(dispatcher, CounterAction.increaseLater(10), storeIdentifier: other)
+      }
+    }
+    let tokens = [
+      observe(first, sendingTo: "second", runs: firstRuns, otherRuns: secondRuns),
+      observe(second, sendingTo: "first", runs: secondRuns, otherRuns: firstRuns),
+    ]
+    async let one = onOwnThread { dispatchSync(dispatcher, CounterAction.increase(1), storeIdentifier: "first") }
+    async let two = onOwnThread { dispatchSync(dispatcher, CounterAction.increase(1), storeIdentifier: "second") }
+    let results = await [one, two]
+    #expect(results.allSatisfy { $0.isSuccess })
+    #expect(first.model.count == 11)
+    #expect(second.model.count == 11)
+    withExtendedLifetime(tokens) {}
+  }
 }

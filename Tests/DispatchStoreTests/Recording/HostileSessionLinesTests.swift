@@ -136,6 +136,9 @@ struct HostileSessionLinesTests {
     }
     let intact = Array(line.utf8).withUnsafeBytes { RecordFields.identity(in: $0, range: 0..<$0.count) }
     #expect(intact != nil)
+    // A change number the decoder refuses (it reads a `UInt32`): no identity either.
+    let pastChanges = String(line.dropLast()) + #","n":4294967296}"#
+    #expect(Array(pastChanges.utf8).withUnsafeBytes { RecordFields.identity(in: $0, range: 0..<$0.count) } == nil)
   }
 
   /// A position far below the history of a session that starts past 0 is refused, not subtracted into an overflow.

@@ -175,6 +175,102 @@ struct ListJournalTests {
     #expect(journal.changes(of: list, since: mark, same: Self.same) == nil)
   }
 
+  /// How a list is changed where the journal is not installed, between two changes it noted.
+  enum ChangeElsewhere: String, CaseIterable, Sendable {
+    case inPlace, setByID, removeByID, setAtPosition, swap, sort, otherJournal
+
+    func apply(to list: inout IdentifiedList<Item>) {
+      switch self {
+      case .inPlace: list[id: 2]?.value += 1
+      case .setByID: list[id: 2] = Item(id: 2, value: -2)
+      case .removeByID: list.remove(id: 2)
+      case .setAtPosition: list[2] = Item(id: 2, value: -2)
+      case .swap: list.swapAt(0, 1)
+      case .sort: list.sort { $0.id > $1.id }
+      case .otherJournal: ListJournal().recording { list[id: 2]?.value += 1 }
+      }
+    }
+  }
+
+  /// A change the journal did not note, between two it did, leaves the list where the first left it: the journal's
+  /// note of it is not the list's any more, and vouches for nothing (helper-66).
+  @Test(arguments: ChangeElsewhere.allCases)
+  func aChangeElsewhereBetweenTwoNotedOnesIsNotVouchedFor(change: ChangeElsewhere) {
+    let journal = ListJournal()
+    var list = IdentifiedList((0..<100).map { Item(id: $0, value: $0) })
+    let mark = ListMark(list)
+    journal.recording { list[id: 1]?.value += 1 }
+    change.apply(to: &list)
+    journal.recording { list[id: 3]?.value += 1 }
+    #expect(journal.changes(of: list, since: mark, same: Self.same) == nil)
+    // Alone, each is seen too.
+    var fresh = IdentifiedList((0..<100).map { Item(id: $0, value: $0) })
+    let again = ListMark(fresh)
+    change.apply(to: &fresh)
+    #expect(journal.changes(of: fresh, since: again, same: Self.same) == nil)
+  }
+
+  /// Elements whose ids have one hash are in a list of their own in the trie, where a change in place goes through
+  /// the subscript's setter: the journal notes them as it notes the others.
+  @Test func elementsWithOneHashAreNotedAsTheOthers() throws {
+    struct SameHash: Hashable {
+      let value: Int
+      func hash(into hasher: inout Hasher) { hasher.combine(0) }
+    }
+    struct Colliding: Identifiable, Equatable {
+      let id: SameHash
+      var value: Int
+    }
+    func same(_ lhs: UnsafePointer<Colliding>, _ rhs: UnsafePointer<Colliding>) -> Bool { lhs.pointee == rhs.pointee }
+    let journal = ListJournal()
+    let items = (0..<20).map { Colliding(id: SameHash(value: $0), value: $0) }
+    var list = IdentifiedList(items)
+    let steps: [(inout IdentifiedList<Colliding>) -> Void] = [
+      { $0[id: SameHash(value: 3)]?.value += 10 },
+      { $0[id: SameHash(value: 4)] = nil },
+      { $0.insert(Colliding(id: SameHash(value: 40), value: 0), at: 2) },
+      { $0.remove(id: SameHash(value: 7)) },
+      { $0.swapAt(0, 5) },
+      { $0[id: SameHash(value: 41)] = Colliding(id: SameHash(value: 41), value: 1) },
+      { $0[3] = Colliding(id: SameHash(value: 42), value: 2) },
+    ]
+    for (number, step) in steps.enumerated() {
+      let (mark, before) = (ListMark(list), Array(list))
+      journal.recording { step(&list) }
+      let changes = try #require(journal.changes(of: list, since: mark, same: same), "step \(number)")
+      var rebuilt = IdentifiedList(before)
+      try rebuilt.apply(changes)
+      #expect(Array(rebuilt) == Array(list), "step \(number)")
+      journal.reset()
+    }
+  }
+
+  /// A list emptied, held by nothing else: the journal keeps the root its state had, so the state stays comparable.
+  @Test func aListEmptiedAfterAChangeIsVouchedFor() throws {
+    let journal = ListJournal()
+    let items = (0..<100).map { Item(id: $0, value: $0) }
+    var list = IdentifiedList(items)
+    let mark = ListMark(list)
+    journal.recording {
+      list[id: 1]?.value += 1
+      list.removeAll()
+      list.append(Item(id: 500, value: 0))
+    }
+    let changes = try #require(journal.changes(of: list, since: mark, same: Self.same))
+    var rebuilt = IdentifiedList(items)
+    try rebuilt.apply(changes)
+    #expect(Array(rebuilt) == [Item(id: 500, value: 0)])
+  }
+
+  /// A state taken after changes the journal noted, before it was reset: nothing changed since.
+  @Test func aStateTakenAfterNotedChangesHasNoChangesSince() throws {
+    let journal = ListJournal()
+    var list = IdentifiedList((0..<100).map { Item(id: $0, value: $0) })
+    journal.recording { list[id: 1]?.value += 1 }
+    let mark = ListMark(list)
+    #expect(try #require(journal.changes(of: list, since: mark, same: Self.same)).isEmpty)
+  }
+
   @Test func aChangeOnAnotherThreadIsNotVouchedFor() {
     let journal = ListJournal()
     let list = Locked(IdentifiedList((0..<100).map { Item(id: $0, value: $0) }))
