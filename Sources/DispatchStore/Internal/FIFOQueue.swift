@@ -37,7 +37,14 @@ struct FIFOQueue<Element> {
 
   /// Replaces each element by what `transform` returns for it, dropping those it returns `nil` for; the order stays.
   mutating func replaceEach(_ transform: (Element) -> Element?) {
-    storage = storage[head...].compactMap { $0.flatMap(transform) }
+    // A loop, not `compactMap` into `[Element?]`, which would keep each `nil` as a slot: `popFirst` would then
+    // return `nil` there, as if the queue were empty, before the elements after it.
+    var kept: [Element?] = []
+    kept.reserveCapacity(storage.count - head)
+    for case let element? in storage[head...] {
+      if let replaced = transform(element) { kept.append(replaced) }
+    }
+    storage = kept
     head = 0
   }
 }

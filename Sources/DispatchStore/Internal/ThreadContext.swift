@@ -157,6 +157,17 @@ final class ThreadContext {
     }
   }
 
+  /// Runs `body` with the synchronous turns of `stores`, which this thread holds and delivers after it, counted as
+  /// delivered here: a blocking wait in `body` lets their waiting threads go on too.
+  static func holdingTurns(of stores: ArraySlice<any DeliveringStore>, _ body: () -> Void) {
+    guard !stores.isEmpty else { return body() }
+    withCurrent { context in
+      context.deliveringStores.append(contentsOf: stores)
+      defer { context.deliveringStores.removeLast(stores.count) }
+      body()
+    }
+  }
+
   /// Runs `body`, which blocks the calling thread until another thread does something (a `.sync` dispatch waiting
   /// for its operations): if this thread is delivering synchronous notifications, the threads waiting for its turn
   /// there go on meanwhile, their changes queued for it (``ObserverLists/delivererBlocks()``).

@@ -17,17 +17,18 @@ extension Store {
   /// - Parameters:
   ///   - synchronously: `false` (the default) to call `onChange` on the dispatcher's main queue (see
   ///     ``MainQueue``); `true` to call it on the thread that made the change, before that change's dispatch
-  ///     completes.
+  ///     completes (but for the exception below).
   ///   - onChange: Called once per change with the ``ModelChange``: the model after it, the action that made it, and
   ///     whether the recorder restored it.
   /// - Returns: The token that keeps the observation alive; keep it for as long as you want to be notified.
   ///
   /// > Important: Notifications of one store never overlap. A synchronous observer's change made from inside it is
   /// > delivered after the notification being delivered. A synchronous observer may dispatch `.sync`, to its own
-  /// > store too: while that dispatch waits, another thread's change to the store is not delivered before its own
-  /// > dispatch completes, as usual, but by the observer's thread once the observer returns (the other thread may be
-  /// > running that dispatch's operation). Do not block a synchronous observer any other way waiting for another
-  /// > thread's dispatch to the same store: that thread may be waiting for the observer's turn to end. Once the token
+  /// > store too: while that dispatch waits, the changes other threads make to this store are delivered by the
+  /// > observer's thread once the observer returns, in their order, and their dispatches may complete first (one of
+  /// > those threads may be running that dispatch's operation; see Threading). Do not block a synchronous observer
+  /// > any other way waiting for another thread's dispatch to the same store: that thread may be waiting for the
+  /// > observer's turn to end. Once the token
   /// > is cancelled or released, `onChange` is not called again, but by a notification another thread is delivering
   /// > to it at that moment (``ObservationToken/cancel()``).
   public func observe(

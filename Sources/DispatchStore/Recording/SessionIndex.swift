@@ -37,6 +37,8 @@ struct SessionIndex: Sendable {
   var cursor = -1
   /// Snapshot lines by the position they describe (the models just before record `index`), in order of position.
   var snapshots: [(index: Int, line: Line)] = []
+  /// The snapshot lines while the file is read, put in order into ``snapshots`` once it is read.
+  private var readSnapshots = SnapshotHeap()
   /// Effect lines, by dispatch.
   var effects: [TransactionID: [Line]] = [:]
   /// The outcomes of operations whose records were filed at their changes and that then failed or were cancelled,
@@ -164,6 +166,8 @@ struct SessionIndex: Sendable {
     }
     if let failure { throw failure }
     index.dropReadsOfReplacedRecords()
+    index.snapshots = index.readSnapshots.inOrder()
+    index.readSnapshots = SnapshotHeap()
     return index
   }
 
@@ -247,17 +251,6 @@ struct SessionIndex: Sendable {
     decodedRecords = decoded
   }
 
-  /// Where the snapshots after `position` start in `snapshots`, which are in order of position: found by halving.
-  private static func place(after position: Int, in snapshots: [(index: Int, line: Line)]) -> Int {
-    var low = snapshots.startIndex
-    var high = snapshots.endIndex
-    while low < high {
-      let middle = low + (high - low) / 2
-      if snapshots[middle].index <= position { low = middle + 1 } else { high = middle }
-    }
-    return low
-  }
-
   /// Adds a version 2 or 3 line after the header.
   ///
   /// Checks that it continues the history as a recorder would.
@@ -296,13 +289,9 @@ struct SessionIndex: Sendable {
         // filtering them at each replacement would cost every read kept, each time.
         records.removeSubrange((position - firstIndex)...)
       }
-      if let last = snapshots.last, last.index > position {
-        // In order of position: the snapshots after it are the last ones, removed without a look at the others.
-        let cut = Self.place(after: position, in: snapshots)
-        if inspection != nil {
-          inspection!.droppedSnapshots += snapshots[cut...].map { ($0.index, $0.line, line.number) }
-        }
-        snapshots.removeSubrange(cut...)
+      if let last = readSnapshots.lastPosition, last > position {
+        let dropped = readSnapshots.removeAll(after: position)
+        if inspection != nil { inspection!.droppedSnapshots += dropped.map { ($0.index, $0.line, line.number) } }
       }
       let base = prefix.base
       let possible = possibleBases[store]
@@ -344,16 +333,15 @@ struct SessionIndex: Sendable {
       guard let position = fields.index else { throw .corruptLine(line: line.number, reason: LinePrefix.noPosition) }
       // Positions count from 0; -1 stands for "before the first record" wherever a position is read.
       guard position >= 0 else { throw .invalidIndex(position, line: line.number) }
-      if records.isEmpty && cursor == -1 && snapshots.isEmpty {
+      if records.isEmpty && cursor == -1 && readSnapshots.isEmpty {
         firstIndex = position
         cursor = position - 1
       }
       guard position == cursor + 1 else { throw .invalidIndex(position, line: line.number) }
-      // In order of position, after those at the same one: a snapshot taken after an undo is at an earlier position
-      // than one taken before the undo, which stays (the history it holds is there until a record replaces it). In
-      // order, a record drops the snapshots after it by looking at the last, and saving writes each at its place.
-      let place = Self.place(after: position, in: snapshots)
-      snapshots.insert((position, line), at: place)
+      // A snapshot taken after an undo is at an earlier position than one taken before the undo, which stays (the
+      // history it holds is there until a record replaces it): they are put in order of position, after those at the
+      // same one, once the file is read; a record drops those after it.
+      readSnapshots.insert(line, at: position)
       for (store, mark) in LinePrefix.snapshotRedactions(in: object) {
         redactions[store] = mark.union(redactions[store] ?? RedactionMark())
       }
@@ -1440,5 +1428,65 @@ extension RecordFields {
     return (
       TransactionID(rawValue: transaction), TransactionID(rawValue: dispatch), unsigned(bytes, fields.change) ?? 0
     )
+  }
+}
+
+/// The snapshot lines of a file being read, by position: a heap whose top is the last position.
+///
+/// A snapshot placed, and the snapshots after a record's position dropped, cost O(log n) each, in whatever order the
+/// file gives them. In an array kept in order, a file with thousands of snapshots at one position, then thousands at
+/// an earlier one after a move back, moved the first thousands for each of the others (helper-64).
+private struct SnapshotHeap: Sendable {
+  /// The heap: each entry's position, with the order it was read in, is at least its children's.
+  private var entries: [(index: Int, read: Int, line: SessionIndex.Line)] = []
+  private var readCount = 0
+
+  var isEmpty: Bool { entries.isEmpty }
+
+  /// The last position a snapshot is at.
+  var lastPosition: Int? { entries.first?.index }
+
+  private static func isAfter(
+    _ lhs: (index: Int, read: Int, line: SessionIndex.Line), _ rhs: (index: Int, read: Int, line: SessionIndex.Line)
+  ) -> Bool {
+    (lhs.index, lhs.read) > (rhs.index, rhs.read)
+  }
+
+  mutating func insert(_ line: SessionIndex.Line, at position: Int) {
+    entries.append((position, readCount, line))
+    readCount += 1
+    var child = entries.count - 1
+    while child > 0 {
+      let parent = (child - 1) / 2
+      guard Self.isAfter(entries[child], entries[parent]) else { break }
+      entries.swapAt(child, parent)
+      child = parent
+    }
+  }
+
+  /// Removes the snapshots after `position`; returns them in order of position, then of reading.
+  mutating func removeAll(after position: Int) -> [(index: Int, line: SessionIndex.Line)] {
+    var removed: [(index: Int, read: Int, line: SessionIndex.Line)] = []
+    while let top = entries.first, top.index > position {
+      removed.append(top)
+      entries.swapAt(0, entries.count - 1)
+      entries.removeLast()
+      var parent = 0
+      while true {
+        let (left, right) = (2 * parent + 1, 2 * parent + 2)
+        var largest = parent
+        if left < entries.count, Self.isAfter(entries[left], entries[largest]) { largest = left }
+        if right < entries.count, Self.isAfter(entries[right], entries[largest]) { largest = right }
+        guard largest != parent else { break }
+        entries.swapAt(parent, largest)
+        parent = largest
+      }
+    }
+    return removed.reversed().map { ($0.index, $0.line) }
+  }
+
+  /// The snapshots in order of position, then of reading.
+  func inOrder() -> [(index: Int, line: SessionIndex.Line)] {
+    entries.sorted { ($0.index, $0.read) < ($1.index, $1.read) }.map { ($0.index, $0.line) }
   }
 }

@@ -296,7 +296,15 @@ private final class WriterLoop: @unchecked Sendable {
         defer { state.pushed.removeAll() }
         return state.pushed
       }
-      if !lines.isEmpty, let failure = write(lines) { state.withLock { $0.failure = $0.failure ?? failure } }
+      let failure = lines.isEmpty ? nil : write(lines)
+      // No thread will write more: those waiting (a flush while another attach replaced this writer) are woken.
+      let waiters = state.withLock { state in
+        if let failure, state.failure == nil { state.failure = failure }
+        state.written += lines.count
+        defer { state.waiters = [] }
+        return state.waiters.map(\.waiter)
+      }
+      for waiter in waiters { waiter.signal() }
     }
     let left =
       fingerprinting ? try? SessionFile.fingerprint(open: handle.fileDescriptor, at: URL(fileURLWithPath: path)) : nil
@@ -306,7 +314,8 @@ private final class WriterLoop: @unchecked Sendable {
 
   func waitUntilWritten(_ count: Int) {
     let waiter = state.withLock { state -> DispatchSemaphore? in
-      guard state.failure == nil, state.written < count else { return nil }
+      // Closed before it started: nothing more will be written (its close woke those waiting then).
+      guard state.failure == nil, state.written < count, !(state.closed && !state.started) else { return nil }
       let waiter = DispatchSemaphore(value: 0)
       state.waiters.append((count, waiter))
       return waiter

@@ -96,7 +96,7 @@ extension Store: ModelRestoring {
     }
     withExtendedLifetime(replaced) {}
     guard let (attempt, turn) = outcome else { return .busy(identifier) }
-    if case .none = turn {} else { deliveries.pending.append { [self] in deliverSynchronously(turn) } }
+    if case .none = turn {} else { deliveries.add(for: self) { [self] in deliverSynchronously(turn) } }
     return attempt
   }
 

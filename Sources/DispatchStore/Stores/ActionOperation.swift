@@ -161,7 +161,8 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   ///
   /// Each call is one change: observers hear it exactly once, with the model this call produced, in the order of
   /// the store's changes, also while other threads change the same store. A synchronous observer hears it before
-  /// this returns, so before the operation can finish. ``Reducer/shouldNotifyObservers(for:in:)`` is asked once
+  /// this returns, so before the operation can finish; except while the thread delivering that store's
+  /// notifications is blocked in a `.sync` dispatch an observer made (this change is then queued for that thread). ``Reducer/shouldNotifyObservers(for:in:)`` is asked once
   /// per call.
   /// - Parameter body: Mutates the model in place and may return a value.
   /// - Returns: What `body` returned.

@@ -142,7 +142,7 @@ extension Store {
       state.gate = nil
       return (released, turn)
     }
-    if case .none = turn {} else { deliveries.pending.append { [self] in deliverSynchronously(turn) } }
+    if case .none = turn {} else { deliveries.add(for: self) { [self] in deliverSynchronously(turn) } }
     return released
   }
 }

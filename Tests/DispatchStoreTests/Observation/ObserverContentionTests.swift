@@ -172,4 +172,38 @@ private final class OperationUpdateReducer: Reducer<Counter, CounterAction>, @un
     #expect(second.model.count == 11)
     withExtendedLifetime(tokens) {}
   }
+
+  /// An undo that puts two stores back holds both turns while it delivers the first store's notification.
+  ///
+  /// That store's observer dispatches `.sync` to the second, whose operation changes it on another thread: that
+  /// thread does not wait for the second store's turn, which the blocked thread holds (helper-67).
+  @Test func anObserverOfAStorePutBackDispatchingSyncToAnotherStorePutBackCompletes() async throws {
+    let dispatcher = Dispatcher()
+    let (first, second) = (makeCounterStore("first"), makeCounterStore("second"))
+    try dispatcher.register(store: first)
+    try dispatcher.register(store: second)
+    let recorder = RecorderMiddleware()
+    dispatcher.register(middleware: recorder)
+    // One dispatch to both stores: one undo puts both back.
+    #expect(dispatchSync(dispatcher, CounterAction.increase(1)).isSuccess)
+    let secondHeard = Locked<[Int]>([])
+    let inner = Locked<Result<Void, DispatchError>?>(nil)
+    let tokens = [
+      first.observe(synchronously: true) { change in
+        guard change.isRestore else { return }
+        let result = dispatchSync(dispatcher, CounterAction.increaseLater(10), storeIdentifier: "second")
+        inner.withLock { $0 = result }
+      },
+      second.observe(synchronously: true) { change in secondHeard.withLock { $0.append(change.model.count) } },
+    ]
+    // Back before the only dispatch: no record at the cursor.
+    let atCursor = try await onOwnThread { () throws(SessionError) -> Record? in try recorder.undo() }
+    #expect(atCursor == nil)
+    #expect(inner.withLock { $0 }?.isSuccess == true)
+    #expect(first.model.count == 0)
+    #expect(second.model.count == 10)
+    // Both of the second store's changes were heard, the operation's after the restore it was made on.
+    #expect(secondHeard.withLock { $0 }.sorted() == [0, 10])
+    withExtendedLifetime(tokens) {}
+  }
 }

@@ -141,6 +141,32 @@ struct HostileSessionLinesTests {
     #expect(Array(pastChanges.utf8).withUnsafeBytes { RecordFields.identity(in: $0, range: 0..<$0.count) } == nil)
   }
 
+  /// Snapshots placed before thousands of others at a later position, after a move back, are each placed without
+  /// moving those (helper-64: an array kept in order moved all of them for each), and keep the order of position,
+  /// then of reading; a record drops those after it, and the inspector lists those it dropped in that order.
+  @Test func snapshotsPlacedBeforeThousandsOfOthersKeepTheirOrder() throws {
+    let snapshot = { (position: Int, count: Int) in
+      try Self.objects([.snapshot(index: position, models: ["counter": Counter(count: count)], actions: [:])])[1]
+    }
+    var lines = try Self.objects([Self.record(0, count: 1), Self.record(1, count: 2)])
+    let moveToZero = try Self.objects([.move(0)])[1]
+    let moveToMinusOne = try Self.objects([.move(-1)])[1]
+    lines += (0..<3_000).map { _ in try! snapshot(2, 20) }
+    lines.append(moveToZero)
+    lines += (0..<3_000).map { _ in try! snapshot(1, 10) }
+    lines.append(moveToMinusOne)
+    lines += (0..<3).map { _ in try! snapshot(0, 0) }
+    let file = TemporaryFile()
+    writeSession(lines, to: file.url)
+    let loaded = try Session.load(from: file.url, codecs: appCodecs())
+    let expected = Array(repeating: 0, count: 3) + Array(repeating: 1, count: 3_000) + Array(repeating: 2, count: 3_000)
+    #expect(loaded.snapshotIndices == expected)
+    // A record at 0 drops the snapshots at 1 and 2, and keeps those at 0.
+    lines.append(try Self.objects([Self.record(0, count: 5)])[1])
+    writeSession(lines, to: file.url)
+    #expect(try Session.load(from: file.url, codecs: appCodecs()).snapshotIndices == [0, 0, 0])
+  }
+
   /// A position far below the history of a session that starts past 0 is refused, not subtracted into an overflow.
   @Test func aRecordPositionFarBelowTheHistoryIsRefused() throws {
     let lines = try Self.objects([

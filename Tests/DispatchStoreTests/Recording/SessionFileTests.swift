@@ -265,6 +265,31 @@ struct SessionFileTests {
     #expect((try session.models(at: -1)["counter"]?.model as? Counter)?.count == 4)
   }
 
+  /// A flush waiting on a writer that is then closed before it started (another attach replaced it) returns, as does
+  /// one that comes after (helper-64: both waited for ever, for a thread that never starts).
+  @Test func aFlushOfAWriterClosedBeforeItStartedReturns() throws {
+    let file = TemporaryFile()
+    let writer = try SessionWriter(
+      appendingTo: file.url, codecs: appCodecs(), durability: .buffered,
+      at: SessionWriter.AppendingPoint(nextIndex: 0, file: nil))
+    writer.write(finally: [.snapshot(index: 0, models: ["counter": Counter(count: 4)], actions: [:])])
+    let returned = DispatchSemaphore(value: 0)
+    // Waiting before the close, or after it: either way it must return.
+    Thread {
+      writer.waitUntilWritten(5)
+      returned.signal()
+    }.start()
+    _ = writer.close()
+    #expect(returned.wait(timeout: .now() + 60) == .success, "the flush did not return")
+    let after = DispatchSemaphore(value: 0)
+    Thread {
+      writer.waitUntilWritten(5)
+      after.signal()
+    }.start()
+    #expect(after.wait(timeout: .now() + 60) == .success, "the flush after the close did not return")
+    #expect(file.lines.count == 2)
+  }
+
   /// A zero byte followed by more lines is no session's text: refused, with the line it is on, and left as it was.
   @Test func aZeroByteBeforeMoreLinesIsACorruptLine() throws {
     let file = try SharedSessionFileTests.recordedFile()
