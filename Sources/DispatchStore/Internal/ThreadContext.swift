@@ -140,15 +140,22 @@ final class ThreadContext {
     withCurrent { (ObjectIdentifier($0), $0.synchronousDeliveries == 0) }
   }
 
-  /// The stores whose synchronous notifications this thread is delivering, innermost last.
-  @exclusivity(unchecked) private var deliveringStores: [any DeliveringStore] = []
+  /// The stores (each a ``DeliveringStore``) whose synchronous notifications this thread is delivering, innermost
+  /// last.
+  ///
+  /// Unretained, and not as `any DeliveringStore`: the callers of ``deliveringSynchronously(for:_:)`` and
+  /// ``holdingTurns(of:_:)`` hold them, and making the existential of a generic store looks its conformance up at
+  /// every notification.
+  @exclusivity(unchecked) private var deliveringStores: [Unmanaged<AnyObject>] = []
 
   /// Runs `body`, which delivers `store`'s synchronous notifications, with no dispatcher marked as running.
+  ///
+  /// - Parameter store: A ``DeliveringStore``, which the caller holds while `body` runs.
   @usableFromInline
-  static func deliveringSynchronously(for store: any DeliveringStore, _ body: () -> Void) {
+  static func deliveringSynchronously(for store: AnyObject, _ body: () -> Void) {
     withCurrent { context in
       context.synchronousDeliveries += 1
-      context.deliveringStores.append(store)
+      context.deliveringStores.append(Unmanaged.passUnretained(store))
       defer {
         context.deliveringStores.removeLast()
         context.synchronousDeliveries -= 1
@@ -162,7 +169,7 @@ final class ThreadContext {
   static func holdingTurns(of stores: ArraySlice<any DeliveringStore>, _ body: () -> Void) {
     guard !stores.isEmpty else { return body() }
     withCurrent { context in
-      context.deliveringStores.append(contentsOf: stores)
+      context.deliveringStores.append(contentsOf: stores.map { Unmanaged.passUnretained($0) })
       defer { context.deliveringStores.removeLast(stores.count) }
       body()
     }
@@ -172,7 +179,8 @@ final class ThreadContext {
   /// for its operations): if this thread is delivering synchronous notifications, the threads waiting for its turn
   /// there go on meanwhile, their changes queued for it (``ObserverLists/delivererBlocks()``).
   static func blocking<Result>(_ body: () -> Result) -> Result {
-    let stores = withCurrent { $0.deliveringStores }
+    // Held by the callers that pushed them, which are on this thread's stack below this call.
+    let stores = withCurrent { $0.deliveringStores }.compactMap { $0.takeUnretainedValue() as? any DeliveringStore }
     guard !stores.isEmpty else { return body() }
     for store in stores { store.delivererBlocks() }
     defer { for store in stores { store.delivererUnblocked() } }

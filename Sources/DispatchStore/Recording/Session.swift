@@ -980,7 +980,8 @@ public struct Session: Sendable {
       box.result = result
       done.signal()
     }
-    done.wait()
+    // As a `.sync` dispatch waits: from inside a synchronous observer, the threads waiting for its turn go on.
+    ThreadContext.blocking { done.wait() }
     return box.result ?? .success(())
   }
 

@@ -231,6 +231,8 @@ private final class WriterLoop: @unchecked Sendable {
     var started = false
     /// Whether `close(fingerprinting:)` ran.
     var closed = false
+    /// Whether writing is over: nothing more will be written, and those waiting were woken.
+    var finished = false
     var waiters: [(target: Int, waiter: DispatchSemaphore)] = []
   }
 
@@ -301,6 +303,7 @@ private final class WriterLoop: @unchecked Sendable {
       let waiters = state.withLock { state in
         if let failure, state.failure == nil { state.failure = failure }
         state.written += lines.count
+        state.finished = true
         defer { state.waiters = [] }
         return state.waiters.map(\.waiter)
       }
@@ -314,8 +317,9 @@ private final class WriterLoop: @unchecked Sendable {
 
   func waitUntilWritten(_ count: Int) {
     let waiter = state.withLock { state -> DispatchSemaphore? in
-      // Closed before it started: nothing more will be written (its close woke those waiting then).
-      guard state.failure == nil, state.written < count, !(state.closed && !state.started) else { return nil }
+      // Not once writing is over: nothing more will be written (those waiting were woken then). A close in progress
+      // still writes its lines, and wakes this waiter after.
+      guard state.failure == nil, state.written < count, !state.finished else { return nil }
       let waiter = DispatchSemaphore(value: 0)
       state.waiters.append((count, waiter))
       return waiter
@@ -355,6 +359,7 @@ private final class WriterLoop: @unchecked Sendable {
       if closing {
         // Nothing written is awaited any more: those waiting are woken.
         let waiters = state.withLock { state in
+          state.finished = true
           defer { state.waiters = [] }
           return state.waiters.map(\.waiter)
         }

@@ -161,9 +161,9 @@ public final class ActionOperation<Model: ModelType, Action: ActionType>: Sendab
   ///
   /// Each call is one change: observers hear it exactly once, with the model this call produced, in the order of
   /// the store's changes, also while other threads change the same store. A synchronous observer hears it before
-  /// this returns, so before the operation can finish; except while the thread delivering that store's
-  /// notifications is blocked in a `.sync` dispatch an observer made (this change is then queued for that thread). ``Reducer/shouldNotifyObservers(for:in:)`` is asked once
-  /// per call.
+  /// this returns, so before the operation can finish, except while the thread that delivers (or will deliver) the
+  /// store's notifications is blocked in a `.sync` dispatch an observer made: the change is then queued for that
+  /// thread (see Threading). ``Reducer/shouldNotifyObservers(for:in:)`` is asked once per call.
   /// - Parameter body: Mutates the model in place and may return a value.
   /// - Returns: What `body` returned.
   /// - Throws: What `body` threw; the mutations it made before throwing are kept, and announced.
