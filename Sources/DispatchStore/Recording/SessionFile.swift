@@ -351,11 +351,25 @@ enum SessionFile {
   // MARK: - Descriptors
 
   /// Opens `path` without blocking and checks that it is a regular file.
+  ///
+  /// Something else at the path is refused before it is opened, where that can be told: opening a FIFO releases a
+  /// writer blocked on it, and opening a terminal can reset the device on its other end. The type is checked again
+  /// once open, against a swap in between; a terminal opened then does not become the process's (`O_NOCTTY`).
   private static func openRegular(_ path: String, flags: Int32) throws(SessionError) -> Int32 {
-    let descriptor = systemOpen(path, flags | O_NONBLOCK | O_CLOEXEC)
+    var before = stat()
+    if stat(path, &before) == 0, before.st_mode & S_IFMT != S_IFREG {
+      throw .notARegularFile(path: path, kind: kind(of: before.st_mode))
+    }
+    let descriptor = systemOpen(path, flags | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
     guard descriptor >= 0 else {
       switch errno {
-      case ENOENT: throw .noFile(path: path)
+      case ENOENT:
+        // A symbolic link to nothing: creating the session there would fail, and keep failing.
+        var link = stat()
+        if lstat(path, &link) == 0, link.st_mode & S_IFMT == S_IFLNK {
+          throw .notARegularFile(path: path, kind: "a symbolic link to nothing")
+        }
+        throw .noFile(path: path)
       case EISDIR: throw .notARegularFile(path: path, kind: "a directory")
       default: throw .cannotRead(path: path, reason: describeErrno())
       }

@@ -4,7 +4,7 @@ import Testing
 
 /// The turns of a store's synchronous notifications, as a thread delivering them blocks (a `.sync` dispatch made
 /// from inside an observer): the threads waiting for their turn go on, their changes queued in their places.
-@Suite("Observer turns")
+@Suite("Observer turns", .watchdog)
 struct ObserverTurnTests {
   typealias Lists = ObserverLists<Counter, CounterAction>
 

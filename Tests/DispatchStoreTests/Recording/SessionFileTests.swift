@@ -100,6 +100,17 @@ struct SessionFileTests {
     try Self.expectRefused(file.url) { $0 == .notARegularFile(path: file.url.path, kind: "a directory") }
   }
 
+  /// A symbolic link to nothing is named as such, and left as it was: no session is created through it, and no
+  /// temporary file is left beside it (helper-64: attach and save failed three times over with misleading errors).
+  @Test func aSymbolicLinkToNothingIsRefusedAndLeftAsItWas() throws {
+    let file = TemporaryFile()
+    let missing = file.directory.appendingPathComponent("missing")
+    try FileManager.default.createSymbolicLink(atPath: file.url.path, withDestinationPath: missing.path)
+    try Self.expectRefused(file.url) { $0 == .notARegularFile(path: file.url.path, kind: "a symbolic link to nothing") }
+    #expect(Self.snapshot(file.url.path) == "link to \(missing.path)")
+    #expect(try FileManager.default.contentsOfDirectory(atPath: file.directory.path) == [file.url.lastPathComponent])
+  }
+
   @Test func aLoopOfSymbolicLinksIsRefusedAndLeftAsItWas() throws {
     let file = TemporaryFile()
     let other = file.directory.appendingPathComponent("other")

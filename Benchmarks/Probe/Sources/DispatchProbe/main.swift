@@ -66,9 +66,10 @@ func observeRows(count: Int, items: Int) {
   withExtendedLifetime(observed) {}
 }
 
-/// A store of `items` rows in an `IdentifiedList`, with no recorder and no observer: each dispatch toggles a row by id
-/// in place (issue 27, point 5: what a list's changes cost a plain dispatch).
-func plainRows(count: Int, items: Int) {
+/// A store of `items` rows in an `IdentifiedList`, each dispatch toggling a row by id: `recorded` in memory, while the
+/// recorder keeps the previous models (issue 27, point 1); otherwise with no recorder and no observer, in place
+/// (point 5: what a list's changes cost a plain dispatch).
+func toggleRowsByID(count: Int, items: Int, recorded: Bool) {
   let store = Store(
     identifier: "rows", model: Rows(rows: IdentifiedList((0..<items).map { Row(id: $0, title: "Row \($0)") }))
   ) { (action: RowsAction, model) in
@@ -78,26 +79,13 @@ func plainRows(count: Int, items: Int) {
   }
   let dispatcher = Dispatcher()
   try! dispatcher.register(store: store)
+  let recorder = recorded ? RecorderMiddleware(maxNumberOfRecords: 1_000) : nil
+  if let recorder { dispatcher.register(middleware: recorder) }
   for index in 0..<count { try! dispatcher.dispatchSync(action: RowsAction.toggle(index % items)) }
   precondition(store.model.rows.count == items, "the probe's rows were lost")
-}
-
-/// A store of `items` rows in an `IdentifiedList`, recorded in memory: each dispatch toggles a row by id while the
-/// recorder keeps the previous models (issue 27, point 1).
-func recordRows(count: Int, items: Int) {
-  let store = Store(
-    identifier: "rows", model: Rows(rows: IdentifiedList((0..<items).map { Row(id: $0, title: "Row \($0)") }))
-  ) { (action: RowsAction, model) in
-    switch action {
-    case .toggle(let id): model.rows[id: id]?.done.toggle()
-    }
+  if let recorder {
+    precondition(recorder.records.count == min(count, 1_000), "the probe's recorder kept \(recorder.records.count)")
   }
-  let dispatcher = Dispatcher()
-  try! dispatcher.register(store: store)
-  let recorder = RecorderMiddleware(maxNumberOfRecords: 1_000)
-  dispatcher.register(middleware: recorder)
-  for index in 0..<count { try! dispatcher.dispatchSync(action: RowsAction.toggle(index % items)) }
-  precondition(recorder.records.count == min(count, 1_000), "the probe's recorder kept \(recorder.records.count)")
 }
 
 enum OrderAction: ActionType, Codable {
@@ -363,7 +351,7 @@ else {
 }
 let shape = arguments[2]
 if shape.hasPrefix("plainrows") {
-  plainRows(count: count, items: Int(shape.dropFirst("plainrows".count))!)
+  toggleRowsByID(count: count, items: Int(shape.dropFirst("plainrows".count))!, recorded: false)
   exit(0)
 }
 if shape.hasPrefix("observedrows") {
@@ -392,7 +380,7 @@ if shape.hasPrefix("orderrows") {
   exit(0)
 }
 if shape.hasPrefix("recordedrows") {
-  recordRows(count: count, items: Int(shape.dropFirst("recordedrows".count))!)
+  toggleRowsByID(count: count, items: Int(shape.dropFirst("recordedrows".count))!, recorded: true)
   exit(0)
 }
 let dispatcher = Dispatcher()
