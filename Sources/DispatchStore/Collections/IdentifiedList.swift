@@ -40,17 +40,10 @@ import Foundation
 /// > `String` or `Data`) is compared by its reference, so a change made inside it is not recorded: restore gives it the
 /// > values it had when its element was last written. A list whose elements are themselves classes is written whole.
 public struct IdentifiedList<Element: Identifiable> {
-  /// The ids, in order.
-  ///
-  /// A change to them counts in the element tree's root (``ElementNode/generation``), which it makes the list's own
-  /// first.
+  /// The ids, in order; a change to them counts in the order tree's root (``OrderNode/generation``).
   @usableFromInline var order: OrderTree<Element.ID> {
     _read { yield orderStorage }
-    _modify {
-      ElementNode.makeUnique(&elementStorage.root)
-      elementStorage.root.generation &+= 1
-      yield &orderStorage
-    }
+    _modify { yield &orderStorage }
   }
   /// The elements, by id.
   ///

@@ -119,7 +119,7 @@ import Synchronization
     /// The list's state when the journal last saw it, at the start or end of a change: the order's root and the
     /// generation (the element tree's root is `root`).
     private weak var endOrder: OrderNode<Element.ID>?
-    private var endGeneration: UInt64?
+    private var endGeneration: (elements: UInt64, order: UInt64)?
 
     init(journal: ListJournal, start: ListMark, order: OrderTree<Element.ID>) {
       self.journal = journal
@@ -169,14 +169,14 @@ import Synchronization
     /// Notes `list`'s state now, whose element tree's root is ``root``.
     func saw(_ list: IdentifiedList<Element>) {
       endOrder = list.orderStorage.root
-      endGeneration = list.elementStorage.root.generation
+      endGeneration = list.changeCounts
     }
 
     /// Whether `list` is in the state the journal last saw it in.
     func isEnd(of list: IdentifiedList<Element>) -> Bool {
       guard let endGeneration, let endOrder, let root else { return false }
       return root === list.elementStorage.root && endOrder === list.orderStorage.root
-        && endGeneration == list.elementStorage.root.generation
+        && endGeneration == list.changeCounts
     }
 
     /// The changes from the list's state at ``start`` to `list`, which is in the state at its end (``isEnd(of:)``).
@@ -214,12 +214,12 @@ import Synchronization
 /// generation.
 ///
 /// A list changes its trees in place only where it holds them alone, and counts each change in its element tree's root
-/// (``ElementNode/generation``), which a change to the order makes its own too: while both roots live, a list that
-/// holds them with the same count is in this state.
+/// (``ElementNode/generation``), and each change of its order in the order tree's (``OrderNode/generation``): while
+/// both roots live, a list that holds them with the same counts is in this state.
 struct ListMark {
   private weak var elementsRoot: AnyObject?
   private weak var orderRoot: AnyObject?
-  private let generation: UInt64
+  private let generation: (elements: UInt64, order: UInt64)
 
   /// The root of the list's element tree in this state, if it is still held.
   var elementsRootObject: AnyObject? { elementsRoot }
@@ -228,19 +228,26 @@ struct ListMark {
   init<Element>(_ list: IdentifiedList<Element>) {
     elementsRoot = list.elementStorage.root
     orderRoot = list.orderStorage.root
-    generation = list.elementStorage.root.generation
+    generation = list.changeCounts
   }
 
   /// Whether `list` is in this state.
   func isState<Element>(of list: IdentifiedList<Element>) -> Bool {
     guard let elementsRoot, let orderRoot else { return false }
     return elementsRoot === list.elementStorage.root && orderRoot === list.orderStorage.root
-      && generation == list.elementStorage.root.generation
+      && generation == list.changeCounts
   }
 
   /// Whether `other` is this state.
   func isSame(as other: ListMark) -> Bool {
     guard let elementsRoot, let orderRoot else { return false }
     return elementsRoot === other.elementsRoot && orderRoot === other.orderRoot && generation == other.generation
+  }
+}
+
+extension IdentifiedList {
+  /// The changes counted in the roots of the list's two trees (``ListMark``).
+  var changeCounts: (elements: UInt64, order: UInt64) {
+    (elementStorage.root.generation, orderStorage.root.generation)
   }
 }

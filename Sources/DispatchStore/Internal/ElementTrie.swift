@@ -157,10 +157,10 @@ extension ElementTrie where Element: Equatable {
   /// goes down into one of them.
   @usableFromInline @exclusivity(unchecked) var sharesChildren = false
   @usableFromInline let isCollision: Bool
-  /// How many changes a list made to its trees while it held this node as its element tree's root.
+  /// How many changes a list made to its elements while it held this node as its element tree's root.
   ///
-  /// Counted by ``IdentifiedList/elements`` and ``IdentifiedList/order``; with the roots' identity, it tells which
-  /// state of the list this is (``ListMark``). Every node has it: 8 bytes, which take a node from 43 bytes to 56
+  /// Counted by ``IdentifiedList/elements``; with the order tree's count and the roots' identity, it tells which state
+  /// of the list this is (``ListMark``). Every node has it: 8 bytes, which take a node from 43 bytes to 56
   /// (glibc's malloc gives both a 64-byte block; Apple's rounds to 16 bytes, 48 then 64).
   @usableFromInline @exclusivity(unchecked) var generation: UInt64 = 0
 

@@ -137,9 +137,17 @@
     }
   }
 
+  /// Counts a change of the identifiers in the root the tree has after it, which it makes its own (the root a change
+  /// leaves may be a child it held, which becomes the root again when the tree shrinks).
+  @inlinable mutating func counted() {
+    OrderNode.makeUnique(&root)
+    root.generation &+= 1
+  }
+
   /// Replaces the identifier at `position`, which is in range; the new identifier takes its label.
   @inlinable mutating func replace(at position: Int, with id: ID) {
     OrderNode.makeUnique(&root)
+    defer { counted() }
     let (old, label) = root.replace(at: position, with: id)
     guard let label else { return }
     forget(old, label: label)
@@ -153,6 +161,7 @@
   ///   identifier before they remove its old place); the map then keeps the label of its new place.
   @discardableResult
   @inlinable mutating func insert(_ id: ID, at position: Int, mayRepeat: Bool = false) -> Int {
+    defer { counted() }
     guard labels != nil else {
       OrderNode.makeUnique(&root)
       if let right = root.insert(id, label: nil, at: position, appending: position == count) {
@@ -180,6 +189,7 @@
 
   /// Removes the identifier at `position`, which is in range, and returns it.
   @inlinable mutating func remove(at position: Int) -> ID {
+    defer { counted() }
     OrderNode.makeUnique(&root)
     let (id, label) = root.remove(at: position)
     while !root.isLeaf && root.children.count == 1 { root = root.children[0] }
@@ -405,6 +415,11 @@
   /// Whether `children` is still the buffer of the node this one copies: copied (``ownChildren()``) before a change
   /// goes down into one of them.
   @usableFromInline @exclusivity(unchecked) var sharesChildren = false
+  /// How many changes of its identifiers a tree made that ended with this node as its root.
+  ///
+  /// Counted at the end of each (``OrderTree/counted()``); with the element tree's count and the roots' identity, it
+  /// tells which state of the list this is (``ListMark``).
+  @usableFromInline @exclusivity(unchecked) var generation: UInt64 = 0
   /// The number of identifiers under this node.
   @usableFromInline @exclusivity(unchecked) var count: Int
 
